@@ -1,0 +1,435 @@
+package gitstore
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// RefName is a full ref name such as "refs/heads/main", or "HEAD".
+type RefName string
+
+// BranchRef returns the ref name of branch.
+func BranchRef(branch string) RefName { return RefName("refs/heads/" + branch) }
+
+// Ref is a ref and the object it names.
+type Ref struct {
+	Name RefName
+	OID  OID
+}
+
+// RefConflictError is a failed compare-and-swap: the ref holds Current
+// (ZeroOID when it does not exist), not the expected value.
+type RefConflictError struct {
+	Name    RefName
+	Current OID
+}
+
+func (e *RefConflictError) Error() string {
+	return fmt.Sprintf("ref %s is at %s, not at the expected value", e.Name, e.Current)
+}
+
+func (e *RefConflictError) Unwrap() error { return ErrRefConflict }
+
+// ValidateRefName applies git's check-ref-format rules to a full ref name.
+func ValidateRefName(name RefName) error {
+	s := string(name)
+	bad := func(why string) error { return fmt.Errorf("%w: %q: %s", ErrInvalidRef, s, why) }
+	if s == "HEAD" {
+		return nil
+	}
+	if !strings.HasPrefix(s, "refs/") {
+		return bad("must start with refs/")
+	}
+	if !utf8.ValidString(s) {
+		return bad("invalid UTF-8")
+	}
+	if strings.HasSuffix(s, "/") || strings.HasSuffix(s, ".") || strings.Contains(s, "//") ||
+		strings.Contains(s, "..") || strings.Contains(s, "@{") {
+		return bad("malformed")
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
+			return bad("forbidden character")
+		}
+	}
+	for _, comp := range strings.Split(s, "/") {
+		if strings.HasPrefix(comp, ".") || strings.HasSuffix(comp, ".lock") {
+			return bad("component starts with '.' or ends with .lock")
+		}
+	}
+	return nil
+}
+
+func (r *Repo) refPath(name RefName) string {
+	return filepath.Join(r.gitDir, filepath.FromSlash(string(name)))
+}
+
+// readLooseOrPacked returns the raw value of name: an id, or the target of
+// a symbolic ref. It reports ErrNotFound when neither a loose file nor a
+// packed-refs line exists.
+func (r *Repo) readRefRaw(name RefName) (id OID, symbolic RefName, err error) {
+	b, err := os.ReadFile(r.refPath(name))
+	switch {
+	case err == nil:
+		line := strings.TrimSpace(string(b))
+		if t, ok := strings.CutPrefix(line, "ref: "); ok {
+			return OID{}, RefName(t), nil
+		}
+		id, err := ParseOID(line)
+		if err != nil {
+			return OID{}, "", fmt.Errorf("ref %s: %w", name, ErrCorrupt)
+		}
+		return id, "", nil
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR):
+	default:
+		return OID{}, "", fmt.Errorf("read ref %s: %w", name, err)
+	}
+	packed, err := r.packedRefs()
+	if err != nil {
+		return OID{}, "", err
+	}
+	if id, ok := packed[name]; ok {
+		return id, "", nil
+	}
+	return OID{}, "", fmt.Errorf("ref %s: %w", name, ErrNotFound)
+}
+
+// packedRefs parses packed-refs (an empty map when there is none).
+func (r *Repo) packedRefs() (map[RefName]OID, error) {
+	b, err := os.ReadFile(filepath.Join(r.gitDir, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[RefName]OID{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read packed-refs: %w", err)
+	}
+	refs := make(map[RefName]OID)
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' || line[0] == '^' {
+			continue
+		}
+		hexID, name, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if id, err := ParseOID(hexID); err == nil {
+			refs[RefName(name)] = id
+		}
+	}
+	return refs, sc.Err()
+}
+
+// ReadRef returns the object a ref names, following symbolic refs.
+func (r *Repo) ReadRef(ctx context.Context, name RefName) (OID, error) {
+	for range 8 {
+		if err := ctx.Err(); err != nil {
+			return OID{}, err
+		}
+		id, sym, err := r.readRefRaw(name)
+		if err != nil {
+			return OID{}, err
+		}
+		if sym == "" {
+			return id, nil
+		}
+		name = sym
+	}
+	return OID{}, fmt.Errorf("ref %s: symbolic refs nested too deep: %w", name, ErrCorrupt)
+}
+
+// HeadBranch returns the branch HEAD names (for a non-bare repository, the
+// one checked out), or "" when HEAD is detached.
+func (r *Repo) HeadBranch() (string, error) {
+	_, sym, err := r.readRefRaw("HEAD")
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return "", err
+	}
+	b, _ := strings.CutPrefix(string(sym), "refs/heads/")
+	return b, nil
+}
+
+// ListRefs returns the refs whose names start with prefix, sorted by name;
+// a loose ref wins over a packed one.
+func (r *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
+	all, err := r.packedRefs()
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Join(r.gitDir, "refs")
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || strings.HasSuffix(p, ".lock") {
+			return nil
+		}
+		rel, _ := filepath.Rel(r.gitDir, p)
+		name := RefName(filepath.ToSlash(rel))
+		if id, err := r.ReadRef(ctx, name); err == nil {
+			all[name] = id
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list refs: %w", err)
+	}
+	var out []Ref
+	for name, id := range all {
+		if strings.HasPrefix(string(name), prefix) {
+			out = append(out, Ref{Name: name, OID: id})
+		}
+	}
+	slices.SortFunc(out, func(a, b Ref) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	return out, nil
+}
+
+// lockTimeout is how long UpdateRef waits for another writer's lock, as
+// git's core.filesRefLockTimeout (100 ms by default) does.
+const lockTimeout = 100 * time.Millisecond
+
+// lockFile takes git's lock on path (path + ".lock", created exclusively),
+// retrying until lockTimeout.
+func lockFile(ctx context.Context, path string) (*os.File, error) {
+	deadline := time.Now().Add(lockTimeout)
+	backoff := time.Millisecond
+	for {
+		f, err := os.OpenFile(path+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: %s.lock exists", ErrRefLocked, filepath.Base(path))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 20*time.Millisecond)
+	}
+}
+
+// UpdateRef moves ref name from old to new by compare-and-swap, under git's
+// own <ref>.lock so the git CLI and sessiond exclude each other. old ==
+// ZeroOID requires that the ref not exist; new == ZeroOID deletes it. The
+// new value is fsynced and renamed into place; the object it names must
+// already be durable. A mismatch fails with *RefConflictError.
+func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) error {
+	if err := ValidateRefName(name); err != nil {
+		return err
+	}
+	if name == "HEAD" {
+		return fmt.Errorf("%w: HEAD is updated through its branch", ErrInvalidRef)
+	}
+	path := r.refPath(name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("update ref %s: %w", name, err)
+	}
+	lock, err := lockFile(ctx, path)
+	if err != nil {
+		return fmt.Errorf("update ref %s: %w", name, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			lock.Close()
+			os.Remove(lock.Name())
+		}
+	}()
+	cur, _, err := r.readRefRaw(name)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if cur != oldID {
+		return &RefConflictError{Name: name, Current: cur}
+	}
+	if newID.IsZero() {
+		if err := r.removePackedRef(ctx, name); err != nil {
+			return err
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("delete ref %s: %w", name, err)
+		}
+		return syncDir(filepath.Dir(path))
+	}
+	if _, err := lock.WriteString(newID.String() + "\n"); err != nil {
+		return fmt.Errorf("update ref %s: %w", name, err)
+	}
+	if err := lock.Sync(); err != nil {
+		return fmt.Errorf("update ref %s: %w", name, err)
+	}
+	if err := lock.Close(); err != nil {
+		return fmt.Errorf("update ref %s: %w", name, err)
+	}
+	if err := os.Rename(lock.Name(), path); err != nil {
+		return fmt.Errorf("update ref %s: %w", name, err)
+	}
+	committed = true
+	return syncDir(filepath.Dir(path))
+}
+
+// removePackedRef rewrites packed-refs without name, under its own lock.
+func (r *Repo) removePackedRef(ctx context.Context, name RefName) error {
+	path := filepath.Join(r.gitDir, "packed-refs")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(b, []byte(" "+string(name)+"\n")) {
+		return nil
+	}
+	lock, err := lockFile(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer func() { lock.Close(); os.Remove(lock.Name()) }()
+	b, err = os.ReadFile(path) // again, under the lock
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	skipPeeled := false
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if skipPeeled && strings.HasPrefix(line, "^") {
+			continue
+		}
+		skipPeeled = false
+		if _, n, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " "); ok && n == string(name) && line[0] != '#' {
+			skipPeeled = true
+			continue
+		}
+		out.WriteString(line)
+	}
+	if _, err := lock.Write(out.Bytes()); err != nil {
+		return err
+	}
+	if err := lock.Sync(); err != nil {
+		return err
+	}
+	if err := os.Rename(lock.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(r.gitDir)
+}
+
+// ResolveRevision resolves a branch, tag, full ref name, HEAD, or full or
+// short (at least 4 digits) hexadecimal id to a commit id, peeling
+// annotated tags. Names are tried in git's order: as given, refs/<rev>,
+// refs/tags/<rev>, refs/heads/<rev>, refs/remotes/<rev>.
+func (r *Repo) ResolveRevision(ctx context.Context, rev string) (OID, error) {
+	if rev == "" {
+		return OID{}, fmt.Errorf("resolve revision: empty: %w", ErrNotFound)
+	}
+	if id, err := ParseOID(rev); err == nil {
+		return r.peelToCommit(ctx, rev, id)
+	}
+	for _, cand := range []string{rev, "refs/" + rev, "refs/tags/" + rev, "refs/heads/" + rev, "refs/remotes/" + rev, "refs/remotes/" + rev + "/HEAD"} {
+		if cand != "HEAD" && !strings.HasPrefix(cand, "refs/") {
+			continue
+		}
+		if ValidateRefName(RefName(cand)) != nil {
+			continue
+		}
+		id, err := r.ReadRef(ctx, RefName(cand))
+		if err == nil {
+			return r.peelToCommit(ctx, rev, id)
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return OID{}, err
+		}
+	}
+	if len(rev) >= 4 && len(rev) < 2*OIDSize && isHex(rev) {
+		id, err := r.resolveShort(ctx, strings.ToLower(rev))
+		if err != nil {
+			return OID{}, err
+		}
+		return r.peelToCommit(ctx, rev, id)
+	}
+	return OID{}, fmt.Errorf("resolve revision %q: %w", rev, ErrNotFound)
+}
+
+func (r *Repo) peelToCommit(ctx context.Context, rev string, id OID) (OID, error) {
+	id, kind, err := r.peel(ctx, id)
+	if err != nil {
+		return OID{}, fmt.Errorf("resolve revision %q: %w", rev, err)
+	}
+	if kind != KindCommit {
+		return OID{}, fmt.Errorf("resolve revision %q: names a %s: %w", rev, kind, ErrWrongKind)
+	}
+	return id, nil
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i] | 0x20
+		if !('0' <= s[i] && s[i] <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveShort finds the one object whose id starts with prefix.
+func (r *Repo) resolveShort(ctx context.Context, prefix string) (OID, error) {
+	found := map[OID]bool{}
+	for _, id := range r.packs.withPrefix(prefix) {
+		found[id] = true
+	}
+	// An odd-length prefix cannot be decoded to bytes: search by the even
+	// part and filter.
+	even := prefix[:len(prefix)&^1]
+	var pb [OIDSize]byte
+	n, _ := hexDecode(pb[:], even)
+	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
+		hs, err := s.HashesWithPrefix(pb[:n])
+		if err != nil {
+			return err
+		}
+		for _, h := range hs {
+			if strings.HasPrefix(h.String(), prefix) {
+				found[OID(h)] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return OID{}, fmt.Errorf("resolve %q: %w", prefix, err)
+	}
+	switch len(found) {
+	case 0:
+		return OID{}, fmt.Errorf("resolve revision %q: %w", prefix, ErrNotFound)
+	case 1:
+		for id := range found {
+			return id, nil
+		}
+	}
+	return OID{}, fmt.Errorf("resolve revision %q: %d objects match: %w", prefix, len(found), ErrAmbiguous)
+}

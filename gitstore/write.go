@@ -1,0 +1,474 @@
+package gitstore
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"crypto/sha1"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+)
+
+// Batch collects new objects and writes them durably in one step. Objects
+// added to a batch are not visible to readers until Flush returns; anything
+// that points at them (a ref, a database row) must wait for Flush.
+// A Batch is not safe for concurrent use.
+type Batch struct {
+	r    *Repo
+	objs []rawObject
+	ids  []OID
+	seen map[OID]struct{}
+}
+
+// NewBatch starts an empty batch of object writes.
+func (r *Repo) NewBatch() *Batch {
+	return &Batch{r: r, seen: make(map[OID]struct{})}
+}
+
+// Add queues an object of kind k and returns its id. Adding the same
+// content twice queues it once.
+func (b *Batch) Add(k Kind, data []byte) OID {
+	id := HashObject(k, data)
+	if _, dup := b.seen[id]; !dup {
+		b.seen[id] = struct{}{}
+		b.objs = append(b.objs, rawObject{kind: k, data: data})
+		b.ids = append(b.ids, id)
+	}
+	return id
+}
+
+// AddBlob queues a blob.
+func (b *Batch) AddBlob(data []byte) OID { return b.Add(KindBlob, data) }
+
+// Len is the number of distinct objects queued.
+func (b *Batch) Len() int { return len(b.objs) }
+
+// Flush writes every queued object durably: an object that already exists
+// is only freshened (its file's mtime, as git does, so gc's grace period
+// starts again); one new object is written loose, several go into one new
+// pack. Files are fsynced and renamed into place, and their directory is
+// fsynced, before Flush returns. The batch is empty afterwards.
+func (b *Batch) Flush(ctx context.Context) error {
+	if len(b.objs) == 0 {
+		return nil
+	}
+	var fresh []int
+	for i, id := range b.ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		found, err := b.r.freshen(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !found {
+			fresh = append(fresh, i)
+		}
+	}
+	var err error
+	switch len(fresh) {
+	case 0:
+	case 1:
+		i := fresh[0]
+		err = b.r.writeLoose(b.ids[i], b.objs[i])
+	default:
+		ids := make([]OID, len(fresh))
+		objs := make([]rawObject, len(fresh))
+		for j, i := range fresh {
+			ids[j], objs[j] = b.ids[i], b.objs[i]
+		}
+		err = b.r.writePack(ids, objs)
+	}
+	if err != nil {
+		return err
+	}
+	b.objs, b.ids = b.objs[:0], b.ids[:0]
+	clear(b.seen)
+	return nil
+}
+
+// WriteBlob stores one blob durably and returns its id.
+func (r *Repo) WriteBlob(ctx context.Context, data []byte) (OID, error) {
+	b := r.NewBatch()
+	id := b.AddBlob(data)
+	return id, b.Flush(ctx)
+}
+
+func (r *Repo) loosePath(id OID) string {
+	s := id.String()
+	return filepath.Join(r.gitDir, "objects", s[:2], s[2:])
+}
+
+// freshen reports whether object id exists, and if so bumps the mtime of
+// the file that holds it (the loose object or its pack), as git's
+// freshen_loose_object and freshen_packed_object do.
+func (r *Repo) freshen(ctx context.Context, id OID) (bool, error) {
+	now := time.Now()
+	if p := r.packs.packPath(id); p != "" {
+		return true, touch(p, now)
+	}
+	lp := r.loosePath(id)
+	if err := os.Chtimes(lp, now, now); err == nil {
+		return true, nil
+	}
+	found, err := r.HasObject(ctx, id)
+	if err != nil || !found {
+		return found, err
+	}
+	pack, err := r.locator.find(r.gitDir, id)
+	if err != nil {
+		return true, err
+	}
+	if pack != "" {
+		return true, touch(pack, now)
+	}
+	return true, nil
+}
+
+func touch(path string, t time.Time) error {
+	err := os.Chtimes(path, t, t)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // gone with a repack; the object lives on in the new pack
+	}
+	return err
+}
+
+// objectHeader is git's "<kind> <size>\x00" prefix of a loose object.
+func objectHeader(k Kind, size int) []byte {
+	h := append([]byte(k.String()), ' ')
+	h = strconv.AppendInt(h, int64(size), 10)
+	return append(h, 0)
+}
+
+func (r *Repo) writeLoose(id OID, obj rawObject) error {
+	var buf bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&buf, zlib.BestSpeed)
+	zw.Write(objectHeader(obj.kind, len(obj.data)))
+	zw.Write(obj.data)
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	path := r.loosePath(id)
+	dir := filepath.Dir(path)
+	created := false
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("write object %s: %w", id, err)
+		}
+		created = true
+	}
+	if err := writeFileDurableMode(path, buf.Bytes(), 0o444); err != nil {
+		return fmt.Errorf("write object %s: %w", id, err)
+	}
+	if created {
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return fmt.Errorf("write object %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// writePack writes objects as one undeltified pack with its index.
+func (r *Repo) writePack(ids []OID, objs []rawObject) error {
+	packDir := filepath.Join(r.gitDir, "objects", "pack")
+	if err := os.MkdirAll(packDir, 0o755); err != nil {
+		return err
+	}
+	pf, err := os.CreateTemp(packDir, "tmp_pack_")
+	if err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	defer os.Remove(pf.Name()) // no-op once renamed
+	defer pf.Close()
+
+	sum := sha1.New()
+	w := &countingWriter{w: io.MultiWriter(pf, sum)}
+	hdr := make([]byte, 12)
+	copy(hdr, "PACK")
+	binary.BigEndian.PutUint32(hdr[4:], 2)
+	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
+	if _, err := w.Write(hdr); err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	idx := new(idxfile.Writer)
+	if err := idx.OnHeader(uint32(len(objs))); err != nil {
+		return err
+	}
+	offsets := make([]int64, len(objs))
+	crc := crc32.NewIEEE()
+	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	for i, obj := range objs {
+		offsets[i] = w.n
+		crc.Reset()
+		ew := io.MultiWriter(w, crc)
+		if _, err := ew.Write(packEntryHeader(obj.kind, len(obj.data))); err != nil {
+			return fmt.Errorf("write pack: %w", err)
+		}
+		zw.Reset(ew)
+		if _, err := zw.Write(obj.data); err != nil {
+			return fmt.Errorf("write pack: %w", err)
+		}
+		if err := zw.Close(); err != nil {
+			return fmt.Errorf("write pack: %w", err)
+		}
+		if err := idx.OnInflatedObjectContent(plumbing.Hash(ids[i]), offsets[i], crc.Sum32(), nil); err != nil {
+			return err
+		}
+	}
+	var packSum plumbing.Hash
+	sum.Sum(packSum[:0])
+	if _, err := pf.Write(packSum[:]); err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	if err := idx.OnFooter(packSum); err != nil {
+		return err
+	}
+	mi, err := idx.Index()
+	if err != nil {
+		return err
+	}
+	var ib bytes.Buffer
+	if _, err := idxfile.NewEncoder(&ib).Encode(mi); err != nil {
+		return fmt.Errorf("write pack index: %w", err)
+	}
+	if err := pf.Sync(); err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	base := filepath.Join(packDir, "pack-"+packSum.String())
+	if err := pf.Chmod(0o444); err != nil {
+		return err
+	}
+	if err := os.Rename(pf.Name(), base+".pack"); err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	// The index goes last: git and go-git find packs by their index.
+	if err := writeFileDurableMode(base+".idx", ib.Bytes(), 0o444); err != nil {
+		return fmt.Errorf("write pack index: %w", err)
+	}
+	if err := r.packs.add(base+".pack", ids, offsets, objs); err != nil {
+		return err
+	}
+	return nil
+}
+
+// packEntryHeader is the type-and-size varint that starts a pack entry.
+func packEntryHeader(k Kind, size int) []byte {
+	b := []byte{byte(k)<<4 | byte(size&0x0f)}
+	size >>= 4
+	for size > 0 {
+		b[len(b)-1] |= 0x80
+		b = append(b, byte(size&0x7f))
+		size >>= 7
+	}
+	return b
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func writeFileDurable(path string, data []byte) error {
+	return writeFileDurableMode(path, data, 0o644)
+}
+
+// writeFileDurableMode writes data to a temporary file beside path, fsyncs
+// it, renames it over path and fsyncs the directory, so path holds either
+// the old content or all of the new one, never a torn or empty file.
+func writeFileDurableMode(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// ownPacks indexes the packs this process wrote, so their objects are
+// readable at once without making every go-git storage re-read every pack
+// index. The packs are undeltified, so reading one object is a seek and an
+// inflate.
+type ownPacks struct {
+	mu    sync.RWMutex // guards files and index
+	files map[string]*os.File
+	index map[OID]packLoc
+}
+
+type packLoc struct {
+	path string
+	off  int64
+	kind Kind
+	size int
+}
+
+func newOwnPacks() *ownPacks {
+	return &ownPacks{files: make(map[string]*os.File), index: make(map[OID]packLoc)}
+}
+
+func (p *ownPacks) add(path string, ids []OID, offsets []int64, objs []rawObject) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if old, ok := p.files[path]; ok {
+		old.Close()
+	}
+	p.files[path] = f
+	for i, id := range ids {
+		p.index[id] = packLoc{path: path, off: offsets[i], kind: objs[i].kind, size: len(objs[i].data)}
+	}
+	return nil
+}
+
+func (p *ownPacks) has(id OID) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	_, ok := p.index[id]
+	return ok
+}
+
+func (p *ownPacks) packPath(id OID) string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.index[id].path
+}
+
+func (p *ownPacks) read(id OID) (rawObject, bool, error) {
+	p.mu.RLock()
+	loc, ok := p.index[id]
+	f := p.files[loc.path]
+	p.mu.RUnlock()
+	if !ok {
+		return rawObject{}, false, nil
+	}
+	// Skip the entry header: one byte plus one per continuation bit.
+	var hdr [16]byte
+	n, _ := f.ReadAt(hdr[:], loc.off)
+	i := 0
+	for i < n && hdr[i]&0x80 != 0 {
+		i++
+	}
+	zr, err := zlib.NewReader(io.NewSectionReader(f, loc.off+int64(i)+1, 1<<62))
+	if err != nil {
+		return rawObject{}, true, fmt.Errorf("read object %s: %v: %w", id, err, ErrCorrupt)
+	}
+	defer zr.Close()
+	data := make([]byte, loc.size)
+	if _, err := io.ReadFull(zr, data); err != nil {
+		return rawObject{}, true, fmt.Errorf("read object %s: %v: %w", id, err, ErrCorrupt)
+	}
+	return rawObject{kind: loc.kind, data: data}, true, nil
+}
+
+func (p *ownPacks) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for _, f := range p.files {
+		errs = append(errs, f.Close())
+	}
+	clear(p.files)
+	return errors.Join(errs...)
+}
+
+// packLocator finds which pack holds an object, for freshening it. It
+// loads pack indexes lazily and reloads them when objects/pack changes.
+type packLocator struct {
+	mu      sync.Mutex // guards all fields
+	mod     time.Time
+	indexes map[string]*idxfile.MemoryIndex // pack path → index
+}
+
+func (l *packLocator) find(gitDir string, id OID) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	packDir := filepath.Join(gitDir, "objects", "pack")
+	fi, err := os.Stat(packDir)
+	if err != nil {
+		return "", nil
+	}
+	if l.indexes == nil || !fi.ModTime().Equal(l.mod) {
+		l.mod = fi.ModTime()
+		l.indexes = make(map[string]*idxfile.MemoryIndex)
+		names, _ := filepath.Glob(filepath.Join(packDir, "pack-*.idx"))
+		for _, name := range names {
+			f, err := os.Open(name)
+			if err != nil {
+				continue
+			}
+			mi := idxfile.NewMemoryIndex()
+			err = idxfile.NewDecoder(f).Decode(mi)
+			f.Close()
+			if err == nil {
+				l.indexes[name[:len(name)-len(".idx")]+".pack"] = mi
+			}
+		}
+	}
+	for pack, mi := range l.indexes {
+		if ok, _ := mi.Contains(plumbing.Hash(id)); ok {
+			return pack, nil
+		}
+	}
+	return "", nil
+}
+
+func (p *ownPacks) withPrefix(prefix string) []OID {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var out []OID
+	for id := range p.index {
+		if strings.HasPrefix(id.String(), prefix) {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,34 @@
+// Package overlay holds one session's changes over a base tree and resolves
+// reads, listings and tree building through them.
+//
+// An Overlay maps paths to entries: added or modified (a blob id and a
+// mode) or deleted (a whiteout). It declares the small read-only view of
+// the base it needs (Base), which a gitstore.TreeView satisfies, and the
+// tree builder it hands its changes to (TreeBuilder).
+//
+// This package is also the one place where paths are validated: every rule
+// of the specification's "bad input" section is checked by ValidatePath
+// (syntax) and Overlay.CheckPut / Overlay.Delete (rules that depend on the
+// merged view), and a violation is a *PathError naming the rule.
+//
+// # Invariants
+//
+//   - The overlay never holds an entry that removing would not change the
+//     merged view: writing back the base content removes the entry, and a
+//     whiteout only ever sits on a path the base has.
+//   - A whiteout at a directory hides its whole subtree in one entry;
+//     deleting a directory collapses every entry under it into that one
+//     whiteout. Entries below a whiteout recreate content in a directory
+//     that starts empty.
+//   - An added or modified entry at P shadows the base's P and everything
+//     under it, and no entry sits below it.
+//   - The merged view has no empty directories, as in git: when deletions
+//     empty a base directory, the entries under it collapse into a whiteout
+//     at that directory.
+//
+// # Concurrency
+//
+// An Overlay is not safe for concurrent use. The session owns it and
+// serializes every call; Clone gives an independent copy (for fork, dry
+// runs and atomic batches).
+package overlay

@@ -1,0 +1,59 @@
+package overlay
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sessiond/sessiond/gitstore"
+)
+
+// Sentinel errors. Callers test them with errors.Is.
+var (
+	// ErrNotFound: nothing at that path in the merged view. It is the same
+	// sentinel as gitstore's, so one check covers both layers.
+	ErrNotFound = gitstore.ErrNotFound
+	// ErrInvalidPath: a path or mode that breaks a rule of the bad-input
+	// section. Every such error is a *PathError naming the rule.
+	ErrInvalidPath = errors.New("invalid path")
+	// ErrIsDir: a file operation on a directory.
+	ErrIsDir = errors.New("is a directory")
+	// ErrNotDir: a directory operation (listing) on a file.
+	ErrNotDir = errors.New("not a directory")
+)
+
+// Rule names a path rule. The names follow git fsck's message ids and are
+// what the API reports in the "rule" field.
+type Rule string
+
+// The rules of the bad-input section.
+const (
+	RuleFullPathname           Rule = "fullPathname"
+	RuleHasDot                 Rule = "hasDot"
+	RuleHasDotdot              Rule = "hasDotdot"
+	RuleHasDotgit              Rule = "hasDotgit"
+	RuleBadPathChar            Rule = "badPathChar"
+	RuleLargePathname          Rule = "largePathname"
+	RuleFileDirectoryCollision Rule = "fileDirectoryCollision"
+	RuleBadFilemode            Rule = "badFilemode"
+	RuleGitmodulesSymlink      Rule = "gitmodulesSymlink"
+	RuleCaseCollision          Rule = "caseCollision"
+)
+
+// PathError reports a path that breaks Rule. errors.Is(err, ErrInvalidPath)
+// holds for every *PathError.
+type PathError struct {
+	Rule    Rule
+	Path    string
+	Message string
+}
+
+func (e *PathError) Error() string {
+	return fmt.Sprintf("invalid path %q: %s: %s", e.Path, e.Rule, e.Message)
+}
+
+// Is makes every PathError match ErrInvalidPath.
+func (e *PathError) Is(target error) bool { return target == ErrInvalidPath }
+
+func pathErr(rule Rule, p, format string, args ...any) *PathError {
+	return &PathError{Rule: rule, Path: p, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,212 @@
+package overlay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sessiond/sessiond/gitstore"
+)
+
+// ListOptions select what List reports.
+type ListOptions struct {
+	// Prefix is the directory to list ("" is the root). The filter is
+	// applied to both sides before they are merged.
+	Prefix string
+	// Recursive lists the whole subtree, directories before their
+	// children; otherwise one level.
+	Recursive bool
+	// OnlyModified lists only what the overlay changes: added, modified
+	// and deleted nodes (deletions included), and the directories that
+	// contain them.
+	OnlyModified bool
+	// IncludeDeleted also reports deleted paths in a full listing. A
+	// deleted directory is one node; what it hid is not listed.
+	IncludeDeleted bool
+}
+
+// List calls fn for each node under opts.Prefix in the merged view, in git
+// order (a directory sorts as "name/" and comes before its children). It
+// is a merge of two sorted streams, the base listing and the overlay's
+// entries; each node carries its status relative to the base. An error
+// from fn stops the listing and is returned as is.
+func (o *Overlay) List(ctx context.Context, opts ListOptions, fn func(Node) error) error {
+	prefix := opts.Prefix
+	withDeleted := opts.IncludeDeleted || opts.OnlyModified
+	if prefix != "" {
+		if err := ValidatePath(prefix); err != nil {
+			return err
+		}
+		n, err := o.Stat(ctx, prefix)
+		if errors.Is(err, ErrNotFound) && opts.OnlyModified {
+			return nil // a deleted directory is reported by its parent's listing
+		}
+		if err != nil {
+			return err
+		}
+		if !n.IsDir() {
+			return fmt.Errorf("list %q: %w", prefix, ErrNotDir)
+		}
+	}
+	if len(o.entries) == 0 {
+		if opts.OnlyModified {
+			return nil
+		}
+		return o.base.List(ctx, prefix, opts.Recursive, func(b gitstore.Entry) error {
+			return fn(Node{Path: b.Path, Mode: b.Mode, OID: b.OID, Status: Unchanged})
+		})
+	}
+
+	ov, err := o.overlayNodes(ctx, prefix, opts.Recursive)
+	if err != nil {
+		return err
+	}
+	emit := func(n Node) error {
+		if (n.Status == Deleted && !withDeleted) || (opts.OnlyModified && n.Status == Unchanged) {
+			return nil
+		}
+		return fn(n)
+	}
+	i := 0
+	baseDir := prefix == ""
+	if !baseDir {
+		raw, found, err := o.rawBase(ctx, prefix)
+		if err != nil {
+			return err
+		}
+		baseDir = found && raw.Mode.IsDir()
+	}
+	if baseDir && (withDeleted || !o.hidesBase(prefix)) {
+		parents := map[string]bool{prefix: true}
+		err := o.base.List(ctx, prefix, opts.Recursive, func(b gitstore.Entry) error {
+			k := gitKey(b.Path, b.Mode)
+			for ; i < len(ov) && ov[i].key < k; i++ {
+				if err := emit(ov[i].node); err != nil {
+					return err
+				}
+			}
+			if i < len(ov) && ov[i].key == k {
+				i++
+				return emit(ov[i-1].node)
+			}
+			n, ok, err := o.classify(ctx, b, withDeleted, parents)
+			if err != nil || !ok {
+				return err
+			}
+			return emit(n)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for ; i < len(ov); i++ {
+		if err := emit(ov[i].node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hidesBase reports whether an entry at or above p hides the base's p.
+func (o *Overlay) hidesBase(p string) bool {
+	if _, ok := o.entries[p]; ok {
+		return true
+	}
+	_, _, ok := o.ancestorEntry(p)
+	return ok
+}
+
+// classify gives the node for base entry b that no overlay node replaces.
+// ok is false when b is not reported: hidden below a file, or hidden
+// inside a deleted directory (which is the one node reported for it).
+func (o *Overlay) classify(ctx context.Context, b gitstore.Entry, withDeleted bool, parents map[string]bool) (Node, bool, error) {
+	hidden := false
+	if _, ok := o.entries[b.Path]; ok {
+		hidden = true // a file where the base has a directory
+	} else if _, e, ok := o.ancestorEntry(b.Path); ok {
+		if e.Status != Deleted {
+			return Node{}, false, nil
+		}
+		hidden = true
+	}
+	if !hidden {
+		if b.Mode.IsDir() && o.below[b.Path] > 0 {
+			return Node{Path: b.Path, Mode: gitstore.ModeDir, Status: Modified}, true, nil
+		}
+		return Node{Path: b.Path, Mode: b.Mode, OID: b.OID, Status: Unchanged}, true, nil
+	}
+	if !withDeleted {
+		return Node{}, false, nil
+	}
+	// Report a hidden entry only where its parent still exists: it is then
+	// the top of what was deleted.
+	d := parentDir(b.Path)
+	exists, ok := parents[d]
+	if !ok {
+		n, err := o.Stat(ctx, d)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return Node{}, false, err
+		}
+		exists = err == nil && n.IsDir()
+		parents[d] = exists
+	}
+	if !exists {
+		return Node{}, false, nil
+	}
+	return Node{Path: b.Path, Mode: b.Mode, OID: b.OID, Status: Deleted}, true, nil
+}
+
+type keyedNode struct {
+	key  string
+	node Node
+}
+
+// overlayNodes is the overlay side of a listing: its entries under prefix
+// and the directories that hold added or modified entries, sorted in git
+// order.
+func (o *Overlay) overlayNodes(ctx context.Context, prefix string, recursive bool) ([]keyedNode, error) {
+	var out []keyedNode
+	var dirs []string
+	seen := map[string]bool{}
+	start := 0
+	if prefix != "" {
+		start = len(prefix) + 1
+	}
+	o.rangeUnder(prefix, func(e Entry) {
+		rel := e.Path[start:]
+		direct := !strings.Contains(rel, "/")
+		if e.Status != Deleted {
+			for j := 0; j < len(rel); j++ {
+				if rel[j] != '/' {
+					continue
+				}
+				if d := e.Path[:start+j]; !seen[d] {
+					seen[d] = true
+					dirs = append(dirs, d)
+				}
+				if !recursive {
+					break
+				}
+			}
+			if recursive || direct {
+				out = append(out, keyedNode{gitKey(e.Path, e.Mode), Node{Path: e.Path, Mode: e.Mode, OID: e.OID, Status: e.Status}})
+			}
+			return
+		}
+		if (recursive || direct) && !(e.Mode.IsDir() && o.live[e.Path] > 0) {
+			// A recreated directory is reported through its children.
+			out = append(out, keyedNode{gitKey(e.Path, e.Mode), Node{Path: e.Path, Mode: e.Mode, OID: e.OID, Status: Deleted}})
+		}
+	})
+	for _, d := range dirs {
+		n, err := o.Stat(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, keyedNode{d + "/", n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out, nil
+}

@@ -2,6 +2,7 @@ package testrepo_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,6 +27,12 @@ var fixtureRefs = map[string]map[string]string{
 	},
 	"unicode": {
 		"refs/heads/main": "c44f880b42f3b7029096e932240191340c004fbe",
+	},
+	"merge": {
+		"refs/heads/main":   "00f495dd6f3a5e6b0878353bf91ad7a50256301f",
+		"refs/heads/ours":   "e233aadd308a0a7005ca22d2e0243bd418c70102",
+		"refs/heads/theirs": "5c79c94fc5beb220ea44b2f92ef41efe70f33a3a",
+		"refs/heads/clean":  "2cd8f67a834ea2196d45dbe7055b34f7bceff7d4",
 	},
 }
 
@@ -135,6 +142,21 @@ func TestUnicodeFixtureContents(t *testing.T) {
 	} {
 		assert.Contains(t, paths, want)
 	}
+}
+
+func TestMergeFixtureContents(t *testing.T) {
+	dir := testrepo.BuildBare(t, "merge")
+	// merge-tree exits 1 on conflicts, which Git reports as a failure, so
+	// the conflicting pair runs through exec directly.
+	assert.Regexp(t, "^[0-9a-f]{40}$", testrepo.Git(t, dir, "merge-tree", "--write-tree", "ours", "clean"))
+	cmd := exec.Command("git", "-C", dir, "merge-tree", "--write-tree", "--name-only", "--no-messages", "ours", "theirs")
+	cmd.Env = testrepo.Env()
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 1, exit.ExitCode(), "conflicts")
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	assert.Equal(t, []string{"added.txt", "conflict.txt", "fd~ours", "moddel.txt"}, lines[1:])
 }
 
 func TestInit(t *testing.T) {

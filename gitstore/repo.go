@@ -275,7 +275,7 @@ func (r *Repo) readObject(ctx context.Context, id OID) (rawObject, error) {
 		return obj, err
 	}
 	obj, err := r.readGoGit(ctx, id)
-	if errors.Is(err, ErrNotFound) && r.refreshIfPacksChanged(ctx) {
+	if err != nil && ctx.Err() == nil && r.refreshIfPacksChanged(ctx) {
 		obj, err = r.readGoGit(ctx, id)
 	}
 	return obj, err
@@ -312,6 +312,14 @@ func (r *Repo) HasObject(ctx context.Context, id OID) (bool, error) {
 	if r.packs.has(id) {
 		return true, nil
 	}
+	found, err := r.hasGoGit(ctx, id)
+	if err != nil && ctx.Err() == nil && r.refreshIfPacksChanged(ctx) {
+		found, err = r.hasGoGit(ctx, id)
+	}
+	return found, err
+}
+
+func (r *Repo) hasGoGit(ctx context.Context, id OID) (bool, error) {
 	found := false
 	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
 		err := s.HasEncodedObject(plumbing.Hash(id))

@@ -251,12 +251,18 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) error {
 	if err := pf.Chmod(0o444); err != nil {
 		return err
 	}
+	// The index goes first: go-git lists packs by their .pack file and
+	// fails on one without an index, while git lists them by .idx and
+	// skips an index whose pack is missing. Either reader then sees a
+	// complete pack or none.
+	if err := writeFileDurableMode(base+".idx", ib.Bytes(), 0o444); err != nil {
+		return fmt.Errorf("write pack index: %w", err)
+	}
 	if err := os.Rename(pf.Name(), base+".pack"); err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
-	// The index goes last: git and go-git find packs by their index.
-	if err := writeFileDurableMode(base+".idx", ib.Bytes(), 0o444); err != nil {
-		return fmt.Errorf("write pack index: %w", err)
+	if err := syncDir(packDir); err != nil {
+		return fmt.Errorf("write pack: %w", err)
 	}
 	if err := r.packs.add(base+".pack", ids, offsets, objs); err != nil {
 		return err

@@ -1,0 +1,957 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/session"
+)
+
+// runner runs SQL with $1-style placeholders, which both dialects accept.
+// Implementations translate driver errors into session sentinels before
+// returning, including errors from Scan, so store code sees only those.
+type runner interface {
+	exec(ctx context.Context, query string, args ...any) (int64, error)
+	query(ctx context.Context, query string, args ...any) (rows, error)
+	queryRow(ctx context.Context, query string, args ...any) scanner
+}
+
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+type rows interface {
+	scanner
+	Next() bool
+	Err() error
+	Close()
+}
+
+// store implements session.Tx once for both dialects; the dialects differ
+// only in their runner, their migrations and how they begin a transaction.
+type store struct {
+	r runner
+	// begin runs fn in a new transaction; nil when r is already one.
+	begin func(ctx context.Context, fn func(runner) error) error
+}
+
+var _ session.Tx = (*store)(nil)
+
+// InTx implements session.Store. Inside a transaction it runs fn in the
+// same transaction.
+func (s *store) InTx(ctx context.Context, fn func(session.Tx) error) error {
+	return s.atomic(ctx, func(t *store) error { return fn(t) })
+}
+
+// atomic runs fn in a transaction, the current one if there is one.
+func (s *store) atomic(ctx context.Context, fn func(*store) error) error {
+	if s.begin == nil {
+		return fn(s)
+	}
+	return s.begin(ctx, func(r runner) error { return fn(&store{r: r}) })
+}
+
+// Column values. Object ids are hex text, NULL for the zero id; times are
+// UTC with microsecond precision (what Postgres keeps), NULL for the zero
+// time; the SQLite runner turns time.Time into integer microseconds.
+
+func oidArg(o gitstore.OID) any {
+	if o.IsZero() {
+		return nil
+	}
+	return o.String()
+}
+
+// oidText is the form compare-and-swap compares with COALESCE(col, ”).
+func oidText(o gitstore.OID) string {
+	if o.IsZero() {
+		return ""
+	}
+	return o.String()
+}
+
+func timeArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+func uuidArg(id uuid.UUID) any {
+	if id == uuid.Nil {
+		return nil
+	}
+	return id.String()
+}
+
+// oidCol scans a nullable hex object id.
+type oidCol struct{ o *gitstore.OID }
+
+func (c oidCol) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.o = gitstore.OID{}
+		return nil
+	case string:
+		return c.o.UnmarshalText([]byte(v))
+	case []byte:
+		return c.o.UnmarshalText(v)
+	}
+	return fmt.Errorf("db: cannot scan %T into an object id", src)
+}
+
+// timeCol scans a nullable time: a timestamptz or integer microseconds.
+type timeCol struct{ t *time.Time }
+
+func (c timeCol) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.t = time.Time{}
+	case time.Time:
+		*c.t = v.UTC()
+	case int64:
+		*c.t = time.UnixMicro(v).UTC()
+	default:
+		return fmt.Errorf("db: cannot scan %T into a time", src)
+	}
+	return nil
+}
+
+// uuidCol scans a nullable uuid.
+type uuidCol struct{ id *uuid.UUID }
+
+func (c uuidCol) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.id = uuid.Nil
+		return nil
+	case string:
+		id, err := uuid.Parse(v)
+		*c.id = id
+		return err
+	case []byte:
+		id, err := uuid.ParseBytes(v)
+		*c.id = id
+		return err
+	case [16]byte:
+		*c.id = v
+		return nil
+	}
+	return fmt.Errorf("db: cannot scan %T into a uuid", src)
+}
+
+// textCol scans text or JSON into a string whatever the driver hands over.
+type textCol struct{ s *string }
+
+func (c textCol) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.s = ""
+	case string:
+		*c.s = v
+	case []byte:
+		*c.s = string(v)
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("db: cannot scan %T into text: %w", src, err)
+		}
+		*c.s = string(b)
+	}
+	return nil
+}
+
+func jsonArg(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("db: encode json: %w", err)
+	}
+	return string(b), nil
+}
+
+func limitArg(n int) int64 {
+	if n <= 0 {
+		return math.MaxInt64
+	}
+	return int64(n)
+}
+
+// filter builds a WHERE clause with numbered placeholders.
+type filter struct {
+	conds []string
+	args  []any
+}
+
+func (f *filter) add(cond string, arg any) {
+	f.args = append(f.args, arg)
+	f.conds = append(f.conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(f.args))))
+}
+
+func (f *filter) where() string {
+	if len(f.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(f.conds, " AND ")
+}
+
+// limit appends LIMIT with the next placeholder.
+func (f *filter) limit(n int) string {
+	f.args = append(f.args, limitArg(n))
+	return " LIMIT $" + strconv.Itoa(len(f.args))
+}
+
+// Repositories.
+
+func (s *store) CreateRepo(ctx context.Context, r session.Repo) error {
+	_, err := s.r.exec(ctx, `INSERT INTO repos (name, path, created_at) VALUES ($1, $2, $3)`,
+		r.Name, r.Path, timeArg(r.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("create repo %q: %w", r.Name, err)
+	}
+	return nil
+}
+
+func scanRepo(sc scanner) (session.Repo, error) {
+	var r session.Repo
+	err := sc.Scan(&r.Name, &r.Path, timeCol{&r.CreatedAt})
+	return r, err
+}
+
+func (s *store) GetRepo(ctx context.Context, name string) (session.Repo, error) {
+	r, err := scanRepo(s.r.queryRow(ctx, `SELECT name, path, created_at FROM repos WHERE name = $1`, name))
+	if err != nil {
+		return r, fmt.Errorf("repo %q: %w", name, err)
+	}
+	return r, nil
+}
+
+func (s *store) ListRepos(ctx context.Context) ([]session.Repo, error) {
+	rs, err := s.r.query(ctx, `SELECT name, path, created_at FROM repos ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list repos: %w", err)
+	}
+	return collect(rs, scanRepo)
+}
+
+// collect scans every row with scan and closes rs.
+func collect[T any](rs rows, scan func(scanner) (T, error)) ([]T, error) {
+	defer rs.Close()
+	var out []T
+	for rs.Next() {
+		v, err := scan(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Sessions.
+
+const sessionCols = `id, repo, parent, agent_id, agent_name, intent, base_commit, base_ref, mode,
+	state, policy, head, seq, checkpoints, created_at, last_active_at, expires_at`
+
+// Writable states; a mutation of a session in any other state is refused.
+const liveStates = `('active', 'submitted')`
+
+func (s *store) CreateSession(ctx context.Context, ss session.Session) error {
+	if ss.Head.IsZero() {
+		ss.Head = ss.BaseCommit
+	}
+	if ss.State == "" {
+		ss.State = session.StateActive
+	}
+	if ss.Mode == "" {
+		ss.Mode = session.ModeReadWrite
+	}
+	if ss.LastActiveAt.IsZero() {
+		ss.LastActiveAt = ss.CreatedAt
+	}
+	policy, err := jsonArg(ss.Policy)
+	if err != nil {
+		return err
+	}
+	_, err = s.r.exec(ctx, `INSERT INTO sessions (`+sessionCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, 0, $13, $14, $15)`,
+		ss.ID.String(), ss.Repo, uuidArg(ss.Parent), ss.AgentID, ss.AgentName, ss.Intent,
+		oidArg(ss.BaseCommit), ss.BaseRef, string(ss.Mode), string(ss.State), policy,
+		oidArg(ss.Head), timeArg(ss.CreatedAt), timeArg(ss.LastActiveAt), timeArg(ss.ExpiresAt))
+	if err != nil {
+		return fmt.Errorf("create session %s: %w", ss.ID, err)
+	}
+	return nil
+}
+
+func scanSession(sc scanner) (session.Session, error) {
+	var (
+		ss                 session.Session
+		mode, state, polic string
+	)
+	err := sc.Scan(uuidCol{&ss.ID}, &ss.Repo, uuidCol{&ss.Parent}, &ss.AgentID, &ss.AgentName,
+		&ss.Intent, oidCol{&ss.BaseCommit}, &ss.BaseRef, &mode, &state, textCol{&polic},
+		oidCol{&ss.Head}, &ss.Seq, &ss.Checkpoints, timeCol{&ss.CreatedAt},
+		timeCol{&ss.LastActiveAt}, timeCol{&ss.ExpiresAt})
+	if err != nil {
+		return ss, err
+	}
+	ss.Mode, ss.State = session.Mode(mode), session.State(state)
+	if err := json.Unmarshal([]byte(polic), &ss.Policy); err != nil {
+		return ss, fmt.Errorf("db: session %s policy: %w", ss.ID, err)
+	}
+	return ss, nil
+}
+
+func (s *store) GetSession(ctx context.Context, id uuid.UUID) (session.Session, error) {
+	ss, err := scanSession(s.r.queryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1`, id.String()))
+	if err != nil {
+		return ss, fmt.Errorf("session %s: %w", id, err)
+	}
+	return ss, nil
+}
+
+func (s *store) ListSessions(ctx context.Context, f session.SessionFilter) ([]session.Session, error) {
+	var w filter
+	if f.Repo != "" {
+		w.add("repo = ?", f.Repo)
+	}
+	if f.State != "" {
+		w.add("state = ?", string(f.State))
+	}
+	if f.AgentID != "" {
+		w.add("agent_id = ?", f.AgentID)
+	}
+	if !f.ExpiredBy.IsZero() {
+		w.add("state IN "+liveStates+" AND expires_at <= ?", timeArg(f.ExpiredBy))
+	}
+	q := `SELECT ` + sessionCols + ` FROM sessions` + w.where() + ` ORDER BY created_at, id` + w.limit(f.Limit)
+	rs, err := s.r.query(ctx, q, w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	out, err := collect(rs, scanSession)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// touchAt is the SQL for "last_active_at, but never backwards" with the
+// candidate time in placeholder p.
+func touchAt(p string) string {
+	return `last_active_at = CASE WHEN ` + p + ` > last_active_at THEN ` + p + ` ELSE last_active_at END`
+}
+
+func (s *store) SetSessionState(ctx context.Context, id uuid.UUID, from, to session.State, at time.Time) error {
+	n, err := s.r.exec(ctx, `UPDATE sessions SET state = $3, `+touchAt("$4")+` WHERE id = $1 AND state = $2`,
+		id.String(), string(from), string(to), timeArg(at))
+	if err != nil {
+		return fmt.Errorf("session %s state: %w", id, err)
+	}
+	if n == 0 {
+		ss, err := s.GetSession(ctx, id)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("session %s state %s to %s: %w", id, from, to,
+			&session.ConflictError{Field: "state", Current: string(ss.State)})
+	}
+	return nil
+}
+
+func (s *store) SetSessionHead(ctx context.Context, id uuid.UUID, old, new gitstore.OID) error {
+	n, err := s.r.exec(ctx, `UPDATE sessions SET head = $3 WHERE id = $1 AND COALESCE(head, '') = $2`,
+		id.String(), oidText(old), oidArg(new))
+	if err != nil {
+		return fmt.Errorf("session %s head: %w", id, err)
+	}
+	if n == 0 {
+		return s.headConflict(ctx, id)
+	}
+	return nil
+}
+
+func (s *store) headConflict(ctx context.Context, id uuid.UUID) error {
+	ss, err := s.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("session %s head: %w", id, &session.ConflictError{Field: "head", Current: oidText(ss.Head)})
+}
+
+func (s *store) TouchSession(ctx context.Context, id uuid.UUID, at, expiresAt time.Time) error {
+	n, err := s.r.exec(ctx, `UPDATE sessions SET `+touchAt("$2")+`, expires_at = COALESCE($3, expires_at) WHERE id = $1`,
+		id.String(), timeArg(at), timeArg(expiresAt))
+	if err != nil {
+		return fmt.Errorf("touch session %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("touch session %s: %w", id, session.ErrNotFound)
+	}
+	return nil
+}
+
+// Overlay and mutation log.
+
+// nextSeq takes the session's next sequence number. The UPDATE locks the
+// session row (Postgres) or runs under the database write lock (SQLite)
+// until the transaction ends, so concurrent appenders queue and a rolled
+// back append gives its number back: numbers never repeat or skip.
+func (s *store) nextSeq(ctx context.Context, m session.Mutation) (int64, error) {
+	q := `UPDATE sessions SET seq = seq + 1, ` + touchAt("$2") + `
+		WHERE id = $1 AND state IN ` + liveStates
+	args := []any{m.Session.String(), timeArg(m.At)}
+	if m.Seq != 0 {
+		q += ` AND seq = $3`
+		args = append(args, m.Seq-1)
+	}
+	var seq int64
+	err := s.r.queryRow(ctx, q+` RETURNING seq`, args...).Scan(&seq)
+	if err == nil {
+		return seq, nil
+	}
+	if !errors.Is(err, session.ErrNotFound) {
+		return 0, fmt.Errorf("session %s: %w", m.Session, err)
+	}
+	ss, err := s.GetSession(ctx, m.Session)
+	switch {
+	case err != nil:
+		return 0, err
+	case ss.State.Terminal():
+		return 0, fmt.Errorf("session %s is %s: %w", m.Session, ss.State, session.ErrSessionClosed)
+	}
+	return 0, fmt.Errorf("session %s: %w", m.Session,
+		&session.ConflictError{Field: "seq", Current: strconv.FormatInt(ss.Seq, 10)})
+}
+
+func (s *store) insertMutation(ctx context.Context, m session.Mutation) error {
+	paths, old, new := m.Paths, m.Old, m.New
+	if paths == nil {
+		paths = []string{}
+	}
+	if old == nil {
+		old = []gitstore.OID{}
+	}
+	if new == nil {
+		new = []gitstore.OID{}
+	}
+	pj, err := jsonArg(paths)
+	if err != nil {
+		return err
+	}
+	oj, err := jsonArg(old)
+	if err != nil {
+		return err
+	}
+	nj, err := jsonArg(new)
+	if err != nil {
+		return err
+	}
+	_, err = s.r.exec(ctx, `INSERT INTO mutations (session_id, seq, op, paths, old_blobs, new_blobs, actor, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		m.Session.String(), m.Seq, string(m.Op), pj, oj, nj, m.Actor, timeArg(m.At))
+	if err != nil {
+		return fmt.Errorf("session %s mutation %d: %w", m.Session, m.Seq, err)
+	}
+	return nil
+}
+
+func (s *store) putEntry(ctx context.Context, id uuid.UUID, e session.OverlayEntry) error {
+	_, err := s.r.exec(ctx, `INSERT INTO overlay_entries (session_id, path, status, blob, mode)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (session_id, path) DO UPDATE
+		SET status = excluded.status, blob = excluded.blob, mode = excluded.mode`,
+		id.String(), e.Path, string(e.Status), oidArg(e.Blob), int64(e.Mode))
+	if err != nil {
+		return fmt.Errorf("session %s overlay %q: %w", id, e.Path, err)
+	}
+	return nil
+}
+
+func (s *store) AppendMutation(ctx context.Context, m session.Mutation, changes []session.OverlayChange) (session.Mutation, error) {
+	err := s.atomic(ctx, func(t *store) error {
+		seq, err := t.nextSeq(ctx, m)
+		if err != nil {
+			return err
+		}
+		m.Seq = seq
+		if err := t.insertMutation(ctx, m); err != nil {
+			return err
+		}
+		for _, c := range changes {
+			if !c.Remove {
+				if err := t.putEntry(ctx, m.Session, c.Entry); err != nil {
+					return err
+				}
+				continue
+			}
+			_, err := t.r.exec(ctx, `DELETE FROM overlay_entries WHERE session_id = $1 AND path = $2`,
+				m.Session.String(), c.Entry.Path)
+			if err != nil {
+				return fmt.Errorf("session %s overlay %q: %w", m.Session, c.Entry.Path, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return session.Mutation{}, err
+	}
+	return m, nil
+}
+
+func (s *store) ReplaceOverlay(ctx context.Context, m session.Mutation, entries []session.OverlayEntry) (session.Mutation, error) {
+	err := s.atomic(ctx, func(t *store) error {
+		seq, err := t.nextSeq(ctx, m)
+		if err != nil {
+			return err
+		}
+		m.Seq = seq
+		if err := t.insertMutation(ctx, m); err != nil {
+			return err
+		}
+		if _, err := t.r.exec(ctx, `DELETE FROM overlay_entries WHERE session_id = $1`, m.Session.String()); err != nil {
+			return fmt.Errorf("session %s overlay: %w", m.Session, err)
+		}
+		for _, e := range entries {
+			if err := t.putEntry(ctx, m.Session, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return session.Mutation{}, err
+	}
+	return m, nil
+}
+
+func scanEntry(sc scanner) (session.OverlayEntry, error) {
+	var (
+		e      session.OverlayEntry
+		status string
+		mode   int64
+	)
+	err := sc.Scan(&e.Path, &status, oidCol{&e.Blob}, &mode)
+	e.Status, e.Mode = session.EntryStatus(status), gitstore.Mode(mode)
+	return e, err
+}
+
+func (s *store) ListOverlay(ctx context.Context, id uuid.UUID) ([]session.OverlayEntry, error) {
+	rs, err := s.r.query(ctx, `SELECT path, status, blob, mode FROM overlay_entries
+		WHERE session_id = $1 ORDER BY path`, id.String())
+	if err != nil {
+		return nil, fmt.Errorf("session %s overlay: %w", id, err)
+	}
+	out, err := collect(rs, scanEntry)
+	if err != nil {
+		return nil, fmt.Errorf("session %s overlay: %w", id, err)
+	}
+	return out, nil
+}
+
+func scanMutation(sc scanner) (session.Mutation, error) {
+	var (
+		m              session.Mutation
+		op, pj, oj, nj string
+	)
+	err := sc.Scan(uuidCol{&m.Session}, &m.Seq, &op, textCol{&pj}, textCol{&oj}, textCol{&nj}, &m.Actor, timeCol{&m.At})
+	if err != nil {
+		return m, err
+	}
+	m.Op = session.Op(op)
+	for _, c := range []struct {
+		src string
+		dst any
+	}{{pj, &m.Paths}, {oj, &m.Old}, {nj, &m.New}} {
+		if err := json.Unmarshal([]byte(c.src), c.dst); err != nil {
+			return m, fmt.Errorf("db: mutation %d: %w", m.Seq, err)
+		}
+	}
+	if len(m.Paths) == 0 {
+		m.Paths = nil
+	}
+	if len(m.Old) == 0 {
+		m.Old = nil
+	}
+	if len(m.New) == 0 {
+		m.New = nil
+	}
+	return m, nil
+}
+
+func (s *store) ListMutations(ctx context.Context, id uuid.UUID, after int64, limit int) ([]session.Mutation, error) {
+	rs, err := s.r.query(ctx, `SELECT session_id, seq, op, paths, old_blobs, new_blobs, actor, at
+		FROM mutations WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+		id.String(), after, limitArg(limit))
+	if err != nil {
+		return nil, fmt.Errorf("session %s mutations: %w", id, err)
+	}
+	out, err := collect(rs, scanMutation)
+	if err != nil {
+		return nil, fmt.Errorf("session %s mutations: %w", id, err)
+	}
+	return out, nil
+}
+
+// Checkpoints.
+
+const checkpointCols = `id, session_id, n, commit_oid, tree_oid, parent_oid, seq, label, message, created_at`
+
+func (s *store) CreateCheckpoint(ctx context.Context, c session.Checkpoint) (session.Checkpoint, error) {
+	if c.Commit.IsZero() || c.Tree.IsZero() {
+		return c, fmt.Errorf("create checkpoint: commit and tree are required")
+	}
+	if c.ID == uuid.Nil {
+		c.ID = uuid.New()
+	}
+	err := s.atomic(ctx, func(t *store) error {
+		err := t.r.queryRow(ctx, `UPDATE sessions SET head = $3, checkpoints = checkpoints + 1
+			WHERE id = $1 AND COALESCE(head, '') = $2 RETURNING checkpoints`,
+			c.Session.String(), oidText(c.Parent), c.Commit.String()).Scan(&c.N)
+		if errors.Is(err, session.ErrNotFound) {
+			return t.headConflict(ctx, c.Session)
+		}
+		if err != nil {
+			return fmt.Errorf("session %s checkpoint: %w", c.Session, err)
+		}
+		_, err = t.r.exec(ctx, `INSERT INTO checkpoints (`+checkpointCols+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			c.ID.String(), c.Session.String(), c.N, c.Commit.String(), c.Tree.String(),
+			oidArg(c.Parent), c.Seq, c.Label, c.Message, timeArg(c.CreatedAt))
+		if err != nil {
+			return fmt.Errorf("session %s checkpoint %d: %w", c.Session, c.N, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return session.Checkpoint{}, err
+	}
+	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Microsecond)
+	return c, nil
+}
+
+func scanCheckpoint(sc scanner) (session.Checkpoint, error) {
+	var c session.Checkpoint
+	err := sc.Scan(uuidCol{&c.ID}, uuidCol{&c.Session}, &c.N, oidCol{&c.Commit}, oidCol{&c.Tree},
+		oidCol{&c.Parent}, &c.Seq, &c.Label, &c.Message, timeCol{&c.CreatedAt})
+	return c, err
+}
+
+func (s *store) GetCheckpoint(ctx context.Context, id uuid.UUID) (session.Checkpoint, error) {
+	c, err := scanCheckpoint(s.r.queryRow(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE id = $1`, id.String()))
+	if err != nil {
+		return c, fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	return c, nil
+}
+
+func (s *store) ListCheckpoints(ctx context.Context, id uuid.UUID) ([]session.Checkpoint, error) {
+	rs, err := s.r.query(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = $1 ORDER BY n`, id.String())
+	if err != nil {
+		return nil, fmt.Errorf("session %s checkpoints: %w", id, err)
+	}
+	out, err := collect(rs, scanCheckpoint)
+	if err != nil {
+		return nil, fmt.Errorf("session %s checkpoints: %w", id, err)
+	}
+	return out, nil
+}
+
+// Changesets and reviews.
+
+const changesetCols = `id, session_id, repo, target_branch, intent, status, base_commit, head_commit,
+	accepted_commit, agent_id, created_at, updated_at`
+
+func (s *store) CreateChangeset(ctx context.Context, c session.Changeset) error {
+	if c.Status == "" {
+		c.Status = session.ChangesetOpen
+	}
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = c.CreatedAt
+	}
+	_, err := s.r.exec(ctx, `INSERT INTO changesets (`+changesetCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		c.ID.String(), c.Session.String(), c.Repo, c.TargetBranch, c.Intent, string(c.Status),
+		oidArg(c.BaseCommit), oidArg(c.HeadCommit), oidArg(c.AcceptedCommit), c.AgentID,
+		timeArg(c.CreatedAt), timeArg(c.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("create changeset %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+func scanChangeset(sc scanner) (session.Changeset, error) {
+	var (
+		c      session.Changeset
+		status string
+	)
+	err := sc.Scan(uuidCol{&c.ID}, uuidCol{&c.Session}, &c.Repo, &c.TargetBranch, &c.Intent, &status,
+		oidCol{&c.BaseCommit}, oidCol{&c.HeadCommit}, oidCol{&c.AcceptedCommit}, &c.AgentID,
+		timeCol{&c.CreatedAt}, timeCol{&c.UpdatedAt})
+	c.Status = session.ChangesetStatus(status)
+	return c, err
+}
+
+func (s *store) GetChangeset(ctx context.Context, id uuid.UUID) (session.Changeset, error) {
+	c, err := scanChangeset(s.r.queryRow(ctx, `SELECT `+changesetCols+` FROM changesets WHERE id = $1`, id.String()))
+	if err != nil {
+		return c, fmt.Errorf("changeset %s: %w", id, err)
+	}
+	return c, nil
+}
+
+func (s *store) ListChangesets(ctx context.Context, f session.ChangesetFilter) ([]session.Changeset, error) {
+	var w filter
+	if f.Repo != "" {
+		w.add("repo = ?", f.Repo)
+	}
+	if f.Status != "" {
+		w.add("status = ?", string(f.Status))
+	}
+	if f.Session != uuid.Nil {
+		w.add("session_id = ?", f.Session.String())
+	}
+	q := `SELECT ` + changesetCols + ` FROM changesets` + w.where() + ` ORDER BY created_at, id` + w.limit(f.Limit)
+	rs, err := s.r.query(ctx, q, w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list changesets: %w", err)
+	}
+	out, err := collect(rs, scanChangeset)
+	if err != nil {
+		return nil, fmt.Errorf("list changesets: %w", err)
+	}
+	return out, nil
+}
+
+func (s *store) SetChangesetStatus(ctx context.Context, id uuid.UUID, from, to session.ChangesetStatus, accepted gitstore.OID, at time.Time) error {
+	n, err := s.r.exec(ctx, `UPDATE changesets SET status = $3, updated_at = $4,
+		accepted_commit = COALESCE($5, accepted_commit) WHERE id = $1 AND status = $2`,
+		id.String(), string(from), string(to), timeArg(at), oidArg(accepted))
+	if err != nil {
+		return fmt.Errorf("changeset %s status: %w", id, err)
+	}
+	if n == 0 {
+		c, err := s.GetChangeset(ctx, id)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("changeset %s status %s to %s: %w", id, from, to,
+			&session.ConflictError{Field: "status", Current: string(c.Status)})
+	}
+	return nil
+}
+
+func (s *store) AddReview(ctx context.Context, r session.Review) (session.Review, error) {
+	if r.ID == uuid.Nil {
+		r.ID = uuid.New()
+	}
+	err := s.atomic(ctx, func(t *store) error {
+		_, err := t.r.exec(ctx, `INSERT INTO reviews (id, changeset_id, verdict, body, author, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6)`,
+			r.ID.String(), r.Changeset.String(), string(r.Verdict), r.Body, r.Author, timeArg(r.CreatedAt))
+		if err != nil {
+			return fmt.Errorf("changeset %s review: %w", r.Changeset, err)
+		}
+		for i, c := range r.Comments {
+			_, err := t.r.exec(ctx, `INSERT INTO review_comments (review_id, ord, path, line, body)
+				VALUES ($1, $2, $3, $4, $5)`, r.ID.String(), i, c.Path, c.Line, c.Body)
+			if err != nil {
+				return fmt.Errorf("changeset %s review comment: %w", r.Changeset, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return session.Review{}, err
+	}
+	r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Microsecond)
+	return r, nil
+}
+
+func (s *store) ListReviews(ctx context.Context, changeset uuid.UUID) ([]session.Review, error) {
+	rs, err := s.r.query(ctx, `SELECT id, changeset_id, verdict, body, author, created_at
+		FROM reviews WHERE changeset_id = $1 ORDER BY created_at, id`, changeset.String())
+	if err != nil {
+		return nil, fmt.Errorf("changeset %s reviews: %w", changeset, err)
+	}
+	reviews, err := collect(rs, func(sc scanner) (session.Review, error) {
+		var (
+			r       session.Review
+			verdict string
+		)
+		err := sc.Scan(uuidCol{&r.ID}, uuidCol{&r.Changeset}, &verdict, &r.Body, &r.Author, timeCol{&r.CreatedAt})
+		r.Verdict = session.Verdict(verdict)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("changeset %s reviews: %w", changeset, err)
+	}
+	if len(reviews) == 0 {
+		return nil, nil
+	}
+	byID := make(map[uuid.UUID]*session.Review, len(reviews))
+	for i := range reviews {
+		byID[reviews[i].ID] = &reviews[i]
+	}
+	rs, err = s.r.query(ctx, `SELECT c.review_id, c.path, c.line, c.body
+		FROM review_comments c JOIN reviews r ON r.id = c.review_id
+		WHERE r.changeset_id = $1 ORDER BY c.review_id, c.ord`, changeset.String())
+	if err != nil {
+		return nil, fmt.Errorf("changeset %s review comments: %w", changeset, err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var (
+			id uuid.UUID
+			c  session.LineComment
+		)
+		if err := rs.Scan(uuidCol{&id}, &c.Path, &c.Line, &c.Body); err != nil {
+			return nil, fmt.Errorf("changeset %s review comments: %w", changeset, err)
+		}
+		if r := byID[id]; r != nil {
+			r.Comments = append(r.Comments, c)
+		}
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("changeset %s review comments: %w", changeset, err)
+	}
+	return reviews, nil
+}
+
+// Layers.
+
+func (s *store) AddLayer(ctx context.Context, l session.Layer) (session.Layer, error) {
+	if l.State == "" {
+		l.State = session.LayerAccepted
+	}
+	err := s.r.queryRow(ctx, `INSERT INTO layers
+		(repo, branch, changeset_id, commit_oid, state, revert_commit, accepted_at, undone_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+		l.Repo, l.Branch, l.Changeset.String(), oidArg(l.Commit), string(l.State),
+		oidArg(l.RevertCommit), timeArg(l.AcceptedAt), timeArg(l.UndoneAt)).Scan(&l.ID)
+	if err != nil {
+		return session.Layer{}, fmt.Errorf("add layer for changeset %s: %w", l.Changeset, err)
+	}
+	l.AcceptedAt = l.AcceptedAt.UTC().Truncate(time.Microsecond)
+	if !l.UndoneAt.IsZero() {
+		l.UndoneAt = l.UndoneAt.UTC().Truncate(time.Microsecond)
+	}
+	return l, nil
+}
+
+func (s *store) ListLayers(ctx context.Context, repo, branch string) ([]session.Layer, error) {
+	rs, err := s.r.query(ctx, `SELECT id, repo, branch, changeset_id, commit_oid, state, revert_commit,
+		accepted_at, undone_at FROM layers WHERE repo = $1 AND branch = $2 ORDER BY id DESC`, repo, branch)
+	if err != nil {
+		return nil, fmt.Errorf("layers of %s %s: %w", repo, branch, err)
+	}
+	out, err := collect(rs, func(sc scanner) (session.Layer, error) {
+		var (
+			l     session.Layer
+			state string
+		)
+		err := sc.Scan(&l.ID, &l.Repo, &l.Branch, uuidCol{&l.Changeset}, oidCol{&l.Commit}, &state,
+			oidCol{&l.RevertCommit}, timeCol{&l.AcceptedAt}, timeCol{&l.UndoneAt})
+		l.State = session.LayerState(state)
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("layers of %s %s: %w", repo, branch, err)
+	}
+	return out, nil
+}
+
+func (s *store) UndoLayer(ctx context.Context, changeset uuid.UUID, revert gitstore.OID, at time.Time) error {
+	n, err := s.r.exec(ctx, `UPDATE layers SET state = 'undone', revert_commit = $2, undone_at = $3
+		WHERE changeset_id = $1 AND state = 'accepted'`, changeset.String(), oidArg(revert), timeArg(at))
+	if err != nil {
+		return fmt.Errorf("undo layer %s: %w", changeset, err)
+	}
+	if n == 0 {
+		var state string
+		err := s.r.queryRow(ctx, `SELECT state FROM layers WHERE changeset_id = $1`, changeset.String()).Scan(&state)
+		if err != nil {
+			return fmt.Errorf("layer %s: %w", changeset, err)
+		}
+		return fmt.Errorf("undo layer %s: %w", changeset, &session.ConflictError{Field: "state", Current: state})
+	}
+	return nil
+}
+
+// Events.
+
+func (s *store) AppendEvent(ctx context.Context, e session.Event) (session.Event, error) {
+	if len(e.Payload) == 0 {
+		e.Payload = json.RawMessage("{}")
+	}
+	if !json.Valid(e.Payload) {
+		return session.Event{}, fmt.Errorf("append event %s: payload is not JSON", e.Type)
+	}
+	err := s.atomic(ctx, func(t *store) error {
+		err := t.r.queryRow(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'events' RETURNING value`).Scan(&e.ID)
+		if err != nil {
+			return fmt.Errorf("append event %s: %w", e.Type, err)
+		}
+		_, err = t.r.exec(ctx, `INSERT INTO events (id, repo, session_id, type, payload, at)
+			VALUES ($1, $2, $3, $4, $5, $6)`,
+			e.ID, e.Repo, uuidArg(e.Session), e.Type, string(e.Payload), timeArg(e.At))
+		if err != nil {
+			return fmt.Errorf("append event %s: %w", e.Type, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return session.Event{}, err
+	}
+	e.At = e.At.UTC().Truncate(time.Microsecond)
+	return e, nil
+}
+
+func (s *store) ListEvents(ctx context.Context, f session.EventFilter) ([]session.Event, error) {
+	var w filter
+	if f.Session != uuid.Nil {
+		w.add("session_id = ?", f.Session.String())
+	} else {
+		w.add("repo = ?", f.Repo)
+	}
+	w.add("id > ?", f.After)
+	q := `SELECT id, repo, session_id, type, payload, at FROM events` + w.where() + ` ORDER BY id` + w.limit(f.Limit)
+	rs, err := s.r.query(ctx, q, w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	out, err := collect(rs, func(sc scanner) (session.Event, error) {
+		var (
+			e       session.Event
+			payload string
+		)
+		err := sc.Scan(&e.ID, &e.Repo, uuidCol{&e.Session}, &e.Type, textCol{&payload}, timeCol{&e.At})
+		e.Payload = json.RawMessage(payload)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return out, nil
+}
+
+// Open opens the Postgres store when databaseURL is set and otherwise the
+// embedded store in dataDir, as `sessiond serve` does.
+func Open(ctx context.Context, databaseURL, dataDir string) (session.Store, error) {
+	if databaseURL != "" {
+		return OpenPostgres(ctx, databaseURL)
+	}
+	return OpenSQLiteDir(ctx, dataDir)
+}

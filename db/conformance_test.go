@@ -1,0 +1,881 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/session"
+)
+
+// TestConformance runs the one suite every session.Store implementation
+// must pass, against each backend, each case on a fresh database.
+func TestConformance(t *testing.T) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, b backend, s session.Store)
+	}{
+		{"Repos", testRepos},
+		{"Sessions", testSessions},
+		{"ListSessions", testListSessions},
+		{"SessionStateCAS", testSessionStateCAS},
+		{"SessionHeadCAS", testSessionHeadCAS},
+		{"Touch", testTouch},
+		{"AppendMutation", testAppendMutation},
+		{"MutationExpectedSeq", testMutationExpectedSeq},
+		{"ClosedSession", testClosedSession},
+		{"ReplaceOverlay", testReplaceOverlay},
+		{"ListMutations", testListMutations},
+		{"Checkpoints", testCheckpoints},
+		{"Changesets", testChangesets},
+		{"Reviews", testReviews},
+		{"Layers", testLayers},
+		{"Events", testEvents},
+		{"InTx", testInTx},
+		{"CASRace", testCASRace},
+		{"SeqGoroutines", testSeqGoroutines},
+		{"SeqProcesses", testSeqProcesses},
+		{"ContextCanceled", testContextCanceled},
+		{"Reopen", testReopen},
+		{"Migrations", testMigrations},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					c.fn(t, b, b.openStore(t, b.fresh(t)))
+				})
+			}
+		})
+	}
+}
+
+func assertConflict(t *testing.T, err error, field, current string) {
+	t.Helper()
+	require.ErrorIs(t, err, session.ErrConflict)
+	var ce *session.ConflictError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, field, ce.Field)
+	assert.Equal(t, current, ce.Current)
+}
+
+func testRepos(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	b := mkRepo(t, s, "beta")
+	a := mkRepo(t, s, "alpha")
+
+	got, err := s.GetRepo(ctx, "beta")
+	require.NoError(t, err)
+	assert.Equal(t, b, got)
+	assert.ErrorIs(t, s.CreateRepo(ctx, session.Repo{Name: "beta", Path: "x", CreatedAt: t0}), session.ErrDuplicate)
+	_, err = s.GetRepo(ctx, "gamma")
+	assert.ErrorIs(t, err, session.ErrNotFound)
+
+	all, err := s.ListRepos(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []session.Repo{a, b}, all)
+}
+
+func testSessions(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	parent := mkSession(t, s, "r", nil)
+	want := session.Session{
+		ID:           uuid.New(),
+		Repo:         "r",
+		Parent:       parent.ID,
+		AgentID:      "a2",
+		AgentName:    "Agent Two",
+		Intent:       "refactor ünïcode",
+		BaseCommit:   oid(7),
+		BaseRef:      "feature/x",
+		Mode:         session.ModeReadOnly,
+		State:        session.StateActive,
+		Policy:       session.Policy{Read: []string{"**"}, Write: []string{"src/**"}, Deny: []string{"secrets/**"}},
+		CreatedAt:    t0,
+		LastActiveAt: t0.Add(time.Second),
+		ExpiresAt:    t0.Add(time.Hour),
+	}
+	require.NoError(t, s.CreateSession(ctx, want))
+	got, err := s.GetSession(ctx, want.ID)
+	require.NoError(t, err)
+	want.Head = want.BaseCommit // a new session's head is its base
+	assert.Equal(t, want, got)
+
+	assert.Equal(t, uuid.Nil, parent.Parent)
+	assert.True(t, parent.ExpiresAt.IsZero())
+	assert.Equal(t, parent.CreatedAt, parent.LastActiveAt)
+
+	assert.ErrorIs(t, s.CreateSession(ctx, want), session.ErrDuplicate)
+	orphan := want
+	orphan.ID, orphan.Repo = uuid.New(), "nope"
+	assert.ErrorIs(t, s.CreateSession(ctx, orphan), session.ErrNotFound)
+	orphan.Repo, orphan.Parent = "r", uuid.New()
+	assert.ErrorIs(t, s.CreateSession(ctx, orphan), session.ErrNotFound)
+	_, err = s.GetSession(ctx, uuid.New())
+	assert.ErrorIs(t, err, session.ErrNotFound)
+
+	// A session on an empty repository has no base commit.
+	empty := mkSession(t, s, "r", func(ss *session.Session) { ss.BaseCommit = gitstore.OID{} })
+	assert.True(t, empty.Head.IsZero())
+}
+
+func testListSessions(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r1")
+	mkRepo(t, s, "r2")
+	s1 := mkSession(t, s, "r1", nil)
+	s2 := mkSession(t, s, "r1", func(ss *session.Session) {
+		ss.AgentID, ss.CreatedAt, ss.ExpiresAt = "bob", t0.Add(time.Second), t0.Add(time.Minute)
+	})
+	s3 := mkSession(t, s, "r2", func(ss *session.Session) {
+		ss.CreatedAt, ss.State, ss.ExpiresAt = t0.Add(2*time.Second), session.StateAbandoned, t0.Add(time.Minute)
+	})
+
+	ids := func(ss []session.Session) []uuid.UUID {
+		var out []uuid.UUID
+		for _, x := range ss {
+			out = append(out, x.ID)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		f    session.SessionFilter
+		want []uuid.UUID
+	}{
+		{"all", session.SessionFilter{}, []uuid.UUID{s1.ID, s2.ID, s3.ID}},
+		{"repo", session.SessionFilter{Repo: "r1"}, []uuid.UUID{s1.ID, s2.ID}},
+		{"state", session.SessionFilter{State: session.StateAbandoned}, []uuid.UUID{s3.ID}},
+		{"agent", session.SessionFilter{AgentID: "bob"}, []uuid.UUID{s2.ID}},
+		{"repo and state", session.SessionFilter{Repo: "r1", State: session.StateActive}, []uuid.UUID{s1.ID, s2.ID}},
+		{"none", session.SessionFilter{Repo: "r2", AgentID: "bob"}, nil},
+		{"expired", session.SessionFilter{ExpiredBy: t0.Add(time.Hour)}, []uuid.UUID{s2.ID}},
+		{"not yet expired", session.SessionFilter{ExpiredBy: t0.Add(time.Second)}, nil},
+		{"limit", session.SessionFilter{Limit: 2}, []uuid.UUID{s1.ID, s2.ID}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := s.ListSessions(ctx, c.f)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, ids(got))
+		})
+	}
+}
+
+func testSessionStateCAS(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+	later := t0.Add(time.Minute)
+
+	require.NoError(t, s.SetSessionState(ctx, ss.ID, session.StateActive, session.StateSubmitted, later))
+	got, err := s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, session.StateSubmitted, got.State)
+	assert.Equal(t, later, got.LastActiveAt)
+
+	err = s.SetSessionState(ctx, ss.ID, session.StateActive, session.StateAbandoned, later)
+	assertConflict(t, err, "state", "submitted")
+	assert.ErrorIs(t, s.SetSessionState(ctx, uuid.New(), session.StateActive, session.StateAbandoned, later), session.ErrNotFound)
+
+	// last_active_at never moves backwards.
+	require.NoError(t, s.SetSessionState(ctx, ss.ID, session.StateSubmitted, session.StateAccepted, t0))
+	got, err = s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, later, got.LastActiveAt)
+}
+
+func testSessionHeadCAS(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+
+	require.NoError(t, s.SetSessionHead(ctx, ss.ID, oid(1), oid(2)))
+	assertConflict(t, s.SetSessionHead(ctx, ss.ID, oid(1), oid(3)), "head", oid(2).String())
+	require.NoError(t, s.SetSessionHead(ctx, ss.ID, oid(2), gitstore.OID{}))
+	require.NoError(t, s.SetSessionHead(ctx, ss.ID, gitstore.OID{}, oid(4)))
+	got, err := s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, oid(4), got.Head)
+	assert.ErrorIs(t, s.SetSessionHead(ctx, uuid.New(), oid(1), oid(2)), session.ErrNotFound)
+}
+
+func testTouch(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", func(ss *session.Session) { ss.ExpiresAt = t0.Add(time.Hour) })
+
+	require.NoError(t, s.TouchSession(ctx, ss.ID, t0.Add(time.Minute), time.Time{}))
+	got, err := s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, t0.Add(time.Minute), got.LastActiveAt)
+	assert.Equal(t, t0.Add(time.Hour), got.ExpiresAt, "zero expiresAt keeps the old one")
+
+	require.NoError(t, s.TouchSession(ctx, ss.ID, t0, t0.Add(2*time.Hour)))
+	got, err = s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, t0.Add(time.Minute), got.LastActiveAt, "never backwards")
+	assert.Equal(t, t0.Add(2*time.Hour), got.ExpiresAt)
+
+	assert.ErrorIs(t, s.TouchSession(ctx, uuid.New(), t0, time.Time{}), session.ErrNotFound)
+}
+
+func testAppendMutation(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+	at := t0.Add(time.Minute)
+
+	m1, err := s.AppendMutation(ctx, session.Mutation{
+		Session: ss.ID, Op: session.OpWrite, Paths: []string{"b.txt", "a/x.go"},
+		Old: []gitstore.OID{{}, oid(10)}, New: []gitstore.OID{oid(11), oid(12)}, Actor: "agent-1", At: at,
+	}, []session.OverlayChange{
+		{Entry: session.OverlayEntry{Path: "b.txt", Status: session.StatusAdded, Blob: oid(11), Mode: gitstore.ModeFile}},
+		{Entry: session.OverlayEntry{Path: "a/x.go", Status: session.StatusModified, Blob: oid(12), Mode: gitstore.ModeExec}},
+		{Entry: session.OverlayEntry{Path: "gone", Status: session.StatusDeleted}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), m1.Seq)
+
+	m2, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpDelete, Paths: []string{"b.txt"}, At: at},
+		[]session.OverlayChange{
+			{Entry: session.OverlayEntry{Path: "b.txt"}, Remove: true},
+			{Entry: session.OverlayEntry{Path: "a/x.go", Status: session.StatusModified, Blob: oid(13), Mode: gitstore.ModeSymlink}},
+			{Entry: session.OverlayEntry{Path: "never-there"}, Remove: true},
+		})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), m2.Seq)
+
+	entries, err := s.ListOverlay(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []session.OverlayEntry{
+		{Path: "a/x.go", Status: session.StatusModified, Blob: oid(13), Mode: gitstore.ModeSymlink},
+		{Path: "gone", Status: session.StatusDeleted},
+	}, entries)
+
+	got, err := s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), got.Seq)
+	assert.Equal(t, at, got.LastActiveAt)
+
+	ms, err := s.ListMutations(ctx, ss.ID, 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []session.Mutation{m1, m2}, ms)
+
+	_, err = s.AppendMutation(ctx, session.Mutation{Session: uuid.New(), Op: session.OpWrite, At: at}, nil)
+	assert.ErrorIs(t, err, session.ErrNotFound)
+
+	// Overlay entries sort by bytes, not by locale.
+	_, err = s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: at},
+		[]session.OverlayChange{write("B", 1), write("a-b", 1), write("a.b", 1), write("é", 1), write("z", 1)})
+	require.NoError(t, err)
+	entries, err = s.ListOverlay(ctx, ss.ID)
+	require.NoError(t, err)
+	var paths []string
+	for _, e := range entries {
+		paths = append(paths, e.Path)
+	}
+	assert.Equal(t, []string{"B", "a-b", "a.b", "a/x.go", "gone", "z", "é"}, paths)
+}
+
+func testMutationExpectedSeq(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+
+	m, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Seq: 1, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), m.Seq)
+
+	_, err = s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Seq: 1, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 2)})
+	assertConflict(t, err, "seq", "1")
+	_, err = s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Seq: 3, Op: session.OpWrite, At: t0}, nil)
+	assertConflict(t, err, "seq", "1")
+
+	entries, err := s.ListOverlay(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, oid(1), entries[0].Blob, "a failed append changes nothing")
+}
+
+func testClosedSession(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+	require.NoError(t, s.SetSessionState(ctx, ss.ID, session.StateActive, session.StateSubmitted, t0))
+	_, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
+	require.NoError(t, err, "a submitted session still takes writes")
+
+	for _, st := range []session.State{session.StateAbandoned} {
+		require.NoError(t, s.SetSessionState(ctx, ss.ID, session.StateSubmitted, st, t0))
+		_, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
+		assert.ErrorIs(t, err, session.ErrSessionClosed)
+		_, err = s.ReplaceOverlay(ctx, session.Mutation{Session: ss.ID, Op: session.OpRollback, At: t0}, nil)
+		assert.ErrorIs(t, err, session.ErrSessionClosed)
+	}
+	got, err := s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), got.Seq)
+}
+
+func testReplaceOverlay(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+	_, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0},
+		[]session.OverlayChange{write("a", 1), write("b", 2)})
+	require.NoError(t, err)
+
+	want := []session.OverlayEntry{
+		{Path: "b", Status: session.StatusModified, Blob: oid(3), Mode: gitstore.ModeFile},
+		{Path: "c", Status: session.StatusDeleted},
+	}
+	m, err := s.ReplaceOverlay(ctx, session.Mutation{Session: ss.ID, Op: session.OpRollback, Paths: []string{"a", "b", "c"}, Actor: "u", At: t0}, want)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), m.Seq)
+	got, err := s.ListOverlay(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	_, err = s.ReplaceOverlay(ctx, session.Mutation{Session: ss.ID, Op: session.OpRollback, At: t0}, nil)
+	require.NoError(t, err)
+	got, err = s.ListOverlay(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+func testListMutations(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	a := mkSession(t, s, "r", nil)
+	b := mkSession(t, s, "r", nil)
+	for i := range 10 {
+		for _, id := range []uuid.UUID{a.ID, b.ID} {
+			_, err := s.AppendMutation(ctx, session.Mutation{Session: id, Op: session.OpWrite, Paths: []string{strconv.Itoa(i)}, At: t0}, nil)
+			require.NoError(t, err)
+		}
+	}
+	seqs := func(after int64, limit int) []int64 {
+		ms, err := s.ListMutations(ctx, a.ID, after, limit)
+		require.NoError(t, err)
+		var out []int64
+		for _, m := range ms {
+			assert.Equal(t, a.ID, m.Session)
+			assert.Equal(t, []string{strconv.Itoa(int(m.Seq) - 1)}, m.Paths)
+			out = append(out, m.Seq)
+		}
+		return out
+	}
+	assert.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, seqs(0, 0))
+	assert.Equal(t, []int64{8, 9, 10}, seqs(7, 0))
+	assert.Equal(t, []int64{4, 5}, seqs(3, 2))
+	assert.Nil(t, seqs(10, 5))
+}
+
+func testCheckpoints(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+
+	c1, err := s.CreateCheckpoint(ctx, session.Checkpoint{
+		Session: ss.ID, Commit: oid(20), Tree: oid(21), Parent: ss.BaseCommit, Seq: 3,
+		Label: "first", Message: "msg", CreatedAt: t0,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, c1.N)
+	assert.NotEqual(t, uuid.Nil, c1.ID)
+
+	_, err = s.CreateCheckpoint(ctx, session.Checkpoint{Session: ss.ID, Commit: oid(22), Tree: oid(23), Parent: ss.BaseCommit, CreatedAt: t0})
+	assertConflict(t, err, "head", oid(20).String())
+
+	c2, err := s.CreateCheckpoint(ctx, session.Checkpoint{ID: uuid.New(), Session: ss.ID, Commit: oid(22), Tree: oid(23), Parent: oid(20), Seq: 5, CreatedAt: t0.Add(time.Second)})
+	require.NoError(t, err)
+	assert.Equal(t, 2, c2.N)
+
+	got, err := s.GetCheckpoint(ctx, c1.ID)
+	require.NoError(t, err)
+	assert.Equal(t, c1, got)
+	_, err = s.GetCheckpoint(ctx, uuid.New())
+	assert.ErrorIs(t, err, session.ErrNotFound)
+
+	list, err := s.ListCheckpoints(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []session.Checkpoint{c1, c2}, list)
+
+	sess, err := s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, oid(22), sess.Head)
+	assert.Equal(t, 2, sess.Checkpoints)
+
+	_, err = s.CreateCheckpoint(ctx, session.Checkpoint{Session: uuid.New(), Commit: oid(1), Tree: oid(2), CreatedAt: t0})
+	assert.ErrorIs(t, err, session.ErrNotFound)
+	_, err = s.CreateCheckpoint(ctx, session.Checkpoint{Session: ss.ID, Parent: oid(22), CreatedAt: t0})
+	assert.Error(t, err, "commit and tree are required")
+}
+
+func mkChangeset(t *testing.T, s session.Tx, ss session.Session, mod func(*session.Changeset)) session.Changeset {
+	t.Helper()
+	c := session.Changeset{
+		ID: uuid.New(), Session: ss.ID, Repo: ss.Repo, TargetBranch: "main", Intent: "ship it",
+		Status: session.ChangesetOpen, BaseCommit: ss.BaseCommit, HeadCommit: oid(30), AgentID: ss.AgentID,
+		CreatedAt: t0, UpdatedAt: t0,
+	}
+	if mod != nil {
+		mod(&c)
+	}
+	require.NoError(t, s.CreateChangeset(t.Context(), c))
+	return c
+}
+
+func testChangesets(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r1")
+	mkRepo(t, s, "r2")
+	s1 := mkSession(t, s, "r1", nil)
+	s2 := mkSession(t, s, "r2", nil)
+	c1 := mkChangeset(t, s, s1, nil)
+	c2 := mkChangeset(t, s, s1, func(c *session.Changeset) { c.CreatedAt = t0.Add(time.Second) })
+	c3 := mkChangeset(t, s, s2, func(c *session.Changeset) { c.Status = session.ChangesetRejected })
+
+	got, err := s.GetChangeset(ctx, c1.ID)
+	require.NoError(t, err)
+	assert.Equal(t, c1, got)
+	_, err = s.GetChangeset(ctx, uuid.New())
+	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, s.CreateChangeset(ctx, c1), session.ErrDuplicate)
+	bad := c1
+	bad.ID, bad.Session = uuid.New(), uuid.New()
+	assert.ErrorIs(t, s.CreateChangeset(ctx, bad), session.ErrNotFound)
+
+	list, err := s.ListChangesets(ctx, session.ChangesetFilter{Repo: "r1"})
+	require.NoError(t, err)
+	assert.Equal(t, []session.Changeset{c1, c2}, list)
+	list, err = s.ListChangesets(ctx, session.ChangesetFilter{Status: session.ChangesetRejected})
+	require.NoError(t, err)
+	assert.Equal(t, []session.Changeset{c3}, list)
+	list, err = s.ListChangesets(ctx, session.ChangesetFilter{Session: s1.ID, Limit: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []session.Changeset{c1}, list)
+
+	at := t0.Add(time.Hour)
+	require.NoError(t, s.SetChangesetStatus(ctx, c1.ID, session.ChangesetOpen, session.ChangesetApproved, gitstore.OID{}, at))
+	err = s.SetChangesetStatus(ctx, c1.ID, session.ChangesetOpen, session.ChangesetRejected, gitstore.OID{}, at)
+	assertConflict(t, err, "status", "approved")
+	require.NoError(t, s.SetChangesetStatus(ctx, c1.ID, session.ChangesetApproved, session.ChangesetAccepted, oid(31), at))
+	got, err = s.GetChangeset(ctx, c1.ID)
+	require.NoError(t, err)
+	assert.Equal(t, session.ChangesetAccepted, got.Status)
+	assert.Equal(t, oid(31), got.AcceptedCommit)
+	assert.Equal(t, at, got.UpdatedAt)
+	require.NoError(t, s.SetChangesetStatus(ctx, c1.ID, session.ChangesetAccepted, session.ChangesetUndone, gitstore.OID{}, at))
+	got, err = s.GetChangeset(ctx, c1.ID)
+	require.NoError(t, err)
+	assert.Equal(t, oid(31), got.AcceptedCommit, "a zero accepted commit keeps the old one")
+	assert.ErrorIs(t, s.SetChangesetStatus(ctx, uuid.New(), session.ChangesetOpen, session.ChangesetApproved, gitstore.OID{}, at), session.ErrNotFound)
+}
+
+func testReviews(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	c := mkChangeset(t, s, mkSession(t, s, "r", nil), nil)
+	other := mkChangeset(t, s, mkSession(t, s, "r", nil), nil)
+
+	r1, err := s.AddReview(ctx, session.Review{Changeset: c.ID, Verdict: session.VerdictRequestChanges, Body: "please", Author: "alice",
+		Comments: []session.LineComment{{Path: "b.go", Line: 10, Body: "typo"}, {Path: "a.go", Line: 3, Body: "why?"}}, CreatedAt: t0})
+	require.NoError(t, err)
+	assert.NotEqual(t, uuid.Nil, r1.ID)
+	r2, err := s.AddReview(ctx, session.Review{Changeset: c.ID, Verdict: session.VerdictApprove, Author: "bob", CreatedAt: t0.Add(time.Second)})
+	require.NoError(t, err)
+	_, err = s.AddReview(ctx, session.Review{Changeset: other.ID, Verdict: session.VerdictComment, Author: "x", CreatedAt: t0})
+	require.NoError(t, err)
+
+	list, err := s.ListReviews(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []session.Review{r1, r2}, list)
+
+	_, err = s.AddReview(ctx, session.Review{Changeset: uuid.New(), Verdict: session.VerdictApprove, CreatedAt: t0})
+	assert.ErrorIs(t, err, session.ErrNotFound)
+	list, err = s.ListReviews(ctx, uuid.New())
+	require.NoError(t, err)
+	assert.Empty(t, list)
+}
+
+func testLayers(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+	var added []session.Layer
+	for i := range 3 {
+		c := mkChangeset(t, s, ss, nil)
+		l, err := s.AddLayer(ctx, session.Layer{Repo: "r", Branch: "main", Changeset: c.ID, Commit: oid(40 + i), AcceptedAt: t0.Add(time.Duration(i) * time.Second)})
+		require.NoError(t, err)
+		assert.Equal(t, session.LayerAccepted, l.State)
+		added = append(added, l)
+		_, err = s.AddLayer(ctx, session.Layer{Repo: "r", Branch: "main", Changeset: c.ID, Commit: oid(50), AcceptedAt: t0})
+		assert.ErrorIs(t, err, session.ErrDuplicate)
+	}
+	other := mkChangeset(t, s, ss, nil)
+	_, err := s.AddLayer(ctx, session.Layer{Repo: "r", Branch: "dev", Changeset: other.ID, Commit: oid(60), AcceptedAt: t0})
+	require.NoError(t, err)
+
+	list, err := s.ListLayers(ctx, "r", "main")
+	require.NoError(t, err)
+	assert.Equal(t, []session.Layer{added[2], added[1], added[0]}, list, "newest first")
+	assert.Less(t, added[0].ID, added[1].ID)
+
+	at := t0.Add(time.Hour)
+	require.NoError(t, s.UndoLayer(ctx, added[1].Changeset, oid(70), at))
+	assertConflict(t, s.UndoLayer(ctx, added[1].Changeset, oid(71), at), "state", "undone")
+	assert.ErrorIs(t, s.UndoLayer(ctx, uuid.New(), oid(71), at), session.ErrNotFound)
+
+	list, err = s.ListLayers(ctx, "r", "main")
+	require.NoError(t, err)
+	want := added[1]
+	want.State, want.RevertCommit, want.UndoneAt = session.LayerUndone, oid(70), at
+	assert.Equal(t, want, list[1])
+	assert.Equal(t, session.LayerAccepted, list[0].State)
+
+	list, err = s.ListLayers(ctx, "r", "nope")
+	require.NoError(t, err)
+	assert.Empty(t, list)
+}
+
+func testEvents(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r1")
+	mkRepo(t, s, "r2")
+	a := mkSession(t, s, "r1", nil)
+	b := mkSession(t, s, "r2", nil)
+
+	var got []session.Event
+	for i, e := range []session.Event{
+		{Repo: "r1", Session: a.ID, Type: "file.written", Payload: json.RawMessage(`{"path": "x", "n": 1}`)},
+		{Repo: "r2", Session: b.ID, Type: "file.deleted"},
+		{Repo: "r1", Type: "changeset.accepted", Payload: json.RawMessage(`{"id":"c"}`)},
+		{Repo: "r1", Session: a.ID, Type: "checkpoint.created", Payload: json.RawMessage(`[1,2]`)},
+	} {
+		e.At = t0.Add(time.Duration(i) * time.Second)
+		ev, err := s.AppendEvent(ctx, e)
+		require.NoError(t, err)
+		assert.Equal(t, int64(i+1), ev.ID)
+		got = append(got, ev)
+	}
+	_, err := s.AppendEvent(ctx, session.Event{Repo: "r1", Type: "bad", Payload: json.RawMessage(`{`)})
+	assert.Error(t, err)
+
+	check := func(f session.EventFilter, want ...session.Event) {
+		t.Helper()
+		list, err := s.ListEvents(ctx, f)
+		require.NoError(t, err)
+		require.Len(t, list, len(want))
+		for i := range want {
+			assert.JSONEq(t, string(want[i].Payload), string(list[i].Payload))
+			list[i].Payload = want[i].Payload
+		}
+		assert.Equal(t, want, list)
+	}
+	check(session.EventFilter{Session: a.ID}, got[0], got[3])
+	check(session.EventFilter{Session: a.ID, After: 1}, got[3])
+	check(session.EventFilter{Repo: "r1"}, got[0], got[2], got[3])
+	check(session.EventFilter{Repo: "r1", After: 1, Limit: 1}, got[2])
+	check(session.EventFilter{Repo: "r2"}, got[1])
+	check(session.EventFilter{Repo: "r2", After: 2})
+}
+
+func testInTx(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+
+	boom := errors.New("boom")
+	err := s.InTx(ctx, func(tx session.Tx) error {
+		_, err := tx.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
+		require.NoError(t, err)
+		require.NoError(t, tx.SetSessionState(ctx, ss.ID, session.StateActive, session.StateSubmitted, t0))
+		_, err = tx.AppendEvent(ctx, session.Event{Repo: "r", Session: ss.ID, Type: "x", At: t0})
+		require.NoError(t, err)
+		// The transaction sees its own writes.
+		got, err := tx.GetSession(ctx, ss.ID)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), got.Seq)
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	got, err := s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, ss, got, "a failed transaction leaves nothing")
+	entries, err := s.ListOverlay(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+
+	var cs session.Changeset
+	err = s.InTx(ctx, func(tx session.Tx) error {
+		cs = mkChangeset(t, tx, ss, nil)
+		if err := tx.SetChangesetStatus(ctx, cs.ID, session.ChangesetOpen, session.ChangesetAccepted, oid(9), t0); err != nil {
+			return err
+		}
+		if _, err := tx.AddLayer(ctx, session.Layer{Repo: "r", Branch: "main", Changeset: cs.ID, Commit: oid(9), AcceptedAt: t0}); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent(ctx, session.Event{Repo: "r", Type: "changeset.accepted", At: t0})
+		return err
+	})
+	require.NoError(t, err)
+	layers, err := s.ListLayers(ctx, "r", "main")
+	require.NoError(t, err)
+	require.Len(t, layers, 1)
+	assert.Equal(t, cs.ID, layers[0].Changeset)
+	evs, err := s.ListEvents(ctx, session.EventFilter{Repo: "r"})
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	assert.Equal(t, int64(1), evs[0].ID, "the rolled back event gave its id back")
+
+	// A conflict inside a transaction reaches the caller unchanged.
+	err = s.InTx(ctx, func(tx session.Tx) error {
+		return tx.SetSessionState(ctx, ss.ID, session.StateSubmitted, session.StateAccepted, t0)
+	})
+	assertConflict(t, err, "state", "active")
+}
+
+// testCASRace: of many concurrent compare-and-swaps from one value, exactly
+// one wins and the others see the winner's value.
+func testCASRace(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	const n = 8
+	for _, kind := range []string{"state", "head", "checkpoint", "status"} {
+		t.Run(kind, func(t *testing.T) {
+			ss := mkSession(t, s, "r", nil)
+			cs := mkChangeset(t, s, ss, nil)
+			var (
+				wins      atomic.Int32
+				wg        sync.WaitGroup
+				start     = make(chan struct{})
+				conflicts = make([]error, n)
+			)
+			for i := range n {
+				wg.Go(func() {
+					<-start
+					var err error
+					switch kind {
+					case "state":
+						err = s.SetSessionState(ctx, ss.ID, session.StateActive, session.State("s"+strconv.Itoa(i)), t0)
+					case "head":
+						err = s.SetSessionHead(ctx, ss.ID, ss.Head, oid(100+i))
+					case "checkpoint":
+						_, err = s.CreateCheckpoint(ctx, session.Checkpoint{Session: ss.ID, Commit: oid(100 + i), Tree: oid(1), Parent: ss.Head, CreatedAt: t0})
+					case "status":
+						err = s.SetChangesetStatus(ctx, cs.ID, session.ChangesetOpen, session.ChangesetStatus("s"+strconv.Itoa(i)), gitstore.OID{}, t0)
+					}
+					if err == nil {
+						wins.Add(1)
+					}
+					conflicts[i] = err
+				})
+			}
+			close(start)
+			wg.Wait()
+			assert.Equal(t, int32(1), wins.Load(), "exactly one winner")
+			for _, err := range conflicts {
+				if err != nil {
+					var ce *session.ConflictError
+					assert.ErrorAs(t, err, &ce)
+				}
+			}
+		})
+	}
+}
+
+// testSeqGoroutines: 8 goroutines append at once; the numbers are 1..N
+// with no repeat and no gap, and every mutation got the number it reported.
+func testSeqGoroutines(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+	const workers, each = 8, 25
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		seen = map[int64]string{}
+	)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				path := strconv.Itoa(w) + "/" + strconv.Itoa(i)
+				m, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, Paths: []string{path}, At: t0},
+					[]session.OverlayChange{write(path, i)})
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				assert.NotContains(t, seen, m.Seq)
+				seen[m.Seq] = path
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	ms, err := s.ListMutations(ctx, ss.ID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, ms, workers*each)
+	for i, m := range ms {
+		assert.Equal(t, int64(i+1), m.Seq)
+		assert.Equal(t, []string{seen[m.Seq]}, m.Paths)
+	}
+	entries, err := s.ListOverlay(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Len(t, entries, workers*each)
+}
+
+// testSeqProcesses: two processes append to one session at once.
+func testSeqProcesses(t *testing.T, b backend, _ session.Store) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	ctx := t.Context()
+	dsn := b.fresh(t)
+	s := b.openStore(t, dsn)
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+	const procs, each = 2, 100
+
+	var wg sync.WaitGroup
+	for range procs {
+		cmd := childCommand(t, b, dsn, ss.ID, "append")
+		cmd.Env = append(cmd.Env, envCount+"="+strconv.Itoa(each))
+		wg.Go(func() {
+			out, err := cmd.CombinedOutput()
+			assert.NoError(t, err, "%s", out)
+		})
+	}
+	wg.Wait()
+	ms, err := s.ListMutations(ctx, ss.ID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, ms, procs*each)
+	for i, m := range ms {
+		assert.Equal(t, int64(i+1), m.Seq)
+	}
+	got, err := s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, int64(procs*each), got.Seq)
+}
+
+// childCommand re-executes the test binary in child mode.
+func childCommand(t testing.TB, b backend, dsn string, id uuid.UUID, mode string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"="+mode, envBackend+"="+b.name, envDSN+"="+dsn, envSession+"="+id.String())
+	return cmd
+}
+
+func testContextCanceled(t *testing.T, _ backend, s session.Store) {
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+
+	_, err := s.GetSession(ctx, ss.ID)
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = s.ListSessions(ctx, session.SessionFilter{})
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, s.SetSessionState(ctx, ss.ID, session.StateActive, session.StateAbandoned, t0), context.Canceled)
+	err = s.InTx(ctx, func(session.Tx) error { return nil })
+	assert.ErrorIs(t, err, context.Canceled)
+
+	// Canceled in the middle of a transaction: nothing is committed.
+	ctx, cancel = context.WithCancel(t.Context())
+	err = s.InTx(ctx, func(tx session.Tx) error {
+		if _, err := tx.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)}); err != nil {
+			return err
+		}
+		cancel()
+		_, err := tx.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
+		return err
+	})
+	assert.ErrorIs(t, err, context.Canceled)
+
+	got, err := s.GetSession(t.Context(), ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, session.StateActive, got.State)
+	assert.Equal(t, int64(0), got.Seq)
+}
+
+func testReopen(t *testing.T, b backend, _ session.Store) {
+	ctx := t.Context()
+	dsn := b.fresh(t)
+	s, err := b.open(ctx, dsn)
+	require.NoError(t, err)
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+	m, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, Paths: []string{"a"}, At: t0}, []session.OverlayChange{write("a", 1)})
+	require.NoError(t, err)
+	ev, err := s.AppendEvent(ctx, session.Event{Repo: "r", Type: "x", At: t0})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	_, err = s.GetSession(ctx, ss.ID)
+	assert.ErrorIs(t, err, session.ErrUnavailable, "a closed store")
+	_, err = s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
+	assert.ErrorIs(t, err, session.ErrUnavailable, "a closed store")
+
+	s = b.openStore(t, dsn)
+	got, err := s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), got.Seq)
+	ms, err := s.ListMutations(ctx, ss.ID, 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []session.Mutation{m}, ms)
+	m2, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), m2.Seq)
+	ev2, err := s.AppendEvent(ctx, session.Event{Repo: "r", Type: "y", At: t0})
+	require.NoError(t, err)
+	assert.Equal(t, ev.ID+1, ev2.ID)
+}
+
+// testMigrations: stores opened at once on one empty database all succeed
+// and apply each migration once.
+func testMigrations(t *testing.T, b backend, _ session.Store) {
+	dsn := b.fresh(t)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			s, err := b.open(t.Context(), dsn)
+			if assert.NoError(t, err) {
+				assert.NoError(t, s.Close())
+			}
+		})
+	}
+	wg.Wait()
+	s := b.openStore(t, dsn)
+	ms, err := loadMigrations(b.name)
+	require.NoError(t, err)
+	var versions []int
+	runner := s.(interface{ migrationRunner() runner }).migrationRunner()
+	rs, err := runner.query(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
+	require.NoError(t, err)
+	versions, err = collect(rs, func(sc scanner) (int, error) {
+		var v int
+		return v, sc.Scan(&v)
+	})
+	require.NoError(t, err)
+	require.Len(t, versions, len(ms))
+	for i, m := range ms {
+		assert.Equal(t, m.version, versions[i])
+	}
+}

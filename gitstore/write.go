@@ -181,58 +181,59 @@ func (r *Repo) writeLoose(id OID, obj rawObject) error {
 	return nil
 }
 
-// writePack writes objects as one undeltified pack with its index.
+// writePack writes objects as one undeltified pack with its index: the
+// pack is built in memory, written and fsynced, then the index; both are
+// renamed into place and the directory is fsynced once.
 func (r *Repo) writePack(ids []OID, objs []rawObject) error {
 	packDir := filepath.Join(r.gitDir, "objects", "pack")
 	if err := os.MkdirAll(packDir, 0o755); err != nil {
 		return err
 	}
-	pf, err := os.CreateTemp(packDir, "tmp_pack_")
-	if err != nil {
-		return fmt.Errorf("write pack: %w", err)
+	size := 12 + OIDSize
+	for _, obj := range objs {
+		size += len(obj.data) + 32
 	}
-	defer os.Remove(pf.Name()) // no-op once renamed
-	defer pf.Close()
-
-	sum := sha1.New()
-	w := &countingWriter{w: io.MultiWriter(pf, sum)}
+	var pack bytes.Buffer
+	pack.Grow(size)
 	hdr := make([]byte, 12)
 	copy(hdr, "PACK")
 	binary.BigEndian.PutUint32(hdr[4:], 2)
 	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
-	if _, err := w.Write(hdr); err != nil {
-		return fmt.Errorf("write pack: %w", err)
-	}
+	pack.Write(hdr)
 	idx := new(idxfile.Writer)
 	if err := idx.OnHeader(uint32(len(objs))); err != nil {
 		return err
 	}
 	offsets := make([]int64, len(objs))
-	crc := crc32.NewIEEE()
-	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	var zw *zlib.Writer
 	for i, obj := range objs {
-		offsets[i] = w.n
-		crc.Reset()
-		ew := io.MultiWriter(w, crc)
-		if _, err := ew.Write(packEntryHeader(obj.kind, len(obj.data))); err != nil {
-			return fmt.Errorf("write pack: %w", err)
+		offsets[i] = int64(pack.Len())
+		pack.Write(packEntryHeader(obj.kind, len(obj.data)))
+		// Trees and commits are small and barely compress: store them
+		// (zlib level 0 is valid in a pack, and git gc recompresses).
+		level := zlib.NoCompression
+		if obj.kind == KindBlob {
+			level = zlib.BestSpeed
 		}
-		zw.Reset(ew)
-		if _, err := zw.Write(obj.data); err != nil {
-			return fmt.Errorf("write pack: %w", err)
+		if zw == nil || level != zlib.BestSpeed {
+			zw, _ = zlib.NewWriterLevel(&pack, level)
+		} else {
+			zw.Reset(&pack)
 		}
+		zw.Write(obj.data)
 		if err := zw.Close(); err != nil {
 			return fmt.Errorf("write pack: %w", err)
 		}
-		if err := idx.OnInflatedObjectContent(plumbing.Hash(ids[i]), offsets[i], crc.Sum32(), nil); err != nil {
+		if level != zlib.BestSpeed {
+			zw = nil
+		}
+		crc := crc32.ChecksumIEEE(pack.Bytes()[offsets[i]:])
+		if err := idx.OnInflatedObjectContent(plumbing.Hash(ids[i]), offsets[i], crc, nil); err != nil {
 			return err
 		}
 	}
-	var packSum plumbing.Hash
-	sum.Sum(packSum[:0])
-	if _, err := pf.Write(packSum[:]); err != nil {
-		return fmt.Errorf("write pack: %w", err)
-	}
+	packSum := plumbing.Hash(sha1.Sum(pack.Bytes()))
+	pack.Write(packSum[:])
 	if err := idx.OnFooter(packSum); err != nil {
 		return err
 	}
@@ -244,30 +245,55 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) error {
 	if _, err := idxfile.NewEncoder(&ib).Encode(mi); err != nil {
 		return fmt.Errorf("write pack index: %w", err)
 	}
-	if err := pf.Sync(); err != nil {
+	packTmp, err := writeTempSynced(packDir, "tmp_pack_", pack.Bytes())
+	if err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
-	base := filepath.Join(packDir, "pack-"+packSum.String())
-	if err := pf.Chmod(0o444); err != nil {
-		return err
+	defer os.Remove(packTmp) // no-op once renamed
+	idxTmp, err := writeTempSynced(packDir, "tmp_idx_", ib.Bytes())
+	if err != nil {
+		return fmt.Errorf("write pack index: %w", err)
 	}
+	defer os.Remove(idxTmp)
+	base := filepath.Join(packDir, "pack-"+packSum.String())
 	// The index goes first: go-git lists packs by their .pack file and
 	// fails on one without an index, while git lists them by .idx and
 	// skips an index whose pack is missing. Either reader then sees a
 	// complete pack or none.
-	if err := writeFileDurableMode(base+".idx", ib.Bytes(), 0o444); err != nil {
+	if err := os.Rename(idxTmp, base+".idx"); err != nil {
 		return fmt.Errorf("write pack index: %w", err)
 	}
-	if err := os.Rename(pf.Name(), base+".pack"); err != nil {
+	if err := os.Rename(packTmp, base+".pack"); err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
 	if err := syncDir(packDir); err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
-	if err := r.packs.add(base+".pack", ids, offsets, objs); err != nil {
-		return err
+	return r.packs.add(base+".pack", ids, offsets, objs)
+}
+
+// writeTempSynced writes data to a new read-only temporary file in dir and
+// fsyncs it; the caller renames it into place.
+func writeTempSynced(dir, pattern string, data []byte) (string, error) {
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return "", err
 	}
-	return nil
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o444)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }
 
 // packEntryHeader is the type-and-size varint that starts a pack entry.
@@ -282,17 +308,6 @@ func packEntryHeader(k Kind, size int) []byte {
 	return b
 }
 
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
 func writeFileDurable(path string, data []byte) error {
 	return writeFileDurableMode(path, data, 0o644)
 }
@@ -302,27 +317,16 @@ func writeFileDurable(path string, data []byte) error {
 // the old content or all of the new one, never a torn or empty file.
 func writeFileDurableMode(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-")
+	tmp, err := writeTempSynced(dir, ".tmp-"+filepath.Base(path)+"-", data)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	if err := os.Chmod(tmp, perm); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return syncDir(dir)

@@ -1,0 +1,314 @@
+package gitstore_test
+
+// Benchmarks side by side with the git CLI, on the generated repository of
+// SPEC section 8 (100,000 files, 2,000 directories, depth 4), built once
+// and cached under .cache/. Run with `make bench`; results in
+// BENCHMARKS.md. Each benchmark has an impl=sessiond and an impl=git-…
+// variant measured in the same run.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testrepo"
+)
+
+type benchRepo struct {
+	dir   string
+	head  gitstore.OID
+	tree  gitstore.OID
+	files []string // every blob path, in git order
+	top   string   // the first top-level directory
+}
+
+var benchRepos = map[int]*benchRepo{}
+
+func loadBenchRepo(b *testing.B, files int) *benchRepo {
+	b.Helper()
+	if br, ok := benchRepos[files]; ok {
+		return br
+	}
+	dir := testrepo.CachedSynthetic(b, files)
+	r := open(b, dir)
+	br := &benchRepo{dir: dir}
+	var err error
+	br.head, err = r.ResolveRevision(b.Context(), "main")
+	require.NoError(b, err)
+	c, err := r.Commit(b.Context(), br.head)
+	require.NoError(b, err)
+	br.tree = c.Tree
+	require.NoError(b, r.List(b.Context(), br.tree, "", true, func(e gitstore.Entry) error {
+		if e.Mode.IsDir() {
+			if br.top == "" {
+				br.top = e.Path
+			}
+		} else {
+			br.files = append(br.files, e.Path)
+		}
+		return nil
+	}))
+	benchRepos[files] = br
+	return br
+}
+
+// writableClone hard-links the cached repository's objects into a new
+// bare repository, so benchmarks that write leave the cache untouched.
+func writableClone(b *testing.B, src string) string {
+	b.Helper()
+	dst := filepath.Join(b.TempDir(), "clone.git")
+	testrepo.Git(b, "", "clone", "-q", "--bare", "--local", "--", src, dst)
+	return dst
+}
+
+// catFileBatch drives one `git cat-file --batch` process.
+type catFileBatch struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startCatFile(b *testing.B, dir string) *catFileBatch {
+	b.Helper()
+	cmd := exec.Command("git", "cat-file", "--batch")
+	cmd.Dir = dir
+	cmd.Env = testrepo.Env()
+	in, err := cmd.StdinPipe()
+	require.NoError(b, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(b, err)
+	require.NoError(b, cmd.Start())
+	c := &catFileBatch{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<16)}
+	b.Cleanup(func() { in.Close(); cmd.Wait() })
+	return c
+}
+
+func (c *catFileBatch) read(b *testing.B, rev string) []byte {
+	fmt.Fprintln(c.in, rev)
+	hdr, err := c.out.ReadString('\n')
+	require.NoError(b, err)
+	f := strings.Fields(hdr)
+	require.Len(b, f, 3, hdr)
+	n, _ := strconv.Atoi(f[2])
+	data := make([]byte, n+1)
+	_, err = io.ReadFull(c.out, data)
+	require.NoError(b, err)
+	return data[:n]
+}
+
+// BenchmarkReadBlob reads a file at a path in the base tree: warm (cached
+// trees and blob), cold (a path never read before by this Repo), and
+// through `git cat-file --batch` with "<commit>:<path>".
+func BenchmarkReadBlob(b *testing.B) {
+	br := loadBenchRepo(b, testrepo.DefaultSyntheticFiles)
+	path := br.files[len(br.files)/2]
+	b.Run("impl=sessiond/cache=warm", func(b *testing.B) {
+		r := open(b, br.dir)
+		ctx := b.Context()
+		e, err := r.Lookup(ctx, br.tree, path)
+		require.NoError(b, err)
+		_, err = r.ReadBlob(ctx, e.OID)
+		require.NoError(b, err)
+		for b.Loop() {
+			e, err := r.Lookup(ctx, br.tree, path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.ReadBlob(ctx, e.OID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=sessiond/cache=cold", func(b *testing.B) {
+		r := open(b, br.dir)
+		ctx := b.Context()
+		// Warm the pack index, as a running daemon has it.
+		_, err := r.Commit(ctx, br.head)
+		require.NoError(b, err)
+		i := 0
+		for b.Loop() {
+			// A stride through the files: a path (and usually its
+			// directories) this Repo has not read yet.
+			p := br.files[(i*7919)%len(br.files)]
+			i++
+			e, err := r.Lookup(ctx, br.tree, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.ReadBlob(ctx, e.OID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=git-cat-file-batch", func(b *testing.B) {
+		c := startCatFile(b, br.dir)
+		rev := br.head.String() + ":" + path
+		c.read(b, rev)
+		i := 0
+		for b.Loop() {
+			c.read(b, br.head.String()+":"+br.files[(i*7919)%len(br.files)])
+			i++
+		}
+	})
+}
+
+// BenchmarkList lists every entry below the first top-level directory
+// (about 16,700 entries at 100,000 files); ns/10k-entries normalizes to
+// the 10,000 entries of the target.
+func BenchmarkList(b *testing.B) {
+	br := loadBenchRepo(b, testrepo.DefaultSyntheticFiles)
+	b.Run("impl=sessiond", func(b *testing.B) {
+		r := open(b, br.dir)
+		ctx := b.Context()
+		n := 0
+		_, err := r.Commit(ctx, br.head) // load the pack index first
+		require.NoError(b, err)
+		for b.Loop() {
+			n = 0
+			if err := r.List(ctx, br.tree, br.top, true, func(gitstore.Entry) error { n++; return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)*1e4/float64(n), "ns/10k-entries")
+	})
+	b.Run("impl=git-ls-tree", func(b *testing.B) {
+		n := 0
+		for b.Loop() {
+			cmd := exec.Command("git", "ls-tree", "-r", "-t", "main", br.top+"/")
+			cmd.Dir = br.dir
+			cmd.Env = testrepo.Env()
+			out, err := cmd.Output()
+			if err != nil {
+				b.Fatal(err)
+			}
+			n = bytes.Count(out, []byte{'\n'}) - 1 // without the directory itself
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)*1e4/float64(n), "ns/10k-entries")
+	})
+}
+
+// changedPaths picks n existing files spread over the tree.
+func changedPaths(br *benchRepo, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = br.files[(i*104729+17)%len(br.files)]
+	}
+	return out
+}
+
+// BenchmarkCommit builds the tree for n changed paths over the base and
+// commits it, durably (fsync included), against the git CLI's temporary
+// index route and git fast-import.
+func BenchmarkCommit(b *testing.B) {
+	for _, files := range []int{1000, testrepo.DefaultSyntheticFiles} {
+		for _, n := range []int{1, 10, 100, 1000} {
+			if files == 1000 && n != 10 {
+				continue // the growth comparison needs only 10 paths
+			}
+			br := loadBenchRepo(b, files)
+			paths := changedPaths(br, n)
+			name := fmt.Sprintf("paths=%d/files=%d", n, files)
+			b.Run(name+"/impl=sessiond", func(b *testing.B) { benchCommitSessiond(b, br, paths) })
+			if files != testrepo.DefaultSyntheticFiles {
+				continue
+			}
+			b.Run(name+"/impl=git-index", func(b *testing.B) { benchCommitGitIndex(b, br, paths) })
+			b.Run(name+"/impl=git-fast-import", func(b *testing.B) { benchCommitFastImport(b, br, paths) })
+		}
+	}
+}
+
+func benchCommitSessiond(b *testing.B, br *benchRepo, paths []string) {
+	r := open(b, writableClone(b, br.dir))
+	ctx := b.Context()
+	sig := gitstore.Signature{Name: "bench", Email: "bench@example.com", When: time.Unix(1700000000, 0)}
+	i := 0
+	for b.Loop() {
+		i++
+		batch := r.NewBatch()
+		changes := make([]gitstore.Change, len(paths))
+		for j, p := range paths {
+			changes[j] = gitstore.Change{Path: p, Mode: gitstore.ModeFile, OID: batch.AddBlob(fmt.Appendf(nil, "iteration %d of %s\n", i, p))}
+		}
+		tree, err := batch.BuildTree(ctx, br.tree, changes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch.AddCommit(gitstore.NewCommit{Tree: tree, Parents: []gitstore.OID{br.head}, Author: sig, Message: "bench"})
+		if err := batch.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func gitCmd(b *testing.B, dir string, env []string, stdin []byte, args ...string) string {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(testrepo.Env(), env...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("git %v: %v: %s", args, err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// benchCommitGitIndex is the scripted route without a work tree: blobs
+// from files through hash-object, a temporary index from the base tree,
+// update-index, write-tree, commit-tree.
+func benchCommitGitIndex(b *testing.B, br *benchRepo, paths []string) {
+	dir := writableClone(b, br.dir)
+	tmp := b.TempDir()
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	i := 0
+	for b.Loop() {
+		i++
+		var list bytes.Buffer
+		for j, p := range paths {
+			f := filepath.Join(tmp, strconv.Itoa(j))
+			if err := os.WriteFile(f, fmt.Appendf(nil, "iteration %d of %s\n", i, p), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			list.WriteString(f + "\n")
+		}
+		ids := strings.Split(gitCmd(b, dir, nil, list.Bytes(), "hash-object", "-w", "--stdin-paths"), "\n")
+		var info bytes.Buffer
+		for j, p := range paths {
+			fmt.Fprintf(&info, "100644 %s\t%s\n", ids[j], p)
+		}
+		gitCmd(b, dir, env, nil, "read-tree", br.tree.String())
+		gitCmd(b, dir, env, info.Bytes(), "update-index", "--index-info")
+		tree := gitCmd(b, dir, env, nil, "write-tree")
+		gitCmd(b, dir, nil, []byte("bench\n"), "commit-tree", tree, "-p", br.head.String())
+	}
+}
+
+// benchCommitFastImport writes the same commit through one fast-import run.
+func benchCommitFastImport(b *testing.B, br *benchRepo, paths []string) {
+	dir := writableClone(b, br.dir)
+	i := 0
+	for b.Loop() {
+		i++
+		var s bytes.Buffer
+		fmt.Fprintf(&s, "commit refs/heads/bench\ncommitter bench <bench@example.com> 1700000000 +0000\ndata 5\nbench\nfrom %s\n", br.head)
+		for _, p := range paths {
+			data := fmt.Sprintf("iteration %d of %s\n", i, p)
+			fmt.Fprintf(&s, "M 100644 inline %s\ndata %d\n%s\n", p, len(data), data)
+		}
+		s.WriteString("done\n")
+		gitCmd(b, dir, nil, s.Bytes(), "fast-import", "--quiet", "--done", "--force")
+	}
+}

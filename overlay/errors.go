@@ -36,6 +36,10 @@ const (
 	RuleFileDirectoryCollision Rule = "fileDirectoryCollision"
 	RuleBadFilemode            Rule = "badFilemode"
 	RuleGitmodulesSymlink      Rule = "gitmodulesSymlink"
+	// RuleGitmodulesBlob is an addition to the section's list, named like
+	// the git fsck error it prevents: .gitmodules (and, for symmetry,
+	// .gitattributes and .gitignore) may not be a directory.
+	RuleGitmodulesBlob Rule = "gitmodulesBlob"
 	RuleCaseCollision          Rule = "caseCollision"
 )
 

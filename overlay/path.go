@@ -197,7 +197,7 @@ func foldName(s string) string {
 
 // CheckPut reports whether writing a blob with mode m at p would be
 // accepted, without changing anything: the syntactic rules of ValidatePath,
-// badFilemode, gitmodulesSymlink, and against the merged view
+// badFilemode, gitmodulesSymlink, gitmodulesBlob, and against the merged view
 // fileDirectoryCollision, read-only gitlinks and (unless
 // Options.AllowCaseCollisions) caseCollision. Put calls it first.
 func (o *Overlay) CheckPut(ctx context.Context, p string, m gitstore.Mode) error {
@@ -209,6 +209,11 @@ func (o *Overlay) CheckPut(ctx context.Context, p string, m gitstore.Mode) error
 	}
 	if m == gitstore.ModeSymlink && isGitSpecialFile(baseName(p)) {
 		return pathErr(RuleGitmodulesSymlink, p, "%q may not be a symlink", baseName(p))
+	}
+	for d := parentDir(p); d != ""; d = parentDir(d) {
+		if isGitSpecialFile(baseName(d)) {
+			return pathErr(RuleGitmodulesBlob, p, "%q may not be a directory", baseName(d))
+		}
 	}
 	// Walk down from the root: every existing ancestor must be a directory.
 	// The first missing component is the new name that needs the case check.

@@ -160,6 +160,8 @@ func TestRejectedWrites(t *testing.T) {
 		{name: "ntfs .gitmodules symlink", f: small, path: ".gitmodules. ", mode: gitstore.ModeSymlink, rule: overlay.RuleGitmodulesSymlink},
 		{name: "ntfs short .gitmodules symlink", f: small, path: "GITMOD~1", mode: gitstore.ModeSymlink, rule: overlay.RuleGitmodulesSymlink},
 		{name: "ntfs hashed .gitmodules symlink", f: small, path: "gi7eba~1", mode: gitstore.ModeSymlink, rule: overlay.RuleGitmodulesSymlink},
+		{name: ".gitmodules directory", f: small, path: ".gitmodules/x", mode: gitstore.ModeFile, rule: overlay.RuleGitmodulesBlob},
+		{name: "ntfs .gitmodules directory", f: small, path: "a/.GITMODULES./x/y", mode: gitstore.ModeFile, rule: overlay.RuleGitmodulesBlob},
 		{name: "case of a base file", f: small, path: "readme.md", mode: gitstore.ModeFile, rule: overlay.RuleCaseCollision},
 		{name: "case of a base directory", f: small, path: "A/new.txt", mode: gitstore.ModeFile, rule: overlay.RuleCaseCollision},
 		{name: "case of an added file", f: small, setup: putNew("docs/Notes.md"), path: "docs/NOTES.md", mode: gitstore.ModeFile, rule: overlay.RuleCaseCollision},

@@ -384,11 +384,29 @@ func (r *Repo) ReadBlobRange(ctx context.Context, id OID, off, n int64) ([]byte,
 	return data[off:end], nil
 }
 
-// BlobSize returns the size in bytes of blob id.
+// BlobSize returns the size in bytes of blob id, reading only the object
+// header when the blob is not cached.
 func (r *Repo) BlobSize(ctx context.Context, id OID) (int64, error) {
-	data, err := r.ReadBlob(ctx, id)
-	if err != nil {
-		return 0, err
+	if b, ok := r.blobs.Get(id); ok {
+		return int64(len(b)), nil
 	}
-	return int64(len(data)), nil
+	if loc, ok := r.packs.loc(id); ok {
+		return int64(loc.size), nil
+	}
+	var size int64
+	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
+		var err error
+		size, err = s.EncodedObjectSize(plumbing.Hash(id))
+		return err
+	})
+	if err != nil {
+		// Not found through the pool (or a repack under it): the full read
+		// path knows how to recover.
+		data, rerr := r.ReadBlob(ctx, id)
+		if rerr != nil {
+			return 0, rerr
+		}
+		return int64(len(data)), nil
+	}
+	return size, nil
 }

@@ -386,6 +386,13 @@ func (p *ownPacks) has(id OID) bool {
 	return ok
 }
 
+func (p *ownPacks) loc(id OID) (packLoc, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	l, ok := p.index[id]
+	return l, ok
+}
+
 func (p *ownPacks) packPath(id OID) string {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

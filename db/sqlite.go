@@ -113,6 +113,24 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// While a new file switches to WAL, SQLite can answer SQLITE_BUSY
+	// without waiting in the busy handler, so processes opening a new
+	// database together retry for a while instead of failing.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := s.applyMigrations(ctx, ms)
+		if !errors.Is(err, session.ErrUnavailable) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("db: migrate: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (s *SQLite) applyMigrations(ctx context.Context, ms []migration) error {
 	return s.once(ctx, func(r runner) error {
 		if _, err := r.exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version integer PRIMARY KEY, name text NOT NULL, applied_at integer NOT NULL) STRICT`); err != nil {

@@ -40,7 +40,7 @@ const (
 	// the git fsck error it prevents: .gitmodules (and, for symmetry,
 	// .gitattributes and .gitignore) may not be a directory.
 	RuleGitmodulesBlob Rule = "gitmodulesBlob"
-	RuleCaseCollision          Rule = "caseCollision"
+	RuleCaseCollision  Rule = "caseCollision"
 )
 
 // PathError reports a path that breaks Rule. errors.Is(err, ErrInvalidPath)

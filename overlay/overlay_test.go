@@ -1,6 +1,8 @@
 package overlay_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -103,7 +105,7 @@ func TestListMergesInGitOrder(t *testing.T) {
 	f := openFixture(t, "small")
 	o := overlay.New(f.view, overlay.Options{})
 	blob := f.blob(t, "x\n")
-	require.NoError(t, o.Put(ctx, "a-c", blob, gitstore.ModeFile))    // sorts between a-b and a.txt
+	require.NoError(t, o.Put(ctx, "a-c", blob, gitstore.ModeFile))     // sorts between a-b and a.txt
 	require.NoError(t, o.Put(ctx, "a/0.txt", blob, gitstore.ModeFile)) // first in a/
 	require.NoError(t, o.Put(ctx, "a.txt", blob, gitstore.ModeExec))
 	require.NoError(t, o.Delete(ctx, "a0"))
@@ -179,4 +181,73 @@ func TestBuildTreeWithoutChangesIsBase(t *testing.T) {
 	id, err := o.BuildTree(t.Context(), f.repo, f.tree)
 	require.NoError(t, err)
 	assert.Equal(t, f.tree, id)
+}
+
+// failingBase fails List once armed, to check that an operation that
+// fails halfway leaves the overlay as it was.
+type failingBase struct {
+	overlay.Base
+	armed bool
+}
+
+var errInjected = errors.New("injected failure")
+
+func (b *failingBase) List(ctx context.Context, prefix string, recursive bool, fn func(gitstore.Entry) error) error {
+	if b.armed {
+		return errInjected
+	}
+	return b.Base.List(ctx, prefix, recursive, fn)
+}
+
+func TestFailedOperationChangesNothing(t *testing.T) {
+	ctx := t.Context()
+	f := openFixture(t, "small")
+	fb := &failingBase{Base: f.view}
+	o := overlay.New(fb, overlay.Options{AllowCaseCollisions: true})
+	require.NoError(t, o.Delete(ctx, "a"))
+	require.NoError(t, o.Put(ctx, "a/x", f.blob(t, "x"), gitstore.ModeFile))
+	before := o.Entries()
+	deep, err := f.view.Lookup(ctx, "a/b/c/deep.txt")
+	require.NoError(t, err)
+
+	// Reopening a/b/c/deep.txt lists a/ after removing its whiteout.
+	fb.armed = true
+	err = o.Put(ctx, "a/b/c/deep.txt", deep.OID, deep.Mode)
+	require.ErrorIs(t, err, errInjected)
+	assert.Equal(t, before, o.Entries())
+	fb.armed = false
+	require.NoError(t, o.Put(ctx, "a/b/c/deep.txt", deep.OID, deep.Mode))
+	assert.NotEqual(t, before, o.Entries())
+}
+
+func TestEmptyBase(t *testing.T) {
+	ctx := t.Context()
+	o := overlay.New(nil, overlay.Options{})
+	var id gitstore.OID
+	id[0] = 1
+	require.NoError(t, o.Put(ctx, "d/f", id, gitstore.ModeFile))
+	assert.Equal(t, []overlay.Node{
+		{Path: "d", Mode: gitstore.ModeDir, Status: overlay.Added},
+		{Path: "d/f", Mode: gitstore.ModeFile, OID: id, Status: overlay.Added},
+	}, listAll(t, o, overlay.ListOptions{Recursive: true}))
+	root, err := o.Stat(ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, overlay.Modified, root.Status)
+	_, err = o.Read(ctx, "d")
+	assert.ErrorIs(t, err, overlay.ErrIsDir)
+	require.NoError(t, o.Delete(ctx, "d"))
+	assert.Zero(t, o.Len())
+}
+
+func TestStatusText(t *testing.T) {
+	for _, s := range []overlay.Status{overlay.Unchanged, overlay.Added, overlay.Modified, overlay.Deleted} {
+		b, err := s.MarshalText()
+		require.NoError(t, err)
+		var back overlay.Status
+		require.NoError(t, back.UnmarshalText(b))
+		assert.Equal(t, s, back)
+	}
+	assert.Equal(t, "deleted", overlay.Deleted.String())
+	var s overlay.Status
+	assert.Error(t, s.UnmarshalText([]byte("gone")))
 }

@@ -1,0 +1,89 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/session"
+)
+
+func TestPgErrorTranslation(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want error
+	}{
+		{"no rows", context.Background(), fmt.Errorf("scan: %w", pgx.ErrNoRows), session.ErrNotFound},
+		{"unique", context.Background(), &pgconn.PgError{Code: "23505"}, session.ErrDuplicate},
+		{"foreign key", context.Background(), &pgconn.PgError{Code: "23503"}, session.ErrNotFound},
+		{"serialization", context.Background(), &pgconn.PgError{Code: "40001"}, session.ErrConflict},
+		{"deadlock", context.Background(), &pgconn.PgError{Code: "40P01"}, session.ErrConflict},
+		{"admin shutdown", context.Background(), &pgconn.PgError{Code: "57P01"}, session.ErrUnavailable},
+		{"connection failure", context.Background(), &pgconn.PgError{Code: "08006"}, session.ErrUnavailable},
+		{"too many connections", context.Background(), &pgconn.PgError{Code: "53300"}, session.ErrUnavailable},
+		{"canceled", canceled, fmt.Errorf("read: %w", context.Canceled), context.Canceled},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := pgError(c.ctx, c.err)
+			assert.ErrorIs(t, got, c.want)
+			var pe *pgconn.PgError
+			assert.False(t, errors.As(got, &pe), "the driver error escaped")
+		})
+	}
+	assert.NoError(t, pgError(context.Background(), nil))
+	other := pgError(context.Background(), &pgconn.PgError{Code: "42601", Message: "syntax error"})
+	assert.ErrorContains(t, other, "syntax error")
+	for _, s := range []error{session.ErrNotFound, session.ErrConflict, session.ErrDuplicate, session.ErrUnavailable} {
+		assert.NotErrorIs(t, other, s)
+	}
+}
+
+func TestSqliteErrorTranslation(t *testing.T) {
+	assert.ErrorIs(t, sqliteError(context.Background(), sql.ErrNoRows), session.ErrNotFound)
+	assert.ErrorIs(t, sqliteError(context.Background(), sql.ErrConnDone), session.ErrUnavailable)
+	assert.NoError(t, sqliteError(context.Background(), nil))
+}
+
+// TestPostgresConnectionLost: when the server ends the store's
+// connections, the next call fails with ErrUnavailable, and the store
+// recovers on its own with fresh connections.
+func TestPostgresConnectionLost(t *testing.T) {
+	b, err := backendNamed("postgres")
+	require.NoError(t, err)
+	u, err := url.Parse(b.fresh(t))
+	require.NoError(t, err)
+	app := "sessiond_lost_" + t.Name()
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	s := b.openStore(t, u.String())
+	mkRepo(t, s, "r")
+
+	conn, err := pgx.Connect(t.Context(), postgresURL())
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app)
+	require.NoError(t, err)
+
+	_, err = s.GetRepo(t.Context(), "r")
+	t.Logf("first call after the kill: %v", err)
+	if err != nil { // the pool may have noticed on its own
+		assert.ErrorIs(t, err, session.ErrUnavailable)
+		var pe *pgconn.PgError
+		assert.False(t, errors.As(err, &pe), "the driver error escaped")
+	}
+	_, err = s.GetRepo(t.Context(), "r")
+	assert.NoError(t, err, "the store reconnects")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -37,6 +38,7 @@ func TestConformance(t *testing.T) {
 		{"MutationExpectedSeq", testMutationExpectedSeq},
 		{"ClosedSession", testClosedSession},
 		{"ReplaceOverlay", testReplaceOverlay},
+		{"OverlayBatches", testOverlayBatches},
 		{"ListMutations", testListMutations},
 		{"Checkpoints", testCheckpoints},
 		{"Changesets", testChangesets},
@@ -353,6 +355,47 @@ func testReplaceOverlay(t *testing.T, _ backend, s session.Store) {
 	got, err = s.ListOverlay(ctx, ss.ID)
 	require.NoError(t, err)
 	assert.Empty(t, got)
+}
+
+// testOverlayBatches: changes apply in order even when one batch names a
+// path twice, and large overlays cross the statement batch size.
+func testOverlayBatches(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+	rm := func(path string) session.OverlayChange {
+		return session.OverlayChange{Entry: session.OverlayEntry{Path: path}, Remove: true}
+	}
+	_, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpEdits, At: t0},
+		[]session.OverlayChange{write("a", 1), write("a", 2), rm("b"), write("b", 3), write("c", 4), rm("c")})
+	require.NoError(t, err)
+	got, err := s.ListOverlay(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []session.OverlayEntry{
+		{Path: "a", Status: session.StatusModified, Blob: oid(2), Mode: gitstore.ModeFile},
+		{Path: "b", Status: session.StatusModified, Blob: oid(3), Mode: gitstore.ModeFile},
+	}, got)
+
+	const n = 1234
+	entries := make([]session.OverlayEntry, n)
+	for i := range entries {
+		entries[i] = session.OverlayEntry{Path: fmt.Sprintf("d/%05d", i), Status: session.StatusAdded, Blob: oid(i), Mode: gitstore.ModeFile}
+	}
+	_, err = s.ReplaceOverlay(ctx, session.Mutation{Session: ss.ID, Op: session.OpRollback, At: t0}, entries)
+	require.NoError(t, err)
+	got, err = s.ListOverlay(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, entries, got)
+
+	var changes []session.OverlayChange
+	for i := range n - 1 {
+		changes = append(changes, rm(entries[i].Path))
+	}
+	_, err = s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpDelete, At: t0}, changes)
+	require.NoError(t, err)
+	got, err = s.ListOverlay(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, entries[n-1:], got)
 }
 
 func testListMutations(t *testing.T, _ backend, s session.Store) {

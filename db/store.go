@@ -468,16 +468,80 @@ func (s *store) insertMutation(ctx context.Context, m session.Mutation) error {
 	return nil
 }
 
-func (s *store) putEntry(ctx context.Context, id uuid.UUID, e session.OverlayEntry) error {
-	_, err := s.r.exec(ctx, `INSERT INTO overlay_entries (session_id, path, status, blob, mode)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (session_id, path) DO UPDATE
-		SET status = excluded.status, blob = excluded.blob, mode = excluded.mode`,
-		id.String(), e.Path, string(e.Status), oidArg(e.Blob), int64(e.Mode))
-	if err != nil {
-		return fmt.Errorf("session %s overlay %q: %w", id, e.Path, err)
+// overlayBatch is how many overlay rows one statement writes or deletes;
+// at 4 parameters a row it stays far below both dialects' limits.
+const overlayBatch = 500
+
+// putEntries inserts or replaces overlay entries, a batch per statement.
+func (s *store) putEntries(ctx context.Context, id uuid.UUID, es []session.OverlayEntry) error {
+	for len(es) > 0 {
+		n := min(len(es), overlayBatch)
+		var q strings.Builder
+		args := make([]any, 1, 1+4*n)
+		args[0] = id.String()
+		q.WriteString(`INSERT INTO overlay_entries (session_id, path, status, blob, mode) VALUES `)
+		for i, e := range es[:n] {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			k := len(args)
+			fmt.Fprintf(&q, "($1, $%d, $%d, $%d, $%d)", k+1, k+2, k+3, k+4)
+			args = append(args, e.Path, string(e.Status), oidArg(e.Blob), int64(e.Mode))
+		}
+		q.WriteString(` ON CONFLICT (session_id, path) DO UPDATE
+			SET status = excluded.status, blob = excluded.blob, mode = excluded.mode`)
+		if _, err := s.r.exec(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("session %s overlay %q…: %w", id, es[0].Path, err)
+		}
+		es = es[n:]
 	}
 	return nil
+}
+
+// removeEntries deletes the overlay entries at paths, a batch per statement.
+func (s *store) removeEntries(ctx context.Context, id uuid.UUID, paths []string) error {
+	for len(paths) > 0 {
+		n := min(len(paths), overlayBatch)
+		var q strings.Builder
+		args := make([]any, 1, 1+n)
+		args[0] = id.String()
+		q.WriteString(`DELETE FROM overlay_entries WHERE session_id = $1 AND path IN (`)
+		for i, p := range paths[:n] {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			args = append(args, p)
+			q.WriteString("$" + strconv.Itoa(len(args)))
+		}
+		q.WriteString(")")
+		if _, err := s.r.exec(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("session %s overlay %q…: %w", id, paths[0], err)
+		}
+		paths = paths[n:]
+	}
+	return nil
+}
+
+// foldChanges reduces changes to the last one per path, which is what
+// applying them in order leaves, split into puts and removals. One
+// statement may not touch a row twice (Postgres refuses an upsert that
+// does), so batches need distinct paths.
+func foldChanges(changes []session.OverlayChange) (puts []session.OverlayEntry, removes []string) {
+	last := make(map[string]int, len(changes))
+	for i, c := range changes {
+		last[c.Entry.Path] = i
+	}
+	for i, c := range changes {
+		if last[c.Entry.Path] != i {
+			continue
+		}
+		if c.Remove {
+			removes = append(removes, c.Entry.Path)
+		} else {
+			puts = append(puts, c.Entry)
+		}
+	}
+	return puts, removes
 }
 
 func (s *store) AppendMutation(ctx context.Context, m session.Mutation, changes []session.OverlayChange) (session.Mutation, error) {
@@ -490,20 +554,11 @@ func (s *store) AppendMutation(ctx context.Context, m session.Mutation, changes 
 		if err := t.insertMutation(ctx, m); err != nil {
 			return err
 		}
-		for _, c := range changes {
-			if !c.Remove {
-				if err := t.putEntry(ctx, m.Session, c.Entry); err != nil {
-					return err
-				}
-				continue
-			}
-			_, err := t.r.exec(ctx, `DELETE FROM overlay_entries WHERE session_id = $1 AND path = $2`,
-				m.Session.String(), c.Entry.Path)
-			if err != nil {
-				return fmt.Errorf("session %s overlay %q: %w", m.Session, c.Entry.Path, err)
-			}
+		puts, removes := foldChanges(changes)
+		if err := t.removeEntries(ctx, m.Session, removes); err != nil {
+			return err
 		}
-		return nil
+		return t.putEntries(ctx, m.Session, puts)
 	})
 	if err != nil {
 		return session.Mutation{}, err
@@ -524,12 +579,12 @@ func (s *store) ReplaceOverlay(ctx context.Context, m session.Mutation, entries 
 		if _, err := t.r.exec(ctx, `DELETE FROM overlay_entries WHERE session_id = $1`, m.Session.String()); err != nil {
 			return fmt.Errorf("session %s overlay: %w", m.Session, err)
 		}
-		for _, e := range entries {
-			if err := t.putEntry(ctx, m.Session, e); err != nil {
-				return err
-			}
+		changes := make([]session.OverlayChange, len(entries))
+		for i, e := range entries {
+			changes[i] = session.OverlayChange{Entry: e}
 		}
-		return nil
+		puts, _ := foldChanges(changes)
+		return t.putEntries(ctx, m.Session, puts)
 	})
 	if err != nil {
 		return session.Mutation{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -174,32 +175,47 @@ func (o *Overlay) overlayNodes(ctx context.Context, prefix string, recursive boo
 	if prefix != "" {
 		start = len(prefix) + 1
 	}
-	o.rangeUnder(prefix, func(e Entry) {
-		rel := e.Path[start:]
-		direct := !strings.Contains(rel, "/")
+	ks := o.keys()
+	lo, hi := o.keyRange(prefix)
+	for i := lo; i < hi; i++ {
+		p := strings.TrimSuffix(ks[i], "/")
+		if p == prefix {
+			continue
+		}
+		e := o.entries[p]
+		rel := p[start:]
+		if slash := strings.IndexByte(rel, '/'); slash >= 0 && !recursive {
+			// One level: the child directory stands for everything below
+			// it; skip to the end of its keys.
+			d := p[:start+slash]
+			if o.live[d] > 0 && !seen[d] {
+				seen[d] = true
+				dirs = append(dirs, d)
+			}
+			j, _ := slices.BinarySearch(ks, d+"0")
+			i = j - 1
+			continue
+		}
 		if e.Status != Deleted {
 			for j := 0; j < len(rel); j++ {
-				if rel[j] != '/' {
-					continue
-				}
-				if d := e.Path[:start+j]; !seen[d] {
-					seen[d] = true
-					dirs = append(dirs, d)
-				}
-				if !recursive {
-					break
+				if rel[j] == '/' {
+					if d := p[:start+j]; !seen[d] {
+						seen[d] = true
+						dirs = append(dirs, d)
+					}
 				}
 			}
-			if recursive || direct {
-				out = append(out, keyedNode{gitKey(e.Path, e.Mode), Node{Path: e.Path, Mode: e.Mode, OID: e.OID, Status: e.Status}})
-			}
-			return
+			out = append(out, keyedNode{ks[i], Node{Path: p, Mode: e.Mode, OID: e.OID, Status: e.Status}})
+			continue
 		}
-		if (recursive || direct) && !(e.Mode.IsDir() && o.live[e.Path] > 0) {
+		if !(e.Mode.IsDir() && o.live[p] > 0) {
 			// A recreated directory is reported through its children.
-			out = append(out, keyedNode{gitKey(e.Path, e.Mode), Node{Path: e.Path, Mode: e.Mode, OID: e.OID, Status: Deleted}})
+			out = append(out, keyedNode{ks[i], Node{Path: p, Mode: e.Mode, OID: e.OID, Status: Deleted}})
+		} else if !recursive && !seen[p] {
+			seen[p] = true
+			dirs = append(dirs, p)
 		}
-	})
+	}
 	for _, d := range dirs {
 		n, err := o.Stat(ctx, d)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -110,8 +111,9 @@ type Overlay struct {
 	below map[string]int
 	live  map[string]int
 	bytes int64
-	// sorted caches the entry keys in git order (directories as "name/");
-	// nil when an insert or removal made it stale.
+	// sorted holds the entry keys in git order (directories as "name/"),
+	// kept in step by set and remove with a binary-search insert, so a
+	// write costs a memmove rather than a sort; nil means "rebuild".
 	sorted []string
 	// undo records every change while an operation is in progress, so an
 	// operation that fails halfway (a base read error) changes nothing.
@@ -179,7 +181,7 @@ func (o *Overlay) Clone() *Overlay {
 		c.live[k] = v
 	}
 	c.bytes = o.bytes
-	c.sorted = o.sorted // never mutated in place, only replaced
+	c.sorted = slices.Clone(o.keys())
 	return c
 }
 
@@ -532,10 +534,11 @@ func (o *Overlay) set(e Entry) {
 	if had {
 		o.account(old, -1)
 		if old.Mode.IsDir() != e.Mode.IsDir() {
-			o.sorted = nil
+			o.dropKey(gitKey(e.Path, old.Mode))
+			o.addKey(gitKey(e.Path, e.Mode))
 		}
 	} else {
-		o.sorted = nil
+		o.addKey(gitKey(e.Path, e.Mode))
 	}
 	o.entries[e.Path] = e
 	o.account(e, 1)
@@ -549,19 +552,59 @@ func (o *Overlay) remove(p string) {
 	o.record(p, old, had)
 	o.account(old, -1)
 	delete(o.entries, p)
-	o.sorted = nil
+	o.dropKey(gitKey(p, old.Mode))
 }
 
-// removeUnder removes every entry strictly under p.
+// removeUnder removes every entry strictly under p, cutting their keys
+// out of the sorted slice in one piece.
 func (o *Overlay) removeUnder(p string) {
 	if o.below[p] == 0 {
 		return
 	}
-	var doomed []string
-	o.rangeUnder(p, func(e Entry) { doomed = append(doomed, e.Path) })
-	for _, q := range doomed {
-		o.remove(q)
+	ks := o.keys()
+	lo, hi := o.keyRange(p)
+	if lo < hi && ks[lo] == p+"/" {
+		lo++ // p's own whiteout
 	}
+	for _, k := range ks[lo:hi] {
+		q := strings.TrimSuffix(k, "/")
+		old := o.entries[q]
+		o.record(q, old, true)
+		o.account(old, -1)
+		delete(o.entries, q)
+	}
+	o.sorted = slices.Delete(ks, lo, hi)
+}
+
+func (o *Overlay) addKey(k string) {
+	if o.sorted == nil {
+		return // rebuilt on next use
+	}
+	i, found := slices.BinarySearch(o.sorted, k)
+	if !found {
+		o.sorted = slices.Insert(o.sorted, i, k)
+	}
+}
+
+func (o *Overlay) dropKey(k string) {
+	if o.sorted == nil {
+		return
+	}
+	if i, found := slices.BinarySearch(o.sorted, k); found {
+		o.sorted = slices.Delete(o.sorted, i, i+1)
+	}
+}
+
+// keyRange returns the bounds in keys() of the keys under directory d:
+// every key with prefix d+"/" (all keys for the root).
+func (o *Overlay) keyRange(d string) (lo, hi int) {
+	ks := o.keys()
+	if d == "" {
+		return 0, len(ks)
+	}
+	lo, _ = slices.BinarySearch(ks, d+"/")
+	hi, _ = slices.BinarySearch(ks, d+"0") // '0' follows '/'
+	return lo, hi
 }
 
 func (o *Overlay) account(e Entry, d int) {
@@ -621,7 +664,7 @@ func (o *Overlay) end(errp *error) {
 // keys returns the entry keys in git order: paths, with "/" appended for
 // directory whiteouts, sorted bytewise.
 func (o *Overlay) keys() []string {
-	if o.sorted == nil || len(o.sorted) != len(o.entries) {
+	if o.sorted == nil {
 		ks := make([]string, 0, len(o.entries))
 		for p, e := range o.entries {
 			ks = append(ks, gitKey(p, e.Mode))
@@ -630,23 +673,6 @@ func (o *Overlay) keys() []string {
 		o.sorted = ks
 	}
 	return o.sorted
-}
-
-// rangeUnder calls fn for each entry strictly under directory d ("" is
-// the root), in git order.
-func (o *Overlay) rangeUnder(d string, fn func(Entry)) {
-	ks := o.keys()
-	lo, hi := 0, len(ks)
-	if d != "" {
-		lo = sort.SearchStrings(ks, d+"/")
-		hi = sort.SearchStrings(ks, d+"0") // '0' follows '/'
-	}
-	for _, k := range ks[lo:hi] {
-		p := strings.TrimSuffix(k, "/")
-		if p != d {
-			fn(o.entries[p])
-		}
-	}
 }
 
 func gitKey(p string, m gitstore.Mode) string {

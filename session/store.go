@@ -251,6 +251,7 @@ const (
 	OpRollback Op = "rollback"
 	OpRebase   Op = "rebase"
 	OpMerge    Op = "merge"
+	OpFork     Op = "fork"
 )
 
 // Mutation is one entry of a session's mutation log. Old[i] and New[i] are

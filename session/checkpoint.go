@@ -1,0 +1,311 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/overlay"
+)
+
+// Mutations returns up to limit mutations after sequence number after.
+func (m *Manager) Mutations(ctx context.Context, id uuid.UUID, after int64, limit int) ([]Mutation, error) {
+	if _, err := m.store.GetSession(ctx, id); err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	return m.store.ListMutations(ctx, id, after, limit)
+}
+
+// committer is the identity on the commits sessiond writes for a session.
+func committer(s Session, now gitstore.Signature) gitstore.Signature {
+	name := s.AgentName
+	if name == "" {
+		name = s.AgentID
+	}
+	if name == "" {
+		name = "sessiond"
+	}
+	email := s.AgentID
+	if email == "" {
+		email = "agent"
+	}
+	return gitstore.Signature{Name: name, Email: email + "@sessiond", When: now.When}
+}
+
+// Checkpoint commits the session's current view: a commit of the base
+// tree plus the overlay whose parent is the previous checkpoint (or the
+// base), kept under refs/sessions/<id>/checkpoints/<n> and
+// refs/sessions/<id>/head.
+func (m *Manager) Checkpoint(ctx context.Context, id uuid.UUID, label, message string) (Checkpoint, error) {
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	defer ls.mu.Unlock()
+	if err := m.checkOpen(ctx, ls); err != nil {
+		return Checkpoint{}, err
+	}
+	return m.checkpoint(ctx, ls, label, message)
+}
+
+// checkpoint commits ls.tree; ls.mu must be held. Order: the commit is
+// durable, then the refs move, then the store row commits (moving the
+// session head by compare-and-swap). A crash between leaves refs ahead of
+// the store, which load repairs.
+func (m *Manager) checkpoint(ctx context.Context, ls *live, label, message string) (Checkpoint, error) {
+	now := m.now()
+	n := ls.meta.Checkpoints + 1
+	if message == "" {
+		message = fmt.Sprintf("checkpoint %d of session %s", n, ls.meta.ID)
+		if label != "" {
+			message = label
+		}
+	}
+	sig := committer(ls.meta, gitstore.Signature{When: now})
+	commit, err := ls.repo.WriteCommit(ctx, gitstore.NewCommit{
+		Tree: ls.tree, Parents: []gitstore.OID{ls.meta.Head},
+		Author: sig, Committer: sig,
+		Message: message + "\n\nSessiond-Session: " + ls.meta.ID.String() + "\nSessiond-Seq: " + strconv.FormatInt(ls.meta.Seq, 10) + "\n",
+	})
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := setRef(ctx, ls.repo, checkpointRef(ls.meta.ID, n), commit); err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := setRef(ctx, ls.repo, headRef(ls.meta.ID), commit); err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	cp := Checkpoint{Session: ls.meta.ID, Commit: commit, Tree: ls.tree, Parent: ls.meta.Head, Seq: ls.meta.Seq, Label: label, Message: message, CreatedAt: now}
+	err = m.store.InTx(ctx, func(tx Tx) error {
+		var err error
+		if cp, err = tx.CreateCheckpoint(ctx, cp); err != nil {
+			return err
+		}
+		if cp.N != n {
+			return fmt.Errorf("checkpoint number %d, expected %d: %w", cp.N, n, ErrConflict)
+		}
+		_, err = tx.AppendEvent(ctx, checkpointEvent(ls.meta, cp))
+		return err
+	})
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("record checkpoint: %w", err)
+	}
+	ls.meta.Head = commit
+	ls.meta.Checkpoints = n
+	m.events.notify()
+	return cp, nil
+}
+
+// Checkpoints lists a session's checkpoints in order.
+func (m *Manager) Checkpoints(ctx context.Context, id uuid.UUID) ([]Checkpoint, error) {
+	if _, err := m.store.GetSession(ctx, id); err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	return m.store.ListCheckpoints(ctx, id)
+}
+
+// FindCheckpoint resolves a checkpoint of session id by its id, its number
+// or its commit id.
+func (m *Manager) FindCheckpoint(ctx context.Context, id uuid.UUID, ref string) (Checkpoint, error) {
+	cps, err := m.Checkpoints(ctx, id)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	for _, c := range cps {
+		if c.ID.String() == ref || strconv.Itoa(c.N) == ref || c.Commit.String() == ref {
+			return c, nil
+		}
+	}
+	return Checkpoint{}, fmt.Errorf("checkpoint %q of session %s: %w", ref, id, ErrNotFound)
+}
+
+// overlayFromTree returns the overlay over base that turns baseTree into
+// target: the changes between the two trees, deletions first.
+func (m *Manager) overlayFromTree(ctx context.Context, r *gitstore.Repo, base overlay.Base, baseTree, target gitstore.OID) (*overlay.Overlay, error) {
+	ov := overlay.New(base, m.ovOpts)
+	var puts []gitstore.TreeChange
+	err := r.DiffTrees(ctx, baseTree, target, func(c gitstore.TreeChange) error {
+		if c.To.Mode == 0 {
+			// Deleting the last file of a directory collapses it into a
+			// directory whiteout, as the overlay always does.
+			if err := ov.Delete(ctx, c.Path); err != nil && !errors.Is(err, overlay.ErrNotFound) {
+				return err
+			}
+			return nil
+		}
+		if c.From.Mode != 0 && c.From.Mode != c.To.Mode && (c.From.Mode == gitstore.ModeGitlink || c.To.Mode == gitstore.ModeGitlink) {
+			return fmt.Errorf("%w: %q changes to or from a submodule", ErrInvalid, c.Path)
+		}
+		puts = append(puts, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range puts {
+		if c.To.Mode == gitstore.ModeGitlink {
+			return nil, fmt.Errorf("%w: %q adds a submodule", ErrInvalid, c.Path)
+		}
+		size, err := r.BlobSize(ctx, c.To.OID)
+		if err != nil {
+			return nil, err
+		}
+		if err := ov.PutSized(ctx, c.Path, c.To.OID, c.To.Mode, size); err != nil {
+			return nil, err
+		}
+	}
+	return ov, nil
+}
+
+// Rollback restores the session's overlay to a checkpoint exactly. It is
+// recorded as a mutation, and a new checkpoint marks the result.
+func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string) (Checkpoint, Mutation, error) {
+	cp, err := m.FindCheckpoint(ctx, id, ref)
+	if err != nil {
+		return Checkpoint{}, Mutation{}, err
+	}
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return Checkpoint{}, Mutation{}, err
+	}
+	defer ls.mu.Unlock()
+	rec, err := m.replaceOverlay(ctx, ls, OpRollback, actorOf(ls, actor), cp.Tree)
+	if err != nil {
+		return Checkpoint{}, Mutation{}, err
+	}
+	next, err := m.checkpoint(ctx, ls, fmt.Sprintf("rollback to checkpoint %d", cp.N), "")
+	return next, rec, err
+}
+
+// replaceOverlay makes the session's view equal to tree target, as one
+// mutation op; ls.mu must be held.
+func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor string, target gitstore.OID) (Mutation, error) {
+	if err := m.checkWritable(ctx, ls); err != nil {
+		return Mutation{}, err
+	}
+	ov, err := m.overlayFromTree(ctx, ls.repo, ls.ov.Base(), ls.baseTree, target)
+	if err != nil {
+		return Mutation{}, err
+	}
+	tree, err := ov.BuildTree(ctx, ls.repo, ls.baseTree)
+	if err != nil {
+		return Mutation{}, err
+	}
+	if tree != target {
+		return Mutation{}, fmt.Errorf("replace overlay: rebuilt tree %s, want %s", tree, target)
+	}
+	var paths []string
+	var olds, news []gitstore.OID
+	err = ls.repo.DiffTrees(ctx, ls.tree, target, func(c gitstore.TreeChange) error {
+		paths = append(paths, c.Path)
+		olds = append(olds, c.From.OID)
+		news = append(news, c.To.OID)
+		return nil
+	})
+	if err != nil {
+		return Mutation{}, err
+	}
+	if err := setRef(ctx, ls.repo, liveRef(ls.meta.ID), tree); err != nil {
+		return Mutation{}, fmt.Errorf("pin overlay: %w", err)
+	}
+	ls.pinned = tree
+	now := m.now()
+	entries := make([]OverlayEntry, 0, ov.Len())
+	for _, e := range ov.Entries() {
+		entries = append(entries, toStoreEntry(e))
+	}
+	rec := Mutation{Session: ls.meta.ID, Op: op, Paths: paths, Old: olds, New: news, Actor: actor, At: now}
+	if rec.Paths == nil {
+		rec.Paths = []string{}
+	}
+	err = m.store.InTx(ctx, func(tx Tx) error {
+		var err error
+		if rec, err = tx.ReplaceOverlay(ctx, rec, entries); err != nil {
+			return err
+		}
+		if err := tx.TouchSession(ctx, ls.meta.ID, now, m.nextExpiry(ls, now)); err != nil {
+			return err
+		}
+		for i, p := range rec.Paths {
+			c := change{path: p, old: rec.Old[i], new: rec.New[i], deleted: rec.New[i].IsZero()}
+			if _, err := tx.AppendEvent(ctx, fileEvent(ls.meta, rec.Seq, c, now)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Mutation{}, fmt.Errorf("record %s: %w", op, err)
+	}
+	ls.ov, ls.tree = ov, tree
+	ls.meta.Seq = rec.Seq
+	ls.meta.LastActiveAt = now
+	m.events.notify()
+	return rec, nil
+}
+
+// ForkOptions describe a fork.
+type ForkOptions struct {
+	AgentID   string
+	AgentName string
+	Intent    string
+	// Checkpoint forks from that checkpoint (id, number or commit) instead
+	// of the current view.
+	Checkpoint string
+	Mode       Mode
+	Policy     *Policy // the source's policy when nil
+}
+
+// Fork starts a new session on the same base whose view equals the
+// source's current view, or one of its checkpoints.
+func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Session, error) {
+	var target gitstore.OID
+	if opts.Checkpoint != "" {
+		cp, err := m.FindCheckpoint(ctx, id, opts.Checkpoint)
+		if err != nil {
+			return Session{}, err
+		}
+		target = cp.Tree
+	}
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return Session{}, err
+	}
+	src := ls.meta
+	if target.IsZero() {
+		target = ls.tree
+	}
+	ov, err := m.overlayFromTree(ctx, ls.repo, ls.ov.Base(), ls.baseTree, target)
+	ttl := ls.ttl
+	ls.mu.Unlock()
+	if err != nil {
+		return Session{}, err
+	}
+	entries := make([]OverlayEntry, 0, ov.Len())
+	for _, e := range ov.Entries() {
+		entries = append(entries, toStoreEntry(e))
+	}
+	policy := src.Policy
+	if opts.Policy != nil {
+		policy = *opts.Policy
+	}
+	mode := opts.Mode
+	if mode == "" {
+		mode = src.Mode
+	}
+	base := src.BaseCommit.String()
+	s, err := m.create(ctx, CreateOptions{
+		Repo: src.Repo, Base: base, AgentID: opts.AgentID, AgentName: opts.AgentName,
+		Intent: opts.Intent, Mode: mode, TTL: ttl, Policy: policy,
+		forkBaseRef: src.BaseRef, forkTree: target,
+	}, src.ID, entries)
+	if err != nil {
+		return Session{}, err
+	}
+	return s, nil
+}

@@ -1,0 +1,199 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/gitstore"
+)
+
+// Edit is one step of a batch. Ops: write (Path, Content, Mode), append
+// (Path, Content), delete (Path, Recursive), move and copy (Path → To),
+// replace (Path or Glob, Old → New, at most Count times per file; 0 is
+// all).
+type Edit struct {
+	Op        string        `json:"op"`
+	Path      string        `json:"path,omitempty"`
+	To        string        `json:"to,omitempty"`
+	Content   string        `json:"content,omitempty"`
+	Mode      gitstore.Mode `json:"mode,omitempty"`
+	Recursive bool          `json:"recursive,omitempty"`
+	Glob      string        `json:"glob,omitempty"`
+	Old       string        `json:"old,omitempty"`
+	New       string        `json:"new,omitempty"`
+	Count     int           `json:"count,omitempty"`
+	// IfMatch requires the file at Path to be this version (write, append).
+	IfMatch *gitstore.OID `json:"if_match,omitempty"`
+}
+
+// EditResult is what one edit did.
+type EditResult struct {
+	Index        int      `json:"index"`
+	Op           string   `json:"op"`
+	Paths        []string `json:"paths"`
+	Replacements int      `json:"replacements,omitempty"`
+}
+
+// BatchResult is what a batch did (or, in a dry run, would do).
+type BatchResult struct {
+	DryRun   bool         `json:"dry_run"`
+	Seq      int64        `json:"seq"`
+	Results  []EditResult `json:"results"`
+	Changes  []FileChange `json:"changes"`
+	Mutation *Mutation    `json:"-"`
+}
+
+// FileChange is one file a batch changed: its blob before and after (zero
+// for none).
+type FileChange struct {
+	Path string       `json:"path"`
+	Old  gitstore.OID `json:"old"`
+	New  gitstore.OID `json:"new"`
+}
+
+// Edits applies a batch atomically: every edit or none. With dryRun it
+// returns the same result and changes nothing. The batch's paths are all
+// validated before anything is applied.
+func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun bool, actor string) (BatchResult, error) {
+	if len(edits) == 0 {
+		return BatchResult{}, fmt.Errorf("%w: no edits", ErrInvalid)
+	}
+	var paths []string
+	for i, e := range edits {
+		switch e.Op {
+		case "write", "append":
+			paths = append(paths, e.Path)
+			if int64(len(e.Content)) > m.limits.MaxFileBytes {
+				return BatchResult{}, fmt.Errorf("%w: edit %d: %q is %d bytes, the limit is %d", ErrTooLarge, i, e.Path, len(e.Content), m.limits.MaxFileBytes)
+			}
+		case "delete":
+			paths = append(paths, e.Path)
+		case "move", "copy":
+			if e.To == "" {
+				return BatchResult{}, fmt.Errorf("%w: edit %d: %s needs \"to\"", ErrInvalid, i, e.Op)
+			}
+			paths = append(paths, e.Path, e.To)
+		case "replace":
+			if e.Old == "" {
+				return BatchResult{}, fmt.Errorf("%w: edit %d: replace needs \"old\"", ErrInvalid, i)
+			}
+			if (e.Path == "") == (e.Glob == "") {
+				return BatchResult{}, fmt.Errorf("%w: edit %d: replace needs exactly one of \"path\" and \"glob\"", ErrInvalid, i)
+			}
+			if e.Glob != "" {
+				if _, err := CompileGlob(e.Glob); err != nil {
+					return BatchResult{}, fmt.Errorf("edit %d: %w", i, err)
+				}
+			} else {
+				paths = append(paths, e.Path)
+			}
+		default:
+			return BatchResult{}, fmt.Errorf("%w: edit %d: unknown op %q", ErrInvalid, i, e.Op)
+		}
+	}
+	ls, err := m.openWrite(ctx, id, paths...)
+	if err != nil {
+		return BatchResult{}, err
+	}
+	defer ls.mu.Unlock()
+	res := BatchResult{DryRun: dryRun, Results: make([]EditResult, len(edits))}
+	rec, changes, err := m.mutate(ctx, ls, OpEdits, actorOf(ls, actor), dryRun, func(mu *mutation) error {
+		for i, e := range edits {
+			r, err := m.applyEdit(ctx, ls, mu, e)
+			if err != nil {
+				return fmt.Errorf("edit %d (%s): %w", i, e.Op, err)
+			}
+			r.Index, r.Op = i, e.Op
+			res.Results[i] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return BatchResult{}, err
+	}
+	res.Seq = rec.Seq
+	res.Changes = []FileChange{}
+	for _, c := range changes {
+		res.Changes = append(res.Changes, FileChange{Path: c.path, Old: c.old, New: c.new})
+	}
+	if !dryRun {
+		res.Mutation = &rec
+	}
+	return res, nil
+}
+
+func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit) (EditResult, error) {
+	r := EditResult{Paths: []string{e.Path}}
+	switch e.Op {
+	case "write":
+		data := []byte(e.Content)
+		return r, m.put(ctx, ls, mu, e.Path, func([]byte) []byte { return data }, WriteOptions{Mode: e.Mode, IfMatch: e.IfMatch})
+	case "append":
+		return r, m.put(ctx, ls, mu, e.Path, func(old []byte) []byte {
+			return append(append(make([]byte, 0, len(old)+len(e.Content)), old...), e.Content...)
+		}, WriteOptions{Mode: e.Mode, IfMatch: e.IfMatch})
+	case "delete":
+		return r, m.remove(ctx, ls, mu, e.Path, e.Recursive)
+	case "move", "copy":
+		r.Paths = []string{e.Path, e.To}
+		return r, m.relocateIn(ctx, ls, mu, e.Path, e.To, e.Op == "move")
+	case "replace":
+		targets := []string{e.Path}
+		if e.Glob != "" {
+			g, _ := CompileGlob(e.Glob)
+			targets = nil
+			err := m.listFilesIn(ctx, ls, mu, g, func(p string) { targets = append(targets, p) })
+			if err != nil {
+				return r, err
+			}
+		}
+		r.Paths = []string{}
+		for _, p := range targets {
+			cur, err := mu.read(ctx, p)
+			if err != nil {
+				return r, err
+			}
+			out, n := replaceN(cur, []byte(e.Old), []byte(e.New), e.Count)
+			if n == 0 {
+				continue
+			}
+			if err := m.put(ctx, ls, mu, p, func([]byte) []byte { return out }, WriteOptions{}); err != nil {
+				return r, err
+			}
+			r.Paths = append(r.Paths, p)
+			r.Replacements += n
+		}
+		if r.Replacements == 0 {
+			return r, fmt.Errorf("%w: %q not found", ErrInvalid, e.Old)
+		}
+		return r, nil
+	}
+	return r, fmt.Errorf("%w: unknown op %q", ErrInvalid, e.Op)
+}
+
+// listFilesIn calls fn for the files of the mutation's view matching g
+// that the policy lets the session write.
+func (m *Manager) listFilesIn(ctx context.Context, ls *live, mu *mutation, g *Glob, fn func(string)) error {
+	err := mu.ov.List(ctx, listAll(g.Prefix()), func(n overlayNode) error {
+		if !n.IsDir() && n.Mode != gitstore.ModeGitlink && g.Match(n.Path) && ls.policy.canWrite(n.Path) {
+			fn(n.Path)
+		}
+		return nil
+	})
+	return notFound(err)
+}
+
+// replaceN replaces up to n (all when n <= 0) occurrences of old in s.
+func replaceN(s, old, new []byte, n int) ([]byte, int) {
+	count := bytes.Count(s, old)
+	if n > 0 && count > n {
+		count = n
+	}
+	if count == 0 {
+		return s, 0
+	}
+	return bytes.Replace(s, old, new, count), count
+}

@@ -1,0 +1,650 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/overlay"
+)
+
+// Source says where a file's content comes from.
+type Source string
+
+// Sources.
+const (
+	SourceOverlay Source = "overlay"
+	SourceBase    Source = "base"
+)
+
+// FileInfo describes one path of a session's view.
+type FileInfo struct {
+	Path   string         `json:"path"`
+	Type   string         `json:"type"` // "file", "symlink", "dir", "submodule"
+	Mode   gitstore.Mode  `json:"mode"`
+	OID    gitstore.OID   `json:"oid"`
+	Size   int64          `json:"size"`
+	Status overlay.Status `json:"status"`
+	Source Source         `json:"source,omitempty"`
+}
+
+func typeOf(m gitstore.Mode) string {
+	switch m {
+	case gitstore.ModeDir:
+		return "dir"
+	case gitstore.ModeSymlink:
+		return "symlink"
+	case gitstore.ModeGitlink:
+		return "submodule"
+	}
+	return "file"
+}
+
+// notFound turns the overlay's (gitstore's) not-found into the engine's,
+// keeping both in the chain.
+func notFound(err error) error {
+	if errors.Is(err, overlay.ErrNotFound) && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return err
+}
+
+func (m *Manager) info(ctx context.Context, ls *live, n overlay.Node) (FileInfo, error) {
+	fi := FileInfo{Path: n.Path, Type: typeOf(n.Mode), Mode: n.Mode, OID: n.OID, Status: n.Status, Source: SourceBase}
+	if n.Status == overlay.Added || n.Status == overlay.Modified {
+		fi.Source = SourceOverlay
+	}
+	if n.Mode.IsBlob() {
+		size, err := ls.repo.BlobSize(ctx, n.OID)
+		if err != nil {
+			return FileInfo{}, err
+		}
+		fi.Size = size
+	}
+	return fi, nil
+}
+
+// readLocked is the session's view of p, with its policy applied.
+func (m *Manager) openRead(ctx context.Context, id uuid.UUID, p string) (*live, error) {
+	if err := overlay.ValidatePath(p); err != nil {
+		return nil, err
+	}
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := ls.policy.checkRead(p); err != nil {
+		ls.mu.Unlock()
+		return nil, err
+	}
+	return ls, nil
+}
+
+// Stat describes the file or directory at p.
+func (m *Manager) Stat(ctx context.Context, id uuid.UUID, p string) (FileInfo, error) {
+	ls, err := m.openRead(ctx, id, p)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer ls.mu.Unlock()
+	n, err := ls.ov.Stat(ctx, p)
+	if err != nil {
+		return FileInfo{}, notFound(err)
+	}
+	return m.info(ctx, ls, n)
+}
+
+// Exists reports whether p exists in the session's view.
+func (m *Manager) Exists(ctx context.Context, id uuid.UUID, p string) (bool, error) {
+	_, err := m.Stat(ctx, id, p)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Read returns the content of the file at p: all of it when n < 0, else up
+// to n bytes from off. A read that falls through to the base records the
+// base blob in the session's read set.
+func (m *Manager) Read(ctx context.Context, id uuid.UUID, p string, off, n int64) ([]byte, FileInfo, error) {
+	ls, err := m.openRead(ctx, id, p)
+	if err != nil {
+		return nil, FileInfo{}, err
+	}
+	defer ls.mu.Unlock()
+	node, err := ls.ov.Stat(ctx, p)
+	if err != nil {
+		return nil, FileInfo{}, notFound(err)
+	}
+	if !node.Mode.IsBlob() {
+		return nil, FileInfo{}, fmt.Errorf("read %q: %w: %w", p, ErrInvalid, overlay.ErrIsDir)
+	}
+	fi, err := m.info(ctx, ls, node)
+	if err != nil {
+		return nil, FileInfo{}, err
+	}
+	data, err := ls.repo.ReadBlobRange(ctx, node.OID, off, n)
+	if err != nil {
+		return nil, FileInfo{}, err
+	}
+	if node.Status == overlay.Unchanged {
+		ls.reads[p] = node.OID
+	}
+	return data, fi, nil
+}
+
+// ReadSet returns the base blob id of every base file the session read.
+func (m *Manager) ReadSet(ctx context.Context, id uuid.UUID) (map[string]gitstore.OID, error) {
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer ls.mu.Unlock()
+	out := make(map[string]gitstore.OID, len(ls.reads))
+	for k, v := range ls.reads {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// WriteOptions qualify a write.
+type WriteOptions struct {
+	// Mode of the file; zero keeps the mode of the file it replaces, or
+	// 100644 for a new one.
+	Mode gitstore.Mode
+	// IfMatch writes only over this version (blob id) of the file.
+	IfMatch *gitstore.OID
+	// IfNoneMatch writes only when the file does not exist.
+	IfNoneMatch bool
+	// Actor is who did it, for the mutation log; the session's agent when
+	// empty.
+	Actor string
+}
+
+func actorOf(ls *live, actor string) string {
+	if actor != "" {
+		return actor
+	}
+	return ls.meta.AgentID
+}
+
+// openWrite validates the paths and takes the session for a mutation.
+func (m *Manager) openWrite(ctx context.Context, id uuid.UUID, paths ...string) (*live, error) {
+	for _, p := range paths {
+		if err := overlay.ValidatePath(p); err != nil {
+			return nil, err
+		}
+	}
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		if err := ls.policy.checkWrite(p); err != nil {
+			ls.mu.Unlock()
+			return nil, err
+		}
+	}
+	return ls, nil
+}
+
+// Write writes data at p.
+func (m *Manager) Write(ctx context.Context, id uuid.UUID, p string, data []byte, opts WriteOptions) (FileInfo, Mutation, error) {
+	if int64(len(data)) > m.limits.MaxFileBytes {
+		return FileInfo{}, Mutation{}, fmt.Errorf("%w: %q is %d bytes, the limit is %d", ErrTooLarge, p, len(data), m.limits.MaxFileBytes)
+	}
+	ls, err := m.openWrite(ctx, id, p)
+	if err != nil {
+		return FileInfo{}, Mutation{}, err
+	}
+	defer ls.mu.Unlock()
+	rec, _, err := m.mutate(ctx, ls, OpWrite, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
+		return m.put(ctx, ls, mu, p, func([]byte) []byte { return data }, opts)
+	})
+	if err != nil {
+		return FileInfo{}, Mutation{}, err
+	}
+	n, err := ls.ov.Stat(ctx, p)
+	if err != nil {
+		return FileInfo{}, Mutation{}, err
+	}
+	fi, err := m.info(ctx, ls, n)
+	return fi, rec, err
+}
+
+// Append adds data at the end of the file at p (creating it).
+func (m *Manager) Append(ctx context.Context, id uuid.UUID, p string, data []byte, opts WriteOptions) (FileInfo, Mutation, error) {
+	ls, err := m.openWrite(ctx, id, p)
+	if err != nil {
+		return FileInfo{}, Mutation{}, err
+	}
+	defer ls.mu.Unlock()
+	rec, _, err := m.mutate(ctx, ls, OpAppend, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
+		return m.put(ctx, ls, mu, p, func(old []byte) []byte {
+			return append(append(make([]byte, 0, len(old)+len(data)), old...), data...)
+		}, opts)
+	})
+	if err != nil {
+		return FileInfo{}, Mutation{}, err
+	}
+	n, err := ls.ov.Stat(ctx, p)
+	if err != nil {
+		return FileInfo{}, Mutation{}, err
+	}
+	fi, err := m.info(ctx, ls, n)
+	return fi, rec, err
+}
+
+// put writes content(old) at p in the mutation's overlay, after checking
+// the preconditions against the current file.
+func (m *Manager) put(ctx context.Context, ls *live, mu *mutation, p string, content func(old []byte) []byte, opts WriteOptions) error {
+	var old []byte
+	mode := opts.Mode
+	cur, err := mu.ov.Stat(ctx, p)
+	exists := err == nil
+	switch {
+	case err != nil && !errors.Is(err, overlay.ErrNotFound):
+		return err
+	case exists && cur.IsDir():
+		return fmt.Errorf("write %q: %w: %w", p, ErrInvalid, overlay.ErrIsDir)
+	}
+	if opts.IfNoneMatch && exists {
+		return &PreconditionError{Path: p, Current: cur.OID.String()}
+	}
+	if opts.IfMatch != nil && (!exists || cur.OID != *opts.IfMatch) {
+		pe := &PreconditionError{Path: p}
+		if exists {
+			pe.Current = cur.OID.String()
+		}
+		return pe
+	}
+	if exists {
+		if mode == 0 {
+			mode = cur.Mode
+		}
+		if old, err = mu.readBlob(ctx, cur.OID); err != nil {
+			return err
+		}
+	}
+	if mode == 0 {
+		mode = gitstore.ModeFile
+	}
+	data := content(old)
+	if int64(len(data)) > m.limits.MaxFileBytes {
+		return fmt.Errorf("%w: %q would be %d bytes, the limit is %d", ErrTooLarge, p, len(data), m.limits.MaxFileBytes)
+	}
+	id := mu.addBlob(data)
+	if err := mu.ov.PutSized(ctx, p, id, mode, int64(len(data))); err != nil {
+		return err
+	}
+	mu.touch(p)
+	return nil
+}
+
+// Delete removes the file at p, or with recursive the directory at p and
+// everything below it.
+func (m *Manager) Delete(ctx context.Context, id uuid.UUID, p string, recursive bool, actor string) (Mutation, error) {
+	ls, err := m.openWrite(ctx, id, p)
+	if err != nil {
+		return Mutation{}, err
+	}
+	defer ls.mu.Unlock()
+	rec, _, err := m.mutate(ctx, ls, OpDelete, actorOf(ls, actor), false, func(mu *mutation) error {
+		return m.remove(ctx, ls, mu, p, recursive)
+	})
+	return rec, err
+}
+
+func (m *Manager) remove(ctx context.Context, ls *live, mu *mutation, p string, recursive bool) error {
+	n, err := mu.ov.Stat(ctx, p)
+	if err != nil {
+		return notFound(err)
+	}
+	if n.IsDir() {
+		if !recursive {
+			return fmt.Errorf("delete %q: %w: a directory needs recursive", p, ErrInvalid)
+		}
+		if err := m.checkWriteBelow(ctx, ls, mu.ov, p); err != nil {
+			return err
+		}
+	}
+	if err := mu.ov.Delete(ctx, p); err != nil {
+		return notFound(err)
+	}
+	mu.touch(p)
+	return nil
+}
+
+// checkWriteBelow applies the write policy to every file below directory
+// p: deleting or moving a directory writes all of them.
+func (m *Manager) checkWriteBelow(ctx context.Context, ls *live, ov *overlay.Overlay, p string) error {
+	return ov.List(ctx, overlay.ListOptions{Prefix: p, Recursive: true}, func(n overlay.Node) error {
+		return ls.policy.checkWrite(n.Path)
+	})
+}
+
+// Move renames the file or directory src to dst, which must not exist.
+func (m *Manager) Move(ctx context.Context, id uuid.UUID, src, dst, actor string) (Mutation, error) {
+	return m.relocate(ctx, id, src, dst, actor, true)
+}
+
+// Copy copies the file or directory src to dst, which must not exist.
+func (m *Manager) Copy(ctx context.Context, id uuid.UUID, src, dst, actor string) (Mutation, error) {
+	return m.relocate(ctx, id, src, dst, actor, false)
+}
+
+func (m *Manager) relocate(ctx context.Context, id uuid.UUID, src, dst, actor string, move bool) (Mutation, error) {
+	ls, err := m.openWrite(ctx, id, src, dst)
+	if err != nil {
+		return Mutation{}, err
+	}
+	defer ls.mu.Unlock()
+	op := OpCopy
+	if move {
+		op = OpMove
+	}
+	rec, _, err := m.mutate(ctx, ls, op, actorOf(ls, actor), false, func(mu *mutation) error {
+		return m.relocateIn(ctx, ls, mu, src, dst, move)
+	})
+	return rec, err
+}
+
+func (m *Manager) relocateIn(ctx context.Context, ls *live, mu *mutation, src, dst string, move bool) error {
+	if src == dst || strings.HasPrefix(dst, src+"/") {
+		return fmt.Errorf("%w: cannot move or copy %q into itself (%q)", ErrInvalid, src, dst)
+	}
+	if err := ls.policy.checkRead(src); err != nil {
+		return err
+	}
+	n, err := mu.ov.Stat(ctx, src)
+	if err != nil {
+		return notFound(err)
+	}
+	if _, err := mu.ov.Stat(ctx, dst); err == nil {
+		return &PreconditionError{Path: dst, Current: "exists"}
+	}
+	var files []overlay.Node
+	if n.IsDir() {
+		err := mu.ov.List(ctx, overlay.ListOptions{Prefix: src, Recursive: true}, func(n overlay.Node) error {
+			if !n.IsDir() {
+				files = append(files, n)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	} else {
+		files = []overlay.Node{n}
+	}
+	for _, f := range files {
+		target := dst + strings.TrimPrefix(f.Path, src)
+		if err := ls.policy.checkRead(f.Path); err != nil {
+			return err
+		}
+		if err := ls.policy.checkWrite(target); err != nil {
+			return err
+		}
+		if move {
+			if err := ls.policy.checkWrite(f.Path); err != nil {
+				return err
+			}
+		}
+		if f.Mode == gitstore.ModeGitlink {
+			return fmt.Errorf("%w: %q is a submodule, which is read-only", ErrInvalid, f.Path)
+		}
+		size, err := mu.blobSize(ctx, f.OID)
+		if err != nil {
+			return err
+		}
+		if err := mu.ov.PutSized(ctx, target, f.OID, f.Mode, size); err != nil {
+			return err
+		}
+		mu.touch(target)
+	}
+	if move {
+		if err := mu.ov.Delete(ctx, src); err != nil {
+			return err
+		}
+		mu.touch(src)
+	}
+	return nil
+}
+
+// ListOptions select a listing.
+type ListOptions struct {
+	Prefix       string
+	Recursive    bool
+	OnlyModified bool
+	// Glob keeps only paths matching it (and implies a recursive listing
+	// below the glob's literal prefix).
+	Glob string
+}
+
+// ListFiles lists the session's view in git order. Paths the policy hides are
+// left out.
+func (m *Manager) ListFiles(ctx context.Context, id uuid.UUID, opts ListOptions) ([]FileInfo, error) {
+	var g *Glob
+	if opts.Glob != "" {
+		var err error
+		if g, err = CompileGlob(opts.Glob); err != nil {
+			return nil, err
+		}
+		opts.Recursive = true
+		if opts.Prefix == "" {
+			opts.Prefix = g.Prefix()
+		}
+	}
+	if opts.Prefix != "" {
+		if err := overlay.ValidatePath(opts.Prefix); err != nil {
+			return nil, err
+		}
+	}
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer ls.mu.Unlock()
+	var out []FileInfo
+	err = ls.ov.List(ctx, overlay.ListOptions{Prefix: opts.Prefix, Recursive: opts.Recursive, OnlyModified: opts.OnlyModified}, func(n overlay.Node) error {
+		if !ls.policy.canRead(n.Path) || (g != nil && !g.Match(n.Path)) {
+			return nil
+		}
+		fi, err := m.info(ctx, ls, n)
+		if err != nil {
+			return err
+		}
+		out = append(out, fi)
+		return nil
+	})
+	if err != nil {
+		return nil, notFound(err)
+	}
+	return out, nil
+}
+
+// GlobPaths returns the files matching pattern, in git order.
+func (m *Manager) GlobPaths(ctx context.Context, id uuid.UUID, pattern string) ([]string, error) {
+	infos, err := m.ListFiles(ctx, id, ListOptions{Glob: pattern})
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil // the glob's literal prefix does not exist
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, fi := range infos {
+		if fi.Type != "dir" {
+			out = append(out, fi.Path)
+		}
+	}
+	return out, nil
+}
+
+// SearchOptions describe a content search.
+type SearchOptions struct {
+	Pattern         string // RE2
+	Glob            string
+	Prefix          string
+	CaseInsensitive bool
+	MaxResults      int // default 1,000
+}
+
+// Match is one matching line.
+type Match struct {
+	Path   string `json:"path"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+	Text   string `json:"text"`
+}
+
+// SearchResult is the answer to a search.
+type SearchResult struct {
+	Matches   []Match `json:"matches"`
+	Truncated bool    `json:"truncated"`
+}
+
+// Search finds lines matching an RE2 pattern in the session's files
+// (binary files are skipped), in git order.
+func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) (SearchResult, error) {
+	if opts.Pattern == "" {
+		return SearchResult{}, fmt.Errorf("%w: empty search pattern", ErrInvalid)
+	}
+	pat := opts.Pattern
+	if opts.CaseInsensitive {
+		pat = "(?i)" + pat
+	}
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		return SearchResult{}, fmt.Errorf("%w: pattern: %v", ErrInvalid, err)
+	}
+	if opts.MaxResults <= 0 {
+		opts.MaxResults = 1000
+	}
+	var g *Glob
+	if opts.Glob != "" {
+		if g, err = CompileGlob(opts.Glob); err != nil {
+			return SearchResult{}, err
+		}
+	}
+	if opts.Prefix != "" {
+		if err := overlay.ValidatePath(opts.Prefix); err != nil {
+			return SearchResult{}, err
+		}
+	}
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return SearchResult{}, err
+	}
+	defer ls.mu.Unlock()
+	res := SearchResult{Matches: []Match{}}
+	errStop := errors.New("stop")
+	err = ls.ov.List(ctx, overlay.ListOptions{Prefix: opts.Prefix, Recursive: true}, func(n overlay.Node) error {
+		if !n.Mode.IsBlob() || n.Mode == gitstore.ModeSymlink || !ls.policy.canRead(n.Path) || (g != nil && !g.Match(n.Path)) {
+			return nil
+		}
+		data, err := ls.repo.ReadBlob(ctx, n.OID)
+		if err != nil {
+			return err
+		}
+		if IsBinary(data) {
+			return nil
+		}
+		line := 0
+		for len(data) > 0 {
+			line++
+			text := data
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				text, data = data[:i], data[i+1:]
+			} else {
+				data = nil
+			}
+			loc := re.FindIndex(text)
+			if loc == nil {
+				continue
+			}
+			if len(res.Matches) == opts.MaxResults {
+				res.Truncated = true
+				return errStop
+			}
+			res.Matches = append(res.Matches, Match{Path: n.Path, Line: line, Column: loc[0] + 1, Text: string(text)})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return SearchResult{}, notFound(err)
+	}
+	return res, nil
+}
+
+// IsBinary applies git's rule: a NUL byte in the first 8,000 bytes.
+func IsBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0
+}
+
+// Summary describes a session's view in a few numbers.
+type Summary struct {
+	Files       int            `json:"files"`
+	Directories int            `json:"directories"`
+	Bytes       int64          `json:"bytes"`
+	Added       int            `json:"added"`
+	Modified    int            `json:"modified"`
+	Deleted     int            `json:"deleted"`
+	TopLevel    map[string]int `json:"top_level"` // files per top-level directory ("" for the root's own files)
+	Extensions  map[string]int `json:"extensions"`
+}
+
+// TreeSummary counts the session's files, directories, bytes and changes.
+func (m *Manager) TreeSummary(ctx context.Context, id uuid.UUID) (Summary, error) {
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer ls.mu.Unlock()
+	s := Summary{TopLevel: map[string]int{}, Extensions: map[string]int{}}
+	err = ls.ov.List(ctx, overlay.ListOptions{Recursive: true, IncludeDeleted: true}, func(n overlay.Node) error {
+		if n.Status == overlay.Deleted {
+			s.Deleted++
+			return nil
+		}
+		if n.IsDir() {
+			s.Directories++
+			return nil
+		}
+		s.Files++
+		switch n.Status {
+		case overlay.Added:
+			s.Added++
+		case overlay.Modified:
+			s.Modified++
+		}
+		if n.Mode.IsBlob() {
+			size, err := ls.repo.BlobSize(ctx, n.OID)
+			if err != nil {
+				return err
+			}
+			s.Bytes += size
+		}
+		top, _, found := strings.Cut(n.Path, "/")
+		if !found {
+			top = ""
+		}
+		s.TopLevel[top]++
+		s.Extensions[path.Ext(n.Path)]++
+		return nil
+	})
+	return s, err
+}
+
+type overlayNode = overlay.Node
+
+func listAll(prefix string) overlay.ListOptions {
+	return overlay.ListOptions{Prefix: prefix, Recursive: true}
+}

@@ -1,0 +1,124 @@
+package session_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/session"
+)
+
+// env is one engine over an embedded store and a fixture repository.
+type env struct {
+	t       testing.TB
+	dataDir string
+	repoDir string
+	store   session.Store
+	m       *session.Manager
+}
+
+func newEnv(t testing.TB, fixture string) *env {
+	t.Helper()
+	e := &env{t: t, dataDir: t.TempDir(), repoDir: testrepo.Build(t, fixture)}
+	e.open()
+	_, err := e.m.RegisterRepo(t.Context(), "r", e.repoDir)
+	require.NoError(t, err)
+	return e
+}
+
+// open (re)starts the engine on the same data directory, as a restart of
+// the daemon does.
+func (e *env) open() {
+	e.t.Helper()
+	st, err := db.OpenSQLite(context.Background(), filepath.Join(e.dataDir, "sessiond.db"))
+	require.NoError(e.t, err)
+	e.store = st
+	e.m = session.NewManager(session.Config{Store: st, DataDir: e.dataDir})
+	e.t.Cleanup(func() { e.m.Close(); st.Close() })
+}
+
+func (e *env) restart() {
+	e.t.Helper()
+	require.NoError(e.t, e.m.Close())
+	require.NoError(e.t, e.store.Close())
+	e.open()
+}
+
+func (e *env) create(opts session.CreateOptions) session.Session {
+	e.t.Helper()
+	if opts.Repo == "" {
+		opts.Repo = "r"
+	}
+	if opts.Base == "" {
+		opts.Base = "main"
+	}
+	if opts.AgentID == "" {
+		opts.AgentID = "agent-1"
+	}
+	s, err := e.m.Create(e.t.Context(), opts)
+	require.NoError(e.t, err)
+	return s
+}
+
+func (e *env) write(id uuid.UUID, p, content string) session.FileInfo {
+	e.t.Helper()
+	fi, _, err := e.m.Write(e.t.Context(), id, p, []byte(content), session.WriteOptions{})
+	require.NoError(e.t, err)
+	return fi
+}
+
+func (e *env) read(id uuid.UUID, p string) string {
+	e.t.Helper()
+	data, _, err := e.m.Read(e.t.Context(), id, p, 0, -1)
+	require.NoError(e.t, err)
+	return string(data)
+}
+
+func (e *env) git(args ...string) string {
+	e.t.Helper()
+	return testrepo.Git(e.t, e.repoDir, args...)
+}
+
+func (e *env) oid(rev string) gitstore.OID {
+	e.t.Helper()
+	id, err := gitstore.ParseOID(e.git("rev-parse", rev))
+	require.NoError(e.t, err)
+	return id
+}
+
+// view returns every file of the session's view: path → content.
+func (e *env) view(id uuid.UUID) map[string]string {
+	e.t.Helper()
+	infos, err := e.m.ListFiles(e.t.Context(), id, session.ListOptions{Recursive: true})
+	require.NoError(e.t, err)
+	out := map[string]string{}
+	for _, fi := range infos {
+		if fi.Type == "dir" || fi.Type == "submodule" {
+			continue
+		}
+		out[fi.Path] = e.read(id, fi.Path)
+	}
+	return out
+}
+
+// treeFiles returns every file of a tree as git sees it: path → content.
+func (e *env) treeFiles(tree gitstore.OID) map[string]string {
+	e.t.Helper()
+	out := map[string]string{}
+	list := testrepo.GitRaw(e.t, e.repoDir, nil, "ls-tree", "-r", "-z", tree.String())
+	for _, line := range splitZ(list) {
+		meta, p, _ := cut(line, "\t")
+		f := fields(meta)
+		if f[1] != "blob" {
+			continue
+		}
+		out[p] = string(testrepo.GitRaw(e.t, e.repoDir, nil, "cat-file", "blob", f[2]))
+	}
+	return out
+}

@@ -1,0 +1,411 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/overlay"
+)
+
+// live is a session loaded in memory: its metadata, its overlay and the
+// tree of its current view.
+type live struct {
+	// mu serializes every operation on the session and guards all fields
+	// below. Reads take it too: an overlay is not safe for concurrent use.
+	mu sync.Mutex
+
+	loaded   bool
+	meta     Session
+	repo     *gitstore.Repo
+	baseTree gitstore.OID
+	policy   *policy
+	ttl      time.Duration // idle TTL; zero: none
+
+	ov *overlay.Overlay
+	// tree is the merged view's tree. pinned is what refs/sessions/<id>/live
+	// holds (zero when absent); after each mutation both are the same, so
+	// `git gc` never prunes a blob the overlay references.
+	tree   gitstore.OID
+	pinned gitstore.OID
+
+	// reads is the read set: the base blob id of every base file read.
+	reads map[string]gitstore.OID
+}
+
+// lockLive returns the loaded session id with its lock held.
+func (m *Manager) lockLive(ctx context.Context, id uuid.UUID) (*live, error) {
+	m.mu.Lock()
+	ls := m.live[id]
+	if ls == nil {
+		ls = &live{}
+		m.live[id] = ls
+	}
+	m.mu.Unlock()
+	ls.mu.Lock()
+	if ls.loaded {
+		return ls, nil
+	}
+	if err := m.load(ctx, id, ls); err != nil {
+		ls.mu.Unlock()
+		if errors.Is(err, ErrNotFound) {
+			m.mu.Lock()
+			if m.live[id] == ls {
+				delete(m.live, id)
+			}
+			m.mu.Unlock()
+		}
+		return nil, err
+	}
+	return ls, nil
+}
+
+// load reads a session from the store, rebuilds its overlay and tree, and
+// repairs its refs after a crash: the store is the truth, refs follow it.
+func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
+	s, err := m.store.GetSession(ctx, id)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	r, err := m.repo(ctx, s.Repo)
+	if err != nil {
+		return err
+	}
+	c, err := r.Commit(ctx, s.BaseCommit)
+	if err != nil {
+		return fmt.Errorf("session %s: base commit: %w", id, err)
+	}
+	pol, err := compilePolicy(s.Policy)
+	if err != nil {
+		return err
+	}
+	stored, err := m.store.ListOverlay(ctx, id)
+	if err != nil {
+		return fmt.Errorf("session %s: overlay: %w", id, err)
+	}
+	base := r.View(c.Tree)
+	entries := make([]overlay.Entry, len(stored))
+	for i, e := range stored {
+		entries[i] = fromStoreEntry(e)
+		if e.Status != StatusDeleted {
+			if size, err := r.BlobSize(ctx, e.Blob); err == nil {
+				entries[i].Size = size
+			}
+		}
+	}
+	ov, err := overlay.Restore(base, m.ovOpts, entries)
+	if err != nil {
+		return fmt.Errorf("session %s: restore overlay: %w", id, err)
+	}
+	tree, err := ov.BuildTree(ctx, r, c.Tree)
+	if err != nil {
+		return fmt.Errorf("session %s: rebuild tree: %w", id, err)
+	}
+	pinned, err := r.ReadRef(ctx, liveRef(id))
+	if err != nil && !errors.Is(err, gitstore.ErrNotFound) {
+		return err
+	}
+	if !s.State.Terminal() && pinned != tree {
+		if err := setRef(ctx, r, liveRef(id), tree); err != nil {
+			return fmt.Errorf("session %s: pin overlay: %w", id, err)
+		}
+		pinned = tree
+	}
+	// The head ref follows the store's head (a crash may have moved the
+	// ref without the row).
+	if s.Checkpoints > 0 {
+		if err := setRef(ctx, r, headRef(id), s.Head); err != nil {
+			return err
+		}
+	}
+	// Field by field: ls.mu is held and must not be overwritten.
+	ls.loaded, ls.meta, ls.repo, ls.baseTree, ls.policy = true, s, r, c.Tree, pol
+	ls.ov, ls.tree, ls.pinned, ls.reads = ov, tree, pinned, map[string]gitstore.OID{}
+	ls.ttl = 0
+	if !s.ExpiresAt.IsZero() && !s.LastActiveAt.IsZero() {
+		ls.ttl = s.ExpiresAt.Sub(s.LastActiveAt)
+	}
+	return nil
+}
+
+func fromStoreEntry(e OverlayEntry) overlay.Entry {
+	st := overlay.Added
+	switch e.Status {
+	case StatusModified:
+		st = overlay.Modified
+	case StatusDeleted:
+		st = overlay.Deleted
+	}
+	return overlay.Entry{Path: e.Path, Status: st, Mode: e.Mode, OID: e.Blob}
+}
+
+func toStoreEntry(e overlay.Entry) OverlayEntry {
+	st := StatusAdded
+	switch e.Status {
+	case overlay.Modified:
+		st = StatusModified
+	case overlay.Deleted:
+		st = StatusDeleted
+	}
+	return OverlayEntry{Path: e.Path, Status: st, Blob: e.OID, Mode: e.Mode}
+}
+
+// overlayDelta is what turns before into after, as store changes.
+func overlayDelta(before, after []overlay.Entry) []OverlayChange {
+	old := make(map[string]overlay.Entry, len(before))
+	for _, e := range before {
+		old[e.Path] = e
+	}
+	var out []OverlayChange
+	for _, e := range after {
+		if o, ok := old[e.Path]; !ok || o.Status != e.Status || o.OID != e.OID || o.Mode != e.Mode {
+			out = append(out, OverlayChange{Entry: toStoreEntry(e)})
+		}
+		delete(old, e.Path)
+	}
+	for _, e := range before {
+		if _, gone := old[e.Path]; gone {
+			out = append(out, OverlayChange{Entry: OverlayEntry{Path: e.Path}, Remove: true})
+		}
+	}
+	return out
+}
+
+// checkOpen refuses operations on a closed or expired session; a session
+// found past its expiry is expired now. ls.mu must be held.
+func (m *Manager) checkOpen(ctx context.Context, ls *live) error {
+	if !ls.meta.State.Terminal() && !ls.meta.ExpiresAt.IsZero() && !m.now().Before(ls.meta.ExpiresAt) {
+		if err := m.setState(ctx, ls, StateExpired); err != nil {
+			return err
+		}
+	}
+	if ls.meta.State.Terminal() {
+		return fmt.Errorf("session %s is %s: %w", ls.meta.ID, ls.meta.State, ErrSessionClosed)
+	}
+	return nil
+}
+
+// checkWritable is checkOpen plus the session's mode.
+func (m *Manager) checkWritable(ctx context.Context, ls *live) error {
+	if err := m.checkOpen(ctx, ls); err != nil {
+		return err
+	}
+	if ls.meta.Mode == ModeReadOnly {
+		return fmt.Errorf("session %s: %w", ls.meta.ID, ErrReadOnly)
+	}
+	return nil
+}
+
+// change is what one mutation did to one path, for the log and events.
+type change struct {
+	path     string
+	old, new gitstore.OID
+	deleted  bool
+}
+
+// mutation is an operation in progress on a copy of the overlay.
+type mutation struct {
+	ov    *overlay.Overlay
+	batch *gitstore.Batch
+	paths []string
+	// pending holds the content of blobs queued in batch, which the
+	// repository cannot read until the batch is flushed.
+	pending map[gitstore.OID][]byte
+	repo    *gitstore.Repo
+}
+
+// addBlob queues a blob and keeps it readable within the mutation.
+func (mu *mutation) addBlob(data []byte) gitstore.OID {
+	id := mu.batch.AddBlob(data)
+	mu.pending[id] = data
+	return id
+}
+
+// readBlob reads a blob queued in this mutation or in the repository.
+func (mu *mutation) readBlob(ctx context.Context, id gitstore.OID) ([]byte, error) {
+	if data, ok := mu.pending[id]; ok {
+		return data, nil
+	}
+	return mu.repo.ReadBlob(ctx, id)
+}
+
+// blobSize is the size of a blob queued in this mutation or in the
+// repository.
+func (mu *mutation) blobSize(ctx context.Context, id gitstore.OID) (int64, error) {
+	if data, ok := mu.pending[id]; ok {
+		return int64(len(data)), nil
+	}
+	return mu.repo.BlobSize(ctx, id)
+}
+
+// read returns the content of file p in the mutation's view.
+func (mu *mutation) read(ctx context.Context, p string) ([]byte, error) {
+	n, err := mu.ov.Stat(ctx, p)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if !n.Mode.IsBlob() {
+		return nil, fmt.Errorf("read %q: %w: %w", p, ErrInvalid, overlay.ErrIsDir)
+	}
+	return mu.readBlob(ctx, n.OID)
+}
+
+// touch records that the mutation changed p.
+func (mu *mutation) touch(p string) { mu.paths = append(mu.paths, p) }
+
+// mutate runs fn on a copy of the session's overlay and makes the result
+// durable, or changes nothing: new objects are written and fsynced, the
+// live ref is moved to the new tree, and the mutation, its overlay changes
+// and its events are committed in one store transaction. Only then does
+// the session see the new overlay. With dryRun nothing is written and the
+// session keeps its overlay. ls.mu must be held.
+func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dryRun bool, fn func(*mutation) error) (Mutation, []change, error) {
+	if err := m.checkWritable(ctx, ls); err != nil {
+		return Mutation{}, nil, err
+	}
+	mu := &mutation{ov: ls.ov.Clone(), batch: ls.repo.NewBatch(), pending: map[gitstore.OID][]byte{}, repo: ls.repo}
+	before := ls.ov.Entries()
+	if err := fn(mu); err != nil {
+		return Mutation{}, nil, err
+	}
+	if mu.ov.Len() > m.limits.MaxEntries {
+		return Mutation{}, nil, fmt.Errorf("%w: %d overlay entries, the limit is %d", ErrTooLarge, mu.ov.Len(), m.limits.MaxEntries)
+	}
+	if mu.ov.ContentBytes() > m.limits.MaxOverlayBytes {
+		return Mutation{}, nil, fmt.Errorf("%w: %d bytes of overlay content, the limit is %d", ErrTooLarge, mu.ov.ContentBytes(), m.limits.MaxOverlayBytes)
+	}
+	changes, err := m.describe(ctx, ls.ov, mu.ov, mu.paths)
+	if err != nil {
+		return Mutation{}, nil, err
+	}
+	delta := overlayDelta(before, mu.ov.Entries())
+	now := m.now()
+	rec := Mutation{Session: ls.meta.ID, Op: op, Actor: actor, At: now}
+	for _, c := range changes {
+		rec.Paths = append(rec.Paths, c.path)
+		rec.Old = append(rec.Old, c.old)
+		rec.New = append(rec.New, c.new)
+	}
+	if dryRun || len(delta) == 0 {
+		rec.Seq = ls.meta.Seq
+		return rec, changes, nil
+	}
+	tree, err := mu.ov.BuildTree(ctx, mu.batch, ls.baseTree)
+	if err != nil {
+		return Mutation{}, nil, err
+	}
+	if err := mu.batch.Flush(ctx); err != nil {
+		return Mutation{}, nil, fmt.Errorf("write objects: %w", err)
+	}
+	if err := ls.repo.UpdateRef(ctx, liveRef(ls.meta.ID), tree, ls.pinned); err != nil {
+		return Mutation{}, nil, fmt.Errorf("pin overlay: %w", err)
+	}
+	ls.pinned = tree
+	expires := m.nextExpiry(ls, now)
+	err = m.store.InTx(ctx, func(tx Tx) error {
+		var err error
+		rec.Seq = 0
+		rec, err = tx.AppendMutation(ctx, rec, delta)
+		if err != nil {
+			return err
+		}
+		if err := tx.TouchSession(ctx, ls.meta.ID, now, expires); err != nil {
+			return err
+		}
+		for _, c := range changes {
+			if _, err := tx.AppendEvent(ctx, fileEvent(ls.meta, rec.Seq, c, now)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Mutation{}, nil, fmt.Errorf("record mutation: %w", err)
+	}
+	ls.ov = mu.ov
+	ls.tree = tree
+	ls.meta.Seq = rec.Seq
+	ls.meta.LastActiveAt = now
+	if !expires.IsZero() {
+		ls.meta.ExpiresAt = expires
+	}
+	m.events.notify()
+	return rec, changes, nil
+}
+
+// nextExpiry is the expiry after activity at now: the idle TTL from now,
+// capped by the absolute lifetime.
+func (m *Manager) nextExpiry(ls *live, now time.Time) time.Time {
+	if ls.ttl <= 0 {
+		return time.Time{}
+	}
+	exp := now.Add(ls.ttl)
+	if m.limits.MaxLifetime > 0 {
+		if limit := ls.meta.CreatedAt.Add(m.limits.MaxLifetime); exp.After(limit) {
+			exp = limit
+		}
+	}
+	return exp
+}
+
+// describe resolves, for each touched path, the file's blob before and
+// after (zero for none). A touched directory reports every file below it
+// that changed.
+func (m *Manager) describe(ctx context.Context, before, after *overlay.Overlay, paths []string) ([]change, error) {
+	seen := map[string]bool{}
+	var out []change
+	add := func(p string) error {
+		if seen[p] {
+			return nil
+		}
+		seen[p] = true
+		var c change
+		c.path = p
+		if n, err := before.Stat(ctx, p); err == nil && n.Mode.IsBlob() {
+			c.old = n.OID
+		} else if err != nil && !errors.Is(err, overlay.ErrNotFound) {
+			return err
+		}
+		n, err := after.Stat(ctx, p)
+		switch {
+		case err == nil && n.Mode.IsBlob():
+			c.new = n.OID
+		case err == nil && n.IsDir():
+		case errors.Is(err, overlay.ErrNotFound):
+			c.deleted = true
+		default:
+			return err
+		}
+		if c.old != c.new {
+			out = append(out, c)
+		}
+		return nil
+	}
+	for _, p := range paths {
+		n, err := before.Stat(ctx, p)
+		if err == nil && n.IsDir() {
+			// A directory: every file below it on either side.
+			for _, o := range []*overlay.Overlay{before, after} {
+				err := o.List(ctx, overlay.ListOptions{Prefix: p, Recursive: true}, func(n overlay.Node) error {
+					if n.IsDir() {
+						return nil
+					}
+					return add(n.Path)
+				})
+				if err != nil && !errors.Is(err, overlay.ErrNotFound) {
+					return nil, err
+				}
+			}
+			continue
+		}
+		if err := add(p); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

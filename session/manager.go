@@ -1,0 +1,452 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/overlay"
+)
+
+// Limits bound what one session may hold. Zero fields take the defaults of
+// the specification.
+type Limits struct {
+	MaxFileBytes    int64 // one file: 64 MiB
+	MaxEntries      int   // overlay entries per session: 100,000
+	MaxOverlayBytes int64 // overlay content per session: 2 GiB
+	// MaxLifetime caps a session's life however active it is (the absolute
+	// TTL); zero means none.
+	MaxLifetime time.Duration
+}
+
+func (l *Limits) fill() {
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = 64 << 20
+	}
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = 100_000
+	}
+	if l.MaxOverlayBytes <= 0 {
+		l.MaxOverlayBytes = 2 << 30
+	}
+}
+
+// Config configures a Manager.
+type Config struct {
+	Store Store
+	// DataDir holds repositories created with InitRepo.
+	DataDir string
+	Limits  Limits
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// AllowCaseCollisions turns off the caseCollision path rule.
+	AllowCaseCollisions bool
+}
+
+// Manager is the session engine. It is safe for concurrent use: many
+// sessions run in parallel, and the operations on one session are
+// serialized by that session's lock.
+type Manager struct {
+	store   Store
+	dataDir string
+	limits  Limits
+	now     func() time.Time
+	ovOpts  overlay.Options
+	events  *broker
+
+	mu    sync.Mutex // guards repos and live
+	repos map[string]*gitstore.Repo
+	live  map[uuid.UUID]*live
+}
+
+// NewManager returns an engine over cfg.Store.
+func NewManager(cfg Config) *Manager {
+	cfg.Limits.fill()
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Manager{
+		store:   cfg.Store,
+		dataDir: cfg.DataDir,
+		limits:  cfg.Limits,
+		now:     func() time.Time { return now().UTC().Truncate(time.Microsecond) },
+		ovOpts:  overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions},
+		events:  newBroker(),
+		repos:   make(map[string]*gitstore.Repo),
+		live:    make(map[uuid.UUID]*live),
+	}
+}
+
+// Close releases the open repositories. The store is the caller's.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for _, r := range m.repos {
+		errs = append(errs, r.Close())
+	}
+	clear(m.repos)
+	clear(m.live)
+	return errors.Join(errs...)
+}
+
+// RegisterRepo registers the existing repository at path under name.
+func (m *Manager) RegisterRepo(ctx context.Context, name, path string) (Repo, error) {
+	if err := validateRepoName(name); err != nil {
+		return Repo{}, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Repo{}, fmt.Errorf("%w: repository path %q: %v", ErrInvalid, path, err)
+	}
+	r, err := gitstore.Open(abs)
+	if err != nil {
+		return Repo{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return m.addRepo(ctx, name, abs, r)
+}
+
+// InitRepo creates a bare repository named name under the data directory
+// and registers it.
+func (m *Manager) InitRepo(ctx context.Context, name string) (Repo, error) {
+	if err := validateRepoName(name); err != nil {
+		return Repo{}, err
+	}
+	if m.dataDir == "" {
+		return Repo{}, fmt.Errorf("%w: no data directory to create repositories in", ErrInvalid)
+	}
+	if _, err := m.store.GetRepo(ctx, name); err == nil {
+		return Repo{}, fmt.Errorf("repository %q: %w", name, ErrDuplicate)
+	}
+	path := filepath.Join(m.dataDir, "repos", name+".git")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return Repo{}, err
+	}
+	r, err := gitstore.Init(path, true)
+	if err != nil {
+		return Repo{}, fmt.Errorf("init repository %q: %w", name, err)
+	}
+	return m.addRepo(ctx, name, path, r)
+}
+
+func (m *Manager) addRepo(ctx context.Context, name, path string, r *gitstore.Repo) (Repo, error) {
+	rec := Repo{Name: name, Path: path, CreatedAt: m.now()}
+	if err := m.store.CreateRepo(ctx, rec); err != nil {
+		r.Close()
+		return Repo{}, fmt.Errorf("register repository %q: %w", name, err)
+	}
+	m.mu.Lock()
+	if old := m.repos[name]; old != nil {
+		old.Close()
+	}
+	m.repos[name] = r
+	m.mu.Unlock()
+	return rec, nil
+}
+
+func validateRepoName(name string) error {
+	if name == "" || len(name) > 100 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" ||
+		strings.HasPrefix(name, ".") {
+		return fmt.Errorf("%w: repository name %q: use letters, digits, '-', '_' and '.'", ErrInvalid, name)
+	}
+	return nil
+}
+
+// GetRepo returns a registered repository.
+func (m *Manager) GetRepo(ctx context.Context, name string) (Repo, error) {
+	return m.store.GetRepo(ctx, name)
+}
+
+// ListRepos returns the registered repositories.
+func (m *Manager) ListRepos(ctx context.Context) ([]Repo, error) {
+	return m.store.ListRepos(ctx)
+}
+
+// Branches returns the branches of a repository and their commits.
+func (m *Manager) Branches(ctx context.Context, name string) ([]gitstore.Ref, error) {
+	r, err := m.repo(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return r.ListRefs(ctx, "refs/heads/")
+}
+
+// GitRepo returns the open repository registered as name.
+func (m *Manager) GitRepo(ctx context.Context, name string) (*gitstore.Repo, error) {
+	return m.repo(ctx, name)
+}
+
+// repo returns the open repository registered as name, opening it on
+// first use.
+func (m *Manager) repo(ctx context.Context, name string) (*gitstore.Repo, error) {
+	m.mu.Lock()
+	r := m.repos[name]
+	m.mu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	rec, err := m.store.GetRepo(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("repository %q: %w", name, err)
+	}
+	opened, err := gitstore.Open(rec.Path)
+	if err != nil {
+		return nil, fmt.Errorf("repository %q: %w", name, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.repos[name]; r != nil {
+		opened.Close()
+		return r, nil
+	}
+	m.repos[name] = opened
+	return opened, nil
+}
+
+// Refs a session keeps in its repository, so that `git gc` never prunes
+// what it references.
+func baseRef(id uuid.UUID) gitstore.RefName {
+	return gitstore.RefName("refs/sessions/" + id.String() + "/base")
+}
+func liveRef(id uuid.UUID) gitstore.RefName {
+	return gitstore.RefName("refs/sessions/" + id.String() + "/live")
+}
+func headRef(id uuid.UUID) gitstore.RefName {
+	return gitstore.RefName("refs/sessions/" + id.String() + "/head")
+}
+func checkpointRef(id uuid.UUID, n int) gitstore.RefName {
+	return gitstore.RefName(fmt.Sprintf("refs/sessions/%s/checkpoints/%d", id, n))
+}
+
+// setRef moves ref to id whatever it holds now (the engine owns its
+// session refs; the lock still excludes concurrent git writers).
+func setRef(ctx context.Context, r *gitstore.Repo, ref gitstore.RefName, id gitstore.OID) error {
+	for range 3 {
+		cur, err := r.ReadRef(ctx, ref)
+		if err != nil && !errors.Is(err, gitstore.ErrNotFound) {
+			return err
+		}
+		if cur == id {
+			return nil
+		}
+		err = r.UpdateRef(ctx, ref, id, cur)
+		if !errors.Is(err, gitstore.ErrRefConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("set %s: %w", ref, gitstore.ErrRefConflict)
+}
+
+// CreateOptions describe a new session.
+type CreateOptions struct {
+	Repo string
+	// Base is a branch, tag or commit id; the repository's HEAD when empty.
+	Base      string
+	AgentID   string
+	AgentName string
+	Intent    string
+	Mode      Mode
+	// TTL is the idle time after which the session expires; zero: never.
+	TTL    time.Duration
+	Policy Policy
+
+	// Set by Fork: the source's branch, and the tree of the fork's view.
+	forkBaseRef string
+	forkTree    gitstore.OID
+}
+
+// Create starts a session at opts.Base. Nothing is copied: the session
+// row, and a ref that keeps the base commit from being pruned.
+func (m *Manager) Create(ctx context.Context, opts CreateOptions) (Session, error) {
+	return m.create(ctx, opts, uuid.Nil, nil)
+}
+
+func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UUID, entries []OverlayEntry) (Session, error) {
+	if opts.Mode == "" {
+		opts.Mode = ModeReadWrite
+	}
+	if opts.Mode != ModeReadWrite && opts.Mode != ModeReadOnly {
+		return Session{}, fmt.Errorf("%w: mode %q: use read_write or read_only", ErrInvalid, opts.Mode)
+	}
+	if opts.TTL < 0 {
+		return Session{}, fmt.Errorf("%w: negative ttl", ErrInvalid)
+	}
+	if _, err := compilePolicy(opts.Policy); err != nil {
+		return Session{}, err
+	}
+	r, err := m.repo(ctx, opts.Repo)
+	if err != nil {
+		return Session{}, err
+	}
+	base := opts.Base
+	if base == "" {
+		base = "HEAD"
+	}
+	commit, err := r.ResolveRevision(ctx, base)
+	if err != nil {
+		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
+			return Session{}, fmt.Errorf("%w: base %q: %v", ErrInvalid, base, err)
+		}
+		return Session{}, err
+	}
+	baseBranch := ""
+	if refs, err := r.ListRefs(ctx, "refs/heads/"+base); err == nil && len(refs) == 1 && refs[0].Name == gitstore.BranchRef(base) {
+		baseBranch = base
+	} else if b, _ := strings.CutPrefix(base, "refs/heads/"); b != base {
+		baseBranch = b
+	} else if base == "HEAD" {
+		baseBranch, _ = r.HeadBranch()
+	}
+	if opts.forkBaseRef != "" {
+		baseBranch = opts.forkBaseRef
+	}
+	now := m.now()
+	s := Session{
+		ID: uuid.New(), Repo: opts.Repo, Parent: parent,
+		AgentID: opts.AgentID, AgentName: opts.AgentName, Intent: opts.Intent,
+		BaseCommit: commit, BaseRef: baseBranch, Mode: opts.Mode, State: StateActive,
+		Policy: opts.Policy, Head: commit, CreatedAt: now, LastActiveAt: now,
+	}
+	if opts.TTL > 0 {
+		s.ExpiresAt = now.Add(opts.TTL)
+	}
+	if m.limits.MaxLifetime > 0 && (s.ExpiresAt.IsZero() || s.ExpiresAt.After(now.Add(m.limits.MaxLifetime))) {
+		s.ExpiresAt = now.Add(m.limits.MaxLifetime)
+	}
+	if err := r.UpdateRef(ctx, baseRef(s.ID), commit, gitstore.ZeroOID); err != nil {
+		return Session{}, fmt.Errorf("pin base: %w", err)
+	}
+	if len(entries) > 0 {
+		if err := r.UpdateRef(ctx, liveRef(s.ID), opts.forkTree, gitstore.ZeroOID); err != nil {
+			return Session{}, fmt.Errorf("pin overlay: %w", err)
+		}
+	}
+	err = m.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.CreateSession(ctx, s); err != nil {
+			return err
+		}
+		if len(entries) > 0 {
+			mu, err := tx.ReplaceOverlay(ctx, Mutation{Session: s.ID, Op: OpFork, Paths: []string{}, Actor: opts.AgentID, At: now}, entries)
+			if err != nil {
+				return err
+			}
+			s.Seq = mu.Seq
+		}
+		_, err := tx.AppendEvent(ctx, stateEvent(s, "", now))
+		return err
+	})
+	if err != nil {
+		_ = r.UpdateRef(context.WithoutCancel(ctx), baseRef(s.ID), gitstore.ZeroOID, commit)
+		return Session{}, fmt.Errorf("create session: %w", err)
+	}
+	m.events.notify()
+	return s, nil
+}
+
+// Get returns a session's metadata. A session past its expiry is moved to
+// expired first.
+func (m *Manager) Get(ctx context.Context, id uuid.UUID) (Session, error) {
+	s, err := m.store.GetSession(ctx, id)
+	if err != nil {
+		return Session{}, fmt.Errorf("session %s: %w", id, err)
+	}
+	if m.expired(s) {
+		if err := m.expire(ctx, s); err != nil {
+			return Session{}, err
+		}
+		return m.store.GetSession(ctx, id)
+	}
+	return s, nil
+}
+
+// ListSessions returns sessions matching f.
+func (m *Manager) ListSessions(ctx context.Context, f SessionFilter) ([]Session, error) {
+	if _, err := m.ExpireDue(ctx); err != nil {
+		return nil, err
+	}
+	return m.store.ListSessions(ctx, f)
+}
+
+func (m *Manager) expired(s Session) bool {
+	return !s.State.Terminal() && !s.ExpiresAt.IsZero() && !m.now().Before(s.ExpiresAt)
+}
+
+// ExpireDue moves every session past its expiry to expired and returns
+// how many it moved. The daemon calls it periodically.
+func (m *Manager) ExpireDue(ctx context.Context) (int, error) {
+	due, err := m.store.ListSessions(ctx, SessionFilter{ExpiredBy: m.now()})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range due {
+		if err := m.expire(ctx, s); err != nil && !errors.Is(err, ErrConflict) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (m *Manager) expire(ctx context.Context, s Session) error {
+	return m.close(ctx, s.ID, StateExpired)
+}
+
+// Abandon ends a session: it refuses every further write, and its live
+// overlay is no longer kept from gc (its checkpoints are).
+func (m *Manager) Abandon(ctx context.Context, id uuid.UUID) (Session, error) {
+	if err := m.close(ctx, id, StateAbandoned); err != nil {
+		return Session{}, err
+	}
+	return m.store.GetSession(ctx, id)
+}
+
+// close moves a non-terminal session to a terminal state.
+func (m *Manager) close(ctx context.Context, id uuid.UUID, to State) error {
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer ls.mu.Unlock()
+	if ls.meta.State.Terminal() {
+		return fmt.Errorf("session %s is %s: %w", id, ls.meta.State, ErrSessionClosed)
+	}
+	return m.setState(ctx, ls, to)
+}
+
+// setState moves ls to state to; ls.mu must be held.
+func (m *Manager) setState(ctx context.Context, ls *live, to State) error {
+	from := ls.meta.State
+	now := m.now()
+	err := m.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.SetSessionState(ctx, ls.meta.ID, from, to, now); err != nil {
+			return err
+		}
+		next := ls.meta
+		next.State = to
+		_, err := tx.AppendEvent(ctx, stateEvent(next, from, now))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("session %s: %s → %s: %w", ls.meta.ID, from, to, err)
+	}
+	ls.meta.State = to
+	ls.meta.LastActiveAt = now
+	m.events.notify()
+	if to.Terminal() && to != StateAccepted {
+		// Nothing reads this overlay any more: let gc have what only it
+		// kept. Best effort; the base and checkpoints stay pinned.
+		_ = ls.repo.UpdateRef(ctx, liveRef(ls.meta.ID), gitstore.ZeroOID, ls.pinned)
+		ls.pinned = gitstore.ZeroOID
+	}
+	return nil
+}

@@ -1,0 +1,300 @@
+package changeset_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testrepo"
+)
+
+type file struct {
+	mode gitstore.Mode
+	data []byte
+}
+
+type model map[string]file
+
+func (m model) clone() model {
+	out := make(model, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (m model) paths() []string {
+	ps := make([]string, 0, len(m))
+	for p := range m {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// canPut reports whether a file can go at p without a file/directory
+// clash with the files already there (p itself may be replaced).
+func (m model) canPut(p string) bool {
+	for q := range m {
+		if strings.HasPrefix(q, p+"/") || strings.HasPrefix(p, q+"/") {
+			return false
+		}
+	}
+	return true
+}
+
+var sig = gitstore.Signature{Name: "T", Email: "t@example.com", When: time.Unix(1700000000, 0).UTC()}
+
+// commitModel queues m as a tree and a commit with the given parents.
+func commitModel(ctx context.Context, t require.TestingT, b *gitstore.Batch, m model, parents ...gitstore.OID) (tree, commit gitstore.OID) {
+	changes := make([]gitstore.Change, 0, len(m))
+	for _, p := range m.paths() {
+		f := m[p]
+		changes = append(changes, gitstore.Change{Path: p, Mode: f.mode, OID: b.AddBlob(f.data)})
+	}
+	tree, err := b.BuildTree(ctx, gitstore.ZeroOID, changes)
+	require.NoError(t, err)
+	commit = b.AddCommit(gitstore.NewCommit{Tree: tree, Parents: parents, Author: sig, Committer: sig, Message: "m\n"})
+	return tree, commit
+}
+
+var (
+	dirs  = []string{"", "a/", "b/", "a/c/"}
+	names = []string{"f1", "f2", "f3", "f4", "g", "h.txt"}
+)
+
+func genPath(rt *rapid.T, label string) string {
+	return rapid.SampledFrom(dirs).Draw(rt, label+"-dir") + rapid.SampledFrom(names).Draw(rt, label+"-name")
+}
+
+func genLines(rt *rapid.T, label string, minLines int) []byte {
+	n := rapid.IntRange(minLines, 14).Draw(rt, label+"-n")
+	var b bytes.Buffer
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "l%d\n", rapid.IntRange(0, 24).Draw(rt, label+"-line"))
+	}
+	if b.Len() > 0 && rapid.IntRange(0, 9).Draw(rt, label+"-noeol") == 0 {
+		b.Truncate(b.Len() - 1)
+	}
+	return b.Bytes()
+}
+
+func genFile(rt *rapid.T, label string) file {
+	data := genLines(rt, label, 0)
+	switch rapid.IntRange(0, 19).Draw(rt, label+"-kind") {
+	case 0:
+		data = append([]byte("bin\x00"), data...)
+	case 1:
+		return file{gitstore.ModeExec, data}
+	case 2:
+		return file{gitstore.ModeSymlink, []byte(genPath(rt, label+"-target"))}
+	}
+	return file{gitstore.ModeFile, data}
+}
+
+// editLines replaces, inserts or deletes a few lines of data.
+func editLines(rt *rapid.T, label string, data []byte) []byte {
+	lines := strings.SplitAfter(string(data), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	at := rapid.IntRange(0, len(lines)).Draw(rt, label+"-at")
+	del := rapid.IntRange(0, min(3, len(lines)-at)).Draw(rt, label+"-del")
+	ins := strings.SplitAfter(string(genLines(rt, label+"-ins", 0)), "\n")
+	if len(ins) > 0 && ins[len(ins)-1] == "" {
+		ins = ins[:len(ins)-1]
+	}
+	if at+del < len(lines) { // keep inner lines terminated
+		for i, l := range ins {
+			if !strings.HasSuffix(l, "\n") {
+				ins[i] = l + "\n"
+			}
+		}
+	}
+	out := slices.Concat(lines[:at], ins, lines[at+del:])
+	return []byte(strings.Join(out, ""))
+}
+
+// mutate applies a few random changes of every kind the merge knows to m.
+func mutate(rt *rapid.T, label string, m model) {
+	ops := rapid.IntRange(0, 6).Draw(rt, label+"-ops")
+	for i := 0; i < ops; i++ {
+		l := fmt.Sprintf("%s%d", label, i)
+		ps := m.paths()
+		op := rapid.IntRange(0, 9).Draw(rt, l+"-op")
+		if len(ps) == 0 {
+			op = 1
+		}
+		switch op {
+		case 0, 7, 8: // edit
+			p := rapid.SampledFrom(ps).Draw(rt, l+"-p")
+			f := m[p]
+			if f.mode != gitstore.ModeSymlink {
+				f.data = editLines(rt, l, f.data)
+				m[p] = f
+			}
+		case 1: // add
+			p := genPath(rt, l+"-new")
+			if _, ok := m[p]; !ok && m.canPut(p) {
+				m[p] = genFile(rt, l)
+			}
+		case 2: // delete
+			delete(m, rapid.SampledFrom(ps).Draw(rt, l+"-p"))
+		case 3: // rename within its directory, maybe edited
+			p := rapid.SampledFrom(ps).Draw(rt, l+"-p")
+			q := path.Join(path.Dir(p), rapid.SampledFrom(names).Draw(rt, l+"-to"))
+			if _, ok := m[q]; ok || !m.canPut(q) {
+				continue
+			}
+			f := m[p]
+			delete(m, p)
+			if f.mode != gitstore.ModeSymlink && rapid.Bool().Draw(rt, l+"-edit") {
+				f.data = append(slices.Clone(f.data), "l99\n"...)
+			}
+			m[q] = f
+		case 4: // mode change
+			p := rapid.SampledFrom(ps).Draw(rt, l+"-p")
+			f := m[p]
+			switch f.mode {
+			case gitstore.ModeFile:
+				f.mode = gitstore.ModeExec
+			case gitstore.ModeExec:
+				f.mode = gitstore.ModeFile
+			}
+			m[p] = f
+		case 5: // a file becomes a directory
+			p := rapid.SampledFrom(ps).Draw(rt, l+"-p")
+			delete(m, p)
+			m[p+"/"+rapid.SampledFrom(names).Draw(rt, l+"-child")] = genFile(rt, l)
+		case 6: // a directory becomes a file
+			d := rapid.SampledFrom([]string{"a", "b", "a/c"}).Draw(rt, l+"-d")
+			for _, q := range ps {
+				if strings.HasPrefix(q, d+"/") {
+					delete(m, q)
+				}
+			}
+			if m.canPut(d) {
+				m[d] = genFile(rt, l)
+			}
+		case 9: // binary content
+			p := rapid.SampledFrom(ps).Draw(rt, l+"-p")
+			if m[p].mode != gitstore.ModeSymlink {
+				m[p] = file{m[p].mode, append([]byte("\x00"), genLines(rt, l, 1)...)}
+			}
+		}
+	}
+}
+
+// gitMergeTree runs git merge-tree --write-tree on two commits and
+// returns its tree and conflicted paths.
+func gitMergeTree(t require.TestingT, dir string, ours, theirs gitstore.OID) (string, []string) {
+	cmd := exec.Command("git", "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", ours.String(), theirs.String())
+	cmd.Dir = dir
+	cmd.Env = testrepo.Env()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+		require.NoError(t, err, stderr.String())
+	}
+	fields := strings.Split(string(out), "\x00")
+	var paths []string
+	for _, f := range fields[1:] {
+		if f == "" {
+			break
+		}
+		paths = append(paths, f)
+	}
+	if err == nil {
+		require.Empty(t, paths)
+	}
+	return fields[0], paths
+}
+
+func conflictPaths(cs []changeset.Conflict) []string {
+	var out []string
+	for _, c := range cs {
+		if len(c.GitPaths) > 0 {
+			out = append(out, c.GitPaths...)
+		} else {
+			out = append(out, c.Path)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TestMergeMatchesGitMergeTree: random base trees and two random sets of
+// changes (overlapping and separate edits, adds, deletes, renames, mode
+// changes, file/directory swaps, symlinks, binary files). A clean merge
+// must give git merge-tree's tree id; a conflicted one git's conflicted
+// paths. 6 × 100 cases.
+func TestMergeMatchesGitMergeTree(t *testing.T) {
+	dir := testrepo.InitBare(t)
+	repo, err := gitstore.Open(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { repo.Close() })
+	ctx := t.Context()
+	var clean, conflicted int
+	for batch := range 6 {
+		t.Run(fmt.Sprintf("batch%d", batch), func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				base := model{}
+				for i := range rapid.IntRange(1, 10).Draw(rt, "files") {
+					p := genPath(rt, fmt.Sprint("base", i))
+					if base.canPut(p) {
+						base[p] = genFile(rt, fmt.Sprint("base", i))
+					}
+				}
+				ours, theirs := base.clone(), base.clone()
+				mutate(rt, "ours", ours)
+				mutate(rt, "theirs", theirs)
+				if rapid.IntRange(0, 4).Draw(rt, "same") == 0 {
+					for p, f := range ours { // one change made on both sides
+						if g, ok := base[p]; !ok || !bytes.Equal(g.data, f.data) {
+							if theirs.canPut(p) {
+								theirs[p] = f
+							}
+							break
+						}
+					}
+				}
+				b := repo.NewBatch()
+				_, bc := commitModel(ctx, rt, b, base)
+				_, oc := commitModel(ctx, rt, b, ours, bc)
+				_, tc := commitModel(ctx, rt, b, theirs, bc)
+				require.NoError(rt, b.Flush(ctx))
+
+				gitTree, gitConflicts := gitMergeTree(rt, dir, oc, tc)
+				res, err := changeset.Merge(ctx, repo, bc, oc, tc, changeset.MergeOptions{
+					OursLabel: oc.String(), TheirsLabel: tc.String(),
+				})
+				var ce *changeset.ConflictError
+				switch {
+				case len(gitConflicts) == 0:
+					require.NoError(rt, err, "git merged cleanly to %s", gitTree)
+					require.Equal(rt, gitTree, res.Tree.String())
+					clean++
+				default:
+					require.ErrorAs(rt, err, &ce, "git conflicts: %q", gitConflicts)
+					require.Equal(rt, gitConflicts, conflictPaths(ce.Conflicts))
+					conflicted++
+				}
+			})
+		})
+	}
+	t.Logf("%d clean merges, %d conflicted", clean, conflicted)
+}

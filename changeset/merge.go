@@ -270,10 +270,7 @@ func (m *merger) collect(b, o, t gitstore.OID, dir string) error {
 			continue
 		}
 		if filemask != 0 {
-			if dirmask != 0 {
-				match = 0 // the matching sides were directories
-			}
-			match &= filemask
+			match &= filemask // sides that match as directories do not count
 			m.infos[p] = &pathInfo{
 				path: p, stages: st, pathnames: [3]string{p, p, p},
 				filemask: filemask, dirmask: dirmask, matchMask: match,

@@ -279,6 +279,7 @@ func TestMergeMatchesGitMergeTree(t *testing.T) {
 				require.NoError(rt, b.Flush(ctx))
 
 				gitTree, gitConflicts := gitMergeTree(rt, dir, oc, tc)
+				rt.Logf("base %s\nours %s\ntheirs %s", describe(base), describe(ours), describe(theirs))
 				res, err := changeset.Merge(ctx, repo, bc, oc, tc, changeset.MergeOptions{
 					OursLabel: oc.String(), TheirsLabel: tc.String(),
 				})
@@ -297,4 +298,13 @@ func TestMergeMatchesGitMergeTree(t *testing.T) {
 		})
 	}
 	t.Logf("%d clean merges, %d conflicted", clean, conflicted)
+}
+
+func describe(m model) string {
+	var b strings.Builder
+	for _, p := range m.paths() {
+		f := m[p]
+		fmt.Fprintf(&b, "%s:%o:%x ", p, f.mode, gitstore.HashObject(gitstore.KindBlob, f.data).String()[:6])
+	}
+	return b.String()
 }

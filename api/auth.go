@@ -1,0 +1,95 @@
+package api
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Tokens. The admin token manages repositories and sessions. A session
+// token reaches only its own session's routes; it is derived, not stored:
+// "sst." + session id + "." + base64url(HMAC-SHA256(secret, session id)),
+// so it survives restarts as long as the secret does, and the server keeps
+// no table of tokens to lose or leak.
+
+const sessionTokenPrefix = "sst."
+
+// scope says who may call a route.
+type scope int
+
+const (
+	scopePublic  scope = iota // no token needed (health, metrics)
+	scopeAdmin                // the admin token only
+	scopeSession              // the admin token or the token of the session in {id}
+)
+
+// principal is who a request authenticated as.
+type principal struct {
+	admin   bool
+	session uuid.UUID // for a session token
+}
+
+type auth struct {
+	adminHash [sha256.Size]byte
+	enabled   bool
+	secret    []byte
+}
+
+func newAuth(adminToken string, secret []byte) *auth {
+	a := &auth{secret: secret}
+	if adminToken != "" {
+		a.enabled = true
+		a.adminHash = sha256.Sum256([]byte(adminToken))
+	}
+	return a
+}
+
+// sessionToken is the token of session id.
+func (a *auth) sessionToken(id uuid.UUID) string {
+	mac := hmac.New(sha256.New, a.secret)
+	mac.Write([]byte(id.String()))
+	return sessionTokenPrefix + id.String() + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// authenticate checks the request's bearer token. With auth off every
+// request is admin.
+func (a *auth) authenticate(r *http.Request) (principal, *Error) {
+	if !a.enabled {
+		return principal{admin: true}, nil
+	}
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || tok == "" {
+		return principal{}, newError(http.StatusUnauthorized, CodeUnauthorized, "a bearer token is required")
+	}
+	if sum := sha256.Sum256([]byte(tok)); subtle.ConstantTimeCompare(sum[:], a.adminHash[:]) == 1 {
+		return principal{admin: true}, nil
+	}
+	if rest, ok := strings.CutPrefix(tok, sessionTokenPrefix); ok {
+		idText, _, _ := strings.Cut(rest, ".")
+		if id, err := uuid.Parse(idText); err == nil && len(a.secret) > 0 &&
+			subtle.ConstantTimeCompare([]byte(a.sessionToken(id)), []byte(tok)) == 1 {
+			return principal{session: id}, nil
+		}
+	}
+	return principal{}, newError(http.StatusUnauthorized, CodeUnauthorized, "invalid token")
+}
+
+// authorize checks that p may call a route of scope sc; sessionID is the
+// route's {id}, if any.
+func (p principal) authorize(sc scope, sessionID string) *Error {
+	switch {
+	case sc == scopePublic || p.admin:
+		return nil
+	case sc == scopeSession && sessionID == p.session.String():
+		return nil
+	case sc == scopeSession:
+		return newError(http.StatusForbidden, CodeForbidden, "this token is for another session")
+	}
+	return newError(http.StatusForbidden, CodeForbidden, "a session token cannot call this route")
+}

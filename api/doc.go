@@ -1,0 +1,15 @@
+// Package api serves the session engine over HTTP: the routes of API v1,
+// bearer-token auth with admin and session-scoped tokens, request body
+// limits, Server-Sent Events, and the operational endpoints (/healthz,
+// /readyz, /metrics).
+//
+// It owns no business logic: every handler decodes its request, calls one
+// session.Manager method and encodes the result. Errors from every layer go
+// through one mapper (errors.go) that turns them into the error model of
+// the API: {"error":{"code","message",…details}} with a stable code.
+//
+// The wire types (types.go) are shared with package client.
+//
+// Server is safe for concurrent use once built; Routes is the table the
+// OpenAPI test checks against openapi.yaml.
+package api

@@ -1,0 +1,108 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/session"
+)
+
+// Server-Sent Events. Events live in the store, so a stream resumes after
+// any id (Last-Event-ID, or ?after=) across restarts of the daemon. A
+// comment line every heartbeat keeps proxies from closing an idle stream
+// and finds a dead client; the stream ends when the client goes away or
+// the server shuts down.
+
+func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	ss, err := s.m.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return s.stream(w, r, session.EventFilter{Repo: ss.Repo, Session: id})
+}
+
+func (s *Server) repoEvents(w http.ResponseWriter, r *http.Request) error {
+	rp, err := s.m.GetRepo(r.Context(), r.PathValue("repo"))
+	if err != nil {
+		return err
+	}
+	return s.stream(w, r, session.EventFilter{Repo: rp.Name})
+}
+
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, f session.EventFilter) error {
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("after")
+	}
+	if last != "" {
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n < 0 {
+			return badRequest("Last-Event-ID %q: want an event id", last)
+		}
+		f.After = n
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprint(w, "retry: 2000\n\n"); err != nil {
+		return nil
+	}
+	if err := rc.Flush(); err != nil {
+		return nil
+	}
+	s.metrics.streams.Inc()
+	defer s.metrics.streams.Dec()
+
+	ctx := r.Context()
+	events := s.m.Subscribe(ctx, f)
+	tick := time.NewTicker(s.heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return nil
+			}
+			if err := writeEvent(w, e); err != nil {
+				return nil
+			}
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+				return nil
+			}
+		case <-s.stop:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+		if err := rc.Flush(); err != nil {
+			return nil // the client went away; the deferred cancel ends Subscribe
+		}
+	}
+}
+
+func writeEvent(w http.ResponseWriter, e session.Event) error {
+	ev := Event{ID: e.ID, Type: e.Type, Repo: e.Repo, Payload: e.Payload, At: e.At}
+	if e.Session != uuid.Nil {
+		ev.Session = e.Session.String()
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Type, data)
+	return err
+}

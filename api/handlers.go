@@ -1,0 +1,459 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/session"
+)
+
+// Operations.
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	return nil
+}
+
+// readyz checks that the store answers and every registered repository
+// opens.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	h := Health{Status: "ok", Checks: map[string]string{}}
+	repos, err := s.m.ListRepos(ctx)
+	if err != nil {
+		h.Status = "unavailable"
+		h.Checks["store"] = "unreachable"
+		s.log.Warn("readyz: store", "error", err)
+	} else {
+		h.Checks["store"] = "ok"
+	}
+	for _, rp := range repos {
+		if _, err := s.m.GitRepo(ctx, rp.Name); err != nil {
+			h.Status = "unavailable"
+			h.Checks["repo:"+rp.Name] = "unreachable"
+			s.log.Warn("readyz: repository", "repo", rp.Name, "error", err)
+			continue
+		}
+		h.Checks["repo:"+rp.Name] = "ok"
+	}
+	status := http.StatusOK
+	if h.Status != "ok" {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, h)
+	return nil
+}
+
+// Repositories.
+
+func (s *Server) createRepo(w http.ResponseWriter, r *http.Request) error {
+	var req CreateRepoRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var (
+		rp  session.Repo
+		err error
+	)
+	switch {
+	case req.Init && req.Path != "":
+		return badRequest("give either path or init, not both")
+	case req.Init:
+		rp, err = s.m.InitRepo(ctxWithoutCancel(r), req.Name)
+	case req.Path != "":
+		rp, err = s.m.RegisterRepo(ctxWithoutCancel(r), req.Name, req.Path)
+	default:
+		return badRequest("give the path of an existing repository, or init: true")
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, toRepo(rp))
+	return nil
+}
+
+func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) error {
+	rs, err := s.m.ListRepos(r.Context())
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Repos []Repo `json:"repos"`
+	}{Repos: []Repo{}}
+	for _, rp := range rs {
+		out.Repos = append(out.Repos, toRepo(rp))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getRepo(w http.ResponseWriter, r *http.Request) error {
+	rp, err := s.m.GetRepo(r.Context(), r.PathValue("repo"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toRepo(rp))
+	return nil
+}
+
+func (s *Server) branches(w http.ResponseWriter, r *http.Request) error {
+	refs, err := s.m.Branches(r.Context(), r.PathValue("repo"))
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Branches []Branch `json:"branches"`
+	}{Branches: []Branch{}}
+	for _, ref := range refs {
+		name := string(ref.Name)
+		if len(name) > len("refs/heads/") {
+			name = name[len("refs/heads/"):]
+		}
+		out.Branches = append(out.Branches, Branch{Name: name, Commit: oidText(ref.OID)})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// Sessions.
+
+func sessionID(r *http.Request) (uuid.UUID, error) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		return uuid.Nil, newError(http.StatusNotFound, CodeNotFound, "no session %q", r.PathValue("id"))
+	}
+	return id, nil
+}
+
+func parseMode(m string) (session.Mode, error) {
+	switch session.Mode(m) {
+	case "", session.ModeReadWrite, session.ModeReadOnly:
+		return session.Mode(m), nil
+	}
+	return "", badRequest("mode %q: use read_write or read_only", m)
+}
+
+// withToken adds the session's scoped token when auth is on.
+func (s *Server) withToken(ss session.Session) Session {
+	out := toSession(ss)
+	if s.auth.enabled {
+		out.Token = s.auth.sessionToken(ss.ID)
+	}
+	return out
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
+	var req CreateSessionRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Repo == "" {
+		return badRequest("repo is required")
+	}
+	mode, err := parseMode(req.Mode)
+	if err != nil {
+		return err
+	}
+	if req.TTLSeconds < 0 {
+		return badRequest("ttl_seconds must not be negative")
+	}
+	opts := session.CreateOptions{
+		Repo: req.Repo, Base: req.Base, AgentID: req.AgentID, AgentName: req.AgentName, Intent: req.Intent,
+		Mode: mode, TTL: time.Duration(req.TTLSeconds) * time.Second,
+	}
+	if req.Policy != nil {
+		opts.Policy = *req.Policy
+	}
+	ss, err := s.m.Create(ctxWithoutCancel(r), opts)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, s.withToken(ss))
+	return nil
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := queryInt(r, "limit")
+	if err != nil {
+		return err
+	}
+	ss, err := s.m.ListSessions(r.Context(), session.SessionFilter{
+		Repo: q.Get("repo"), State: session.State(q.Get("state")), AgentID: q.Get("agent_id"), Limit: int(limit),
+	})
+	if err != nil {
+		return err
+	}
+	out := Sessions{Sessions: []Session{}}
+	for _, x := range ss {
+		out.Sessions = append(out.Sessions, toSession(x))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	ss, err := s.m.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toSession(ss))
+	return nil
+}
+
+func (s *Server) abandonSession(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	ss, err := s.m.Abandon(ctxWithoutCancel(r), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toSession(ss))
+	return nil
+}
+
+func (s *Server) edits(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	var req EditsRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	edits := make([]session.Edit, len(req.Edits))
+	var written int64
+	for i, e := range req.Edits {
+		se := session.Edit{Op: e.Op, Path: e.Path, To: e.To, Content: e.Content, Recursive: e.Recursive,
+			Glob: e.Glob, Old: e.Old, New: e.New, Count: e.Count}
+		if e.Mode != "" {
+			m, err := parseFileMode(e.Mode)
+			if err != nil {
+				return err
+			}
+			se.Mode = m
+		}
+		if e.IfMatch != "" {
+			oid, err := gitstore.ParseOID(e.IfMatch)
+			if err != nil {
+				return badRequest("edit %d: if_match %q is not an object id", i, e.IfMatch)
+			}
+			se.IfMatch = &oid
+		}
+		written += int64(len(e.Content))
+		edits[i] = se
+	}
+	res, err := s.m.Edits(ctxWithoutCancel(r), id, edits, req.DryRun, "")
+	if err != nil {
+		return err
+	}
+	if !req.DryRun {
+		s.metrics.overlayBytes.Add(float64(written))
+	}
+	out := EditsResult{DryRun: res.DryRun, Seq: res.Seq, Results: res.Results, Changes: []FileChange{}}
+	if out.Results == nil {
+		out.Results = []EditResult{}
+	}
+	for _, c := range res.Changes {
+		out.Changes = append(out.Changes, FileChange{Path: c.Path, Old: oidText(c.Old), New: oidText(c.New)})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) tree(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	recursive, err := queryBool(r, "recursive")
+	if err != nil {
+		return err
+	}
+	onlyModified, err := queryBool(r, "only_modified")
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	infos, err := s.m.ListFiles(r.Context(), id, session.ListOptions{
+		Prefix: q.Get("prefix"), Recursive: recursive, OnlyModified: onlyModified, Glob: q.Get("glob"),
+	})
+	if err != nil {
+		return err
+	}
+	out := Tree{Entries: make([]FileInfo, 0, len(infos))}
+	for _, fi := range infos {
+		out.Entries = append(out.Entries, toFileInfo(fi))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) summary(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	sum, err := s.m.TreeSummary(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sum)
+	return nil
+}
+
+func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	var req SearchRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	res, err := s.m.Search(r.Context(), id, session.SearchOptions{
+		Pattern: req.Pattern, Glob: req.Glob, Prefix: req.Prefix, CaseInsensitive: req.CaseInsensitive, MaxResults: req.MaxResults,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) mutations(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	after, err := queryInt(r, "after")
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit")
+	if err != nil {
+		return err
+	}
+	if limit == 0 || limit > 10_000 {
+		limit = 1000
+	}
+	ms, err := s.m.Mutations(r.Context(), id, after, int(limit))
+	if err != nil {
+		return err
+	}
+	out := Mutations{Mutations: make([]Mutation, 0, len(ms))}
+	for _, m := range ms {
+		out.Mutations = append(out.Mutations, toMutation(m))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	var req CheckpointRequest
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &req); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	cp, err := s.m.Checkpoint(ctxWithoutCancel(r), id, req.Label, req.Message)
+	if err != nil {
+		return err
+	}
+	s.metrics.checkpoint.Observe(time.Since(start).Seconds())
+	writeJSON(w, http.StatusCreated, toCheckpoint(cp))
+	return nil
+}
+
+func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	cps, err := s.m.Checkpoints(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	out := Checkpoints{Checkpoints: make([]Checkpoint, 0, len(cps))}
+	for _, c := range cps {
+		out.Checkpoints = append(out.Checkpoints, toCheckpoint(c))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) rollback(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	var req RollbackRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Checkpoint == "" {
+		return badRequest("checkpoint is required")
+	}
+	cp, mu, err := s.m.Rollback(ctxWithoutCancel(r), id, req.Checkpoint, "")
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, RollbackResult{Checkpoint: toCheckpoint(cp), Mutation: toMutation(mu)})
+	return nil
+}
+
+func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	var req ForkRequest
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &req); err != nil {
+			return err
+		}
+	}
+	mode, err := parseMode(req.Mode)
+	if err != nil {
+		return err
+	}
+	ss, err := s.m.Fork(ctxWithoutCancel(r), id, session.ForkOptions{
+		AgentID: req.AgentID, AgentName: req.AgentName, Intent: req.Intent, Checkpoint: req.Checkpoint,
+		Mode: mode, Policy: req.Policy,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, s.withToken(ss))
+	return nil
+}
+
+// parseFileMode accepts the modes a client may write.
+func parseFileMode(text string) (gitstore.Mode, error) {
+	m, err := gitstore.ParseMode(text)
+	if err != nil || !m.Writable() {
+		return 0, &Error{Status: http.StatusBadRequest, Code: CodeInvalidPath,
+			Message: "mode " + text + ": only 100644, 100755 and 120000 may be written",
+			Details: map[string]any{"rule": "badFilemode"}}
+	}
+	return m, nil
+}
+
+var _ = errors.Is

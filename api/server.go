@@ -1,0 +1,360 @@
+package api
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sessiond/sessiond/session"
+)
+
+// Config configures a Server.
+type Config struct {
+	Manager *session.Manager
+	// AdminToken turns auth on: every /v1 route then needs it or a session
+	// token. Empty: no auth (the daemon then binds to loopback only).
+	AdminToken string
+	// TokenSecret keys the session tokens; required with AdminToken.
+	TokenSecret []byte
+	// MaxBodyBytes bounds a request body after decompression; default
+	// 128 MiB.
+	MaxBodyBytes int64
+	// Heartbeat is the interval of SSE comment lines; default 15 s.
+	Heartbeat time.Duration
+	Logger    *slog.Logger
+	// Registerer receives the metrics; a new registry when nil (see
+	// Server.Gatherer).
+	Registry *prometheus.Registry
+}
+
+// Server is the HTTP API over one Manager.
+type Server struct {
+	m         *session.Manager
+	auth      *auth
+	maxBody   int64
+	heartbeat time.Duration
+	log       *slog.Logger
+	metrics   *metrics
+	mux       *http.ServeMux
+	files     map[string]*Route // by method: the files route, dispatched by hand
+
+	stopOnce sync.Once
+	stop     chan struct{} // closed by Shutdown: ends event streams
+}
+
+// Route is one route of the API.
+type Route struct {
+	Method  string
+	Pattern string // a Go 1.22 ServeMux pattern path
+	scope   scope
+	handle  func(*Server, http.ResponseWriter, *http.Request) error
+}
+
+// Routes returns the API's route table, the one the OpenAPI document must
+// describe.
+func Routes() []Route { return routes }
+
+// filesPrefix is the route served outside the ServeMux: its path is
+// matched segment by segment on the escaped URL, without the mux's path
+// cleaning, so that "a/../b" or "a//b" reach the path rules instead of a
+// redirect.
+const filesPattern = "/v1/sessions/{id}/files/{path...}"
+
+var routes = []Route{
+	{"GET", "/healthz", scopePublic, (*Server).healthz},
+	{"GET", "/readyz", scopePublic, (*Server).readyz},
+	{"GET", "/metrics", scopePublic, nil}, // promhttp, wired in New
+
+	{"POST", "/v1/repos", scopeAdmin, (*Server).createRepo},
+	{"GET", "/v1/repos", scopeAdmin, (*Server).listRepos},
+	{"GET", "/v1/repos/{repo}", scopeAdmin, (*Server).getRepo},
+	{"GET", "/v1/repos/{repo}/branches", scopeAdmin, (*Server).branches},
+	{"GET", "/v1/repos/{repo}/events", scopeAdmin, (*Server).repoEvents},
+
+	{"POST", "/v1/sessions", scopeAdmin, (*Server).createSession},
+	{"GET", "/v1/sessions", scopeAdmin, (*Server).listSessions},
+	{"GET", "/v1/sessions/{id}", scopeSession, (*Server).getSession},
+	{"DELETE", "/v1/sessions/{id}", scopeSession, (*Server).abandonSession},
+	{"GET", filesPattern, scopeSession, (*Server).readFile},
+	{"HEAD", filesPattern, scopeSession, (*Server).statFile},
+	{"PUT", filesPattern, scopeSession, (*Server).writeFile},
+	{"DELETE", filesPattern, scopeSession, (*Server).deleteFile},
+	{"POST", "/v1/sessions/{id}/edits", scopeSession, (*Server).edits},
+	{"GET", "/v1/sessions/{id}/tree", scopeSession, (*Server).tree},
+	{"GET", "/v1/sessions/{id}/summary", scopeSession, (*Server).summary},
+	{"POST", "/v1/sessions/{id}/search", scopeSession, (*Server).search},
+	{"GET", "/v1/sessions/{id}/mutations", scopeSession, (*Server).mutations},
+	{"POST", "/v1/sessions/{id}/checkpoints", scopeSession, (*Server).createCheckpoint},
+	{"GET", "/v1/sessions/{id}/checkpoints", scopeSession, (*Server).listCheckpoints},
+	{"POST", "/v1/sessions/{id}/rollback", scopeSession, (*Server).rollback},
+	{"POST", "/v1/sessions/{id}/fork", scopeSession, (*Server).fork},
+	{"GET", "/v1/sessions/{id}/events", scopeSession, (*Server).sessionEvents},
+}
+
+// New builds a Server.
+func New(cfg Config) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 128 << 20
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		m: cfg.Manager, auth: newAuth(cfg.AdminToken, cfg.TokenSecret),
+		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, log: cfg.Logger,
+		mux: http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
+	}
+	s.metrics = newMetrics(cfg.Registry, cfg.Manager)
+	for i := range routes {
+		rt := &routes[i]
+		if rt.Pattern == filesPattern {
+			s.files[rt.Method] = rt
+			continue
+		}
+		if rt.Pattern == "/metrics" {
+			s.mux.Handle("GET /metrics", s.metrics.handler())
+			continue
+		}
+		s.mux.Handle(rt.Method+" "+rt.Pattern, s.handlerFor(rt))
+	}
+	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	}))
+	return s
+}
+
+// Shutdown ends the event streams, so that http.Server.Shutdown can wait
+// for the other requests to finish. Register it with RegisterOnShutdown.
+func (s *Server) Shutdown() { s.stopOnce.Do(func() { close(s.stop) }) }
+
+// ServeHTTP serves the API: metrics and logging around every request, the
+// files route by hand, everything else through the ServeMux.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	if id, p, ok := splitFilesPath(r.URL.EscapedPath()); ok {
+		r.Pattern = filesPattern
+		if rt := s.files[r.Method]; rt != nil {
+			r.SetPathValue("id", id)
+			r.SetPathValue("path", p)
+			s.handlerFor(rt).ServeHTTP(rec, r)
+		} else {
+			rec.Header().Set("Allow", "GET, HEAD, PUT, DELETE")
+			writeError(rec, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method %s not allowed", r.Method))
+		}
+	} else {
+		s.mux.ServeHTTP(rec, r)
+	}
+	route := r.Pattern
+	if route == "" || route == "/" {
+		route = "unmatched"
+	}
+	s.metrics.observe(r.Method, route, rec.status, time.Since(start))
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
+		slog.Int("status", rec.status), slog.Int64("bytes", rec.bytes), slog.Duration("duration", time.Since(start)))
+}
+
+// splitFilesPath matches /v1/sessions/{id}/files/{path...} on the escaped
+// path and unescapes each segment of the file path.
+func splitFilesPath(escaped string) (id, p string, ok bool) {
+	rest, ok := strings.CutPrefix(escaped, "/v1/sessions/")
+	if !ok {
+		return "", "", false
+	}
+	id, rest, ok = strings.Cut(rest, "/")
+	if !ok {
+		return "", "", false
+	}
+	rest, ok = strings.CutPrefix(rest, "files/")
+	if !ok {
+		if rest == "files" {
+			return id, "", true
+		}
+		return "", "", false
+	}
+	segs := strings.Split(rest, "/")
+	for i, seg := range segs {
+		u, err := url.PathUnescape(seg)
+		if err != nil {
+			u = seg // the path rules reject what is left
+		}
+		segs[i] = u
+	}
+	if id, err := url.PathUnescape(id); err == nil {
+		return id, strings.Join(segs, "/"), true
+	}
+	return id, strings.Join(segs, "/"), true
+}
+
+// handlerFor wraps a route's handler with auth, the body limit and error
+// writing.
+func (s *Server) handlerFor(rt *Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt.scope != scopePublic {
+			p, aerr := s.auth.authenticate(r)
+			if aerr == nil {
+				aerr = p.authorize(rt.scope, r.PathValue("id"))
+			}
+			if aerr != nil {
+				writeError(w, aerr)
+				return
+			}
+		}
+		if err := s.limitBody(w, r); err != nil {
+			writeError(w, mapError(err))
+			return
+		}
+		if err := rt.handle(s, w, r); err != nil {
+			e := mapError(err)
+			if e.Status >= 500 {
+				s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
+					slog.String("method", r.Method), slog.String("route", rt.Pattern), slog.String("error", err.Error()))
+			}
+			writeError(w, e)
+		}
+	})
+}
+
+// limitBody decompresses a gzip body and bounds what the handler can read
+// of it: the limit applies to the decompressed bytes.
+func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) error {
+	switch enc := r.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return badRequest("gzip body: %v", err)
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{zr, r.Body}
+		r.Header.Del("Content-Encoding")
+		r.ContentLength = -1
+	default:
+		return newError(http.StatusUnsupportedMediaType, CodeBadRequest, "unsupported Content-Encoding %q", enc)
+	}
+	if r.ContentLength > s.maxBody {
+		return &http.MaxBytesError{Limit: s.maxBody}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+	return nil
+}
+
+func writeError(w http.ResponseWriter, e *Error) {
+	w.Header().Del("ETag")
+	w.Header().Del("Content-Length")
+	writeJSON(w, e.Status, errorBody{Error: e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+// decodeJSON reads the body as exactly one JSON value of v's type;
+// unknown fields, wrong types and trailing data are bad requests.
+func decodeJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return badRequest("empty request body, want JSON")
+		}
+		return badRequest("malformed JSON: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return err
+		}
+		return badRequest("malformed JSON: data after the value")
+	}
+	return nil
+}
+
+// recorder keeps the status and size of a response for logs and metrics.
+type recorder struct {
+	http.ResponseWriter
+	status  int
+	bytes   int64
+	written bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.written {
+		r.status, r.written = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.written = true
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// query helpers.
+
+func queryBool(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badRequest("query %s=%q: want true or false", name, v)
+	}
+	return b, nil
+}
+
+func queryInt(r *http.Request, name string) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, badRequest("query %s=%q: want a non-negative integer", name, v)
+	}
+	return n, nil
+}
+
+// ctxWithoutCancel is where a write must finish even when the client goes
+// away: a half-sent response is the client's loss, a half-applied write
+// would be ours. The engine's writes are atomic anyway; this keeps the
+// acknowledgement and the state in step for a client that retries.
+func ctxWithoutCancel(r *http.Request) context.Context { return context.WithoutCancel(r.Context()) }

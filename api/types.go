@@ -1,0 +1,290 @@
+package api
+
+import (
+	"time"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/session"
+)
+
+// The wire types of API v1. Object ids are 40-digit hex strings (empty for
+// none), modes six octal digits, times RFC 3339 in UTC.
+
+// Repo is a registered repository.
+type Repo struct {
+	Name      string    `json:"name"`
+	Path      string    `json:"path"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// CreateRepoRequest registers an existing repository (Path) or creates a
+// bare one under the data directory (Init).
+type CreateRepoRequest struct {
+	Name string `json:"name"`
+	Path string `json:"path,omitempty"`
+	Init bool   `json:"init,omitempty"`
+}
+
+// Branch is a branch and its commit.
+type Branch struct {
+	Name   string `json:"name"`
+	Commit string `json:"commit"`
+}
+
+// Policy is a session's path policy.
+type Policy = session.Policy
+
+// Session is one agent's session. Token is set only in the answer to a
+// create or a fork when auth is on.
+type Session struct {
+	ID           string     `json:"id"`
+	Repo         string     `json:"repo"`
+	Parent       string     `json:"parent,omitempty"`
+	AgentID      string     `json:"agent_id"`
+	AgentName    string     `json:"agent_name"`
+	Intent       string     `json:"intent"`
+	BaseCommit   string     `json:"base_commit"`
+	BaseRef      string     `json:"base_ref,omitempty"`
+	Mode         string     `json:"mode"`
+	State        string     `json:"state"`
+	Policy       Policy     `json:"policy"`
+	Head         string     `json:"head"`
+	Seq          int64      `json:"seq"`
+	Checkpoints  int        `json:"checkpoints"`
+	CreatedAt    time.Time  `json:"created_at"`
+	LastActiveAt time.Time  `json:"last_active_at"`
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+	Token        string     `json:"token,omitempty"`
+}
+
+// CreateSessionRequest starts a session.
+type CreateSessionRequest struct {
+	Repo       string  `json:"repo"`
+	Base       string  `json:"base,omitempty"`
+	AgentID    string  `json:"agent_id,omitempty"`
+	AgentName  string  `json:"agent_name,omitempty"`
+	Intent     string  `json:"intent,omitempty"`
+	Mode       string  `json:"mode,omitempty"`
+	TTLSeconds int64   `json:"ttl_seconds,omitempty"`
+	Policy     *Policy `json:"policy,omitempty"`
+}
+
+// ForkRequest forks a session from its current view or a checkpoint.
+type ForkRequest struct {
+	AgentID    string  `json:"agent_id,omitempty"`
+	AgentName  string  `json:"agent_name,omitempty"`
+	Intent     string  `json:"intent,omitempty"`
+	Checkpoint string  `json:"checkpoint,omitempty"`
+	Mode       string  `json:"mode,omitempty"`
+	Policy     *Policy `json:"policy,omitempty"`
+}
+
+// Sessions is a list of sessions.
+type Sessions struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// FileInfo describes one path of a session's view.
+type FileInfo struct {
+	Path   string `json:"path"`
+	Type   string `json:"type"`
+	Mode   string `json:"mode"`
+	OID    string `json:"oid"`
+	Size   int64  `json:"size"`
+	Status string `json:"status"`
+	Source string `json:"source,omitempty"`
+}
+
+// WriteResult answers a file write or delete.
+type WriteResult struct {
+	File     *FileInfo `json:"file,omitempty"`
+	Mutation Mutation  `json:"mutation"`
+}
+
+// Tree is a listing.
+type Tree struct {
+	Entries []FileInfo `json:"entries"`
+}
+
+// Edit is one step of a batch: ops write, append, delete, move, copy,
+// replace.
+type Edit struct {
+	Op        string `json:"op"`
+	Path      string `json:"path,omitempty"`
+	To        string `json:"to,omitempty"`
+	Content   string `json:"content,omitempty"`
+	Mode      string `json:"mode,omitempty"`
+	Recursive bool   `json:"recursive,omitempty"`
+	Glob      string `json:"glob,omitempty"`
+	Old       string `json:"old,omitempty"`
+	New       string `json:"new,omitempty"`
+	Count     int    `json:"count,omitempty"`
+	IfMatch   string `json:"if_match,omitempty"`
+}
+
+// EditsRequest is an atomic batch of edits.
+type EditsRequest struct {
+	DryRun bool   `json:"dry_run"`
+	Edits  []Edit `json:"edits"`
+}
+
+// EditResult is what one edit did.
+type EditResult = session.EditResult
+
+// FileChange is one file a batch changed.
+type FileChange struct {
+	Path string `json:"path"`
+	Old  string `json:"old"`
+	New  string `json:"new"`
+}
+
+// EditsResult is what a batch did (or would do, in a dry run).
+type EditsResult struct {
+	DryRun  bool         `json:"dry_run"`
+	Seq     int64        `json:"seq"`
+	Results []EditResult `json:"results"`
+	Changes []FileChange `json:"changes"`
+}
+
+// SearchRequest is a content search.
+type SearchRequest struct {
+	Pattern         string `json:"pattern"`
+	Glob            string `json:"glob,omitempty"`
+	Prefix          string `json:"prefix,omitempty"`
+	CaseInsensitive bool   `json:"case_insensitive,omitempty"`
+	MaxResults      int    `json:"max_results,omitempty"`
+}
+
+// SearchResult is the answer to a search.
+type SearchResult = session.SearchResult
+
+// Match is one matching line.
+type Match = session.Match
+
+// Summary counts a session's files and changes.
+type Summary = session.Summary
+
+// Mutation is one entry of the mutation log.
+type Mutation struct {
+	Seq   int64     `json:"seq"`
+	Op    string    `json:"op"`
+	Paths []string  `json:"paths"`
+	Old   []string  `json:"old"`
+	New   []string  `json:"new"`
+	Actor string    `json:"actor"`
+	At    time.Time `json:"at"`
+}
+
+// Mutations is a page of the mutation log.
+type Mutations struct {
+	Mutations []Mutation `json:"mutations"`
+}
+
+// CheckpointRequest creates a checkpoint.
+type CheckpointRequest struct {
+	Label   string `json:"label,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Checkpoint is a commit of a session's view.
+type Checkpoint struct {
+	ID        string    `json:"id"`
+	N         int       `json:"n"`
+	Commit    string    `json:"commit"`
+	Tree      string    `json:"tree"`
+	Parent    string    `json:"parent"`
+	Seq       int64     `json:"seq"`
+	Ref       string    `json:"ref"`
+	Label     string    `json:"label,omitempty"`
+	Message   string    `json:"message"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Checkpoints lists a session's checkpoints.
+type Checkpoints struct {
+	Checkpoints []Checkpoint `json:"checkpoints"`
+}
+
+// RollbackRequest names the checkpoint to restore: its id, number or
+// commit id.
+type RollbackRequest struct {
+	Checkpoint string `json:"checkpoint"`
+}
+
+// RollbackResult is the rollback's mutation and the checkpoint marking its
+// result.
+type RollbackResult struct {
+	Checkpoint Checkpoint `json:"checkpoint"`
+	Mutation   Mutation   `json:"mutation"`
+}
+
+// Event is one event of the stream, as sent in an SSE data line.
+type Event struct {
+	ID      int64     `json:"id"`
+	Type    string    `json:"type"`
+	Repo    string    `json:"repo"`
+	Session string    `json:"session,omitempty"`
+	Payload any       `json:"payload"`
+	At      time.Time `json:"at"`
+}
+
+// Health is the answer of /healthz and /readyz.
+type Health struct {
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks,omitempty"`
+}
+
+func oidText(o gitstore.OID) string {
+	if o.IsZero() {
+		return ""
+	}
+	return o.String()
+}
+
+func oidTexts(os []gitstore.OID) []string {
+	out := make([]string, len(os))
+	for i, o := range os {
+		out[i] = oidText(o)
+	}
+	return out
+}
+
+func toRepo(r session.Repo) Repo { return Repo{Name: r.Name, Path: r.Path, CreatedAt: r.CreatedAt} }
+
+func toSession(s session.Session) Session {
+	out := Session{
+		ID: s.ID.String(), Repo: s.Repo, AgentID: s.AgentID, AgentName: s.AgentName, Intent: s.Intent,
+		BaseCommit: oidText(s.BaseCommit), BaseRef: s.BaseRef, Mode: string(s.Mode), State: string(s.State),
+		Policy: s.Policy, Head: oidText(s.Head), Seq: s.Seq, Checkpoints: s.Checkpoints,
+		CreatedAt: s.CreatedAt, LastActiveAt: s.LastActiveAt,
+	}
+	if s.Parent != [16]byte{} {
+		out.Parent = s.Parent.String()
+	}
+	if !s.ExpiresAt.IsZero() {
+		t := s.ExpiresAt
+		out.ExpiresAt = &t
+	}
+	return out
+}
+
+func toFileInfo(fi session.FileInfo) FileInfo {
+	return FileInfo{Path: fi.Path, Type: fi.Type, Mode: fi.Mode.String(), OID: oidText(fi.OID),
+		Size: fi.Size, Status: fi.Status.String(), Source: string(fi.Source)}
+}
+
+func toMutation(m session.Mutation) Mutation {
+	out := Mutation{Seq: m.Seq, Op: string(m.Op), Paths: m.Paths, Old: oidTexts(m.Old), New: oidTexts(m.New), Actor: m.Actor, At: m.At}
+	if out.Paths == nil {
+		out.Paths = []string{}
+	}
+	return out
+}
+
+func toCheckpoint(c session.Checkpoint) Checkpoint {
+	return Checkpoint{
+		ID: c.ID.String(), N: c.N, Commit: oidText(c.Commit), Tree: oidText(c.Tree), Parent: oidText(c.Parent),
+		Seq: c.Seq, Ref: "refs/sessions/" + c.Session.String() + "/checkpoints/" + itoa(c.N),
+		Label: c.Label, Message: c.Message, CreatedAt: c.CreatedAt,
+	}
+}

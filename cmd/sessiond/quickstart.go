@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// quickstartCmd is `make run`: it builds the sample repository from a
+// fixture stream into the data directory (once), serves it as "sample" and
+// prints commands to paste.
+func quickstartCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sessiond quickstart", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c serveConfig
+	serveFlags(fs, &c)
+	fixture := fs.String("fixture", "testdata/repos/small.fi", "git fast-import stream of the sample repository")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	repo := filepath.Join(c.dataDir, "sample.git")
+	if err := buildSample(repo, *fixture); err != nil {
+		fmt.Fprintln(stderr, "sessiond quickstart:", err)
+		return exitError
+	}
+	c.repos = append(c.repos, "sample="+repo)
+	self, err := os.Executable()
+	if err != nil {
+		self = "sessiond"
+	}
+	if rel, err := filepath.Rel(mustGetwd(), self); err == nil && !filepath.IsAbs(rel) && len(rel) < len(self) {
+		self = rel
+	}
+	return serveWith(c, stdout, stderr, func(url string) {
+		fmt.Fprintf(stdout, `
+sessiond is running at %[1]s with the sample repository "sample" (Ctrl-C stops it).
+Paste these into another terminal:
+
+  export SESSIOND_SERVER=%[1]s SESSIOND_SESSION=$(%[2]s session new --repo sample --intent "first steps" -q)
+  echo "hello from my session" | %[2]s put hello.txt
+  %[2]s ls --modified
+
+`, url, self)
+	})
+}
+
+func mustGetwd() string {
+	wd, _ := os.Getwd()
+	return wd
+}
+
+// buildSample imports the fixture into a new bare repository at dir,
+// unless one is there already.
+func buildSample(dir, fixture string) error {
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+		return nil
+	}
+	stream, err := os.ReadFile(fixture)
+	if err != nil {
+		return fmt.Errorf("sample repository: %w (run from the repository root)", err)
+	}
+	tmp := dir + ".tmp"
+	_ = os.RemoveAll(tmp)
+	git := func(stdin []byte, args ...string) error {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = tmp
+		cmd.Stdin = bytes.NewReader(stdin)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("git %s: %v: %s", args[0], err, errb.Bytes())
+		}
+		return nil
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := git(nil, "init", "-q", "--bare"); err != nil {
+		return err
+	}
+	if err := git(nil, "symbolic-ref", "HEAD", "refs/heads/main"); err != nil {
+		return err
+	}
+	if err := git(stream, "fast-import", "--quiet", "--done"); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir)
+}

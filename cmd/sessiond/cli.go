@@ -478,7 +478,9 @@ func putCmd() command {
 func rmCmd() command {
 	var recursive bool
 	return command{
-		flags: func(fs *flag.FlagSet) { fs.BoolVar(&recursive, "r", false, "delete a directory and everything below it") },
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&recursive, "r", false, "delete a directory and everything below it")
+		},
 		run: func(ctx context.Context, x *cli, args []string) error {
 			if err := nargs(args, 1, 1, "rm PATH [-r]"); err != nil {
 				return err

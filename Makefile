@@ -14,8 +14,10 @@ BENCHCOUNT ?= 5
 build:
 	$(GO) build -o $(BIN) ./cmd/sessiond
 
+# Serves the sample repository (built from testdata/repos/small.fi into
+# .cache/run once) on the embedded store; Ctrl-C stops it.
 run: build
-	$(BIN) demo
+	$(BIN) quickstart --data-dir .cache/run
 
 test:
 	$(GO) vet $(PKGS)

@@ -345,7 +345,7 @@ func (m *merger) renames() error {
 				continue
 			}
 			merged, res := m.contentMerge(r.old, oldinfo.stages[0], side1.stages[1], side2.stages[2],
-				[3]string{r.old, r.new, r2.new})
+				[3]string{r.old, r.new, r2.new}, 1)
 			if res == nil {
 				return m.err
 			}
@@ -377,7 +377,7 @@ func (m *merger) renames() error {
 			sides[0] = oldinfo.stages[0]
 			sides[other] = oldinfo.stages[other]
 			sides[target] = newinfo.stages[target]
-			merged, res := m.contentMerge(r.old, sides[0], sides[1], sides[2], names)
+			merged, res := m.contentMerge(r.old, sides[0], sides[1], sides[2], names, 1)
 			if res == nil {
 				return m.err
 			}
@@ -546,7 +546,7 @@ func (m *merger) processEntry(ci *pathInfo) error {
 		ci.gitPaths = []string{a, b}
 	case ci.filemask >= 6:
 		base := st[0]
-		merged, res := m.contentMerge(ci.path, base, st[1], st[2], ci.pathnames)
+		merged, res := m.contentMerge(ci.path, base, st[1], st[2], ci.pathnames, 0)
 		if res == nil {
 			return m.err
 		}
@@ -617,9 +617,11 @@ func (m *merger) blob(id gitstore.OID) ([]byte, error) {
 }
 
 // contentMerge merges three versions of one file (handle_content_merge).
+// Merges whose result may be merged again (rename collisions) get longer
+// conflict markers, as in git, so the two levels stay apart.
 // A nil result means the context ended or a blob could not be read; the
 // error is kept in m.
-func (m *merger) contentMerge(path string, o, a, b stage, names [3]string) (stage, *contentResult) {
+func (m *merger) contentMerge(path string, o, a, b stage, names [3]string, extraMarker int) (stage, *contentResult) {
 	res := &contentResult{clean: true}
 	var out stage
 	if a.mode == b.mode || a.mode == o.mode {
@@ -646,7 +648,7 @@ func (m *merger) contentMerge(path string, o, a, b stage, names [3]string) (stag
 			m.fail(err)
 			return stage{}, nil
 		}
-		lo := LineMergeOptions{OursLabel: m.labels[1], TheirsLabel: m.labels[2]}
+		lo := LineMergeOptions{OursLabel: m.labels[1], TheirsLabel: m.labels[2], MarkerSize: defaultMarkerSize + extraMarker}
 		if names[0] != names[1] || names[1] != names[2] {
 			lo.OursLabel += ":" + names[1]
 			lo.TheirsLabel += ":" + names[2]

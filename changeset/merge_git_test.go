@@ -287,6 +287,9 @@ func TestMergeMatchesGitMergeTree(t *testing.T) {
 				switch {
 				case len(gitConflicts) == 0:
 					require.NoError(rt, err, "git merged cleanly to %s", gitTree)
+					if gitTree != res.Tree.String() {
+						rt.Logf("git vs ours:\n%s", testrepo.Git(t, dir, "diff-tree", "-r", "-p", gitTree, res.Tree.String()))
+					}
 					require.Equal(rt, gitTree, res.Tree.String())
 					clean++
 				default:

@@ -1,0 +1,31 @@
+// Package changeset owns changes between trees and bringing changes
+// together: tree diffs with rename detection, unified and JSON patches
+// with stats, a line diff and a three-way line merge that make git's
+// choices, the three-way tree merge with structured conflicts, and the
+// operations built on it (cherry-pick, revert, rebase, merge of one
+// session's changes into another). It will also own the reviewable
+// changeset: review state, accept, layers and undo.
+//
+// Invariants:
+//   - Git fidelity. The line diff follows xdiff (Myers with git's
+//     heuristics and group sliding; the indent heuristic for patches, not
+//     for merges, as git); the line merge follows xdl_merge at git's
+//     merge level; the tree merge follows merge-ort's rules. A clean merge
+//     yields the same tree id as git merge-tree --write-tree and the same
+//     conflicted paths when it conflicts (see the differential tests).
+//     Directory rename detection is not implemented.
+//   - Cost proportional to change. Diffs and merges descend only into
+//     subtrees whose ids differ; the merged tree is built from ours by
+//     gitstore's builder, which re-encodes only directories on changed
+//     paths.
+//   - Atomicity. Merge and the operations on it return a tree or a
+//     *ConflictError; on conflict nothing is written. They never touch a
+//     ref: moving a branch or session head is the caller's compare-and-swap.
+//   - Overlays. Callers diff or merge an overlay by first building its
+//     tree over the base (gitstore's builder) and passing tree ids; every
+//     function accepts a commit id wherever it takes a tree.
+//
+// Concurrency: functions hold no state between calls and are safe for
+// concurrent use on one gitstore.Repo; the types they return are plain
+// values owned by the caller.
+package changeset

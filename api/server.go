@@ -93,6 +93,7 @@ var routes = []Route{
 	{"POST", "/v1/sessions/{id}/edits", scopeSession, (*Server).edits},
 	{"GET", "/v1/sessions/{id}/tree", scopeSession, (*Server).tree},
 	{"GET", "/v1/sessions/{id}/summary", scopeSession, (*Server).summary},
+	{"GET", "/v1/sessions/{id}/diff", scopeSession, (*Server).diff},
 	{"POST", "/v1/sessions/{id}/search", scopeSession, (*Server).search},
 	{"GET", "/v1/sessions/{id}/mutations", scopeSession, (*Server).mutations},
 	{"POST", "/v1/sessions/{id}/checkpoints", scopeSession, (*Server).createCheckpoint},

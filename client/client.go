@@ -542,3 +542,33 @@ func (c *Client) WaitReady(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 }
+
+// Diff returns a session's diff as unified text (git apply-able) against
+// its base (against "" or "base") or a checkpoint.
+func (c *Client) Diff(ctx context.Context, id, against string) ([]byte, error) {
+	req, err := c.newRequest(ctx, "GET", sessionPath(id, "diff"), diffQuery(against, "unified"), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+// DiffJSON returns a session's diff per file, with hunks.
+func (c *Client) DiffJSON(ctx context.Context, id, against string) (api.Diff, error) {
+	var out api.Diff
+	err := c.do(ctx, "GET", sessionPath(id, "diff"), diffQuery(against, "json"), nil, &out)
+	return out, err
+}
+
+func diffQuery(against, format string) url.Values {
+	q := url.Values{"format": {format}}
+	if against != "" {
+		q.Set("against", against)
+	}
+	return q
+}

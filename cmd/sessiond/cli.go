@@ -202,6 +202,7 @@ func init() {
 		"rollback":      {run: rollbackCmd},
 		"fork":          forkCmd(),
 		"events":        eventsCmd(),
+		"diff":          diffCmd(),
 	}
 }
 
@@ -694,4 +695,75 @@ func eventsCmd() command {
 			return nil
 		},
 	}
+}
+
+func diffCmd() command {
+	var against, color string
+	return command{
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&against, "against", "base", "base, or a checkpoint (number, id or commit)")
+			fs.StringVar(&color, "color", "auto", "auto, always or never")
+		},
+		run: func(ctx context.Context, x *cli, args []string) error {
+			if err := nargs(args, 0, 0, "diff [--against base|CHECKPOINT] [--json]"); err != nil {
+				return err
+			}
+			id, err := x.sessionOnly()
+			if err != nil {
+				return err
+			}
+			if x.json {
+				d, err := x.c.DiffJSON(ctx, id, against)
+				if err != nil {
+					return err
+				}
+				x.printJSON(d)
+				return nil
+			}
+			text, err := x.c.Diff(ctx, id, against)
+			if err != nil {
+				return err
+			}
+			if color == "always" || (color == "auto" && isTerminal(x.stdout)) {
+				text = colorDiff(text)
+			}
+			_, err = x.stdout.Write(text)
+			return err
+		},
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// colorDiff colours a unified diff as git does: headers bold, hunk
+// headers cyan, removals red, additions green.
+func colorDiff(text []byte) []byte {
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(string(text), "\n") {
+		body := strings.TrimSuffix(line, "\n")
+		nl := line[len(body):]
+		switch {
+		case strings.HasPrefix(body, "diff --git"), strings.HasPrefix(body, "index "),
+			strings.HasPrefix(body, "--- "), strings.HasPrefix(body, "+++ "),
+			strings.HasPrefix(body, "new file"), strings.HasPrefix(body, "deleted file"),
+			strings.HasPrefix(body, "rename "), strings.HasPrefix(body, "similarity "):
+			out.WriteString("\x1b[1m" + body + "\x1b[m" + nl)
+		case strings.HasPrefix(body, "@@"):
+			out.WriteString("\x1b[36m" + body + "\x1b[m" + nl)
+		case strings.HasPrefix(body, "-"):
+			out.WriteString("\x1b[31m" + body + "\x1b[m" + nl)
+		case strings.HasPrefix(body, "+"):
+			out.WriteString("\x1b[32m" + body + "\x1b[m" + nl)
+		default:
+			out.WriteString(line)
+		}
+	}
+	return []byte(out.String())
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +125,28 @@ func testWorkflow(t *testing.T, st store) {
 	for _, want := range []string{"A\tbin/tool.sh", "A\tnotes/todo.md", "A\tsrc/new.go", "M\tsrc/main.go", "D\tempty.txt"} {
 		assert.Contains(t, diff, want)
 	}
+
+	// The diff against the base applies with git apply and names the same
+	// files as git diff between base and checkpoint.
+	patch, err := sc.Diff(ctx, s.ID, "")
+	require.NoError(t, err)
+	checkApply := exec.Command("git", "apply", "--check", "-")
+	checkApply.Dir, checkApply.Stdin = repo, bytes.NewReader(patch)
+	out, err := checkApply.CombinedOutput()
+	require.NoError(t, err, "git apply --check: %s\n%s", out, patch)
+	dj, err := sc.DiffJSON(ctx, s.ID, "base")
+	require.NoError(t, err)
+	assert.Equal(t, cp.Tree, dj.To)
+	var statuses []string
+	for _, f := range dj.Files {
+		statuses = append(statuses, f.Status+" "+f.Path)
+	}
+	assert.Contains(t, statuses, "renamed docs/manual.md")
+	assert.Contains(t, statuses, "added src/new.go")
+	assert.Contains(t, statuses, "deleted empty.txt")
+	empty, err := sc.Diff(ctx, s.ID, "1")
+	require.NoError(t, err)
+	assert.Empty(t, string(empty), "nothing changed since checkpoint 1")
 
 	// Rollback: more changes, then back to the checkpoint exactly.
 	_, err = sc.WriteFile(ctx, s.ID, "scratch.txt", []byte("throwaway\n"), client.WriteOptions{})

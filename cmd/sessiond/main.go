@@ -60,6 +60,7 @@ client (flags: --server URL, --token T, --session ID, --json):
   grep PATTERN [--glob G] [-i]
   log [--after N]
   checkpoint [--label L] [-m MESSAGE] | checkpoint ls
+  diff [--against base|CHECKPOINT] [--color auto|always|never]
   rollback CHECKPOINT
   fork [--checkpoint C] [--agent-id A] [--intent I]
   events [--after N] [--repo R]

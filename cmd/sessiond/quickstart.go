@@ -46,7 +46,7 @@ Paste these into another terminal:
 
   export SESSIOND_SERVER=%[1]s SESSIOND_SESSION=$(%[2]s session new --repo sample --intent "first steps" -q)
   echo "hello from my session" | %[2]s put hello.txt
-  %[2]s ls --modified
+  %[2]s diff
 
 `, url, self)
 	})

@@ -1,0 +1,130 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/session"
+)
+
+// FileDiff is one file of a diff in its JSON form.
+type FileDiff struct {
+	Path       string           `json:"path"`
+	Status     string           `json:"status"`
+	OldPath    string           `json:"old_path,omitempty"`
+	NewPath    string           `json:"new_path,omitempty"`
+	OldMode    string           `json:"old_mode,omitempty"`
+	NewMode    string           `json:"new_mode,omitempty"`
+	OldOID     string           `json:"old_oid,omitempty"`
+	NewOID     string           `json:"new_oid,omitempty"`
+	Similarity int              `json:"similarity,omitempty"`
+	Binary     bool             `json:"binary"`
+	Insertions int              `json:"insertions"`
+	Deletions  int              `json:"deletions"`
+	Hunks      []changeset.Hunk `json:"hunks"`
+}
+
+// Diff is a session's diff in its JSON form.
+type Diff struct {
+	From  string          `json:"from"` // tree ids
+	To    string          `json:"to"`
+	Files []FileDiff      `json:"files"`
+	Stats changeset.Stats `json:"stats"`
+}
+
+func modeText(m gitstore.Mode) string {
+	if m == 0 {
+		return ""
+	}
+	return m.String()
+}
+
+// diff serves GET /v1/sessions/{id}/diff?against=base|<checkpoint>&format=unified|json.
+//
+// The session's current tree is built from its base and the overlay
+// entries the session may read (so the diff never shows what its policy
+// hides); the engine has no accessor for its tree yet.
+func (s *Server) diff(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	format := q.Get("format")
+	if format == "" {
+		format = "unified"
+	}
+	if format != "unified" && format != "json" {
+		return badRequest("format %q: use unified or json", format)
+	}
+	ctx := r.Context()
+	ss, err := s.m.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	repo, err := s.m.GitRepo(ctx, ss.Repo)
+	if err != nil {
+		return err
+	}
+	base, err := repo.Commit(ctx, ss.BaseCommit)
+	if err != nil {
+		return err
+	}
+	entries, err := s.m.ListFiles(ctx, id, session.ListOptions{Recursive: true, OnlyModified: true})
+	if err != nil {
+		return err
+	}
+	changes := make([]gitstore.Change, 0, len(entries))
+	for _, e := range entries {
+		switch e.Status {
+		case overlay.Deleted:
+			changes = append(changes, gitstore.Change{Path: e.Path, Delete: true})
+		case overlay.Added, overlay.Modified:
+			if e.Mode.IsBlob() {
+				changes = append(changes, gitstore.Change{Path: e.Path, Mode: e.Mode, OID: e.OID})
+			}
+		}
+	}
+	to := base.Tree
+	if len(changes) > 0 {
+		if to, err = repo.BuildTree(ctx, base.Tree, changes); err != nil {
+			return err
+		}
+	}
+	from := base.Tree
+	if against := q.Get("against"); against != "" && against != "base" {
+		cp, err := s.m.FindCheckpoint(ctx, id, against)
+		if err != nil {
+			return err
+		}
+		from = cp.Tree
+	}
+	patch, err := changeset.Diff(ctx, repo, from, to, changeset.DiffOptions{}, changeset.PatchOptions{})
+	if err != nil {
+		return err
+	}
+	if format == "unified" {
+		w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(patch.Unified())
+		return nil
+	}
+	out := Diff{From: oidText(from), To: oidText(to), Files: make([]FileDiff, 0, len(patch.Files)), Stats: patch.Stats}
+	for _, f := range patch.Files {
+		fd := FileDiff{
+			Path: f.Path(), Status: string(f.Status), OldPath: f.OldPath, NewPath: f.NewPath,
+			OldMode: modeText(f.OldMode), NewMode: modeText(f.NewMode), OldOID: oidText(f.OldOID), NewOID: oidText(f.NewOID),
+			Similarity: f.Similarity, Binary: f.Binary, Insertions: f.Insertions, Deletions: f.Deletions, Hunks: f.Hunks,
+		}
+		if fd.Hunks == nil {
+			fd.Hunks = []changeset.Hunk{}
+		}
+		out.Files = append(out.Files, fd)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	return json.NewEncoder(w).Encode(out)
+}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -455,5 +454,3 @@ func parseFileMode(text string) (gitstore.Mode, error) {
 	}
 	return m, nil
 }
-
-var _ = errors.Is

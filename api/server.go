@@ -190,14 +190,12 @@ func splitFilesPath(escaped string) (id, p string, ok bool) {
 	}
 	segs := strings.Split(rest, "/")
 	for i, seg := range segs {
-		u, err := url.PathUnescape(seg)
-		if err != nil {
-			u = seg // the path rules reject what is left
-		}
-		segs[i] = u
+		if u, err := url.PathUnescape(seg); err == nil {
+			segs[i] = u
+		} // else the path rules reject the raw segment
 	}
-	if id, err := url.PathUnescape(id); err == nil {
-		return id, strings.Join(segs, "/"), true
+	if u, err := url.PathUnescape(id); err == nil {
+		id = u
 	}
 	return id, strings.Join(segs, "/"), true
 }

@@ -1,0 +1,106 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/session"
+)
+
+func TestMapError(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("context: %w", err) }
+	cases := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{wrap(&overlay.PathError{Rule: overlay.RuleHasDotdot, Path: "a/../b"}), 400, CodeInvalidPath},
+		{wrap(session.ErrInvalid), 400, CodeBadRequest},
+		{wrap(session.ErrForbidden), 403, CodeForbidden},
+		{wrap(session.ErrReadOnly), 403, CodeForbidden},
+		{wrap(session.ErrNotFound), 404, CodeNotFound},
+		{wrap(gitstore.ErrNotFound), 404, CodeNotFound},
+		{wrap(&session.ConflictError{Field: "head", Current: "abc"}), 409, CodeConflict},
+		{wrap(session.ErrDuplicate), 409, CodeConflict},
+		{wrap(session.ErrSessionClosed), 409, CodeSessionClosed},
+		{wrap(&session.PreconditionError{Path: "x", Current: "abc"}), 412, CodePreconditionFailed},
+		{wrap(session.ErrTooLarge), 413, CodeTooLarge},
+		{wrap(&http.MaxBytesError{Limit: 10}), 413, CodeTooLarge},
+		{wrap(session.ErrUnavailable), 503, CodeUnavailable},
+		{errors.New("disk on fire"), 500, CodeInternal},
+	}
+	for _, tc := range cases {
+		e := mapError(tc.err)
+		assert.Equal(t, tc.status, e.Status, "%v", tc.err)
+		assert.Equal(t, tc.code, e.Code, "%v", tc.err)
+	}
+	e := mapError(wrap(&overlay.PathError{Rule: overlay.RuleHasDotdot, Path: "a/../b"}))
+	assert.Equal(t, "hasDotdot", e.Details["rule"])
+	assert.Equal(t, "a/../b", e.Details["path"])
+	assert.Equal(t, "abc", mapError(&session.ConflictError{Field: "head", Current: "abc"}).Details["current_head"])
+	assert.Equal(t, "internal error", mapError(errors.New("secret detail")).Message, "internal errors keep their text out of the answer")
+}
+
+// TestEventStream checks heartbeats and that a stream is cleaned up when
+// its client goes away.
+func TestEventStream(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, err := db.OpenSQLiteDir(ctx, dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	m := session.NewManager(session.Config{Store: st, DataDir: dir})
+	t.Cleanup(func() { m.Close() })
+	_, err = m.RegisterRepo(ctx, "r", testrepo.Build(t, "small"))
+	require.NoError(t, err)
+	s, err := m.Create(ctx, session.CreateOptions{Repo: "r"})
+	require.NoError(t, err)
+	srv := httptest.NewServer(New(Config{Manager: m, Heartbeat: 20 * time.Millisecond}))
+	t.Cleanup(srv.Close)
+
+	streams := func() string {
+		resp, err := http.Get(srv.URL + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "sessiond_event_streams ") {
+				return strings.TrimPrefix(l, "sessiond_event_streams ")
+			}
+		}
+		return ""
+	}
+
+	sctx, cancel := context.WithCancel(ctx)
+	req, _ := http.NewRequestWithContext(sctx, "GET", srv.URL+"/v1/sessions/"+s.ID.String()+"/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	r := bufio.NewReader(resp.Body)
+	var sawEvent, sawHeartbeat bool
+	for !sawEvent || !sawHeartbeat {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		sawEvent = sawEvent || strings.HasPrefix(line, "event: session.state")
+		sawHeartbeat = sawHeartbeat || strings.HasPrefix(line, ": heartbeat")
+	}
+	assert.Equal(t, "1", streams())
+	cancel()
+	resp.Body.Close()
+	assert.Eventually(t, func() bool { return streams() == "0" }, 5*time.Second, 20*time.Millisecond)
+}

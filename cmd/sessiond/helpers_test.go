@@ -259,7 +259,6 @@ func git(t testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b

@@ -488,3 +488,21 @@ func TestDiffTreesMatchesGit(t *testing.T) {
 		assert.Equal(t, want, got, pair)
 	}
 }
+
+func TestRemoveStaleLocks(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	r := open(t, dir)
+	ctx := t.Context()
+	main := oid(t, testrepo.Git(t, dir, "rev-parse", "main"))
+	require.NoError(t, r.UpdateRef(ctx, "refs/sessions/s1/head", main, gitstore.ZeroOID))
+	lock := filepath.Join(dir, ".git/refs/sessions/s1/head.lock")
+	require.NoError(t, os.WriteFile(lock, nil, 0o644))
+	branchLock := filepath.Join(dir, ".git/refs/heads/main.lock")
+	require.NoError(t, os.WriteFile(branchLock, nil, 0o644))
+	n, err := r.RemoveStaleLocks("refs/sessions/s1")
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.NoFileExists(t, lock)
+	assert.FileExists(t, branchLock, "only locks under the prefix go")
+	require.NoError(t, r.UpdateRef(ctx, "refs/sessions/s1/head", gitstore.ZeroOID, main))
+}

@@ -433,3 +433,32 @@ func (r *Repo) resolveShort(ctx context.Context, prefix string) (OID, error) {
 	}
 	return OID{}, fmt.Errorf("resolve revision %q: %d objects match: %w", prefix, len(found), ErrAmbiguous)
 }
+
+// RemoveStaleLocks deletes the lock files of refs under prefix (a
+// directory of refs such as "refs/sessions/<id>/") and returns how many it
+// removed. Only for refs this process alone writes: a lock found there
+// when the owner starts was left by a crash (git never breaks a lock; a
+// person must). Branch refs must never be unlocked this way.
+func (r *Repo) RemoveStaleLocks(prefix RefName) (int, error) {
+	if err := ValidateRefName(RefName(strings.TrimSuffix(string(prefix), "/"))); err != nil {
+		return 0, err
+	}
+	root := r.refPath(prefix)
+	n := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".lock") {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

@@ -1,8 +1,10 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/google/uuid"
@@ -107,10 +109,13 @@ func (e *env) view(id uuid.UUID) map[string]string {
 	return out
 }
 
-// treeFiles returns every file of a tree as git sees it: path → content.
+// treeFiles returns every file of a tree as git sees it: path → content,
+// with two git processes (ls-tree, then one cat-file --batch).
 func (e *env) treeFiles(tree gitstore.OID) map[string]string {
 	e.t.Helper()
 	out := map[string]string{}
+	var paths []string
+	var req bytes.Buffer
 	list := testrepo.GitRaw(e.t, e.repoDir, nil, "ls-tree", "-r", "-z", tree.String())
 	for _, line := range splitZ(list) {
 		meta, p, _ := cut(line, "\t")
@@ -118,7 +123,19 @@ func (e *env) treeFiles(tree gitstore.OID) map[string]string {
 		if f[1] != "blob" {
 			continue
 		}
-		out[p] = string(testrepo.GitRaw(e.t, e.repoDir, nil, "cat-file", "blob", f[2]))
+		paths = append(paths, p)
+		req.WriteString(f[2] + "\n")
+	}
+	if len(paths) == 0 {
+		return out
+	}
+	batch := testrepo.GitRaw(e.t, e.repoDir, req.Bytes(), "cat-file", "--batch")
+	for _, p := range paths {
+		hdr, rest, _ := bytes.Cut(batch, []byte("\n"))
+		size, err := strconv.Atoi(fields(string(hdr))[2])
+		require.NoError(e.t, err)
+		out[p] = string(rest[:size])
+		batch = rest[size+1:]
 	}
 	return out
 }

@@ -1,6 +1,9 @@
 package session_test
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 func splitZ(b []byte) []string {
 	var out []string
@@ -14,3 +17,5 @@ func splitZ(b []byte) []string {
 
 func cut(s, sep string) (string, string, bool) { return strings.Cut(s, sep) }
 func fields(s string) []string                 { return strings.Fields(s) }
+
+func slicesSort(s []string) { sort.Strings(s) }

@@ -246,6 +246,11 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	ls.meta.Seq = rec.Seq
 	ls.meta.LastActiveAt = now
 	m.events.notify()
+	changes := make([]change, len(rec.Paths))
+	for i, p := range rec.Paths {
+		changes[i] = change{path: p, old: rec.Old[i], new: rec.New[i], deleted: rec.New[i].IsZero()}
+	}
+	m.observeMutation(ctx, ls, rec, changes)
 	return rec, nil
 }
 

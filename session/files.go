@@ -253,7 +253,7 @@ func (m *Manager) put(ctx context.Context, ls *live, mu *mutation, p string, con
 	case err != nil && !errors.Is(err, overlay.ErrNotFound):
 		return err
 	case exists && cur.IsDir():
-		return fmt.Errorf("write %q: %w: %w", p, ErrInvalid, overlay.ErrIsDir)
+		return &overlay.PathError{Rule: overlay.RuleFileDirectoryCollision, Path: p, Message: "a directory is there"}
 	}
 	if opts.IfNoneMatch && exists {
 		return &PreconditionError{Path: p, Current: cur.OID.String()}

@@ -340,6 +340,7 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 		ls.meta.ExpiresAt = expires
 	}
 	m.events.notify()
+	m.observeMutation(ctx, ls, rec, changes)
 	return rec, changes, nil
 }
 

@@ -49,6 +49,8 @@ type Config struct {
 	Now func() time.Time
 	// AllowCaseCollisions turns off the caseCollision path rule.
 	AllowCaseCollisions bool
+	// Observers learn of every committed mutation and closed session.
+	Observers []Observer
 }
 
 // Manager is the session engine. It is safe for concurrent use: many
@@ -61,6 +63,8 @@ type Manager struct {
 	now     func() time.Time
 	ovOpts  overlay.Options
 	events  *broker
+	// observers is fixed at construction.
+	observers []Observer
 
 	mu    sync.Mutex // guards repos and live
 	repos map[string]*gitstore.Repo
@@ -75,14 +79,15 @@ func NewManager(cfg Config) *Manager {
 		now = time.Now
 	}
 	return &Manager{
-		store:   cfg.Store,
-		dataDir: cfg.DataDir,
-		limits:  cfg.Limits,
-		now:     func() time.Time { return now().UTC().Truncate(time.Microsecond) },
-		ovOpts:  overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions},
-		events:  newBroker(),
-		repos:   make(map[string]*gitstore.Repo),
-		live:    make(map[uuid.UUID]*live),
+		store:     cfg.Store,
+		dataDir:   cfg.DataDir,
+		limits:    cfg.Limits,
+		now:       func() time.Time { return now().UTC().Truncate(time.Microsecond) },
+		ovOpts:    overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions},
+		events:    newBroker(),
+		observers: cfg.Observers,
+		repos:     make(map[string]*gitstore.Repo),
+		live:      make(map[uuid.UUID]*live),
 	}
 }
 
@@ -299,7 +304,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 		return Session{}, err
 	}
 	baseBranch := ""
-	if refs, err := r.ListRefs(ctx, "refs/heads/"+base); err == nil && len(refs) == 1 && refs[0].Name == gitstore.BranchRef(base) {
+	if id, err := r.ReadRef(ctx, gitstore.BranchRef(base)); err == nil && id == commit && !strings.HasPrefix(base, "refs/") {
 		baseBranch = base
 	} else if b, _ := strings.CutPrefix(base, "refs/heads/"); b != base {
 		baseBranch = b
@@ -442,6 +447,9 @@ func (m *Manager) setState(ctx context.Context, ls *live, to State) error {
 	ls.meta.State = to
 	ls.meta.LastActiveAt = now
 	m.events.notify()
+	if to.Terminal() {
+		m.observeClosed(ctx, ls.meta)
+	}
 	if to.Terminal() && to != StateAccepted {
 		// Nothing reads this overlay any more: let gc have what only it
 		// kept. Best effort; the base and checkpoints stay pinned.

@@ -86,7 +86,7 @@ func TestBadInput(t *testing.T) {
 		{name: "invalid UTF-8", method: "PUT", path: files(sid, "a%FFb"), status: 400, code: "invalid_path", rule: "badPathChar"},
 		{name: "long component", method: "PUT", path: files(sid, long), status: 400, code: "invalid_path", rule: "largePathname"},
 		{name: "write below a file", method: "PUT", path: files(sid, "README.md/x"), status: 400, code: "invalid_path", rule: "fileDirectoryCollision"},
-		{name: "file over a directory", method: "PUT", path: files(sid, "src"), status: 400, code: "bad_request"},
+		{name: "file over a directory", method: "PUT", path: files(sid, "src"), status: 400, code: "invalid_path", rule: "fileDirectoryCollision"},
 		{name: "bad mode", method: "PUT", path: files(sid, "m.txt"), headers: map[string]string{"X-Sessiond-Mode": "100600"}, status: 400, code: "invalid_path", rule: "badFilemode"},
 		{name: "gitlink mode", method: "PUT", path: files(sid, "m.txt"), headers: map[string]string{"X-Sessiond-Mode": "160000"}, status: 400, code: "invalid_path", rule: "badFilemode"},
 		{name: "gitmodules symlink", method: "PUT", path: files(sid, ".gitmodules"), headers: map[string]string{"X-Sessiond-Mode": "120000"}, body: []byte("target"), status: 400, code: "invalid_path", rule: "gitmodulesSymlink"},

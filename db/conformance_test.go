@@ -212,6 +212,15 @@ func testSessionHeadCAS(t *testing.T, _ backend, s session.Store) {
 	require.NoError(t, err)
 	assert.Equal(t, oid(4), got.Head)
 	assert.ErrorIs(t, s.SetSessionHead(ctx, uuid.New(), oid(1), oid(2)), session.ErrNotFound)
+
+	// The base moves the same way (rebase).
+	base := got.BaseCommit
+	require.NoError(t, s.SetSessionBase(ctx, ss.ID, base, oid(5)))
+	assertConflict(t, s.SetSessionBase(ctx, ss.ID, base, oid(6)), "base", oid(5).String())
+	got, err = s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, oid(5), got.BaseCommit)
+	assert.ErrorIs(t, s.SetSessionBase(ctx, uuid.New(), oid(1), oid(2)), session.ErrNotFound)
 }
 
 func testTouch(t *testing.T, _ backend, s session.Store) {

@@ -383,6 +383,22 @@ func (s *store) SetSessionHead(ctx context.Context, id uuid.UUID, old, new gitst
 	return nil
 }
 
+func (s *store) SetSessionBase(ctx context.Context, id uuid.UUID, old, new gitstore.OID) error {
+	n, err := s.r.exec(ctx, `UPDATE sessions SET base_commit = $3 WHERE id = $1 AND COALESCE(base_commit, '') = $2`,
+		id.String(), oidText(old), oidArg(new))
+	if err != nil {
+		return fmt.Errorf("session %s base: %w", id, err)
+	}
+	if n == 0 {
+		ss, err := s.GetSession(ctx, id)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("session %s base: %w", id, &session.ConflictError{Field: "base", Current: oidText(ss.BaseCommit)})
+	}
+	return nil
+}
+
 func (s *store) headConflict(ctx context.Context, id uuid.UUID) error {
 	ss, err := s.GetSession(ctx, id)
 	if err != nil {

@@ -174,7 +174,7 @@ func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string)
 		return Checkpoint{}, Mutation{}, err
 	}
 	defer ls.mu.Unlock()
-	rec, err := m.replaceOverlay(ctx, ls, OpRollback, actorOf(ls, actor), cp.Tree)
+	rec, err := m.replaceOverlay(ctx, ls, OpRollback, actorOf(ls, actor), cp.Tree, nil)
 	if err != nil {
 		return Checkpoint{}, Mutation{}, err
 	}
@@ -182,22 +182,41 @@ func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string)
 	return next, rec, err
 }
 
+// newBase is where a rebase moves a session: a commit and its tree.
+type newBase struct {
+	commit, tree gitstore.OID
+}
+
 // replaceOverlay makes the session's view equal to tree target, as one
-// mutation op; ls.mu must be held.
-func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor string, target gitstore.OID) (Mutation, error) {
+// mutation op; with nb the session's base moves too (rebase). ls.mu must
+// be held.
+func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor string, target gitstore.OID, nb *newBase) (Mutation, error) {
 	if err := m.checkWritable(ctx, ls); err != nil {
 		return Mutation{}, err
 	}
-	ov, err := m.overlayFromTree(ctx, ls.repo, ls.ov.Base(), ls.baseTree, target)
+	baseView, baseTree := ls.ov.Base(), ls.baseTree
+	if nb != nil {
+		baseView, baseTree = ls.repo.View(nb.tree), nb.tree
+	}
+	ov, err := m.overlayFromTree(ctx, ls.repo, baseView, baseTree, target)
 	if err != nil {
 		return Mutation{}, err
 	}
-	tree, err := ov.BuildTree(ctx, ls.repo, ls.baseTree)
+	tree, err := ov.BuildTree(ctx, ls.repo, baseTree)
 	if err != nil {
 		return Mutation{}, err
 	}
 	if tree != target {
 		return Mutation{}, fmt.Errorf("replace overlay: rebuilt tree %s, want %s", tree, target)
+	}
+	if ov.Len() > m.limits.MaxEntries {
+		return Mutation{}, fmt.Errorf("%w: %d overlay entries, the limit is %d", ErrTooLarge, ov.Len(), m.limits.MaxEntries)
+	}
+	if nb != nil {
+		// The new base is pinned before the store points at it.
+		if err := setRef(ctx, ls.repo, baseRef(ls.meta.ID), nb.commit); err != nil {
+			return Mutation{}, fmt.Errorf("pin base: %w", err)
+		}
 	}
 	var paths []string
 	var olds, news []gitstore.OID
@@ -225,6 +244,11 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	}
 	err = m.store.InTx(ctx, func(tx Tx) error {
 		var err error
+		if nb != nil {
+			if err := tx.SetSessionBase(ctx, ls.meta.ID, ls.meta.BaseCommit, nb.commit); err != nil {
+				return err
+			}
+		}
 		if rec, err = tx.ReplaceOverlay(ctx, rec, entries); err != nil {
 			return err
 		}
@@ -243,6 +267,9 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 		return Mutation{}, fmt.Errorf("record %s: %w", op, err)
 	}
 	ls.ov, ls.tree = ov, tree
+	if nb != nil {
+		ls.baseTree, ls.meta.BaseCommit = nb.tree, nb.commit
+	}
 	ls.meta.Seq = rec.Seq
 	ls.meta.LastActiveAt = now
 	m.events.notify()

@@ -3,6 +3,7 @@ package session_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -138,4 +139,11 @@ func (e *env) treeFiles(tree gitstore.OID) map[string]string {
 		batch = rest[size+1:]
 	}
 	return out
+}
+
+// writeWorkFile writes a file in the fixture's work tree (for commits made
+// with the git CLI).
+func writeWorkFile(t testing.TB, e *env, p, content string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(e.repoDir, p), []byte(content), 0o644))
 }

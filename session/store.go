@@ -57,6 +57,9 @@ type Tx interface {
 	// SetSessionHead moves the session head from old to new by
 	// compare-and-swap; a *ConflictError carries the current head.
 	SetSessionHead(ctx context.Context, id uuid.UUID, old, new gitstore.OID) error
+	// SetSessionBase moves the session's base commit from old to new by
+	// compare-and-swap (rebase); a *ConflictError carries the current base.
+	SetSessionBase(ctx context.Context, id uuid.UUID, old, new gitstore.OID) error
 	// TouchSession sets last_active_at (never backwards) and, when
 	// expiresAt is not zero, expires_at.
 	TouchSession(ctx context.Context, id uuid.UUID, at, expiresAt time.Time) error

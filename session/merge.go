@@ -1,0 +1,89 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/gitstore"
+)
+
+// Rebase moves the session onto a new base (a branch, tag or commit,
+// usually its branch after it moved): its changes are re-applied on the
+// new base by three-way merge and the overlay becomes that result. A
+// conflict returns a *changeset.ConflictError and changes nothing.
+func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) (Session, Mutation, error) {
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return Session{}, Mutation{}, err
+	}
+	defer ls.mu.Unlock()
+	if err := m.checkWritable(ctx, ls); err != nil {
+		return Session{}, Mutation{}, err
+	}
+	if onto == "" {
+		onto = ls.meta.BaseRef
+	}
+	if onto == "" {
+		return Session{}, Mutation{}, fmt.Errorf("%w: the session has no base branch; say where to rebase onto", ErrInvalid)
+	}
+	commit, err := ls.repo.ResolveRevision(ctx, onto)
+	if err != nil {
+		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
+			return Session{}, Mutation{}, fmt.Errorf("%w: rebase onto %q: %v", ErrInvalid, onto, err)
+		}
+		return Session{}, Mutation{}, err
+	}
+	c, err := ls.repo.Commit(ctx, commit)
+	if err != nil {
+		return Session{}, Mutation{}, err
+	}
+	res, err := changeset.Rebase(ctx, ls.repo, ls.baseTree, ls.tree, c.Tree, changeset.MergeOptions{OursLabel: onto, TheirsLabel: "session " + id.String()[:8], Render: true})
+	if err != nil {
+		return Session{}, Mutation{}, err
+	}
+	rec, err := m.replaceOverlay(ctx, ls, OpRebase, actorOf(ls, actor), res.Tree, &newBase{commit: commit, tree: c.Tree})
+	if err != nil {
+		return Session{}, Mutation{}, err
+	}
+	return ls.meta, rec, nil
+}
+
+// MergeFrom brings another session's changes (its view against its own
+// base) into this session's overlay by three-way merge. A conflict returns
+// a *changeset.ConflictError and changes nothing. The other session is
+// read as it is at the start; it is not changed.
+func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor string) (Mutation, error) {
+	if id == from {
+		return Mutation{}, fmt.Errorf("%w: a session cannot merge itself", ErrInvalid)
+	}
+	theirs, theirBase, err := m.Tree(ctx, from)
+	if err != nil {
+		return Mutation{}, err
+	}
+	src, err := m.store.GetSession(ctx, from)
+	if err != nil {
+		return Mutation{}, err
+	}
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return Mutation{}, err
+	}
+	defer ls.mu.Unlock()
+	if src.Repo != ls.meta.Repo {
+		return Mutation{}, fmt.Errorf("%w: session %s is on repository %q, not %q", ErrInvalid, from, src.Repo, ls.meta.Repo)
+	}
+	if err := m.checkWritable(ctx, ls); err != nil {
+		return Mutation{}, err
+	}
+	res, err := changeset.Merge(ctx, ls.repo, theirBase, ls.tree, theirs, changeset.MergeOptions{
+		OursLabel: "session " + id.String()[:8], TheirsLabel: "session " + from.String()[:8], Render: true,
+	})
+	if err != nil {
+		return Mutation{}, err
+	}
+	return m.replaceOverlay(ctx, ls, OpMerge, actorOf(ls, actor), res.Tree, nil)
+}

@@ -44,6 +44,8 @@ func TestConformance(t *testing.T) {
 		{"Changesets", testChangesets},
 		{"Reviews", testReviews},
 		{"Layers", testLayers},
+		{"ReviseChangeset", testReviseChangeset},
+		{"RepoPolicy", testRepoPolicy},
 		{"Events", testEvents},
 		{"InTx", testInTx},
 		{"CASRace", testCASRace},
@@ -561,6 +563,57 @@ func testReviews(t *testing.T, _ backend, s session.Store) {
 	list, err = s.ListReviews(ctx, uuid.New())
 	require.NoError(t, err)
 	assert.Empty(t, list)
+}
+
+func testReviseChangeset(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+	c := mkChangeset(t, s, ss, func(c *session.Changeset) {
+		c.Revision = 1
+		c.ReadSet = map[string]gitstore.OID{"a.txt": oid(1), "dir/b": oid(2)}
+	})
+	got, err := s.GetChangeset(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Equal(t, c, got, "the read set round-trips")
+	_, err = s.AddReview(ctx, session.Review{Changeset: c.ID, Verdict: session.VerdictApprove, Author: "a", Revision: 1, CreatedAt: t0})
+	require.NoError(t, err)
+
+	next := c
+	next.HeadCommit, next.BaseCommit, next.Intent, next.TargetBranch = oid(32), oid(33), "again", "dev"
+	next.Revision, next.ReadSet, next.Status, next.UpdatedAt = 2, nil, session.ChangesetOpen, t0.Add(time.Minute)
+	require.NoError(t, s.ReviseChangeset(ctx, next, c.HeadCommit))
+	got, err = s.GetChangeset(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Equal(t, next, got)
+	reviews, err := s.ListReviews(ctx, c.ID)
+	require.NoError(t, err)
+	require.Len(t, reviews, 1, "reviews stay")
+	assert.Equal(t, 1, reviews[0].Revision)
+
+	assertConflict(t, s.ReviseChangeset(ctx, next, c.HeadCommit), "head", oid(32).String())
+	require.NoError(t, s.SetChangesetStatus(ctx, c.ID, session.ChangesetOpen, session.ChangesetAccepted, oid(34), t0))
+	assertConflict(t, s.ReviseChangeset(ctx, next, next.HeadCommit), "status", "accepted")
+	next.ID = uuid.New()
+	assert.ErrorIs(t, s.ReviseChangeset(ctx, next, oid(32)), session.ErrNotFound)
+}
+
+func testRepoPolicy(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	_, err := s.GetRepoPolicy(ctx, "r")
+	assert.ErrorIs(t, err, session.ErrNotFound)
+	p := session.RepoPolicy{Repo: "r", RequiredApprovals: 2, AllowCheckedOut: true}
+	require.NoError(t, s.SetRepoPolicy(ctx, p))
+	got, err := s.GetRepoPolicy(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, p, got)
+	p = session.RepoPolicy{Repo: "r", RefuseStaleReads: true}
+	require.NoError(t, s.SetRepoPolicy(ctx, p))
+	got, err = s.GetRepoPolicy(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, p, got, "a second set replaces")
+	assert.ErrorIs(t, s.SetRepoPolicy(ctx, session.RepoPolicy{Repo: "nope"}), session.ErrNotFound)
 }
 
 func testLayers(t *testing.T, _ backend, s session.Store) {

@@ -743,7 +743,15 @@ func (s *store) ListCheckpoints(ctx context.Context, id uuid.UUID) ([]session.Ch
 // Changesets and reviews.
 
 const changesetCols = `id, session_id, repo, target_branch, intent, status, base_commit, head_commit,
-	accepted_commit, agent_id, created_at, updated_at`
+	accepted_commit, agent_id, created_at, updated_at, revision, read_set`
+
+// readSetArg encodes a read set as JSON: path → hex blob id.
+func readSetArg(rs map[string]gitstore.OID) (string, error) {
+	if rs == nil {
+		rs = map[string]gitstore.OID{}
+	}
+	return jsonArg(rs)
+}
 
 func (s *store) CreateChangeset(ctx context.Context, c session.Changeset) error {
 	if c.Status == "" {
@@ -752,11 +760,15 @@ func (s *store) CreateChangeset(ctx context.Context, c session.Changeset) error 
 	if c.UpdatedAt.IsZero() {
 		c.UpdatedAt = c.CreatedAt
 	}
-	_, err := s.r.exec(ctx, `INSERT INTO changesets (`+changesetCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+	reads, err := readSetArg(c.ReadSet)
+	if err != nil {
+		return err
+	}
+	_, err = s.r.exec(ctx, `INSERT INTO changesets (`+changesetCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		c.ID.String(), c.Session.String(), c.Repo, c.TargetBranch, c.Intent, string(c.Status),
 		oidArg(c.BaseCommit), oidArg(c.HeadCommit), oidArg(c.AcceptedCommit), c.AgentID,
-		timeArg(c.CreatedAt), timeArg(c.UpdatedAt))
+		timeArg(c.CreatedAt), timeArg(c.UpdatedAt), c.Revision, reads)
 	if err != nil {
 		return fmt.Errorf("create changeset %s: %w", c.ID, err)
 	}
@@ -767,12 +779,46 @@ func scanChangeset(sc scanner) (session.Changeset, error) {
 	var (
 		c      session.Changeset
 		status string
+		reads  string
 	)
 	err := sc.Scan(uuidCol{&c.ID}, uuidCol{&c.Session}, &c.Repo, &c.TargetBranch, &c.Intent, &status,
 		oidCol{&c.BaseCommit}, oidCol{&c.HeadCommit}, oidCol{&c.AcceptedCommit}, &c.AgentID,
-		timeCol{&c.CreatedAt}, timeCol{&c.UpdatedAt})
+		timeCol{&c.CreatedAt}, timeCol{&c.UpdatedAt}, &c.Revision, textCol{&reads})
 	c.Status = session.ChangesetStatus(status)
+	if err == nil && reads != "" && reads != "{}" {
+		if err := json.Unmarshal([]byte(reads), &c.ReadSet); err != nil {
+			return c, fmt.Errorf("db: changeset %s read set: %w", c.ID, err)
+		}
+	}
 	return c, err
+}
+
+func (s *store) ReviseChangeset(ctx context.Context, c session.Changeset, oldHead gitstore.OID) error {
+	reads, err := readSetArg(c.ReadSet)
+	if err != nil {
+		return err
+	}
+	n, err := s.r.exec(ctx, `UPDATE changesets SET head_commit = $3, base_commit = $4, intent = $5,
+		target_branch = $6, revision = $7, read_set = $8, status = $9, updated_at = $10
+		WHERE id = $1 AND COALESCE(head_commit, '') = $2 AND status NOT IN ('accepted', 'undone')`,
+		c.ID.String(), oidText(oldHead), oidArg(c.HeadCommit), oidArg(c.BaseCommit), c.Intent,
+		c.TargetBranch, c.Revision, reads, string(c.Status), timeArg(c.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("revise changeset %s: %w", c.ID, err)
+	}
+	if n == 0 {
+		cur, err := s.GetChangeset(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		current := oidText(cur.HeadCommit)
+		if cur.Status == session.ChangesetAccepted || cur.Status == session.ChangesetUndone {
+			return fmt.Errorf("revise changeset %s: it is %s: %w", c.ID, cur.Status,
+				&session.ConflictError{Field: "status", Current: string(cur.Status)})
+		}
+		return fmt.Errorf("revise changeset %s: %w", c.ID, &session.ConflictError{Field: "head", Current: current})
+	}
+	return nil
 }
 
 func (s *store) GetChangeset(ctx context.Context, id uuid.UUID) (session.Changeset, error) {
@@ -829,9 +875,9 @@ func (s *store) AddReview(ctx context.Context, r session.Review) (session.Review
 		r.ID = uuid.New()
 	}
 	err := s.atomic(ctx, func(t *store) error {
-		_, err := t.r.exec(ctx, `INSERT INTO reviews (id, changeset_id, verdict, body, author, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`,
-			r.ID.String(), r.Changeset.String(), string(r.Verdict), r.Body, r.Author, timeArg(r.CreatedAt))
+		_, err := t.r.exec(ctx, `INSERT INTO reviews (id, changeset_id, verdict, body, author, created_at, revision)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			r.ID.String(), r.Changeset.String(), string(r.Verdict), r.Body, r.Author, timeArg(r.CreatedAt), r.Revision)
 		if err != nil {
 			return fmt.Errorf("changeset %s review: %w", r.Changeset, err)
 		}
@@ -852,7 +898,7 @@ func (s *store) AddReview(ctx context.Context, r session.Review) (session.Review
 }
 
 func (s *store) ListReviews(ctx context.Context, changeset uuid.UUID) ([]session.Review, error) {
-	rs, err := s.r.query(ctx, `SELECT id, changeset_id, verdict, body, author, created_at
+	rs, err := s.r.query(ctx, `SELECT id, changeset_id, verdict, body, author, created_at, revision
 		FROM reviews WHERE changeset_id = $1 ORDER BY created_at, id`, changeset.String())
 	if err != nil {
 		return nil, fmt.Errorf("changeset %s reviews: %w", changeset, err)
@@ -862,7 +908,7 @@ func (s *store) ListReviews(ctx context.Context, changeset uuid.UUID) ([]session
 			r       session.Review
 			verdict string
 		)
-		err := sc.Scan(uuidCol{&r.ID}, uuidCol{&r.Changeset}, &verdict, &r.Body, &r.Author, timeCol{&r.CreatedAt})
+		err := sc.Scan(uuidCol{&r.ID}, uuidCol{&r.Changeset}, &verdict, &r.Body, &r.Author, timeCol{&r.CreatedAt}, &r.Revision)
 		r.Verdict = session.Verdict(verdict)
 		return r, err
 	})
@@ -959,6 +1005,38 @@ func (s *store) UndoLayer(ctx context.Context, changeset uuid.UUID, revert gitst
 		return fmt.Errorf("undo layer %s: %w", changeset, &session.ConflictError{Field: "state", Current: state})
 	}
 	return nil
+}
+
+// Repository policies.
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *store) SetRepoPolicy(ctx context.Context, p session.RepoPolicy) error {
+	_, err := s.r.exec(ctx, `INSERT INTO repo_policies (repo, required_approvals, allow_checked_out, refuse_stale_reads)
+		VALUES ($1, $2, $3, $4) ON CONFLICT (repo) DO UPDATE SET required_approvals = excluded.required_approvals,
+		allow_checked_out = excluded.allow_checked_out, refuse_stale_reads = excluded.refuse_stale_reads`,
+		p.Repo, p.RequiredApprovals, boolInt(p.AllowCheckedOut), boolInt(p.RefuseStaleReads))
+	if err != nil {
+		return fmt.Errorf("policy of repository %q: %w", p.Repo, err)
+	}
+	return nil
+}
+
+func (s *store) GetRepoPolicy(ctx context.Context, repo string) (session.RepoPolicy, error) {
+	p := session.RepoPolicy{Repo: repo}
+	var allow, refuse int
+	err := s.r.queryRow(ctx, `SELECT required_approvals, allow_checked_out, refuse_stale_reads
+		FROM repo_policies WHERE repo = $1`, repo).Scan(&p.RequiredApprovals, &allow, &refuse)
+	if err != nil {
+		return session.RepoPolicy{}, fmt.Errorf("policy of repository %q: %w", repo, err)
+	}
+	p.AllowCheckedOut, p.RefuseStaleReads = allow != 0, refuse != 0
+	return p, nil
 }
 
 // Events.

@@ -102,6 +102,12 @@ type Tx interface {
 	// compare-and-swap; a non-zero accepted sets AcceptedCommit. A
 	// *ConflictError carries the current status.
 	SetChangesetStatus(ctx context.Context, id uuid.UUID, from, to ChangesetStatus, accepted gitstore.OID, at time.Time) error
+	// ReviseChangeset replaces what a changeset puts under review (head,
+	// base, intent, target branch, revision, read set, status, UpdatedAt)
+	// by compare-and-swap on its head commit: a *ConflictError (Field
+	// "head") when the head is not oldHead or the changeset is accepted or
+	// undone. Its reviews stay.
+	ReviseChangeset(ctx context.Context, c Changeset, oldHead gitstore.OID) error
 	// AddReview records a review with its line comments. A zero r.ID gets a
 	// new UUID.
 	AddReview(ctx context.Context, r Review) (Review, error)
@@ -117,6 +123,13 @@ type Tx interface {
 	// UndoLayer marks the changeset's layer undone by compare-and-swap from
 	// accepted; a *ConflictError when it is already undone.
 	UndoLayer(ctx context.Context, changeset uuid.UUID, revert gitstore.OID, at time.Time) error
+
+	// SetRepoPolicy creates or replaces a repository's accept policy;
+	// ErrNotFound when the repository does not exist.
+	SetRepoPolicy(ctx context.Context, p RepoPolicy) error
+	// GetRepoPolicy returns a repository's accept policy; ErrNotFound when
+	// none was set.
+	GetRepoPolicy(ctx context.Context, repo string) (RepoPolicy, error)
 
 	// AppendEvent assigns the next event id and records e. Ids increase in
 	// commit order, so a reader resuming after id n never misses an event
@@ -314,8 +327,14 @@ type Changeset struct {
 	// AcceptedCommit is the commit on the target branch, once accepted.
 	AcceptedCommit gitstore.OID
 	AgentID        string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Revision counts the submissions of the session this changeset
+	// carries: 1 at first, one more each time it is submitted again.
+	Revision int
+	// ReadSet is the base blob id of every base file the session had read
+	// when it was (last) submitted; nil for none.
+	ReadSet   map[string]gitstore.OID
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // ChangesetFilter selects changesets; zero fields match everything.
@@ -345,6 +364,8 @@ type Review struct {
 	Body      string
 	Author    string
 	Comments  []LineComment
+	// Revision is the changeset revision the review looked at.
+	Revision  int
 	CreatedAt time.Time
 }
 
@@ -353,6 +374,22 @@ type LineComment struct {
 	Path string
 	Line int
 	Body string
+}
+
+// RepoPolicy is a repository's accept policy. A repository without one
+// uses the Manager's ChangesetConfig.
+type RepoPolicy struct {
+	Repo string
+	// RequiredApprovals is how many distinct approvals (on the current
+	// revision, none outstanding against) an accept needs; 0: none.
+	RequiredApprovals int
+	// AllowCheckedOut lets an accept move the branch a non-bare
+	// repository has checked out (its work tree is not updated), as git's
+	// receive.denyCurrentBranch=ignore.
+	AllowCheckedOut bool
+	// RefuseStaleReads makes an accept fail when a file the session read
+	// changed on the branch since its base, instead of only reporting it.
+	RefuseStaleReads bool
 }
 
 // LayerState says whether a layer is on its branch or was undone.

@@ -16,8 +16,10 @@ import (
 // Rules: paths are slash-separated with no empty components; each path
 // appears once; a put at P together with a change below P, or a change
 // below a path that is a file and is neither deleted nor replaced, fails
-// with ErrCollision; modes are canonicalized and must be a blob mode or a
-// gitlink. A directory left empty disappears, as in git.
+// with ErrCollision; modes are canonicalized and must be a blob mode, a
+// gitlink, or ModeDir to put a whole subtree by its tree id (which the
+// caller vouches for: it may be queued in the same batch). A directory
+// left empty disappears, as in git.
 func (b *Batch) BuildTree(ctx context.Context, base OID, changes []Change) (OID, error) {
 	root := &buildNode{}
 	for i := range changes {
@@ -27,8 +29,11 @@ func (b *Batch) BuildTree(ctx context.Context, base OID, changes []Change) (OID,
 		}
 		if !c.Delete {
 			m := c.Mode.Canonical()
-			if !m.IsBlob() && m != ModeGitlink {
+			if !m.IsBlob() && m != ModeGitlink && m != ModeDir {
 				return OID{}, fmt.Errorf("build tree: %q: %w %s", c.Path, ErrInvalidMode, c.Mode)
+			}
+			if c.OID.IsZero() {
+				return OID{}, fmt.Errorf("build tree: %q: no object id", c.Path)
 			}
 		}
 		n := root

@@ -271,11 +271,12 @@ func TestBuildTreeCollisionsAndEdgeCases(t *testing.T) {
 	del := func(p string) gitstore.Change { return gitstore.Change{Path: p, Delete: true} }
 
 	for name, changes := range map[string][]gitstore.Change{
-		"below a file":          {put("README.md/x")},
-		"file and below it":     {put("n"), put("n/x")},
-		"same path twice":       {put("n"), put("n")},
-		"empty component":       {put("a//b")},
-		"gitlink-free bad mode": {{Path: "q", Mode: gitstore.ModeDir, OID: blob}},
+		"below a file":      {put("README.md/x")},
+		"file and below it": {put("n"), put("n/x")},
+		"same path twice":   {put("n"), put("n")},
+		"empty component":   {put("a//b")},
+		"bad mode":          {{Path: "q", Mode: 0o777, OID: blob}},
+		"no id":             {{Path: "q", Mode: gitstore.ModeFile}},
 	} {
 		_, err := r.BuildTree(ctx, base, changes)
 		assert.Error(t, err, name)
@@ -302,6 +303,17 @@ func TestBuildTreeCollisionsAndEdgeCases(t *testing.T) {
 		after, _ := r.Lookup(ctx, id, p)
 		assert.Equal(t, before.OID, after.OID, p)
 	}
+	// A subtree put by id replaces what is there.
+	binTree, err := r.Lookup(ctx, base, "bin")
+	require.NoError(t, err)
+	id, err = r.BuildTree(ctx, base, []gitstore.Change{{Path: "a/b", Mode: gitstore.ModeDir, OID: binTree.OID}, {Path: "fresh/sub", Mode: gitstore.ModeDir, OID: binTree.OID}})
+	require.NoError(t, err)
+	for _, p := range []string{"a/b/run.sh", "fresh/sub/run.sh", "a/moved.txt"} {
+		_, err := r.Lookup(ctx, id, p)
+		assert.NoError(t, err, p)
+	}
+	_, err = r.Lookup(ctx, id, "a/b/c/deep.txt")
+	assert.ErrorIs(t, err, gitstore.ErrNotFound)
 	// Deleting everything gives git's empty tree.
 	var all []gitstore.Change
 	require.NoError(t, r.List(ctx, base, "", false, func(e gitstore.Entry) error {

@@ -205,27 +205,23 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) error {
 		return err
 	}
 	offsets := make([]int64, len(objs))
-	var zw *zlib.Writer
+	// One compressor per level for the whole pack: creating a deflate
+	// writer costs far more than compressing a small object.
+	fast, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	stored, _ := zlib.NewWriterLevel(nil, zlib.NoCompression)
 	for i, obj := range objs {
 		offsets[i] = int64(pack.Len())
 		pack.Write(packEntryHeader(obj.kind, len(obj.data)))
 		// Trees and commits are small and barely compress: store them
 		// (zlib level 0 is valid in a pack, and git gc recompresses).
-		level := zlib.NoCompression
+		zw := stored
 		if obj.kind == KindBlob {
-			level = zlib.BestSpeed
+			zw = fast
 		}
-		if zw == nil || level != zlib.BestSpeed {
-			zw, _ = zlib.NewWriterLevel(&pack, level)
-		} else {
-			zw.Reset(&pack)
-		}
+		zw.Reset(&pack)
 		zw.Write(obj.data)
 		if err := zw.Close(); err != nil {
 			return fmt.Errorf("write pack: %w", err)
-		}
-		if level != zlib.BestSpeed {
-			zw = nil
 		}
 		crc := crc32.ChecksumIEEE(pack.Bytes()[offsets[i]:])
 		if err := idx.OnInflatedObjectContent(plumbing.Hash(ids[i]), offsets[i], crc, nil); err != nil {

@@ -699,3 +699,54 @@ func (emptyBase) List(context.Context, string, bool, func(gitstore.Entry) error)
 func (emptyBase) ReadBlob(_ context.Context, id gitstore.OID) ([]byte, error) {
 	return nil, fmt.Errorf("blob %s: %w", id, gitstore.ErrNotFound)
 }
+
+// ChangeAt returns the tree-builder change that makes path p of a tree
+// show what the merged view shows there: a delete when nothing is there, a
+// blob put for a file, or a subtree put (ModeDir) for a directory, whose
+// tree it builds with b from the base subtree and the entries below p.
+// Applying ChangeAt for every path an operation touched, to the tree of
+// the view before the operation, gives the tree of the view after it,
+// re-encoding only the directories on those paths.
+func (o *Overlay) ChangeAt(ctx context.Context, b TreeBuilder, p string) (gitstore.Change, error) {
+	n, err := o.Stat(ctx, p)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return gitstore.Change{Path: p, Delete: true}, nil
+	case err != nil:
+		return gitstore.Change{}, err
+	case !n.IsDir() || !n.OID.IsZero():
+		// A file, or a directory the overlay leaves as the base has it.
+		return gitstore.Change{Path: p, Mode: n.Mode, OID: n.OID}, nil
+	}
+	// A directory with changes below it: the base subtree, unless a
+	// whiteout (or a file entry) at p or above hides it, plus the entries
+	// below p.
+	var base gitstore.OID
+	_, atP := o.entries[p]
+	if _, _, hidden := o.ancestorEntry(p); !atP && !hidden {
+		if be, found, err := o.rawBase(ctx, p); err != nil {
+			return gitstore.Change{}, err
+		} else if found && be.Mode.IsDir() {
+			base = be.OID
+		}
+	}
+	var rel []gitstore.Change
+	lo, hi := o.keyRange(p)
+	for _, k := range o.keys()[lo:hi] {
+		e := o.entries[strings.TrimSuffix(k, "/")]
+		if e.Path == p {
+			continue // p's own whiteout: the base is already left out
+		}
+		q := strings.TrimPrefix(e.Path, p+"/")
+		if e.Status == Deleted {
+			rel = append(rel, gitstore.Change{Path: q, Delete: true})
+		} else {
+			rel = append(rel, gitstore.Change{Path: q, Mode: e.Mode, OID: e.OID})
+		}
+	}
+	id, err := b.BuildTree(ctx, base, rel)
+	if err != nil {
+		return gitstore.Change{}, fmt.Errorf("build %q: %w", p, err)
+	}
+	return gitstore.Change{Path: p, Mode: gitstore.ModeDir, OID: id}, nil
+}

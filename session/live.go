@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -300,7 +302,7 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 		rec.Seq = ls.meta.Seq
 		return rec, changes, nil
 	}
-	tree, err := mu.ov.BuildTree(ctx, mu.batch, ls.baseTree)
+	tree, err := nextTree(ctx, ls.tree, mu)
 	if err != nil {
 		return Mutation{}, nil, err
 	}
@@ -342,6 +344,36 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 	m.events.notify()
 	m.observeMutation(ctx, ls, rec, changes)
 	return rec, changes, nil
+}
+
+// nextTree is the tree of the mutation's view: prev, the tree before it,
+// with the paths the mutation touched re-encoded. The cost follows those
+// paths, not the size of the overlay.
+func nextTree(ctx context.Context, prev gitstore.OID, mu *mutation) (gitstore.OID, error) {
+	roots := slices.Clone(mu.paths)
+	slices.Sort(roots)
+	roots = slices.Compact(roots)
+	changes := make([]gitstore.Change, 0, len(roots))
+	for i, r := range roots {
+		// Skip a path below another touched path: the ancestor's change
+		// rebuilds it.
+		covered := false
+		for j := i - 1; j >= 0; j-- {
+			if strings.HasPrefix(r, roots[j]+"/") {
+				covered = true
+				break
+			}
+		}
+		if covered {
+			continue
+		}
+		c, err := mu.ov.ChangeAt(ctx, mu.batch, r)
+		if err != nil {
+			return gitstore.ZeroOID, err
+		}
+		changes = append(changes, c)
+	}
+	return mu.batch.BuildTree(ctx, prev, changes)
 }
 
 // nextExpiry is the expiry after activity at now: the idle TTL from now,

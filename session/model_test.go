@@ -194,6 +194,9 @@ func TestSessionAgainstModel(t *testing.T) {
 				e.restart()
 			}
 			require.Equal(rt, model, e.viewModes(rt, s.ID), "view after step")
+			kept, full, err := e.m.TreesForTest(ctx, s.ID)
+			require.NoError(rt, err)
+			require.Equal(rt, full, kept, "the incrementally kept tree is the full build")
 		}
 		// The log accounts for every change, in order.
 		muts, err := e.m.Mutations(ctx, s.ID, 0, 0)

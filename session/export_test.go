@@ -1,0 +1,21 @@
+package session
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/gitstore"
+)
+
+// TreesForTest returns the session's tree as the engine keeps it
+// (incrementally) and as a full rebuild of base plus overlay gives it.
+func (m *Manager) TreesForTest(ctx context.Context, id uuid.UUID) (kept, full gitstore.OID, err error) {
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return gitstore.ZeroOID, gitstore.ZeroOID, err
+	}
+	defer ls.mu.Unlock()
+	full, err = ls.ov.BuildTree(ctx, ls.repo, ls.baseTree)
+	return ls.tree, full, err
+}

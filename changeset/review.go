@@ -1,0 +1,79 @@
+package changeset
+
+import "fmt"
+
+// Verdict is the outcome of one review.
+type Verdict string
+
+// Review verdicts. A comment carries no vote.
+const (
+	VerdictApprove        Verdict = "approve"
+	VerdictRequestChanges Verdict = "request_changes"
+	VerdictReject         Verdict = "reject"
+	VerdictComment        Verdict = "comment"
+)
+
+// ParseVerdict checks that v names a verdict.
+func ParseVerdict(v string) (Verdict, error) {
+	switch Verdict(v) {
+	case VerdictApprove, VerdictRequestChanges, VerdictReject, VerdictComment:
+		return Verdict(v), nil
+	}
+	return "", fmt.Errorf("verdict %q: use approve, request_changes, reject or comment", v)
+}
+
+// ReviewState is where a changeset's reviews leave it.
+type ReviewState string
+
+// Review states; they are the changeset statuses before accept.
+const (
+	ReviewOpen             ReviewState = "open"
+	ReviewApproved         ReviewState = "approved"
+	ReviewChangesRequested ReviewState = "changes_requested"
+	ReviewRejected         ReviewState = "rejected"
+)
+
+// Vote is one review as the state rules see it: who, and what.
+type Vote struct {
+	Author  string
+	Verdict Verdict
+}
+
+// ReviewStatus derives the review state from votes in the order they were
+// cast, with a policy of required approvals. Each author's latest
+// non-comment verdict is their vote (so an author can withdraw a request
+// for changes by approving later). Then:
+//   - any author whose vote is reject: rejected;
+//   - else any author whose vote is request_changes: changes_requested;
+//   - else at least max(required, 1) authors approving: approved;
+//   - else open.
+//
+// Votes with an empty author count as one anonymous author.
+func ReviewStatus(votes []Vote, required int) ReviewState {
+	latest := map[string]Verdict{}
+	for _, v := range votes {
+		if v.Verdict == VerdictComment || v.Verdict == "" {
+			continue
+		}
+		latest[v.Author] = v.Verdict
+	}
+	approvals := 0
+	changes := false
+	for _, v := range latest {
+		switch v {
+		case VerdictReject:
+			return ReviewRejected
+		case VerdictRequestChanges:
+			changes = true
+		case VerdictApprove:
+			approvals++
+		}
+	}
+	switch {
+	case changes:
+		return ReviewChangesRequested
+	case approvals >= max(required, 1):
+		return ReviewApproved
+	}
+	return ReviewOpen
+}

@@ -1,0 +1,159 @@
+package graph
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/session"
+)
+
+// EventOverlapDetected is the event type of an overlap between two live
+// sessions.
+const EventOverlapDetected = "overlap.detected"
+
+// EventAppender records events; session.Store is one.
+type EventAppender interface {
+	AppendEvent(ctx context.Context, e session.Event) (session.Event, error)
+}
+
+// Config configures a Graph. Zero fields take defaults.
+type Config struct {
+	// Events receives overlap.detected events; without it overlaps are
+	// tracked but not reported.
+	Events EventAppender
+	// Notify is called after events were appended, to wake subscribers
+	// (session.Manager.Notify).
+	Notify func()
+	// Logger reports what an observer cannot return: a blob that could
+	// not be read, an event that could not be stored.
+	Logger *slog.Logger
+	// CachedFiles bounds the blobs whose symbols are kept (default 8,192).
+	CachedFiles int
+	// CachedBases bounds the base indexes kept (default 64).
+	CachedBases int
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Graph is the session graph of every repository of one engine: a base
+// index per base tree, a delta per live session, and per repository the
+// inverted index from path to the live sessions that changed it. It is a
+// session.Observer.
+type Graph struct {
+	cfg   Config
+	files *files
+	bases *lru.Cache[baseKey, *Index]
+
+	mu    sync.Mutex // guards repos and where (not what a repoState holds)
+	repos map[string]*repoState
+	where map[uuid.UUID]*repoState // live session → its repository's state
+}
+
+var _ session.Observer = (*Graph)(nil)
+
+type baseKey struct {
+	repo *gitstore.Repo
+	tree gitstore.OID
+}
+
+// New returns an empty graph.
+func New(cfg Config) *Graph {
+	cfg.CachedFiles = cmp.Or(cfg.CachedFiles, 8192)
+	cfg.CachedBases = cmp.Or(cfg.CachedBases, 64)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	bases, err := lru.New[baseKey, *Index](cfg.CachedBases)
+	if err != nil {
+		panic(err)
+	}
+	return &Graph{cfg: cfg, files: newFiles(cfg.CachedFiles), bases: bases,
+		repos: map[string]*repoState{}, where: map[uuid.UUID]*repoState{}}
+}
+
+// Base returns the shared index of tree in repo, creating an empty one on
+// first use; it fills in lazily.
+func (g *Graph) Base(repo *gitstore.Repo, tree gitstore.OID) *Index {
+	k := baseKey{repo, tree}
+	if x, ok := g.bases.Get(k); ok {
+		return x
+	}
+	x := &Index{repo: repo, tree: tree, files: g.files, dirs: map[string]*dirIndex{}}
+	// Two callers racing here each build an index; the cache keeps one.
+	if prev, ok, _ := g.bases.PeekOrAdd(k, x); ok {
+		return prev
+	}
+	return x
+}
+
+func (g *Graph) repo(name string) *repoState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	rs := g.repos[name]
+	if rs == nil {
+		rs = &repoState{sessions: map[uuid.UUID]*sessionState{}, byPath: map[string]map[uuid.UUID]struct{}{}, reported: map[overlapKey]string{}}
+		g.repos[name] = rs
+	}
+	return rs
+}
+
+func (g *Graph) lookupRepo(name string) *repoState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.repos[name]
+}
+
+// Mutated updates the session's delta with what the mutation changed and
+// reports overlaps with other live sessions of the repository.
+func (g *Graph) Mutated(ctx context.Context, ev session.MutationEvent) {
+	if ev.Session.State.Terminal() {
+		return
+	}
+	rs := g.repo(ev.Session.Repo)
+	overlaps, err := g.apply(ctx, rs, ev)
+	if err != nil {
+		g.cfg.Logger.Warn("session graph: update", "session", ev.Session.ID, "error", err)
+		return
+	}
+	g.report(ctx, rs, ev, overlaps)
+}
+
+// Closed forgets a session that reached a terminal state.
+func (g *Graph) Closed(_ context.Context, s session.Session) {
+	rs := g.lookupRepo(s.Repo)
+	if rs == nil {
+		return
+	}
+	g.mu.Lock()
+	delete(g.where, s.ID)
+	g.mu.Unlock()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	st := rs.sessions[s.ID]
+	if st == nil {
+		return
+	}
+	for p := range st.files {
+		rs.unlink(p, st.id)
+	}
+	delete(rs.sessions, s.ID)
+}
+
+func payload(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only plain values built here reach this
+	}
+	return b
+}

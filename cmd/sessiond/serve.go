@@ -20,6 +20,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -178,9 +179,14 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer store.Close()
-	m := session.NewManager(session.Config{
+	// The session graph observes every session; its overlap events go to
+	// the store and wake the engine's subscribers.
+	var m *session.Manager
+	g := graph.New(graph.Config{Events: store, Notify: func() { m.Notify() }, Logger: log})
+	m = session.NewManager(session.Config{
 		Store: store, DataDir: c.dataDir,
-		Limits: session.Limits{MaxFileBytes: c.maxFileBytes, MaxEntries: c.maxEntries, MaxOverlayBytes: c.maxOverlayBytes, MaxLifetime: c.maxLifetime},
+		Limits:    session.Limits{MaxFileBytes: c.maxFileBytes, MaxEntries: c.maxEntries, MaxOverlayBytes: c.maxOverlayBytes, MaxLifetime: c.maxLifetime},
+		Observers: []session.Observer{g},
 	})
 	defer m.Close()
 	if err := registerRepos(ctx, m, c.repos, log); err != nil {

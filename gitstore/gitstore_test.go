@@ -518,3 +518,36 @@ func TestRemoveStaleLocks(t *testing.T) {
 	assert.FileExists(t, branchLock, "only locks under the prefix go")
 	require.NoError(t, r.UpdateRef(ctx, "refs/sessions/s1/head", gitstore.ZeroOID, main))
 }
+
+func TestSmallPacksAreCompacted(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	r := open(t, dir)
+	ctx := t.Context()
+	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
+	packsBefore, _ := filepath.Glob(filepath.Join(dir, ".git/objects/pack/pack-*.pack"))
+	var trees []gitstore.OID
+	for i := range 100 {
+		b := r.NewBatch()
+		tree, err := b.BuildTree(ctx, base, []gitstore.Change{{Path: fmt.Sprintf("d%d/f.txt", i), Mode: gitstore.ModeFile, OID: b.AddBlob(fmt.Appendf(nil, "%d\n", i))}})
+		require.NoError(t, err)
+		require.NoError(t, b.Flush(ctx))
+		trees = append(trees, tree)
+	}
+	packs, _ := filepath.Glob(filepath.Join(dir, ".git/objects/pack/pack-*.pack"))
+	assert.Less(t, len(packs)-len(packsBefore), 40, "100 batches leave at most one compacted pack plus fewer than 32 small ones")
+	check := func(r *gitstore.Repo) {
+		for i, tree := range trees {
+			e, err := r.Lookup(ctx, tree, fmt.Sprintf("d%d/f.txt", i))
+			require.NoError(t, err)
+			data, err := r.ReadBlob(ctx, e.OID)
+			require.NoError(t, err)
+			assert.Equal(t, fmt.Sprintf("%d\n", i), string(data))
+		}
+	}
+	check(r)
+	check(open(t, dir))
+	for _, tree := range trees {
+		testrepo.Git(t, dir, "cat-file", "-e", tree.String())
+	}
+	fsck(t, dir)
+}

@@ -63,6 +63,8 @@ type Repo struct {
 
 	packs   *ownPacks   // objects this process wrote into packs
 	locator packLocator // which pack holds an object, for freshening
+	// compactMu serializes pack compaction.
+	compactMu sync.Mutex
 
 	// packDirMu guards packDirMod: the objects/pack mtime the pooled
 	// storages last indexed; a lookup miss after it changed re-indexes.

@@ -8,6 +8,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
+	"slices"
 
 	"hash/crc32"
 	"io"
@@ -94,6 +96,25 @@ func (b *Batch) Flush(ctx context.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	// What was just written is what is read next (the tree a session
+	// builds on, the blob it reads back).
+	for i, id := range b.ids {
+		switch obj := b.objs[i]; obj.kind {
+		case KindTree:
+			if t, err := decodeTree(id, obj.data); err == nil {
+				b.r.trees.Add(id, t)
+			}
+		case KindBlob:
+			if len(obj.data) <= b.r.opts.BlobCacheMaxBytes {
+				b.r.blobs.Add(id, obj.data)
+			}
+		}
+	}
+	if len(fresh) > 1 {
+		if err := b.r.compactPacks(); err != nil {
+			return err
+		}
 	}
 	b.objs, b.ids = b.objs[:0], b.ids[:0]
 	clear(b.seen)
@@ -265,7 +286,8 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) error {
 	if err := syncDir(packDir); err != nil {
 		return fmt.Errorf("write pack: %w", err)
 	}
-	return r.packs.add(base+".pack", ids, offsets, objs)
+	r.packs.add(base+".pack", int64(pack.Len()), ids, offsets, objs)
+	return nil
 }
 
 // writeTempSynced writes data to a new read-only temporary file in dir and
@@ -340,11 +362,13 @@ func syncDir(dir string) error {
 // ownPacks indexes the packs this process wrote, so their objects are
 // readable at once without making every go-git storage re-read every pack
 // index. The packs are undeltified, so reading one object is a seek and an
-// inflate.
+// inflate. No descriptor is kept open: a busy daemon writes thousands of
+// small packs, and the tree and blob caches absorb most reads of recent
+// objects.
 type ownPacks struct {
-	mu    sync.RWMutex // guards files and index
-	files map[string]*os.File
+	mu    sync.RWMutex // guards index and sizes
 	index map[OID]packLoc
+	sizes map[string]int64 // pack path → bytes, for every pack still indexed
 }
 
 type packLoc struct {
@@ -355,24 +379,16 @@ type packLoc struct {
 }
 
 func newOwnPacks() *ownPacks {
-	return &ownPacks{files: make(map[string]*os.File), index: make(map[OID]packLoc)}
+	return &ownPacks{index: make(map[OID]packLoc), sizes: make(map[string]int64)}
 }
 
-func (p *ownPacks) add(path string, ids []OID, offsets []int64, objs []rawObject) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
+func (p *ownPacks) add(path string, size int64, ids []OID, offsets []int64, objs []rawObject) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if old, ok := p.files[path]; ok {
-		old.Close()
-	}
-	p.files[path] = f
+	p.sizes[path] = size
 	for i, id := range ids {
 		p.index[id] = packLoc{path: path, off: offsets[i], kind: objs[i].kind, size: len(objs[i].data)}
 	}
-	return nil
 }
 
 func (p *ownPacks) has(id OID) bool {
@@ -396,13 +412,29 @@ func (p *ownPacks) packPath(id OID) string {
 }
 
 func (p *ownPacks) read(id OID) (rawObject, bool, error) {
-	p.mu.RLock()
-	loc, ok := p.index[id]
-	f := p.files[loc.path]
-	p.mu.RUnlock()
-	if !ok {
-		return rawObject{}, false, nil
+	for attempt := 0; ; attempt++ {
+		loc, ok := p.loc(id)
+		if !ok {
+			return rawObject{}, false, nil
+		}
+		obj, err := readPacked(loc)
+		if errors.Is(err, fs.ErrNotExist) && attempt == 0 {
+			continue // compacted under us: the index names the new pack
+		}
+		if err != nil {
+			return rawObject{}, true, fmt.Errorf("read object %s: %w", id, err)
+		}
+		return obj, true, nil
 	}
+}
+
+// readPacked reads one undeltified object from a pack.
+func readPacked(loc packLoc) (rawObject, error) {
+	f, err := os.Open(loc.path)
+	if err != nil {
+		return rawObject{}, err
+	}
+	defer f.Close()
 	// Skip the entry header: one byte plus one per continuation bit.
 	var hdr [16]byte
 	n, _ := f.ReadAt(hdr[:], loc.off)
@@ -412,25 +444,90 @@ func (p *ownPacks) read(id OID) (rawObject, bool, error) {
 	}
 	zr, err := zlib.NewReader(io.NewSectionReader(f, loc.off+int64(i)+1, 1<<62))
 	if err != nil {
-		return rawObject{}, true, fmt.Errorf("read object %s: %v: %w", id, err, ErrCorrupt)
+		return rawObject{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
 	}
 	defer zr.Close()
 	data := make([]byte, loc.size)
 	if _, err := io.ReadFull(zr, data); err != nil {
-		return rawObject{}, true, fmt.Errorf("read object %s: %v: %w", id, err, ErrCorrupt)
+		return rawObject{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
 	}
-	return rawObject{kind: loc.kind, data: data}, true, nil
+	return rawObject{kind: loc.kind, data: data}, nil
 }
 
-func (p *ownPacks) close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var errs []error
-	for _, f := range p.files {
-		errs = append(errs, f.Close())
+func (p *ownPacks) close() error { return nil }
+
+// Pack compaction. Every multi-object batch writes a pack, so a busy
+// daemon would leave thousands of small packs, which slow every reader
+// (git's and go-git's look in each one). When smallPackLimit packs under
+// smallPackBytes exist, they are merged into one and deleted.
+const (
+	smallPackLimit = 32
+	smallPackBytes = 4 << 20
+)
+
+// smallPacks returns the packs eligible for compaction, if there are
+// enough of them.
+func (p *ownPacks) smallPacks() []string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var small []string
+	for path, size := range p.sizes {
+		if size < smallPackBytes {
+			small = append(small, path)
+		}
 	}
-	clear(p.files)
-	return errors.Join(errs...)
+	if len(small) < smallPackLimit {
+		return nil
+	}
+	return small
+}
+
+// compactPacks merges this process's small packs into one. Readers are
+// never left without an object: the new pack is durable and indexed
+// before the old files go, and a reader that opened an old path retries.
+func (r *Repo) compactPacks() error {
+	r.compactMu.Lock()
+	defer r.compactMu.Unlock()
+	small := r.packs.smallPacks()
+	if small == nil {
+		return nil
+	}
+	inSmall := make(map[string]bool, len(small))
+	for _, s := range small {
+		inSmall[s] = true
+	}
+	var ids []OID
+	r.packs.mu.RLock()
+	for id, loc := range r.packs.index {
+		if inSmall[loc.path] {
+			ids = append(ids, id)
+		}
+	}
+	r.packs.mu.RUnlock()
+	slices.SortFunc(ids, func(a, b OID) int { return bytes.Compare(a[:], b[:]) })
+	objs := make([]rawObject, len(ids))
+	for i, id := range ids {
+		obj, ok, err := r.packs.read(id)
+		if err != nil || !ok {
+			return fmt.Errorf("compact packs: %v", err)
+		}
+		objs[i] = obj
+	}
+	if err := r.writePack(ids, objs); err != nil {
+		return fmt.Errorf("compact packs: %w", err)
+	}
+	// writePack re-pointed every id at the new pack; drop the old ones.
+	r.packs.mu.Lock()
+	for _, s := range small {
+		delete(r.packs.sizes, s)
+	}
+	r.packs.mu.Unlock()
+	for _, s := range small {
+		base := strings.TrimSuffix(s, ".pack")
+		os.Remove(base + ".idx") // the index first, as git's repack does
+		os.Remove(s)
+	}
+	return syncDir(filepath.Dir(small[0]))
 }
 
 // packLocator finds which pack holds an object, for freshening it. It

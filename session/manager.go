@@ -51,6 +51,8 @@ type Config struct {
 	AllowCaseCollisions bool
 	// Observers learn of every committed mutation and closed session.
 	Observers []Observer
+	// Changesets is the accept policy of repositories without their own.
+	Changesets ChangesetConfig
 }
 
 // Manager is the session engine. It is safe for concurrent use: many
@@ -65,6 +67,8 @@ type Manager struct {
 	events  *broker
 	// observers is fixed at construction.
 	observers []Observer
+	// changesets holds the accept defaults and the per-branch accept locks.
+	changesets changesets
 
 	mu    sync.Mutex // guards repos and live
 	repos map[string]*gitstore.Repo
@@ -86,6 +90,7 @@ func NewManager(cfg Config) *Manager {
 		ovOpts:    overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions},
 		events:    newBroker(),
 		observers: cfg.Observers,
+		changesets: changesets{cfg: cfg.Changesets},
 		repos:     make(map[string]*gitstore.Repo),
 		live:      make(map[uuid.UUID]*live),
 	}

@@ -1,0 +1,339 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/gitstore"
+)
+
+// AcceptOptions qualify an accept.
+type AcceptOptions struct {
+	// ExpectedHead, when set, is the commit the branch must be at (zero:
+	// the branch must not exist). A branch elsewhere fails with a
+	// *ConflictError (Field "head") instead of a rebase.
+	ExpectedHead *gitstore.OID
+	// Message replaces the changeset's intent as the commit message; the
+	// trailers are added either way.
+	Message string
+	// Actor is the committer's name; the author is the session's agent.
+	Actor string
+	// RequireFreshReads refuses the accept when files the session read
+	// changed on the branch (a *StaleReadsError), as the repository
+	// policy RefuseStaleReads does.
+	RequireFreshReads bool
+}
+
+// AcceptResult is an accepted changeset.
+type AcceptResult struct {
+	Changeset Changeset
+	Layer     Layer
+	// Commit is the new commit on Branch.
+	Commit gitstore.OID
+	Branch string
+	// Rebased says the branch had moved since the changeset's base and the
+	// changes were merged onto its head.
+	Rebased bool
+	// StaleReads are files the session read that changed on the branch
+	// since its base (reported; refused only when asked).
+	StaleReads []StaleRead
+	// Recovered says the commit was already on the branch (an earlier
+	// accept moved the branch and failed before recording it) and was only
+	// recorded now.
+	Recovered bool
+}
+
+// acceptMaxAttempts bounds the re-merges after losing the branch's
+// compare-and-swap to another writer.
+const acceptMaxAttempts = 8
+
+// Accept turns a changeset into one commit on its target branch
+// (commit-on-accept): the commit's tree is the changeset's head tree when
+// the branch is still at the changeset's base, and the changes merged onto
+// the branch head otherwise (a conflict returns a
+// *changeset.ConflictError and writes nothing). Its message is the intent
+// with Sessiond-Session, Sessiond-Changeset and Sessiond-Agent trailers.
+// The branch moves only by compare-and-swap; the changeset becomes
+// accepted, a layer of the branch, and its session accepted.
+//
+// A changeset may be accepted when its status is approved, or open with
+// no approvals required. A non-bare repository's checked-out branch is
+// refused (ErrForbidden) unless the policy allows it.
+func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) (AcceptResult, error) {
+	c, err := m.GetChangeset(ctx, id)
+	if err != nil {
+		return AcceptResult{}, err
+	}
+	pol, err := m.RepoPolicy(ctx, c.Repo)
+	if err != nil {
+		return AcceptResult{}, err
+	}
+	if err := acceptable(c, pol); err != nil {
+		return AcceptResult{}, err
+	}
+	r, err := m.repo(ctx, c.Repo)
+	if err != nil {
+		return AcceptResult{}, err
+	}
+	if err := checkBranchWritable(r, c.TargetBranch, pol); err != nil {
+		return AcceptResult{}, err
+	}
+	release := m.changesets.lockBranch(c.Repo, c.TargetBranch)
+	defer release()
+	// Again under the lock: another accept of the same changeset may have
+	// finished while this one waited.
+	if c, err = m.GetChangeset(ctx, id); err != nil {
+		return AcceptResult{}, err
+	}
+	if err := acceptable(c, pol); err != nil {
+		return AcceptResult{}, err
+	}
+	sess, err := m.store.GetSession(ctx, c.Session)
+	if err != nil {
+		return AcceptResult{}, err
+	}
+	headCommit, err := r.Commit(ctx, c.HeadCommit)
+	if err != nil {
+		return AcceptResult{}, fmt.Errorf("changeset %s head: %w", id, err)
+	}
+	ref := gitstore.BranchRef(c.TargetBranch)
+	res := AcceptResult{Branch: c.TargetBranch}
+	for attempt := 1; ; attempt++ {
+		head, err := r.ReadRef(ctx, ref)
+		if err != nil && !errors.Is(err, gitstore.ErrNotFound) {
+			return AcceptResult{}, err
+		}
+		if head != c.BaseCommit && !head.IsZero() {
+			found, err := findTrailer(ctx, r, head, c.BaseCommit, trailerChangeset, id.String())
+			if err != nil {
+				return AcceptResult{}, err
+			}
+			if found != nil {
+				res.Commit, res.Recovered = found.OID, true
+				res.Rebased = len(found.Parents) == 0 || found.Parents[0] != c.BaseCommit
+				break
+			}
+		}
+		if opts.ExpectedHead != nil && *opts.ExpectedHead != head {
+			return AcceptResult{}, fmt.Errorf("branch %s moved: %w", c.TargetBranch, &ConflictError{Field: "head", Current: oidString(head)})
+		}
+		tree := headCommit.Tree
+		res.Rebased, res.StaleReads = false, nil
+		if head != c.BaseCommit && !head.IsZero() {
+			merged, err := changeset.Rebase(ctx, r, c.BaseCommit, c.HeadCommit, head, changeset.MergeOptions{
+				OursLabel: c.TargetBranch, TheirsLabel: "changeset " + id.String()[:8], Render: true,
+			})
+			if err != nil {
+				return AcceptResult{}, err
+			}
+			tree, res.Rebased = merged.Tree, true
+			if res.StaleReads, err = staleReads(ctx, r, c.ReadSet, head); err != nil {
+				return AcceptResult{}, err
+			}
+			if len(res.StaleReads) > 0 && (opts.RequireFreshReads || pol.RefuseStaleReads) {
+				return AcceptResult{}, &StaleReadsError{Branch: c.TargetBranch, Reads: res.StaleReads}
+			}
+		}
+		parent := head
+		if parent.IsZero() {
+			parent = c.BaseCommit
+		}
+		now := m.now()
+		commit, err := r.WriteCommit(ctx, gitstore.NewCommit{
+			Tree: tree, Parents: []gitstore.OID{parent},
+			Author:    committer(sess, gitstore.Signature{When: now}),
+			Committer: actorSignature(opts.Actor, now),
+			Message:   acceptMessage(c, sess, opts.Message),
+		})
+		if err != nil {
+			return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
+		}
+		err = r.UpdateRef(ctx, ref, commit, head)
+		if err == nil {
+			res.Commit = commit
+			break
+		}
+		if !errors.Is(err, gitstore.ErrRefConflict) && !errors.Is(err, gitstore.ErrRefLocked) {
+			return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
+		}
+		if opts.ExpectedHead != nil || attempt == acceptMaxAttempts {
+			cur, _ := r.ReadRef(ctx, ref)
+			return AcceptResult{}, fmt.Errorf("accept %s: branch %s moved: %w", id, c.TargetBranch, &ConflictError{Field: "head", Current: oidString(cur)})
+		}
+		if err := sleepCtx(ctx, time.Duration(attempt)*5*time.Millisecond); err != nil {
+			return AcceptResult{}, err
+		}
+	}
+	if err := m.recordAccept(ctx, c, &res); err != nil {
+		return AcceptResult{}, fmt.Errorf("accept %s: the commit %s is on %s but was not recorded (accept again to record it): %w",
+			id, res.Commit, c.TargetBranch, err)
+	}
+	return res, nil
+}
+
+// recordAccept records an accepted changeset: its status, its layer, its
+// session accepted and the events, in one transaction.
+func (m *Manager) recordAccept(ctx context.Context, c Changeset, res *AcceptResult) error {
+	// The session's lock, so its in-memory state follows the store.
+	ls, err := m.lockLive(ctx, c.Session)
+	if err != nil {
+		return err
+	}
+	defer ls.mu.Unlock()
+	now := m.now()
+	from := ls.meta.State
+	toAccepted := from == StateActive || from == StateSubmitted
+	err = m.store.InTx(ctx, func(tx Tx) error {
+		// The commit is on the branch: whatever review happened since the
+		// check, the changeset is accepted now.
+		cur, err := tx.GetChangeset(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		if err := tx.SetChangesetStatus(ctx, c.ID, cur.Status, ChangesetAccepted, res.Commit, now); err != nil {
+			return err
+		}
+		l, err := tx.AddLayer(ctx, Layer{Repo: c.Repo, Branch: c.TargetBranch, Changeset: c.ID, Commit: res.Commit, State: LayerAccepted, AcceptedAt: now})
+		if err != nil {
+			return err
+		}
+		res.Layer = l
+		if toAccepted {
+			if err := tx.SetSessionState(ctx, c.Session, from, StateAccepted, now); err != nil {
+				return err
+			}
+			next := ls.meta
+			next.State = StateAccepted
+			if _, err := tx.AppendEvent(ctx, stateEvent(next, from, now)); err != nil {
+				return err
+			}
+		}
+		acc := c
+		acc.Status = ChangesetAccepted
+		stale := make([]string, len(res.StaleReads))
+		for i, s := range res.StaleReads {
+			stale[i] = s.Path
+		}
+		_, err = tx.AppendEvent(ctx, changesetEvent(EventChangesetAccepted, acc, map[string]any{
+			"commit": res.Commit.String(), "rebased": res.Rebased, "layer": l.ID, "stale_reads": stale,
+		}, now))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	res.Changeset = c
+	res.Changeset.Status, res.Changeset.AcceptedCommit, res.Changeset.UpdatedAt = ChangesetAccepted, res.Commit, now
+	if toAccepted {
+		ls.meta.State = StateAccepted
+		ls.meta.LastActiveAt = now
+	}
+	m.events.notify()
+	if toAccepted {
+		m.observeClosed(ctx, ls.meta)
+	}
+	return nil
+}
+
+// acceptable checks that a changeset's status allows an accept.
+func acceptable(c Changeset, pol RepoPolicy) error {
+	conflict := &ConflictError{Field: "status", Current: string(c.Status)}
+	switch c.Status {
+	case ChangesetApproved:
+		return nil
+	case ChangesetOpen:
+		if pol.RequiredApprovals == 0 {
+			return nil
+		}
+		return fmt.Errorf("changeset %s needs %d approvals: %w", c.ID, pol.RequiredApprovals, conflict)
+	}
+	return fmt.Errorf("changeset %s is %s: %w", c.ID, c.Status, conflict)
+}
+
+// checkBranchWritable refuses the branch a non-bare repository has
+// checked out, unless the policy allows it (git's
+// receive.denyCurrentBranch).
+func checkBranchWritable(r *gitstore.Repo, branch string, pol RepoPolicy) error {
+	if r.Bare() || pol.AllowCheckedOut {
+		return nil
+	}
+	if cur, _ := r.HeadBranch(); cur == branch {
+		return fmt.Errorf("%w: branch %q is checked out in the repository's work tree; sessiond does not update work trees (allow it with the repository policy allow_checked_out)", ErrForbidden, branch)
+	}
+	return nil
+}
+
+// acceptMessage is the accept commit's message: the message or intent,
+// and the trailers.
+func acceptMessage(c Changeset, s Session, message string) string {
+	msg := strings.TrimSpace(message)
+	if msg == "" {
+		msg = strings.TrimSpace(c.Intent)
+	}
+	if msg == "" {
+		msg = "Accept changeset " + c.ID.String()
+	}
+	var b strings.Builder
+	b.WriteString(msg)
+	b.WriteString("\n\n")
+	b.WriteString(trailerSession + ": " + c.Session.String() + "\n")
+	b.WriteString(trailerChangeset + ": " + c.ID.String() + "\n")
+	if agent := sanitizeIdent(strings.ReplaceAll(s.AgentID, "\n", " ")); agent != "" {
+		b.WriteString(trailerAgent + ": " + agent + "\n")
+	}
+	return b.String()
+}
+
+// staleReads returns the files of the read set whose blob on head differs
+// from the one read, by path.
+func staleReads(ctx context.Context, r *gitstore.Repo, reads map[string]gitstore.OID, head gitstore.OID) ([]StaleRead, error) {
+	if len(reads) == 0 {
+		return nil, nil
+	}
+	hc, err := r.Commit(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	var out []StaleRead
+	for p, read := range reads {
+		e, err := r.Lookup(ctx, hc.Tree, p)
+		var cur gitstore.OID
+		switch {
+		case err == nil && e.Mode.IsBlob():
+			cur = e.OID
+		case err == nil, errors.Is(err, gitstore.ErrNotFound), errors.Is(err, gitstore.ErrWrongKind):
+		default:
+			return nil, err
+		}
+		if cur != read {
+			out = append(out, StaleRead{Path: p, Read: read, Current: cur})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+func oidString(o gitstore.OID) string {
+	if o.IsZero() {
+		return ""
+	}
+	return o.String()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

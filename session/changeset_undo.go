@@ -1,0 +1,330 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/gitstore"
+)
+
+// UndoOptions name the layers to undo.
+type UndoOptions struct {
+	// Changesets are accepted changesets of one branch; they are undone
+	// newest layer first, whatever their order here.
+	Changesets []uuid.UUID
+	// DryRun computes the result and writes nothing.
+	DryRun bool
+	// Actor is the revert commits' author and committer.
+	Actor string
+}
+
+// UndoResult is what an undo did, or would do.
+type UndoResult struct {
+	Repo   string
+	Branch string
+	DryRun bool
+	// Head is the branch head the undo was computed on; Commit the new
+	// head (zero for a dry run or a conflict).
+	Head   gitstore.OID
+	Commit gitstore.OID
+	// Reverts are the undone layers, newest first.
+	Reverts []Revert
+	// ComesBack lists the paths the undone layers changed that return to
+	// what they were before those layers: files only they created
+	// disappear, files they deleted return, files they modified get their
+	// old content back.
+	ComesBack []string
+	// Stays lists the paths the undone layers changed that later layers
+	// changed too: the later changes stay, the undone layers' own lines are
+	// taken out where they do not overlap.
+	Stays []string
+	// Conflicts are why the undo cannot apply; then nothing is written.
+	Conflicts []changeset.Conflict
+}
+
+// Revert is one undone layer.
+type Revert struct {
+	Changeset uuid.UUID
+	Layer     int64
+	// LayerCommit is the commit the accept wrote; RevertCommit the commit
+	// that undoes it (zero for a dry run).
+	LayerCommit  gitstore.OID
+	RevertCommit gitstore.OID
+}
+
+// Undo reverts accepted layers of one branch on top of its current head,
+// keeping every later layer: for each layer, newest first, a revert commit
+// whose tree is the three-way merge that takes the layer's change out (as
+// git revert does), and one compare-and-swap of the branch to the last of
+// them, so several layers are undone at once or not at all. A conflict
+// returns a *changeset.ConflictError and writes nothing; a dry run returns
+// the conflicts in the result instead. The layers become undone and their
+// changesets undone, which is final.
+func (m *Manager) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error) {
+	if len(opts.Changesets) == 0 {
+		return UndoResult{}, fmt.Errorf("%w: name the changesets to undo", ErrInvalid)
+	}
+	var first Changeset
+	ids := map[uuid.UUID]bool{}
+	for i, id := range opts.Changesets {
+		c, err := m.GetChangeset(ctx, id)
+		if err != nil {
+			return UndoResult{}, err
+		}
+		if i == 0 {
+			first = c
+		} else if c.Repo != first.Repo || c.TargetBranch != first.TargetBranch {
+			return UndoResult{}, fmt.Errorf("%w: changesets %s and %s are on different branches", ErrInvalid, first.ID, id)
+		}
+		ids[id] = true
+	}
+	r, err := m.repo(ctx, first.Repo)
+	if err != nil {
+		return UndoResult{}, err
+	}
+	pol, err := m.RepoPolicy(ctx, first.Repo)
+	if err != nil {
+		return UndoResult{}, err
+	}
+	if !opts.DryRun {
+		if err := checkBranchWritable(r, first.TargetBranch, pol); err != nil {
+			return UndoResult{}, err
+		}
+	}
+	release := m.changesets.lockBranch(first.Repo, first.TargetBranch)
+	defer release()
+	all, err := m.store.ListLayers(ctx, first.Repo, first.TargetBranch)
+	if err != nil {
+		return UndoResult{}, err
+	}
+	var layers []Layer // newest first, as listed
+	for _, l := range all {
+		if ids[l.Changeset] {
+			if l.State != LayerAccepted {
+				return UndoResult{}, fmt.Errorf("changeset %s is %s: %w", l.Changeset, l.State, &ConflictError{Field: "state", Current: string(l.State)})
+			}
+			layers = append(layers, l)
+		}
+	}
+	if len(layers) != len(ids) {
+		for id := range ids {
+			if !slices.ContainsFunc(layers, func(l Layer) bool { return l.Changeset == id }) {
+				return UndoResult{}, fmt.Errorf("changeset %s is not an accepted layer of %s: %w", id, first.TargetBranch,
+					&ConflictError{Field: "status", Current: string(first.Status)})
+			}
+		}
+	}
+	ref := gitstore.BranchRef(first.TargetBranch)
+	for attempt := 1; ; attempt++ {
+		head, err := r.ReadRef(ctx, ref)
+		if err != nil {
+			return UndoResult{}, fmt.Errorf("branch %s: %w", first.TargetBranch, err)
+		}
+		res, steps, err := m.planUndo(ctx, r, head, layers, opts)
+		if err != nil {
+			return UndoResult{}, err
+		}
+		res.Repo, res.Branch = first.Repo, first.TargetBranch
+		if opts.DryRun {
+			return res, nil
+		}
+		if len(res.Conflicts) > 0 {
+			return UndoResult{}, &changeset.ConflictError{Conflicts: res.Conflicts}
+		}
+		// Revert commits, oldest parent first; then the branch moves once.
+		now := m.now()
+		sig := actorSignature(opts.Actor, now)
+		tip := head
+		for i := range res.Reverts {
+			rv := &res.Reverts[i]
+			if !rv.RevertCommit.IsZero() {
+				continue // found on the branch: an earlier undo moved it
+			}
+			lc, err := r.Commit(ctx, rv.LayerCommit)
+			if err != nil {
+				return UndoResult{}, err
+			}
+			subject, _, _ := strings.Cut(lc.Message, "\n")
+			rv.RevertCommit, err = r.WriteCommit(ctx, gitstore.NewCommit{
+				Tree: steps[i], Parents: []gitstore.OID{tip}, Author: sig, Committer: sig,
+				Message: fmt.Sprintf("Revert %q\n\nThis reverts commit %s.\n\n%s: %s\n", subject, rv.LayerCommit, trailerUndo, rv.Changeset),
+			})
+			if err != nil {
+				return UndoResult{}, fmt.Errorf("undo: %w", err)
+			}
+			tip = rv.RevertCommit
+		}
+		if tip != head {
+			err := r.UpdateRef(ctx, ref, tip, head)
+			if errors.Is(err, gitstore.ErrRefConflict) || errors.Is(err, gitstore.ErrRefLocked) {
+				if attempt == acceptMaxAttempts {
+					cur, _ := r.ReadRef(ctx, ref)
+					return UndoResult{}, fmt.Errorf("undo: branch %s moved: %w", first.TargetBranch, &ConflictError{Field: "head", Current: oidString(cur)})
+				}
+				continue
+			}
+			if err != nil {
+				return UndoResult{}, fmt.Errorf("undo: %w", err)
+			}
+		}
+		res.Commit = tip
+		if err := m.recordUndo(ctx, res); err != nil {
+			return UndoResult{}, fmt.Errorf("undo: %s is at %s but the undo was not recorded (undo again to record it): %w", first.TargetBranch, tip, err)
+		}
+		return res, nil
+	}
+}
+
+// planUndo computes the reverts of layers (newest first) on head in
+// memory: the tree after each step, what comes back, what stays and the
+// conflicts. A layer whose revert commit is already on the branch (found
+// by its trailer) is taken as done, with that commit.
+func (m *Manager) planUndo(ctx context.Context, r *gitstore.Repo, head gitstore.OID, layers []Layer, opts UndoOptions) (UndoResult, []gitstore.OID, error) {
+	res := UndoResult{DryRun: opts.DryRun, Head: head}
+	hc, err := r.Commit(ctx, head)
+	if err != nil {
+		return res, nil, err
+	}
+	tree := hc.Tree
+	steps := make([]gitstore.OID, len(layers))
+	// For each path a layer touched: the version before the oldest undone
+	// layer that touched it, and the one the newest left.
+	before := map[string]gitstore.Entry{}
+	left := map[string]gitstore.Entry{}
+	for i, l := range layers {
+		rv := Revert{Changeset: l.Changeset, Layer: l.ID, LayerCommit: l.Commit}
+		done, err := findTrailer(ctx, r, head, l.Commit, trailerUndo, l.Changeset.String())
+		if err != nil {
+			return res, nil, err
+		}
+		if done != nil {
+			rv.RevertCommit = done.OID
+		}
+		res.Reverts = append(res.Reverts, rv)
+		lc, err := r.Commit(ctx, l.Commit)
+		if err != nil {
+			return res, nil, fmt.Errorf("layer of changeset %s: %w", l.Changeset, err)
+		}
+		if len(lc.Parents) != 1 {
+			return res, nil, fmt.Errorf("layer of changeset %s: %w", l.Changeset, changeset.ErrMergeCommit)
+		}
+		pc, err := r.Commit(ctx, lc.Parents[0])
+		if err != nil {
+			return res, nil, err
+		}
+		err = r.DiffTrees(ctx, pc.Tree, lc.Tree, func(c gitstore.TreeChange) error {
+			before[c.Path] = c.From
+			if _, ok := left[c.Path]; !ok {
+				left[c.Path] = c.To
+			}
+			return nil
+		})
+		if err != nil {
+			return res, nil, err
+		}
+		if done != nil {
+			steps[i] = tree
+			continue
+		}
+		if len(res.Conflicts) > 0 {
+			continue // the chain is broken; the classification below still holds
+		}
+		merged, err := changeset.Revert(ctx, r, l.Commit, tree, changeset.MergeOptions{
+			OursLabel: "HEAD", TheirsLabel: "undo " + l.Changeset.String()[:8], Render: true,
+		})
+		var ce *changeset.ConflictError
+		if errors.As(err, &ce) {
+			res.Conflicts = ce.Conflicts
+			continue
+		}
+		if err != nil {
+			return res, nil, err
+		}
+		tree, steps[i] = merged.Tree, merged.Tree
+	}
+	conflicted := map[string]bool{}
+	for _, c := range res.Conflicts {
+		conflicted[c.Path] = true
+	}
+	paths := make([]string, 0, len(before))
+	for p := range before {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if conflicted[p] {
+			continue
+		}
+		var back bool
+		if len(res.Conflicts) == 0 {
+			got, err := lookupEntry(ctx, r, tree, p)
+			if err != nil {
+				return res, nil, err
+			}
+			back = sameEntry(got, before[p])
+		} else {
+			got, err := lookupEntry(ctx, r, hc.Tree, p)
+			if err != nil {
+				return res, nil, err
+			}
+			back = sameEntry(got, left[p])
+		}
+		if back {
+			res.ComesBack = append(res.ComesBack, p)
+		} else {
+			res.Stays = append(res.Stays, p)
+		}
+	}
+	return res, steps, nil
+}
+
+func lookupEntry(ctx context.Context, r *gitstore.Repo, tree gitstore.OID, p string) (gitstore.Entry, error) {
+	e, err := r.Lookup(ctx, tree, p)
+	if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || (err == nil && e.Mode.IsDir()) {
+		return gitstore.Entry{}, nil
+	}
+	return e, err
+}
+
+func sameEntry(a, b gitstore.Entry) bool { return a.Mode == b.Mode && a.OID == b.OID }
+
+// recordUndo records the undone layers and changesets and their events in
+// one transaction.
+func (m *Manager) recordUndo(ctx context.Context, res UndoResult) error {
+	now := m.now()
+	var cs []Changeset
+	err := m.store.InTx(ctx, func(tx Tx) error {
+		cs = cs[:0]
+		for _, rv := range res.Reverts {
+			if err := tx.UndoLayer(ctx, rv.Changeset, rv.RevertCommit, now); err != nil {
+				return err
+			}
+			if err := tx.SetChangesetStatus(ctx, rv.Changeset, ChangesetAccepted, ChangesetUndone, gitstore.ZeroOID, now); err != nil {
+				return err
+			}
+			c, err := tx.GetChangeset(ctx, rv.Changeset)
+			if err != nil {
+				return err
+			}
+			cs = append(cs, c)
+			if _, err := tx.AppendEvent(ctx, changesetEvent(EventChangesetUndone, c, map[string]any{
+				"layer": rv.Layer, "revert_commit": rv.RevertCommit.String(), "head": res.Commit.String(),
+			}, now)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	m.events.notify()
+	return nil
+}

@@ -1,0 +1,319 @@
+package session_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/session"
+)
+
+// csEnv is an engine with a bare repository "bare" (accepts go to its
+// main branch) beside the fixture's work repository "r".
+type csEnv struct {
+	*env
+	bare string
+}
+
+func newChangesetEnv(t *testing.T) *csEnv {
+	t.Helper()
+	e := newEnv(t, "small")
+	bare := testrepo.BuildBare(t, "small")
+	_, err := e.m.RegisterRepo(t.Context(), "bare", bare)
+	require.NoError(t, err)
+	return &csEnv{env: e, bare: bare}
+}
+
+func (e *csEnv) bgit(args ...string) string {
+	e.t.Helper()
+	return testrepo.Git(e.t, e.bare, args...)
+}
+
+func (e *csEnv) head() gitstore.OID {
+	e.t.Helper()
+	return gitstore.MustParseOID(e.bgit("rev-parse", "main"))
+}
+
+// session starts a session on the bare repository's main with files
+// written (an empty content deletes).
+func (e *csEnv) session(files map[string]string) session.Session {
+	e.t.Helper()
+	s := e.create(session.CreateOptions{Repo: "bare", Base: "main"})
+	for p, content := range files {
+		if content == "" {
+			_, err := e.m.Delete(e.t.Context(), s.ID, p, false, "")
+			require.NoError(e.t, err)
+			continue
+		}
+		e.write(s.ID, p, content)
+	}
+	return s
+}
+
+func (e *csEnv) submit(s session.Session, intent string) session.Changeset {
+	e.t.Helper()
+	c, err := e.m.Submit(e.t.Context(), s.ID, session.SubmitOptions{Intent: intent})
+	require.NoError(e.t, err)
+	return c
+}
+
+func (e *csEnv) accept(c session.Changeset) session.AcceptResult {
+	e.t.Helper()
+	res, err := e.m.Accept(e.t.Context(), c.ID, session.AcceptOptions{Actor: "reviewer"})
+	require.NoError(e.t, err)
+	return res
+}
+
+// file returns a file of a commit on the bare repository, "" when absent.
+func (e *csEnv) file(rev, p string) string {
+	e.t.Helper()
+	cmd := exec.Command("git", "show", rev+":"+p)
+	cmd.Dir, cmd.Env = e.bare, testrepo.Env()
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+// gitMaybe runs git in dir and returns its trimmed output, or an error
+// when it fails (a lost compare-and-swap, a missing file).
+func gitMaybe(dir string, stdin []byte, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env, cmd.Stdin = dir, testrepo.Env(), bytes.NewReader(stdin)
+	out, err := cmd.Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+func lines(n int, edit map[int]string) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if s, ok := edit[i]; ok {
+			b.WriteString(s + "\n")
+			continue
+		}
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	return b.String()
+}
+
+// TestChangesetTimeMachine: accept A, B, C (C edits a file A created, B is
+// independent); undo B and keep A and C; a preview of undoing A names the
+// file C still depends on; undo C and A together. Every result is the
+// tree git revert gives on the same history.
+func TestChangesetTimeMachine(t *testing.T) {
+	e := newChangesetEnv(t)
+	ctx := t.Context()
+	e.accept(e.submit(e.session(map[string]string{"lib.txt": lines(12, nil)}), "base: lib.txt"))
+
+	sa := e.session(map[string]string{"feature.txt": lines(5, nil), "lib.txt": lines(12, map[int]string{2: "A's line 2"})})
+	sb := e.session(map[string]string{"other.txt": "B\n", "lib.txt": lines(12, map[int]string{11: "B's line 11"})})
+	a := e.accept(e.submit(sa, "A: add feature.txt"))
+	assert.False(t, a.Rebased)
+	b := e.accept(e.submit(sb, "B: independent"))
+	assert.True(t, b.Rebased, "B's base moved under it: merged")
+	sc := e.session(map[string]string{"feature.txt": lines(5, map[int]string{5: "C's line 5"})})
+	c := e.accept(e.submit(sc, "C: edit feature.txt"))
+
+	head := e.head()
+	assert.Equal(t, c.Commit, head)
+	assert.Equal(t, lines(12, map[int]string{2: "A's line 2", 11: "B's line 11"}), e.file("main", "lib.txt"))
+	msg := e.bgit("log", "-1", "--format=%B", a.Commit.String())
+	assert.Contains(t, msg, "A: add feature.txt\n\nSessiond-Session: "+sa.ID.String()+"\nSessiond-Changeset: "+a.Changeset.ID.String()+"\nSessiond-Agent: agent-1")
+	assert.Equal(t, "agent-1 <agent-1@sessiond>|reviewer <reviewer@sessiond>", e.bgit("log", "-1", "--format=%an <%ae>|%cn <%ce>", a.Commit.String()))
+	got, err := e.m.Get(ctx, sa.ID)
+	require.NoError(t, err)
+	assert.Equal(t, session.StateAccepted, got.State)
+
+	layers, err := e.m.Layers(ctx, "bare", "main")
+	require.NoError(t, err)
+	require.Len(t, layers, 4)
+	assert.Equal(t, []uuid.UUID{c.Changeset.ID, b.Changeset.ID, a.Changeset.ID}, []uuid.UUID{layers[0].Changeset, layers[1].Changeset, layers[2].Changeset})
+
+	// The oracle: git revert in a clone of the same history.
+	work := filepath.Join(t.TempDir(), "work")
+	testrepo.Git(t, filepath.Dir(work), "clone", "-q", e.bare, work)
+	gitWork := func(args ...string) string { return testrepo.Git(t, work, args...) }
+
+	// Undo B: B's changes are gone, A's and C's stay.
+	undoB, err := e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{b.Changeset.ID}, Actor: "undoer"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"lib.txt", "other.txt"}, undoB.ComesBack)
+	assert.Empty(t, undoB.Stays)
+	assert.Equal(t, undoB.Commit, e.head())
+	assert.Equal(t, "", e.file("main", "other.txt"))
+	assert.Equal(t, lines(12, map[int]string{2: "A's line 2"}), e.file("main", "lib.txt"))
+	assert.Equal(t, lines(5, map[int]string{5: "C's line 5"}), e.file("main", "feature.txt"))
+	gitWork("revert", "--no-edit", b.Commit.String())
+	assert.Equal(t, gitWork("rev-parse", "HEAD^{tree}"), e.bgit("rev-parse", "main^{tree}"), "undo B = git revert B")
+
+	// Undo A: a preview names feature.txt, which C still builds on.
+	before := e.head()
+	preview, err := e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID}, DryRun: true})
+	require.NoError(t, err)
+	require.Len(t, preview.Conflicts, 1)
+	assert.Equal(t, "feature.txt", preview.Conflicts[0].Path)
+	assert.Equal(t, changeset.ConflictModifyDelete, preview.Conflicts[0].Kind)
+	assert.Equal(t, []string{"lib.txt"}, preview.ComesBack)
+	assert.True(t, preview.Commit.IsZero())
+	assert.Equal(t, before, e.head(), "a preview writes nothing")
+	_, err = e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID}})
+	var ce *changeset.ConflictError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, before, e.head(), "a conflicting undo writes nothing")
+	layers, err = e.m.Layers(ctx, "bare", "main")
+	require.NoError(t, err)
+	assert.Equal(t, session.LayerAccepted, layers[2].State)
+
+	// A preview of undoing A and C at once: clean.
+	preview, err = e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID, c.Changeset.ID}, DryRun: true})
+	require.NoError(t, err)
+	assert.Empty(t, preview.Conflicts)
+	assert.Equal(t, []string{"feature.txt", "lib.txt"}, preview.ComesBack)
+	assert.Equal(t, before, e.head())
+
+	// Undo A and C together (given oldest first, applied newest first).
+	undoAC, err := e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID, c.Changeset.ID}})
+	require.NoError(t, err)
+	require.Len(t, undoAC.Reverts, 2)
+	assert.Equal(t, c.Changeset.ID, undoAC.Reverts[0].Changeset, "newest first")
+	assert.Equal(t, "", e.file("main", "feature.txt"))
+	assert.Equal(t, lines(12, nil), e.file("main", "lib.txt"))
+	gitWork("revert", "--no-edit", c.Commit.String(), a.Commit.String())
+	assert.Equal(t, gitWork("rev-parse", "HEAD^{tree}"), e.bgit("rev-parse", "main^{tree}"), "undo C, A = git revert C A")
+	assert.Equal(t, undoAC.Reverts[0].RevertCommit.String(), e.bgit("rev-parse", "main~1"), "one revert commit per layer")
+	assert.Contains(t, e.bgit("log", "-1", "--format=%B", "main"), "Sessiond-Undo: "+a.Changeset.ID.String())
+
+	layers, err = e.m.Layers(ctx, "bare", "main")
+	require.NoError(t, err)
+	for i, want := range []session.LayerState{session.LayerUndone, session.LayerUndone, session.LayerUndone, session.LayerAccepted} {
+		assert.Equal(t, want, layers[i].State, "layer %d", i)
+		if want == session.LayerUndone {
+			assert.False(t, layers[i].UndoneAt.IsZero())
+			assert.False(t, layers[i].RevertCommit.IsZero())
+		}
+	}
+	cs, err := e.m.GetChangeset(ctx, b.Changeset.ID)
+	require.NoError(t, err)
+	assert.Equal(t, session.ChangesetUndone, cs.Status)
+	// Undone is final.
+	_, err = e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{b.Changeset.ID}})
+	assert.ErrorIs(t, err, session.ErrConflict)
+	e.bgit("fsck", "--strict", "--no-dangling")
+}
+
+// TestChangesetAcceptConcurrent: 8 accepts onto one branch at once all
+// land, one on top of another.
+func TestChangesetAcceptConcurrent(t *testing.T) {
+	e := newChangesetEnv(t)
+	ctx := t.Context()
+	base := e.head()
+	const n = 8
+	var cs []session.Changeset
+	for i := range n {
+		s := e.session(map[string]string{fmt.Sprintf("c/%d.txt", i): fmt.Sprintf("change %d\n", i)})
+		cs = append(cs, e.submit(s, fmt.Sprintf("change %d", i)))
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { _, errs[i] = e.m.Accept(ctx, cs[i].ID, session.AcceptOptions{}) })
+	}
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, errs[i], "accept %d", i)
+	}
+	for i := range n {
+		assert.Equal(t, fmt.Sprintf("change %d\n", i), e.file("main", fmt.Sprintf("c/%d.txt", i)))
+	}
+	revs := strings.Fields(e.bgit("rev-list", "--first-parent", base.String()+"..main"))
+	assert.Len(t, revs, n)
+	assert.Empty(t, e.bgit("rev-list", "--merges", "main"), "linear history")
+	assert.Len(t, strings.Fields(e.bgit("rev-list", base.String()+"..main")), n)
+	e.bgit("fsck", "--strict", "--no-dangling")
+	layers, err := e.m.Layers(ctx, "bare", "main")
+	require.NoError(t, err)
+	assert.Len(t, layers, n)
+}
+
+// TestChangesetAcceptRaceGitCLI: git update-ref moves the branch in a loop
+// while sessiond accepts; no update of either is lost.
+func TestChangesetAcceptRaceGitCLI(t *testing.T) {
+	e := newChangesetEnv(t)
+	ctx := t.Context()
+	const n = 6
+	var cs []session.Changeset
+	for i := range n {
+		s := e.session(map[string]string{fmt.Sprintf("s/%d.txt", i): "sessiond\n"})
+		cs = append(cs, e.submit(s, fmt.Sprintf("sessiond %d", i)))
+	}
+	var done atomic.Bool
+	var cliCommits, cliFiles []string
+	var landed atomic.Int32 // git update-refs that won
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; !done.Load() || len(cliCommits) < 5; i++ {
+			// A commit adding cli-<i>.txt on top of the branch, then a
+			// compare-and-swap of the branch with git update-ref.
+			old, err := gitMaybe(e.bare, nil, "rev-parse", "main")
+			if err != nil {
+				continue
+			}
+			name := fmt.Sprintf("cli-%d.txt", i)
+			blob, err1 := gitMaybe(e.bare, []byte(name+"\n"), "hash-object", "-w", "--stdin")
+			top, err2 := gitMaybe(e.bare, nil, "ls-tree", old)
+			tree, err3 := gitMaybe(e.bare, []byte(top+"\n100644 blob "+blob+"\t"+name+"\n"), "mktree")
+			commit, err4 := gitMaybe(e.bare, nil, "commit-tree", tree, "-p", old, "-m", "cli "+name)
+			if err := errors.Join(err1, err2, err3, err4); err != nil {
+				t.Errorf("git: %v", err)
+				return
+			}
+			if _, err := gitMaybe(e.bare, nil, "update-ref", "refs/heads/main", commit, old); err == nil {
+				cliCommits = append(cliCommits, commit)
+				cliFiles = append(cliFiles, name)
+				landed.Add(1)
+			}
+		}
+	})
+	var accepted []gitstore.OID
+	for _, c := range cs {
+		// Interleave: let git move the branch between two accepts.
+		for seen := landed.Load(); landed.Load() == seen; {
+			time.Sleep(time.Millisecond)
+		}
+		res, err := e.m.Accept(ctx, c.ID, session.AcceptOptions{})
+		require.NoError(t, err)
+		accepted = append(accepted, res.Commit)
+		assert.True(t, res.Rebased, "git moved the branch since the base")
+	}
+	done.Store(true)
+	wg.Wait()
+	for _, c := range cliCommits {
+		e.bgit("merge-base", "--is-ancestor", c, "main")
+	}
+	for _, c := range accepted {
+		e.bgit("merge-base", "--is-ancestor", c.String(), "main")
+	}
+	for i := range n {
+		assert.Equal(t, "sessiond\n", e.file("main", fmt.Sprintf("s/%d.txt", i)))
+	}
+	for _, name := range cliFiles {
+		assert.Equal(t, name+"\n", e.file("main", name))
+	}
+	t.Logf("%d git update-ref commits, %d accepts", len(cliCommits), len(accepted))
+	e.bgit("fsck", "--strict", "--no-dangling")
+}

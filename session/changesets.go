@@ -512,4 +512,3 @@ func findTrailer(ctx context.Context, r *gitstore.Repo, head, stop gitstore.OID,
 	}
 	return nil, nil
 }
-

@@ -83,16 +83,16 @@ func NewManager(cfg Config) *Manager {
 		now = time.Now
 	}
 	return &Manager{
-		store:     cfg.Store,
-		dataDir:   cfg.DataDir,
-		limits:    cfg.Limits,
-		now:       func() time.Time { return now().UTC().Truncate(time.Microsecond) },
-		ovOpts:    overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions},
-		events:    newBroker(),
-		observers: cfg.Observers,
+		store:      cfg.Store,
+		dataDir:    cfg.DataDir,
+		limits:     cfg.Limits,
+		now:        func() time.Time { return now().UTC().Truncate(time.Microsecond) },
+		ovOpts:     overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions},
+		events:     newBroker(),
+		observers:  cfg.Observers,
 		changesets: changesets{cfg: cfg.Changesets},
-		repos:     make(map[string]*gitstore.Repo),
-		live:      make(map[uuid.UUID]*live),
+		repos:      make(map[string]*gitstore.Repo),
+		live:       make(map[uuid.UUID]*live),
 	}
 }
 

@@ -68,11 +68,13 @@ func (b *Batch) Flush(ctx context.Context) error {
 		return nil
 	}
 	var fresh []int
+	now := time.Now()
+	refreshed := false
 	for i, id := range b.ids {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		found, err := b.r.freshen(ctx, id)
+		found, err := b.r.freshen(id, now, &refreshed)
 		if err != nil {
 			return err
 		}
@@ -135,28 +137,26 @@ func (r *Repo) loosePath(id OID) string {
 
 // freshen reports whether object id exists, and if so bumps the mtime of
 // the file that holds it (the loose object or its pack), as git's
-// freshen_loose_object and freshen_packed_object do.
-func (r *Repo) freshen(ctx context.Context, id OID) (bool, error) {
-	now := time.Now()
+// freshen_loose_object and freshen_packed_object do. It looks in this
+// process's packs, then for a loose file, then in the pack indexes, which
+// are re-read (only new ones) once per flush.
+func (r *Repo) freshen(id OID, now time.Time, refreshed *bool) (bool, error) {
 	if p := r.packs.packPath(id); p != "" {
 		return true, touch(p, now)
 	}
-	lp := r.loosePath(id)
-	if err := os.Chtimes(lp, now, now); err == nil {
+	if err := os.Chtimes(r.loosePath(id), now, now); err == nil {
 		return true, nil
 	}
-	found, err := r.HasObject(ctx, id)
-	if err != nil || !found {
-		return found, err
+	if !*refreshed {
+		if err := r.locator.refresh(r.gitDir); err != nil {
+			return false, err
+		}
+		*refreshed = true
 	}
-	pack, err := r.locator.find(r.gitDir, id)
-	if err != nil {
-		return true, err
-	}
-	if pack != "" {
+	if pack := r.locator.lookup(id); pack != "" {
 		return true, touch(pack, now)
 	}
-	return true, nil
+	return false, nil
 }
 
 func touch(path string, t time.Time) error {
@@ -531,44 +531,59 @@ func (r *Repo) compactPacks() error {
 }
 
 // packLocator finds which pack holds an object, for freshening it. It
-// loads pack indexes lazily and reloads them when objects/pack changes.
+// keeps every pack's index in memory and, on refresh, loads the indexes of
+// packs that appeared and forgets those that went.
 type packLocator struct {
-	mu      sync.Mutex // guards all fields
-	mod     time.Time
+	mu      sync.Mutex                      // guards indexes
 	indexes map[string]*idxfile.MemoryIndex // pack path → index
 }
 
-func (l *packLocator) find(gitDir string, id OID) (string, error) {
+func (l *packLocator) refresh(gitDir string) error {
+	packDir := filepath.Join(gitDir, "objects", "pack")
+	names, err := filepath.Glob(filepath.Join(packDir, "pack-*.idx"))
+	if err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	packDir := filepath.Join(gitDir, "objects", "pack")
-	fi, err := os.Stat(packDir)
-	if err != nil {
-		return "", nil
-	}
-	if l.indexes == nil || !fi.ModTime().Equal(l.mod) {
-		l.mod = fi.ModTime()
+	if l.indexes == nil {
 		l.indexes = make(map[string]*idxfile.MemoryIndex)
-		names, _ := filepath.Glob(filepath.Join(packDir, "pack-*.idx"))
-		for _, name := range names {
-			f, err := os.Open(name)
-			if err != nil {
-				continue
-			}
-			mi := idxfile.NewMemoryIndex()
-			err = idxfile.NewDecoder(f).Decode(mi)
-			f.Close()
-			if err == nil {
-				l.indexes[name[:len(name)-len(".idx")]+".pack"] = mi
-			}
+	}
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		pack := strings.TrimSuffix(name, ".idx") + ".pack"
+		seen[pack] = true
+		if _, ok := l.indexes[pack]; ok {
+			continue
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			continue // removed since the listing
+		}
+		mi := idxfile.NewMemoryIndex()
+		err = idxfile.NewDecoder(f).Decode(mi)
+		f.Close()
+		if err == nil {
+			l.indexes[pack] = mi
 		}
 	}
+	for pack := range l.indexes {
+		if !seen[pack] {
+			delete(l.indexes, pack)
+		}
+	}
+	return nil
+}
+
+func (l *packLocator) lookup(id OID) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for pack, mi := range l.indexes {
 		if ok, _ := mi.Contains(plumbing.Hash(id)); ok {
-			return pack, nil
+			return pack
 		}
 	}
-	return "", nil
+	return ""
 }
 
 func (p *ownPacks) withPrefix(prefix string) []OID {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
@@ -52,7 +53,7 @@ type AcceptResult struct {
 
 // acceptMaxAttempts bounds the re-merges after losing the branch's
 // compare-and-swap to another writer.
-const acceptMaxAttempts = 8
+const acceptMaxAttempts = 16
 
 // Accept turns a changeset into one commit on its target branch
 // (commit-on-accept): the commit's tree is the changeset's head tree when
@@ -167,7 +168,7 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 			cur, _ := r.ReadRef(ctx, ref)
 			return AcceptResult{}, fmt.Errorf("accept %s: branch %s moved: %w", id, c.TargetBranch, &ConflictError{Field: "head", Current: oidString(cur)})
 		}
-		if err := sleepCtx(ctx, time.Duration(attempt)*5*time.Millisecond); err != nil {
+		if err := sleepCtx(ctx, time.Duration(attempt)*time.Duration(1+rand.IntN(4))*time.Millisecond); err != nil {
 			return AcceptResult{}, err
 		}
 	}

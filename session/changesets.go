@@ -339,7 +339,15 @@ func (m *Manager) ChangesetDiff(ctx context.Context, id uuid.UUID) (Changeset, *
 	if err != nil {
 		return Changeset{}, nil, err
 	}
-	p, err := changeset.Diff(ctx, r, c.BaseCommit, c.HeadCommit, changeset.DiffOptions{}, changeset.PatchOptions{})
+	trees := [2]gitstore.OID{}
+	for i, id := range []gitstore.OID{c.BaseCommit, c.HeadCommit} {
+		cm, err := r.Commit(ctx, id)
+		if err != nil {
+			return Changeset{}, nil, fmt.Errorf("changeset %s: %w", c.ID, err)
+		}
+		trees[i] = cm.Tree
+	}
+	p, err := changeset.Diff(ctx, r, trees[0], trees[1], changeset.DiffOptions{}, changeset.PatchOptions{})
 	if err != nil {
 		return Changeset{}, nil, fmt.Errorf("changeset %s: diff: %w", id, err)
 	}

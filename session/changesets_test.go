@@ -264,9 +264,12 @@ func TestChangesetAcceptRaceGitCLI(t *testing.T) {
 	var done atomic.Bool
 	var cliCommits, cliFiles []string
 	var landed atomic.Int32 // git update-refs that won
+	var stop atomic.Bool    // set when the test ends, however it ends
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop.Store(true)
 	wg.Go(func() {
-		for i := 0; !done.Load() || len(cliCommits) < 5; i++ {
+		for i := 0; !stop.Load() && (!done.Load() || len(cliCommits) < 5); i++ {
 			// A commit adding cli-<i>.txt on top of the branch, then a
 			// compare-and-swap of the branch with git update-ref.
 			old, err := gitMaybe(e.bare, nil, "rev-parse", "main")
@@ -295,7 +298,15 @@ func TestChangesetAcceptRaceGitCLI(t *testing.T) {
 		for seen := landed.Load(); landed.Load() == seen; {
 			time.Sleep(time.Millisecond)
 		}
-		res, err := e.m.Accept(ctx, c.ID, session.AcceptOptions{})
+		// A lost race ends in a conflict; the client tries again, as
+		// clients of a compare-and-swap do.
+		var res session.AcceptResult
+		var err error
+		for range 20 {
+			if res, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{}); !errors.Is(err, session.ErrConflict) {
+				break
+			}
+		}
 		require.NoError(t, err)
 		accepted = append(accepted, res.Commit)
 		assert.True(t, res.Rebased, "git moved the branch since the base")
@@ -316,4 +327,143 @@ func TestChangesetAcceptRaceGitCLI(t *testing.T) {
 	}
 	t.Logf("%d git update-ref commits, %d accepts", len(cliCommits), len(accepted))
 	e.bgit("fsck", "--strict", "--no-dangling")
+}
+
+// TestChangesetReview: verdicts move the status, a policy of required
+// approvals gates accept, and a new submission keeps the review history.
+func TestChangesetReview(t *testing.T) {
+	e := newChangesetEnv(t)
+	ctx := t.Context()
+	_, err := e.m.SetRepoPolicy(ctx, session.RepoPolicy{Repo: "bare", RequiredApprovals: 2})
+	require.NoError(t, err)
+	s := e.session(map[string]string{"a.txt": "reviewed\n"})
+	c := e.submit(s, "needs review")
+	assert.Equal(t, session.ChangesetOpen, c.Status)
+	assert.Equal(t, 1, c.Revision)
+	got, err := e.m.Get(ctx, s.ID)
+	require.NoError(t, err)
+	assert.Equal(t, session.StateSubmitted, got.State)
+
+	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{})
+	assert.ErrorIs(t, err, session.ErrConflict, "two approvals required")
+
+	review := func(author string, v session.Verdict, comments ...session.LineComment) session.Changeset {
+		t.Helper()
+		_, cs, err := e.m.Review(ctx, c.ID, session.ReviewInput{Verdict: v, Author: author, Body: string(v), Comments: comments})
+		require.NoError(t, err)
+		return cs
+	}
+	assert.Equal(t, session.ChangesetChangesRequested, review("bob", session.VerdictRequestChanges, session.LineComment{Path: "a.txt", Line: 1, Body: "why?"}).Status)
+	assert.Equal(t, session.ChangesetChangesRequested, review("alice", session.VerdictApprove).Status)
+	assert.Equal(t, session.ChangesetChangesRequested, review("bob", session.VerdictComment).Status)
+	assert.Equal(t, session.ChangesetApproved, review("bob", session.VerdictApprove).Status)
+	_, _, err = e.m.Review(ctx, c.ID, session.ReviewInput{Verdict: "lgtm", Author: "x"})
+	assert.ErrorIs(t, err, session.ErrInvalid)
+	_, _, err = e.m.Review(ctx, c.ID, session.ReviewInput{Verdict: session.VerdictComment, Author: "x",
+		Comments: []session.LineComment{{Path: "README.md", Line: 1, Body: "not in the diff"}}})
+	assert.ErrorIs(t, err, session.ErrInvalid)
+
+	// Writing after submit is allowed; the changeset stays frozen until
+	// the session is submitted again, which starts a new revision.
+	e.write(s.ID, "a.txt", "reviewed, then changed\n")
+	_, patch, err := e.m.ChangesetDiff(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Contains(t, string(patch.Unified()), "+reviewed\n")
+	c2 := e.submit(s, "")
+	assert.Equal(t, c.ID, c2.ID)
+	assert.Equal(t, 2, c2.Revision)
+	assert.Equal(t, session.ChangesetOpen, c2.Status, "approvals were for revision 1")
+	assert.Equal(t, "needs review", c2.Intent)
+	reviews, err := e.m.Reviews(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Len(t, reviews, 4, "the history stays")
+	assert.Equal(t, c2, e.submit(s, ""), "submitting an unchanged session changes nothing")
+
+	review("alice", session.VerdictApprove)
+	review("carol", session.VerdictApprove)
+	res := e.accept(c2)
+	assert.Equal(t, "reviewed, then changed\n", e.file(res.Commit.String(), "a.txt"))
+	_, _, err = e.m.Review(ctx, c.ID, session.ReviewInput{Verdict: session.VerdictReject, Author: "late"})
+	assert.ErrorIs(t, err, session.ErrConflict, "an accepted changeset takes comments only")
+	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{})
+	assert.ErrorIs(t, err, session.ErrConflict, "accepted once")
+	_, _, err = e.m.Write(ctx, s.ID, "a.txt", []byte("x"), session.WriteOptions{})
+	assert.ErrorIs(t, err, session.ErrSessionClosed, "an accepted session is closed")
+
+	rejected := e.submit(e.session(map[string]string{"b.txt": "b\n"}), "no")
+	_, cs, err := e.m.Review(ctx, rejected.ID, session.ReviewInput{Verdict: session.VerdictReject, Author: "bob"})
+	require.NoError(t, err)
+	assert.Equal(t, session.ChangesetRejected, cs.Status)
+	_, err = e.m.Accept(ctx, rejected.ID, session.AcceptOptions{})
+	assert.ErrorIs(t, err, session.ErrConflict)
+}
+
+// TestChangesetAcceptRules: expected head, conflicts, stale reads, the
+// checked-out branch, and recovery of an accept that moved the branch but
+// was not recorded.
+func TestChangesetAcceptRules(t *testing.T) {
+	e := newChangesetEnv(t)
+	ctx := t.Context()
+	base := e.head()
+	s1 := e.session(map[string]string{"a.txt": "one\n"})
+	s2 := e.session(map[string]string{"a.txt": "two\n"})
+	reader := e.create(session.CreateOptions{Repo: "bare", Base: "main"})
+	e.read(reader.ID, "a.txt")
+	e.write(reader.ID, "notes.txt", "read a.txt\n")
+	c1, c2, c3 := e.submit(s1, "one"), e.submit(s2, "two"), e.submit(reader, "reader")
+
+	wrong := gitstore.MustParseOID(strings.Repeat("1", 40))
+	_, err := e.m.Accept(ctx, c1.ID, session.AcceptOptions{ExpectedHead: &wrong})
+	var ce *session.ConflictError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "head", ce.Field)
+	assert.Equal(t, base.String(), ce.Current)
+	r1, err := e.m.Accept(ctx, c1.ID, session.AcceptOptions{ExpectedHead: &base})
+	require.NoError(t, err)
+
+	_, err = e.m.Accept(ctx, c2.ID, session.AcceptOptions{})
+	var mc *changeset.ConflictError
+	require.ErrorAs(t, err, &mc)
+	assert.Equal(t, "a.txt", mc.Conflicts[0].Path)
+	assert.Equal(t, r1.Commit, e.head(), "a conflict writes nothing")
+
+	_, err = e.m.Accept(ctx, c3.ID, session.AcceptOptions{RequireFreshReads: true})
+	var se *session.StaleReadsError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "a.txt", se.Reads[0].Path)
+	assert.ErrorIs(t, err, session.ErrConflict)
+	r3, err := e.m.Accept(ctx, c3.ID, session.AcceptOptions{})
+	require.NoError(t, err)
+	require.Len(t, r3.StaleReads, 1, "reported, not refused")
+	assert.Equal(t, "a.txt", r3.StaleReads[0].Path)
+
+	// The branch a work tree has checked out: refused unless allowed.
+	w := e.create(session.CreateOptions{Repo: "r", Base: "main"})
+	e.write(w.ID, "w.txt", "w\n")
+	cw, err := e.m.Submit(ctx, w.ID, session.SubmitOptions{})
+	require.NoError(t, err)
+	_, err = e.m.Accept(ctx, cw.ID, session.AcceptOptions{})
+	assert.ErrorIs(t, err, session.ErrForbidden)
+	_, err = e.m.SetRepoPolicy(ctx, session.RepoPolicy{Repo: "r", AllowCheckedOut: true})
+	require.NoError(t, err)
+	_, err = e.m.Accept(ctx, cw.ID, session.AcceptOptions{})
+	require.NoError(t, err)
+
+	// Recovery: the branch already carries the changeset's commit (an
+	// accept that moved the ref and crashed before the store).
+	s4 := e.session(map[string]string{"d.txt": "d\n"})
+	c4 := e.submit(s4, "four")
+	head := e.head().String()
+	tree := e.bgit("rev-parse", c4.HeadCommit.String()+"^{tree}")
+	require.Equal(t, head, c4.BaseCommit.String())
+	commit := e.bgit("commit-tree", tree, "-p", head, "-m", "four\n\nSessiond-Changeset: "+c4.ID.String())
+	e.bgit("update-ref", "refs/heads/main", commit, head)
+	r4, err := e.m.Accept(ctx, c4.ID, session.AcceptOptions{})
+	require.NoError(t, err)
+	assert.True(t, r4.Recovered)
+	assert.Equal(t, commit, r4.Commit.String())
+	assert.Equal(t, commit, e.head().String(), "nothing new written")
+	layers, err := e.m.Layers(ctx, "bare", "main")
+	require.NoError(t, err)
+	assert.Equal(t, c4.ID, layers[0].Changeset)
 }

@@ -220,6 +220,11 @@ func (g *Graph) apply(ctx context.Context, rs *repoState, ev session.MutationEve
 				continue
 			}
 			o := rs.sessions[other]
+			if o.files[u.path].cur == u.d.cur {
+				// The same version (a fork's inherited change, or the same
+				// fix made twice) puts nobody at risk.
+				continue
+			}
 			out = append(out, newOverlap(u.path, st, u.d, o))
 		}
 	}

@@ -91,8 +91,8 @@ func TestOverlapDetection(t *testing.T) {
 	}
 }
 
-// A session forked from another, and one rebased, are met with their whole
-// delta the first time they write.
+// A forked session is met with its whole delta the first time it writes;
+// what it inherited unchanged is no overlap, what it changes again is.
 func TestOverlapAfterFork(t *testing.T) {
 	e := newEnv(t)
 	const p = "sort/sort.go"
@@ -101,10 +101,15 @@ func TestOverlapAfterFork(t *testing.T) {
 	f, err := e.m.Fork(t.Context(), a.ID, session.ForkOptions{AgentID: "f"})
 	require.NoError(t, err)
 	e.write(f.ID, "README", "fork\n")
-	d := e.delta(f.ID)
-	assert.Equal(t, keys("func Sort"), d[p].Modified)
+	assert.Equal(t, keys("func Sort"), e.delta(f.ID)[p].Modified)
+	assert.Empty(t, e.overlaps(f.ID), "identical versions put nobody at risk")
+
+	e.edit(f.ID, p, "\t// a\n", "\t// a\n\t// and f\n")
 	fa := find(e.overlaps(f.ID), a.ID)
 	require.Len(t, fa, 1)
-	assert.Equal(t, graph.MergeClean, fa[0].Merge, "identical versions merge cleanly")
+	// Both inserted at one place, a line each side does not share: git's
+	// merge conflicts there too.
+	assert.Equal(t, graph.MergeConflict, fa[0].Merge)
 	assert.Equal(t, keys("func Sort"), fa[0].Symbols)
+	require.Len(t, find(e.overlaps(a.ID), f.ID), 1)
 }

@@ -2,19 +2,16 @@ package db
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sessiond/sessiond/internal/pgtest"
+
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/gitstore"
@@ -86,68 +83,9 @@ func (b backend) openStore(t testing.TB, dsn string) session.Store {
 }
 
 // postgresURL is the server tests use.
-func postgresURL() string {
-	if u := os.Getenv("SESSIOND_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return DefaultPostgresURL
-}
+func postgresURL() string { return pgtest.URL() }
 
-var (
-	pgOnce sync.Once
-	pgErr  error
-)
-
-// freshSchema creates an empty schema on the test server and returns a URL
-// whose connections use it; the schema is dropped when t ends. Without a
-// server the test is skipped, or fails in CI.
-func freshSchema(t testing.TB) string {
-	t.Helper()
-	base := postgresURL()
-	pgOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			pgErr = err
-			return
-		}
-		pgErr = conn.Ping(ctx)
-		_ = conn.Close(ctx)
-	})
-	if pgErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("postgres unavailable in CI: %v", pgErr)
-		}
-		t.Skipf("postgres unavailable (set SESSIOND_TEST_DATABASE_URL): %v", pgErr)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "sessiond_test_" + hex.EncodeToString(b[:])
-	exec := func(ctx context.Context, sql string) error {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
-	require.NoError(t, exec(t.Context(), "CREATE SCHEMA "+schema))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	require.NoError(t, err, "SESSIOND_TEST_DATABASE_URL must be a URL")
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+func freshSchema(t testing.TB) string { return pgtest.FreshSchema(t) }
 
 // Fixtures.
 

@@ -2,12 +2,8 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/sessiond/sessiond/internal/pgtest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/client"
-	"github.com/sessiond/sessiond/db"
 )
 
 // The end-to-end tests run the real binary, built once in TestMain, on a
@@ -60,68 +56,10 @@ var stores = []store{
 	{name: "postgres", url: freshSchema},
 }
 
-func postgresURL() string {
-	if u := os.Getenv("SESSIOND_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return db.DefaultPostgresURL
-}
+// postgresURL is the server tests use.
+func postgresURL() string { return pgtest.URL() }
 
-var (
-	pgOnce sync.Once
-	pgErr  error
-)
-
-// freshSchema creates an empty schema and returns a URL whose connections
-// use it; it is dropped when t ends. Without a server the test is skipped,
-// or fails with CI=true.
-func freshSchema(t testing.TB) string {
-	t.Helper()
-	base := postgresURL()
-	pgOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			pgErr = err
-			return
-		}
-		pgErr = conn.Ping(ctx)
-		_ = conn.Close(ctx)
-	})
-	if pgErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("postgres unavailable in CI: %v", pgErr)
-		}
-		t.Skipf("postgres unavailable (set SESSIOND_TEST_DATABASE_URL): %v", pgErr)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "sessiond_e2e_" + hex.EncodeToString(b[:])
-	exec := func(ctx context.Context, sql string) error {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
-	require.NoError(t, exec(t.Context(), "CREATE SCHEMA "+schema))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+func freshSchema(t testing.TB) string { return pgtest.FreshSchema(t) }
 
 // daemon is one sessiond process; start and restart keep its data
 // directory and database.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/session"
@@ -68,6 +69,8 @@ func mapError(err error) *Error {
 		maxErr  *http.MaxBytesError
 		preErr  *session.PreconditionError
 		cfErr   *session.ConflictError
+		mgErr   *changeset.ConflictError
+		srErr   *session.StaleReadsError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -88,6 +91,12 @@ func mapError(err error) *Error {
 		return newError(http.StatusPreconditionFailed, CodePreconditionFailed, "%s", err.Error())
 	case errors.Is(err, session.ErrSessionClosed):
 		return newError(http.StatusConflict, CodeSessionClosed, "%s", err.Error())
+	case errors.As(err, &mgErr):
+		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: err.Error(),
+			Details: map[string]any{"conflicts": toConflicts(mgErr.Conflicts)}}
+	case errors.As(err, &srErr):
+		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: err.Error(),
+			Details: map[string]any{"stale_reads": toStaleReads(srErr.Reads)}}
 	case errors.As(err, &cfErr):
 		d := map[string]any{"field": cfErr.Field, "current": cfErr.Current}
 		d["current_"+cfErr.Field] = cfErr.Current

@@ -101,6 +101,21 @@ var routes = []Route{
 	{"POST", "/v1/sessions/{id}/rollback", scopeSession, (*Server).rollback},
 	{"POST", "/v1/sessions/{id}/fork", scopeSession, (*Server).fork},
 	{"GET", "/v1/sessions/{id}/events", scopeSession, (*Server).sessionEvents},
+	{"POST", "/v1/sessions/{id}/rebase", scopeSession, (*Server).rebase},
+	{"POST", "/v1/sessions/{id}/merge", scopeSession, (*Server).merge},
+
+	// Changesets (api/changesets.go).
+	{"POST", "/v1/sessions/{id}/changesets", scopeSession, (*Server).submitChangeset},
+	{"GET", "/v1/changesets", scopeAdmin, (*Server).listChangesets},
+	{"GET", "/v1/changesets/{id}", scopeAdmin, (*Server).getChangeset},
+	{"GET", "/v1/changesets/{id}/diff", scopeAdmin, (*Server).changesetDiff},
+	{"POST", "/v1/changesets/{id}/reviews", scopeAdmin, (*Server).reviewChangeset},
+	{"POST", "/v1/changesets/{id}/accept", scopeAdmin, (*Server).acceptChangeset},
+	{"POST", "/v1/changesets/{id}/undo", scopeAdmin, (*Server).undoChangeset},
+	{"POST", "/v1/repos/{repo}/undo", scopeAdmin, (*Server).undoLayers},
+	{"GET", "/v1/repos/{repo}/layers", scopeAdmin, (*Server).layers},
+	{"GET", "/v1/repos/{repo}/policy", scopeAdmin, (*Server).getPolicy},
+	{"PUT", "/v1/repos/{repo}/policy", scopeAdmin, (*Server).putPolicy},
 }
 
 // New builds a Server.

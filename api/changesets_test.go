@@ -1,0 +1,53 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/session"
+)
+
+// TestMapMergeConflict: a merge conflict is 409 conflict with structured
+// conflicts whose ids are hex and modes octal strings.
+func TestMapMergeConflict(t *testing.T) {
+	oid := gitstore.MustParseOID("0123456789abcdef0123456789abcdef01234567")
+	err := fmt.Errorf("accept: %w", &changeset.ConflictError{Conflicts: []changeset.Conflict{{
+		Path: "a.txt", Kind: changeset.ConflictContent,
+		Base:    &changeset.Version{Path: "a.txt", OID: oid, Mode: gitstore.ModeFile},
+		Ours:    &changeset.Version{Path: "a.txt", OID: oid, Mode: gitstore.ModeExec},
+		Hunks:   []changeset.ConflictHunk{{BaseStart: 1, BaseLines: []string{"x"}}},
+		Message: "merge conflict in a.txt",
+	}}})
+	e := mapError(err)
+	assert.Equal(t, 409, e.Status)
+	assert.Equal(t, CodeConflict, e.Code)
+	b, err := json.Marshal(errorBody{Error: e})
+	require.NoError(t, err)
+	var body struct {
+		Error struct {
+			Code      string `json:"code"`
+			Conflicts []map[string]any
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(b, &body))
+	require.Len(t, body.Error.Conflicts, 1)
+	c := body.Error.Conflicts[0]
+	assert.Equal(t, "a.txt", c["path"])
+	assert.Equal(t, "content", c["kind"])
+	assert.Equal(t, map[string]any{"path": "a.txt", "oid": oid.String(), "mode": "100644"}, c["base"])
+	assert.Equal(t, "100755", c["ours"].(map[string]any)["mode"])
+	assert.Nil(t, c["theirs"])
+	assert.Len(t, c["hunks"], 1)
+
+	e = mapError(fmt.Errorf("x: %w", &session.StaleReadsError{Branch: "main", Reads: []session.StaleRead{{Path: "a", Read: oid}}}))
+	assert.Equal(t, 409, e.Status)
+	assert.Equal(t, []StaleRead{{Path: "a", Read: oid.String()}}, e.Details["stale_reads"])
+	e = mapError(fmt.Errorf("x: %w", &session.ConflictError{Field: "head", Current: oid.String()}))
+	assert.Equal(t, oid.String(), e.Details["current_head"])
+}

@@ -11,9 +11,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,15 +59,6 @@ func loadBenchRepo(b *testing.B, files int) *benchRepo {
 	}))
 	benchRepos[files] = br
 	return br
-}
-
-// writableClone hard-links the cached repository's objects into a new
-// bare repository, so benchmarks that write leave the cache untouched.
-func writableClone(b *testing.B, src string) string {
-	b.Helper()
-	dst := filepath.Join(b.TempDir(), "clone.git")
-	testrepo.Git(b, "", "clone", "-q", "--bare", "--local", "--", src, dst)
-	return dst
 }
 
 // catFileBatch drives one `git cat-file --batch` process.
@@ -230,7 +219,7 @@ func BenchmarkCommit(b *testing.B) {
 }
 
 func benchCommitSessiond(b *testing.B, br *benchRepo, paths []string) {
-	r := open(b, writableClone(b, br.dir))
+	r := open(b, testrepo.CloneLocal(b, br.dir))
 	ctx := b.Context()
 	sig := gitstore.Signature{Name: "bench", Email: "bench@example.com", When: time.Unix(1700000000, 0)}
 	i := 0
@@ -252,53 +241,23 @@ func benchCommitSessiond(b *testing.B, br *benchRepo, paths []string) {
 	}
 }
 
-func gitCmd(b *testing.B, dir string, env []string, stdin []byte, args ...string) string {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(testrepo.Env(), env...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		b.Fatalf("git %v: %v: %s", args, err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// benchCommitGitIndex is the scripted route without a work tree: blobs
-// from files through hash-object, a temporary index from the base tree,
-// update-index, write-tree, commit-tree.
+// benchCommitGitIndex is the scripted route without a work tree (see
+// testrepo.CommitWithIndex).
 func benchCommitGitIndex(b *testing.B, br *benchRepo, paths []string) {
-	dir := writableClone(b, br.dir)
-	tmp := b.TempDir()
-	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	dir := testrepo.CloneLocal(b, br.dir)
+	scratch := b.TempDir()
 	i := 0
 	for b.Loop() {
 		i++
-		var list bytes.Buffer
-		for j, p := range paths {
-			f := filepath.Join(tmp, strconv.Itoa(j))
-			if err := os.WriteFile(f, fmt.Appendf(nil, "iteration %d of %s\n", i, p), 0o644); err != nil {
-				b.Fatal(err)
-			}
-			list.WriteString(f + "\n")
-		}
-		ids := strings.Split(gitCmd(b, dir, nil, list.Bytes(), "hash-object", "-w", "--stdin-paths"), "\n")
-		var info bytes.Buffer
-		for j, p := range paths {
-			fmt.Fprintf(&info, "100644 %s\t%s\n", ids[j], p)
-		}
-		gitCmd(b, dir, env, nil, "read-tree", br.tree.String())
-		gitCmd(b, dir, env, info.Bytes(), "update-index", "--index-info")
-		tree := gitCmd(b, dir, env, nil, "write-tree")
-		gitCmd(b, dir, nil, []byte("bench\n"), "commit-tree", tree, "-p", br.head.String())
+		testrepo.CommitWithIndex(b, dir, scratch, br.head.String(), paths, func(p string) []byte {
+			return fmt.Appendf(nil, "iteration %d of %s\n", i, p)
+		})
 	}
 }
 
 // benchCommitFastImport writes the same commit through one fast-import run.
 func benchCommitFastImport(b *testing.B, br *benchRepo, paths []string) {
-	dir := writableClone(b, br.dir)
+	dir := testrepo.CloneLocal(b, br.dir)
 	i := 0
 	for b.Loop() {
 		i++
@@ -309,6 +268,6 @@ func benchCommitFastImport(b *testing.B, br *benchRepo, paths []string) {
 			fmt.Fprintf(&s, "M 100644 inline %s\ndata %d\n%s\n", p, len(data), data)
 		}
 		s.WriteString("done\n")
-		gitCmd(b, dir, nil, s.Bytes(), "fast-import", "--quiet", "--done", "--force")
+		testrepo.GitEnv(b, dir, nil, s.Bytes(), "fast-import", "--quiet", "--done", "--force")
 	}
 }

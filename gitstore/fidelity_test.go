@@ -1,10 +1,8 @@
 package gitstore_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -107,9 +105,9 @@ func TestBuildTreeMatchesGit(t *testing.T) {
 				}
 				os.Remove(index)
 				env := []string{"GIT_INDEX_FILE=" + index}
-				gitEnv(rt, dir, env, nil, "read-tree", "--empty")
-				gitEnv(rt, dir, env, []byte(info.String()), "update-index", "--index-info")
-				want := gitEnv(rt, dir, env, nil, "write-tree")
+				testrepo.GitEnv(t, dir, env, nil, "read-tree", "--empty")
+				testrepo.GitEnv(t, dir, env, []byte(info.String()), "update-index", "--index-info")
+				want := testrepo.GitEnv(t, dir, env, nil, "write-tree")
 				require.Equal(rt, want, tree.String(), "changes: %v", changes)
 			})
 			fsck(t, dir)
@@ -230,16 +228,4 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-func gitEnv(t require.TestingT, dir string, env []string, stdin []byte, args ...string) string {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(testrepo.Env(), env...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "git %v: %s", args, stderr.String())
-	return strings.TrimSpace(string(out))
 }

@@ -64,16 +64,6 @@ func (br *benchRepo) spread(n, k int) []string {
 	return out
 }
 
-// writableClone hard-links the cached repository's objects into a new
-// bare repository, so benchmarks that write (session refs, objects) leave
-// the cache untouched. Not CloneShared: reads through alternates are slow.
-func writableClone(b *testing.B, src string) string {
-	b.Helper()
-	dst := filepath.Join(b.TempDir(), "clone.git")
-	testrepo.Git(b, "", "clone", "-q", "--bare", "--local", "--", src, dst)
-	return dst
-}
-
 // benchEngine is a Manager over a fresh SQLite store and a writable clone
 // of a synthetic repository registered as "r".
 type benchEngine struct {
@@ -84,7 +74,7 @@ type benchEngine struct {
 func newBenchEngine(b *testing.B, br *benchRepo) *benchEngine {
 	b.Helper()
 	ctx := context.Background()
-	e := &benchEngine{repo: writableClone(b, br.dir)}
+	e := &benchEngine{repo: testrepo.CloneLocal(b, br.dir)}
 	st, err := db.OpenSQLite(ctx, filepath.Join(b.TempDir(), "sessiond.db"))
 	require.NoError(b, err)
 	e.m = session.NewManager(session.Config{Store: st, DataDir: b.TempDir()})
@@ -129,7 +119,7 @@ func BenchmarkCreate(b *testing.B) {
 		}
 	})
 	b.Run(name+"/impl=git-worktree-add", func(b *testing.B) {
-		repo := writableClone(b, br.dir)
+		repo := testrepo.CloneLocal(b, br.dir)
 		tmp := b.TempDir()
 		i := 0
 		var bytesOnDisk int64
@@ -339,48 +329,18 @@ func BenchmarkCheckpoint(b *testing.B) {
 	}
 }
 
-// benchGitIndex is the git CLI's route without a work tree: blobs from
-// files through hash-object, a temporary index read from the base tree,
-// update-index, write-tree, commit-tree.
+// benchGitIndex is the git CLI's route without a work tree (see
+// testrepo.CommitWithIndex).
 func benchGitIndex(b *testing.B, br *benchRepo, paths []string) {
-	dir := writableClone(b, br.dir)
-	tmp := b.TempDir()
-	index := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	dir := testrepo.CloneLocal(b, br.dir)
+	scratch := b.TempDir()
 	round := 0
 	for b.Loop() {
 		round++
-		var list bytes.Buffer
-		for j, p := range paths {
-			f := filepath.Join(tmp, strconv.Itoa(j))
-			if err := os.WriteFile(f, fmt.Appendf(nil, "round %d of %s\n", round, p), 0o644); err != nil {
-				b.Fatal(err)
-			}
-			list.WriteString(f + "\n")
-		}
-		ids := strings.Split(runGit(b, dir, nil, list.Bytes(), "hash-object", "-w", "--stdin-paths"), "\n")
-		var info bytes.Buffer
-		for j, p := range paths {
-			fmt.Fprintf(&info, "100644 %s\t%s\n", ids[j], p)
-		}
-		runGit(b, dir, index, nil, "read-tree", "main")
-		runGit(b, dir, index, info.Bytes(), "update-index", "--index-info")
-		tree := runGit(b, dir, index, nil, "write-tree")
-		runGit(b, dir, nil, []byte("bench\n"), "commit-tree", tree, "-p", br.head)
+		testrepo.CommitWithIndex(b, dir, scratch, br.head, paths, func(p string) []byte {
+			return fmt.Appendf(nil, "round %d of %s\n", round, p)
+		})
 	}
-}
-
-func runGit(b *testing.B, dir string, env []string, stdin []byte, args ...string) string {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(testrepo.Env(), env...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		b.Fatalf("git %v: %v: %s", args, err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // BenchmarkLiveSessions measures memory with many live sessions in one

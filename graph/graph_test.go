@@ -155,6 +155,13 @@ func TestSummary(t *testing.T) {
 	assert.Empty(t, byPath["README"].Lang)
 	assert.Equal(t, "modified", byPath["README"].Status)
 
+	// Commits stand for their trees.
+	cp, err := e.m.Checkpoint(t.Context(), s.ID, "", "")
+	require.NoError(t, err)
+	byCommit, err := e.g.Summary(t.Context(), repo, e.oid("main"), cp.Commit)
+	require.NoError(t, err)
+	assert.Equal(t, sum, byCommit)
+
 	// The session's incremental delta agrees with the summary of its trees.
 	for p, d := range e.delta(s.ID) {
 		assert.Equal(t, byPath[p].SymbolChanges, d.SymbolChanges, p)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
@@ -136,4 +137,11 @@ func parseKey(s string) graph.Key {
 		k.Receiver, k.Name = recv, name
 	}
 	return k
+}
+
+func (e *env) oid(rev string) gitstore.OID {
+	e.t.Helper()
+	id, err := gitstore.ParseOID(testrepo.Git(e.t, e.dir, "rev-parse", rev))
+	require.NoError(e.t, err)
+	return id
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/sessiond/sessiond/gitstore"
@@ -13,14 +14,22 @@ type Summary struct {
 	Files []FileSummary `json:"files"`
 }
 
-// Summary compares trees (or commits' trees) base and tree of repo. Its
+// Summary compares trees base and tree of repo; a commit id stands for
+// its tree. Its
 // cost is proportional to what changed: equal subtrees are skipped, and
 // each Go file's two versions are parsed once for all callers (the blob
 // cache). A file that does not parse is listed with its reason and no
 // symbols.
 func (g *Graph) Summary(ctx context.Context, repo *gitstore.Repo, base, tree gitstore.OID) (Summary, error) {
 	out := Summary{Files: []FileSummary{}}
-	err := repo.DiffTrees(ctx, base, tree, func(c gitstore.TreeChange) error {
+	base, err := treeOf(ctx, repo, base)
+	if err != nil {
+		return Summary{}, fmt.Errorf("summary: %w", err)
+	}
+	if tree, err = treeOf(ctx, repo, tree); err != nil {
+		return Summary{}, fmt.Errorf("summary: %w", err)
+	}
+	err = repo.DiffTrees(ctx, base, tree, func(c gitstore.TreeChange) error {
 		from, to := blobOf(c.From), blobOf(c.To)
 		if from == to {
 			return nil // a mode change only
@@ -51,4 +60,21 @@ func (g *Graph) Summary(ctx context.Context, repo *gitstore.Repo, base, tree git
 		return Summary{}, fmt.Errorf("summary: %w", err)
 	}
 	return out, nil
+}
+
+// treeOf returns id's tree: id itself for a tree, the commit's tree for a
+// commit.
+func treeOf(ctx context.Context, repo *gitstore.Repo, id gitstore.OID) (gitstore.OID, error) {
+	if id.IsZero() {
+		return id, nil
+	}
+	_, err := repo.Tree(ctx, id)
+	if !errors.Is(err, gitstore.ErrWrongKind) {
+		return id, err
+	}
+	c, err := repo.Commit(ctx, id)
+	if err != nil {
+		return gitstore.ZeroOID, err
+	}
+	return c.Tree, nil
 }

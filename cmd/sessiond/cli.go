@@ -47,7 +47,7 @@ func clientCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	name := args[0]
 	args = args[1:]
 	// Two-word commands.
-	if (name == "session" || name == "repo" || name == "checkpoint") && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	if (name == "session" || name == "repo" || name == "checkpoint" || name == "changeset") && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		if _, ok := commands[name+" "+args[0]]; ok {
 			name, args = name+" "+args[0], args[1:]
 		}
@@ -104,6 +104,10 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func (x *cli) fail(err error) int {
+	var ce *exitCodeError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintln(x.stderr, "sessiond:", ue.msg)
@@ -204,6 +208,7 @@ func init() {
 		"events":        eventsCmd(),
 		"diff":          diffCmd(),
 	}
+	addChangesetCommands(commands)
 }
 
 // Repositories.

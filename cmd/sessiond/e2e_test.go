@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
@@ -243,4 +244,99 @@ collect:
 	assert.Equal(t, "file.written", e.Type)
 
 	assert.Empty(t, git(t, repo, "fsck", "--strict", "--no-dangling"))
+
+	testChangesetWorkflow(t, d, repo, s.ID, s.Token)
+}
+
+// testChangesetWorkflow continues the workflow: merge another session in,
+// submit, review, accept onto main and undo, through the client and the
+// command line, checked with the git CLI.
+func testChangesetWorkflow(t *testing.T, d *daemon, repo, id, token string) {
+	ctx := t.Context()
+	c, sc := d.C, d.C.WithToken(token)
+
+	// Merge another session's change into this one.
+	other, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-9"})
+	require.NoError(t, err)
+	_, err = c.WithToken(other.Token).WriteFile(ctx, other.ID, "merged.txt", []byte("from agent-9\n"), client.WriteOptions{})
+	require.NoError(t, err)
+	_, err = sc.Merge(ctx, id, other.ID)
+	require.NoError(t, err)
+	data, _, err := sc.ReadFile(ctx, id, "merged.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "from agent-9\n", string(data))
+	_, err = sc.Rebase(ctx, id, "")
+	require.NoError(t, err, "rebase onto its unchanged base branch is a no-op")
+
+	// Submit, then review with a line comment.
+	cs, err := sc.Submit(ctx, id, api.SubmitRequest{Intent: "e2e: new code"})
+	require.NoError(t, err)
+	assert.Equal(t, "open", cs.Status)
+	assert.Equal(t, "main", cs.TargetBranch)
+	require.NotNil(t, cs.Stats)
+	assert.Positive(t, cs.Stats.Files)
+	rv, err := c.Review(ctx, cs.ID, api.ReviewRequest{Verdict: "request_changes", Author: "lead",
+		Comments: []api.LineComment{{Path: "src/new.go", Line: 3, Body: "doc comment?"}}})
+	require.NoError(t, err)
+	assert.Equal(t, "changes_requested", rv.Changeset.Status)
+	cli := func(want int, args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		args = append(args, "--server", d.URL, "--token", "admin-secret")
+		code := clientCmd(args, strings.NewReader(""), &stdout, &stderr)
+		require.Equal(t, want, code, "sessiond %v: %s%s", args, stdout.String(), stderr.String())
+		return stdout.String()
+	}
+	out := cli(exitOK, "changeset", "review", cs.ID, "--verdict", "approve", "--author", "lead", "-m", "fine")
+	assert.Contains(t, out, "changeset is approved")
+	assert.Contains(t, cli(exitOK, "changeset", "ls", "--repo", "r"), cs.ID)
+	diff := cli(exitOK, "changeset", "show", cs.ID, "--diff")
+	checkApply := exec.Command("git", "apply", "--check", "-")
+	checkApply.Dir, checkApply.Stdin = repo, strings.NewReader(diff)
+	applied, err := checkApply.CombinedOutput()
+	require.NoError(t, err, "git apply --check: %s", applied)
+
+	// main is checked out in the repository's work tree: refused until the
+	// repository's policy allows it.
+	before := git(t, repo, "rev-parse", "main")
+	_, err = c.Accept(ctx, cs.ID, api.AcceptRequest{})
+	assert.Equal(t, "forbidden", client.Code(err))
+	_, err = c.SetRepoPolicy(ctx, "r", api.RepoPolicy{AllowCheckedOut: true})
+	require.NoError(t, err)
+	_, err = c.Accept(ctx, cs.ID, api.AcceptRequest{ExpectedHead: strings.Repeat("0", 40)})
+	assert.Equal(t, "conflict", client.Code(err), "a stale expected_head")
+	out = cli(exitOK, "changeset", "accept", cs.ID, "--expected-head", before, "--actor", "lead", "--json")
+	var acc api.AcceptResult
+	require.NoError(t, json.Unmarshal([]byte(out), &acc))
+	assert.Equal(t, git(t, repo, "rev-parse", "main"), acc.Commit)
+	assert.Equal(t, before, git(t, repo, "rev-parse", "main^"))
+	msg := git(t, repo, "log", "-1", "--format=%B", "main")
+	assert.Contains(t, msg, "e2e: new code")
+	assert.Contains(t, msg, "Sessiond-Changeset: "+cs.ID)
+	assert.Contains(t, msg, "Sessiond-Session: "+id)
+	assert.Equal(t, "package main\n\nfunc New() {}", git(t, repo, "show", "main:src/new.go"))
+	assert.Equal(t, "from agent-9", git(t, repo, "show", "main:merged.txt"))
+	ss, err := c.GetSession(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, "accepted", ss.State)
+	layers, err := c.Layers(ctx, "r", "main")
+	require.NoError(t, err)
+	require.Len(t, layers, 1)
+	assert.Equal(t, "accepted", layers[0].State)
+
+	// Undo: a preview writes nothing, then the revert commit.
+	prev, err := c.Undo(ctx, cs.ID, api.UndoRequest{DryRun: true})
+	require.NoError(t, err)
+	assert.Contains(t, prev.ComesBack, "src/new.go")
+	assert.Equal(t, acc.Commit, git(t, repo, "rev-parse", "main"))
+	out = cli(exitOK, "changeset", "undo", cs.ID)
+	assert.Contains(t, out, "main is now at")
+	assert.Equal(t, acc.Commit, git(t, repo, "rev-parse", "main^"))
+	assert.Equal(t, git(t, repo, "rev-parse", before+"^{tree}"), git(t, repo, "rev-parse", "main^{tree}"), "the undo restores the tree before the accept")
+	layers, err = c.Layers(ctx, "r", "main")
+	require.NoError(t, err)
+	assert.Equal(t, "undone", layers[0].State)
+	assert.NotNil(t, layers[0].UndoneAt)
+	cli(exitConflict, "changeset", "undo", cs.ID)
+	git(t, repo, "fsck", "--strict", "--no-dangling")
 }

@@ -64,6 +64,11 @@ client (flags: --server URL, --token T, --session ID, --json):
   rollback CHECKPOINT
   fork [--checkpoint C] [--agent-id A] [--intent I]
   events [--after N] [--repo R]
+  rebase [--onto REV] | merge FROM-SESSION
+  changeset submit [--intent I] [--target BRANCH] | changeset ls [--repo R] [--status S]
+  changeset show ID [--diff] | changeset review ID --verdict V [-m TEXT] [--comment PATH:LINE:BODY]
+  changeset accept ID [--expected-head OID] [-m MESSAGE] | changeset layers REPO [--branch B]
+  changeset undo ID [ID…] [--dry-run]
 
 environment: SESSIOND_SERVER, SESSIOND_TOKEN, SESSIOND_SESSION
 exit codes: 0 ok, 1 error, 2 usage, 3 conflict

@@ -1,0 +1,148 @@
+package client
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/sessiond/sessiond/api"
+)
+
+// Changesets, reviews, accept, layers and undo; session rebase and merge.
+
+func changesetPath(id string, rest ...string) string {
+	p := "/v1/changesets/" + url.PathEscape(id)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p
+}
+
+// ChangesetFilter selects changesets; zero fields match everything.
+type ChangesetFilter struct {
+	Repo, Status, Session string
+}
+
+// Submit submits a session as a changeset (or revises its open one).
+func (c *Client) Submit(ctx context.Context, session string, req api.SubmitRequest) (api.Changeset, error) {
+	var out api.Changeset
+	err := c.do(ctx, "POST", sessionPath(session, "changesets"), nil, req, &out)
+	return out, err
+}
+
+// ListChangesets lists changesets, oldest first.
+func (c *Client) ListChangesets(ctx context.Context, f ChangesetFilter) ([]api.Changeset, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"repo": f.Repo, "status": f.Status, "session": f.Session} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	var out struct {
+		Changesets []api.Changeset `json:"changesets"`
+	}
+	err := c.do(ctx, "GET", "/v1/changesets", q, nil, &out)
+	return out.Changesets, err
+}
+
+// GetChangeset returns a changeset with its stats and reviews.
+func (c *Client) GetChangeset(ctx context.Context, id string) (api.Changeset, error) {
+	var out api.Changeset
+	err := c.do(ctx, "GET", changesetPath(id), nil, nil, &out)
+	return out, err
+}
+
+// ChangesetDiff returns the unified diff under review.
+func (c *Client) ChangesetDiff(ctx context.Context, id string) ([]byte, error) {
+	req, err := c.newRequest(ctx, "GET", changesetPath(id, "diff"), url.Values{"format": {"unified"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, decodeError(resp)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// ChangesetDiffJSON returns the diff under review in its JSON form.
+func (c *Client) ChangesetDiffJSON(ctx context.Context, id string) (api.Diff, error) {
+	var out api.Diff
+	err := c.do(ctx, "GET", changesetPath(id, "diff"), url.Values{"format": {"json"}}, nil, &out)
+	return out, err
+}
+
+// Review records a review.
+func (c *Client) Review(ctx context.Context, id string, req api.ReviewRequest) (api.ReviewResult, error) {
+	var out api.ReviewResult
+	err := c.do(ctx, "POST", changesetPath(id, "reviews"), nil, req, &out)
+	return out, err
+}
+
+// Accept accepts a changeset onto its target branch.
+func (c *Client) Accept(ctx context.Context, id string, req api.AcceptRequest) (api.AcceptResult, error) {
+	var out api.AcceptResult
+	err := c.do(ctx, "POST", changesetPath(id, "accept"), nil, req, &out)
+	return out, err
+}
+
+// Undo undoes one changeset's layer (or previews it with DryRun).
+func (c *Client) Undo(ctx context.Context, id string, req api.UndoRequest) (api.UndoResult, error) {
+	var out api.UndoResult
+	err := c.do(ctx, "POST", changesetPath(id, "undo"), nil, req, &out)
+	return out, err
+}
+
+// UndoLayers undoes several layers of one branch of repo at once.
+func (c *Client) UndoLayers(ctx context.Context, repo string, req api.UndoRequest) (api.UndoResult, error) {
+	var out api.UndoResult
+	err := c.do(ctx, "POST", "/v1/repos/"+url.PathEscape(repo)+"/undo", nil, req, &out)
+	return out, err
+}
+
+// Layers lists the accepted changesets of a branch, newest first.
+func (c *Client) Layers(ctx context.Context, repo, branch string) ([]api.Layer, error) {
+	var q url.Values
+	if branch != "" {
+		q = url.Values{"branch": {branch}}
+	}
+	var out struct {
+		Layers []api.Layer `json:"layers"`
+	}
+	err := c.do(ctx, "GET", "/v1/repos/"+url.PathEscape(repo)+"/layers", q, nil, &out)
+	return out.Layers, err
+}
+
+// RepoPolicy returns a repository's accept policy.
+func (c *Client) RepoPolicy(ctx context.Context, repo string) (api.RepoPolicy, error) {
+	var out api.RepoPolicy
+	err := c.do(ctx, "GET", "/v1/repos/"+url.PathEscape(repo)+"/policy", nil, nil, &out)
+	return out, err
+}
+
+// SetRepoPolicy sets a repository's accept policy.
+func (c *Client) SetRepoPolicy(ctx context.Context, repo string, p api.RepoPolicy) (api.RepoPolicy, error) {
+	var out api.RepoPolicy
+	err := c.do(ctx, "PUT", "/v1/repos/"+url.PathEscape(repo)+"/policy", nil, p, &out)
+	return out, err
+}
+
+// Rebase moves a session onto a new base (its base branch when onto is
+// empty).
+func (c *Client) Rebase(ctx context.Context, session, onto string) (api.MutationResult, error) {
+	var out api.MutationResult
+	err := c.do(ctx, "POST", sessionPath(session, "rebase"), nil, api.RebaseRequest{Onto: onto}, &out)
+	return out, err
+}
+
+// Merge merges session from's changes into session.
+func (c *Client) Merge(ctx context.Context, session, from string) (api.MutationResult, error) {
+	var out api.MutationResult
+	err := c.do(ctx, "POST", sessionPath(session, "merge"), nil, api.MergeRequest{From: from}, &out)
+	return out, err
+}

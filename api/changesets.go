@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -34,6 +36,9 @@ type Changeset struct {
 	Reviews        []Review         `json:"reviews,omitempty"`
 	CreatedAt      time.Time        `json:"created_at"`
 	UpdatedAt      time.Time        `json:"updated_at"`
+	// Symbols lists, per changed source file, the symbols added, modified
+	// and removed (filled with Stats).
+	Symbols []graph.FileSummary `json:"symbols,omitempty"`
 }
 
 // Review is one review of a changeset.
@@ -285,6 +290,9 @@ func (s *Server) changesetView(r *http.Request, id uuid.UUID) (Changeset, error)
 	}
 	out := toChangeset(c)
 	out.Stats = &patch.Stats
+	if out.Symbols, err = s.symbols(r.Context(), c); err != nil {
+		return Changeset{}, err
+	}
 	out.Reviews = []Review{}
 	for _, rv := range reviews {
 		out.Reviews = append(out.Reviews, toReview(rv))
@@ -575,4 +583,27 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, MutationResult{Session: toSession(ss), Mutation: toMutation(mu)})
 	return nil
+}
+
+// symbols is the changeset's symbol summary: the files the session graph
+// parses, with what changed in them.
+func (s *Server) symbols(ctx context.Context, c session.Changeset) ([]graph.FileSummary, error) {
+	if s.summaries == nil {
+		return nil, nil
+	}
+	repo, err := s.m.GitRepo(ctx, c.Repo)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := s.summaries.Summary(ctx, repo, c.BaseCommit, c.HeadCommit)
+	if err != nil {
+		return nil, err
+	}
+	out := []graph.FileSummary{}
+	for _, f := range sum.Files {
+		if f.Lang != "" {
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -36,6 +38,14 @@ type Config struct {
 	// Registerer receives the metrics; a new registry when nil (see
 	// Server.Gatherer).
 	Registry *prometheus.Registry
+	// Summaries lists the symbols a changeset adds, modifies and removes
+	// (the session graph); without it changesets carry no symbols.
+	Summaries Summarizer
+}
+
+// Summarizer is the session graph as the API uses it.
+type Summarizer interface {
+	Summary(ctx context.Context, repo *gitstore.Repo, base, tree gitstore.OID) (graph.Summary, error)
 }
 
 // Server is the HTTP API over one Manager.
@@ -46,6 +56,7 @@ type Server struct {
 	heartbeat time.Duration
 	log       *slog.Logger
 	metrics   *metrics
+	summaries Summarizer // nil: no symbol summaries
 	mux       *http.ServeMux
 	files     map[string]*Route // by method: the files route, dispatched by hand
 
@@ -131,7 +142,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		m: cfg.Manager, auth: newAuth(cfg.AdminToken, cfg.TokenSecret),
-		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, log: cfg.Logger,
+		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, log: cfg.Logger, summaries: cfg.Summaries,
 		mux: http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
 	}
 	s.metrics = newMetrics(cfg.Registry, cfg.Manager)

@@ -195,7 +195,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 
 	srvAPI := api.New(api.Config{
 		Manager: m, AdminToken: c.adminToken, TokenSecret: secret,
-		MaxBodyBytes: c.maxBodyBytes, Heartbeat: c.heartbeat, Logger: log,
+		MaxBodyBytes: c.maxBodyBytes, Heartbeat: c.heartbeat, Logger: log, Summaries: g,
 	})
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {

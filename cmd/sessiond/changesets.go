@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/graph"
 )
 
 // The changeset commands (changeset submit|ls|show|review|accept|undo|
@@ -66,10 +67,30 @@ func printChangeset(w io.Writer, c api.Changeset) {
 	if c.Stats != nil {
 		fmt.Fprintf(w, "  %d files, +%d -%d\n", c.Stats.Files, c.Stats.Insertions, c.Stats.Deletions)
 	}
+	printSymbols(w, c.Symbols)
 	for _, r := range c.Reviews {
 		fmt.Fprintf(w, "  review by %s (revision %d): %s %s\n", r.Author, r.Revision, r.Verdict, r.Body)
 		for _, lc := range r.Comments {
 			fmt.Fprintf(w, "    %s:%d: %s\n", lc.Path, lc.Line, lc.Body)
+		}
+	}
+}
+
+// printSymbols lists per source file the symbols a changeset added,
+// modified and removed.
+func printSymbols(w io.Writer, files []graph.FileSummary) {
+	for _, f := range files {
+		fmt.Fprintf(w, "  %s (%s)\n", f.Path, f.Status)
+		if f.ParseError != "" {
+			fmt.Fprintf(w, "    not parsed: %s\n", f.ParseError)
+		}
+		for _, g := range []struct {
+			verb string
+			keys []graph.Key
+		}{{"added", f.Added}, {"modified", f.Modified}, {"removed", f.Removed}} {
+			for _, k := range g.keys {
+				fmt.Fprintf(w, "    %s %s\n", g.verb, k)
+			}
 		}
 	}
 }

@@ -3,7 +3,6 @@ package graph_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -220,8 +219,7 @@ func BenchmarkBaseIndex(b *testing.B) {
 
 // BenchmarkParseGo reads the symbols of a real Go file of about 14 KB.
 func BenchmarkParseGo(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "bufio", "scan.go"))
-	require.NoError(b, err)
+	data := []byte(stdlib(b, "bufio/scan.go"))
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		if f := graph.ParseGo(gitstore.ZeroOID, data); f.Err != "" {

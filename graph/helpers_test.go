@@ -3,9 +3,10 @@ package graph_test
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -22,10 +23,18 @@ import (
 // repository at these paths.
 var stdlibFiles = []string{"bufio/scan.go", "strings/reader.go", "sort/sort.go"}
 
+// goroot is the toolchain's root, as `go env GOROOT` prints it.
+var goroot = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	return strings.TrimSpace(string(out)), err
+})
+
 // stdlib returns the content of a file of the Go toolchain's source.
 func stdlib(tb testing.TB, p string) string {
 	tb.Helper()
-	data, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", filepath.FromSlash(p)))
+	root, err := goroot()
+	require.NoError(tb, err)
+	data, err := os.ReadFile(filepath.Join(root, "src", filepath.FromSlash(p)))
 	require.NoError(tb, err)
 	return string(data)
 }

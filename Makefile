@@ -3,8 +3,9 @@ GO       ?= go
 BIN      := bin/sessiond
 PKGS     := ./...
 # Packages whose tests exercise concurrency; run under the race detector
-# as part of `make test`.
-RACE_PKGS := ./gitstore/ ./overlay/ ./db/
+# as part of `make test` (the session engine with -short: its crash test
+# then kills 20 times instead of 200, which the plain run already did).
+RACE_PKGS := ./gitstore/ ./overlay/ ./db/ ./graph/ ./api/
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 BENCHCOUNT ?= 5
@@ -23,6 +24,7 @@ test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
+	$(GO) test -count=1 -race -short -timeout 20m ./session/
 
 test-race:
 	$(GO) test -count=1 -race -timeout 30m $(PKGS)

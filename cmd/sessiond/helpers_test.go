@@ -56,9 +56,6 @@ var stores = []store{
 	{name: "postgres", url: freshSchema},
 }
 
-// postgresURL is the server tests use.
-func postgresURL() string { return pgtest.URL() }
-
 func freshSchema(t testing.TB) string { return pgtest.FreshSchema(t) }
 
 // daemon is one sessiond process; start and restart keep its data

@@ -1,5 +1,41 @@
 // Package session is the session engine: session lifecycle, file operations
 // over an overlay, the mutation log, checkpoints, rollback, fork, rebase,
-// merge and events. It declares the Store interface it needs for metadata;
-// package db implements it for Postgres and for the embedded SQLite default.
+// merge, changesets with review, accept and undo, and events. It declares
+// the Store interface it needs for metadata; package db implements it for
+// Postgres and for the embedded SQLite default.
+//
+// Invariants:
+//   - Durability order. A mutation becomes durable in one order: its new
+//     objects are fsynced (gitstore), refs/sessions/<id>/live is moved to
+//     the tree of the new view, then the mutation, its overlay changes and
+//     its events commit in one store transaction. Only after that commit
+//     is the operation acknowledged and the new overlay visible. A crash
+//     leaves at most objects or refs ahead of the store; loading a session
+//     rebuilds its tree from the store and moves its refs back to match
+//     (removing lock files a crash left under refs/sessions/<id>/).
+//   - Nothing referenced is pruned. A session pins its base commit
+//     (refs/sessions/<id>/base), its current view (…/live, a tree) and its
+//     checkpoints (…/checkpoints/<n>, …/head), so `git gc --prune=now`
+//     keeps every blob the overlay or a checkpoint references.
+//   - All or nothing. Every operation runs on a copy of the overlay; a
+//     rejected or failed operation leaves the session as it was. Paths are
+//     validated by package overlay before anything is written; the
+//     session's policy is checked on every path an operation reads or
+//     writes, listings and search included.
+//   - The session's tree is kept incrementally: each mutation re-encodes
+//     only the directories on the paths it touched (overlay.ChangeAt), and
+//     equals a full rebuild of base plus overlay (checked by the model
+//     test).
+//   - Heads and bases move only by compare-and-swap, in git (refs) and in
+//     the store.
+//
+// Concurrency: a Manager is safe for concurrent use. Each loaded session
+// has one lock that serializes every operation on it, reads included (an
+// overlay is not safe for concurrent use); different sessions run in
+// parallel. Manager.mu guards only the maps of open repositories and
+// loaded sessions. Observers are called with the session's lock held.
+//
+// A session is served by one process at a time: loading it breaks stale
+// locks on its own refs, which is only safe when no other process writes
+// them.
 package session

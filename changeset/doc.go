@@ -15,7 +15,9 @@
 //     merge level; the tree merge follows merge-ort's rules. A clean merge
 //     yields the same tree id as git merge-tree --write-tree and the same
 //     conflicted paths when it conflicts (see the differential tests).
-//     Directory rename detection is not implemented.
+//     Directory rename detection is not implemented: merges match git with
+//     merge.directoryRenames=false, which is what the differential test
+//     compares against.
 //   - Cost proportional to change. Diffs and merges descend only into
 //     subtrees whose ids differ; the merged tree is built from ours by
 //     gitstore's builder, which re-encodes only directories on changed

@@ -21,11 +21,14 @@ import (
 
 // Options tunes a Repo. The zero value gives the defaults.
 type Options struct {
-	// TreeCacheSize is how many decoded trees the LRU keeps (default 65,536).
+	// TreeCacheSize is how many decoded trees the LRU keeps (default
+	// 16,384: a few KiB each, so tens of MiB; the 100,000-file repository
+	// has 2,000 directories, and each session's writes add a few).
 	TreeCacheSize int
-	// BlobCacheSize is how many small blobs the LRU keeps (default 8,192).
+	// BlobCacheSize is how many small blobs the LRU keeps (default 4,096).
 	BlobCacheSize int
-	// BlobCacheMaxBytes is the largest blob the blob cache holds (default 64 KiB).
+	// BlobCacheMaxBytes is the largest blob the blob cache holds (default
+	// 16 KiB), which bounds the cache at 64 MiB by default.
 	BlobCacheMaxBytes int
 	// Readers is how many go-git storages serve reads in parallel
 	// (default 2 × GOMAXPROCS).
@@ -34,13 +37,13 @@ type Options struct {
 
 func (o *Options) fill() {
 	if o.TreeCacheSize <= 0 {
-		o.TreeCacheSize = 1 << 16
+		o.TreeCacheSize = 1 << 14
 	}
 	if o.BlobCacheSize <= 0 {
-		o.BlobCacheSize = 8192
+		o.BlobCacheSize = 4096
 	}
 	if o.BlobCacheMaxBytes <= 0 {
-		o.BlobCacheMaxBytes = 64 << 10
+		o.BlobCacheMaxBytes = 16 << 10
 	}
 	if o.Readers <= 0 {
 		o.Readers = 2 * runtime.GOMAXPROCS(0)

@@ -99,18 +99,14 @@ func (b *Batch) Flush(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// What was just written is what is read next (the tree a session
-	// builds on, the blob it reads back).
+	// A blob just written is what is read next (a session reading back
+	// its write). Written trees are not cached: a thousand sessions write
+	// tens of thousands of them, which would push the shared base trees
+	// out; a session re-reads its own few from its pack when it next
+	// builds on them.
 	for i, id := range b.ids {
-		switch obj := b.objs[i]; obj.kind {
-		case KindTree:
-			if t, err := decodeTree(id, obj.data); err == nil {
-				b.r.trees.Add(id, t)
-			}
-		case KindBlob:
-			if len(obj.data) <= b.r.opts.BlobCacheMaxBytes {
-				b.r.blobs.Add(id, obj.data)
-			}
+		if obj := b.objs[i]; obj.kind == KindBlob && len(obj.data) <= b.r.opts.BlobCacheMaxBytes {
+			b.r.blobs.Add(id, obj.data)
 		}
 	}
 	if len(fresh) > 1 {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"time"
@@ -380,27 +379,7 @@ func (s *Server) changesetDiff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if format == "unified" {
-		w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(patch.Unified())
-		return nil
-	}
-	out := Diff{From: oidText(c.BaseCommit), To: oidText(c.HeadCommit), Files: make([]FileDiff, 0, len(patch.Files)), Stats: patch.Stats}
-	for _, f := range patch.Files {
-		fd := FileDiff{
-			Path: f.Path(), Status: string(f.Status), OldPath: f.OldPath, NewPath: f.NewPath,
-			OldMode: modeText(f.OldMode), NewMode: modeText(f.NewMode), OldOID: oidText(f.OldOID), NewOID: oidText(f.NewOID),
-			Similarity: f.Similarity, Binary: f.Binary, Insertions: f.Insertions, Deletions: f.Deletions, Hunks: f.Hunks,
-		}
-		if fd.Hunks == nil {
-			fd.Hunks = []changeset.Hunk{}
-		}
-		out.Files = append(out.Files, fd)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	return json.NewEncoder(w).Encode(out)
+	return writeDiff(w, format, c.BaseCommit, c.HeadCommit, patch)
 }
 
 func (s *Server) reviewChangeset(w http.ResponseWriter, r *http.Request) error {

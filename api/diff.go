@@ -106,6 +106,12 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return writeDiff(w, format, from, to, patch)
+}
+
+// writeDiff answers with patch as unified text (what git apply takes) or
+// as JSON; from and to name the two trees or commits compared.
+func writeDiff(w http.ResponseWriter, format string, from, to gitstore.OID, patch *changeset.Patch) error {
 	if format == "unified" {
 		w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
 		w.WriteHeader(http.StatusOK)

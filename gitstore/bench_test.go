@@ -7,13 +7,9 @@ package gitstore_test
 // variant measured in the same run.
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -61,41 +57,6 @@ func loadBenchRepo(b *testing.B, files int) *benchRepo {
 	return br
 }
 
-// catFileBatch drives one `git cat-file --batch` process.
-type catFileBatch struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-}
-
-func startCatFile(b *testing.B, dir string) *catFileBatch {
-	b.Helper()
-	cmd := exec.Command("git", "cat-file", "--batch")
-	cmd.Dir = dir
-	cmd.Env = testrepo.Env()
-	in, err := cmd.StdinPipe()
-	require.NoError(b, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(b, err)
-	require.NoError(b, cmd.Start())
-	c := &catFileBatch{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<16)}
-	b.Cleanup(func() { in.Close(); cmd.Wait() })
-	return c
-}
-
-func (c *catFileBatch) read(b *testing.B, rev string) []byte {
-	fmt.Fprintln(c.in, rev)
-	hdr, err := c.out.ReadString('\n')
-	require.NoError(b, err)
-	f := strings.Fields(hdr)
-	require.Len(b, f, 3, hdr)
-	n, _ := strconv.Atoi(f[2])
-	data := make([]byte, n+1)
-	_, err = io.ReadFull(c.out, data)
-	require.NoError(b, err)
-	return data[:n]
-}
-
 // BenchmarkReadBlob reads a file at a path in the base tree: warm (cached
 // trees and blob), cold (a path never read before by this Repo), and
 // through `git cat-file --batch` with "<commit>:<path>".
@@ -141,12 +102,12 @@ func BenchmarkReadBlob(b *testing.B) {
 		}
 	})
 	b.Run("impl=git-cat-file-batch", func(b *testing.B) {
-		c := startCatFile(b, br.dir)
+		c := testrepo.StartCatFile(b, br.dir)
 		rev := br.head.String() + ":" + path
-		c.read(b, rev)
+		c.Read(b, rev)
 		i := 0
 		for b.Loop() {
-			c.read(b, br.head.String()+":"+br.files[(i*7919)%len(br.files)])
+			c.Read(b, br.head.String()+":"+br.files[(i*7919)%len(br.files)])
 			i++
 		}
 	})

@@ -8,11 +8,9 @@ package session_test
 // each checkpoint is durable when it returns.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,44 +145,6 @@ func diskUsage(b *testing.B, dir string) int64 {
 	return n
 }
 
-// catFileBatch drives one `git cat-file --batch` process.
-type catFileBatch struct {
-	in  io.WriteCloser
-	out *bufio.Reader
-}
-
-func startCatFile(b *testing.B, dir string) *catFileBatch {
-	b.Helper()
-	cmd := exec.Command("git", "cat-file", "--batch")
-	cmd.Dir = dir
-	cmd.Env = testrepo.Env()
-	in, err := cmd.StdinPipe()
-	require.NoError(b, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(b, err)
-	require.NoError(b, cmd.Start())
-	b.Cleanup(func() { in.Close(); cmd.Wait() })
-	return &catFileBatch{in: in, out: bufio.NewReaderSize(out, 1<<16)}
-}
-
-func (c *catFileBatch) read(b *testing.B, rev string) []byte {
-	fmt.Fprintln(c.in, rev)
-	hdr, err := c.out.ReadString('\n')
-	if err != nil {
-		b.Fatal(err)
-	}
-	f := strings.Fields(hdr)
-	if len(f) != 3 {
-		b.Fatalf("cat-file: %q", hdr)
-	}
-	n, _ := strconv.Atoi(f[2])
-	data := make([]byte, n+1)
-	if _, err := io.ReadFull(c.out, data); err != nil {
-		b.Fatal(err)
-	}
-	return data[:n]
-}
-
 // BenchmarkSessionRead reads one file through a session's view: a file
 // the session wrote (overlay hit), a base file read before (warm), and
 // base files this engine has not read yet (cold: a stride through the
@@ -230,24 +190,24 @@ func BenchmarkSessionRead(b *testing.B) {
 		}
 	})
 
-	c := startCatFile(b, e.repo)
+	c := testrepo.StartCatFile(b, e.repo)
 	blob := testrepo.Git(b, e.repo, "rev-parse", "refs/sessions/"+id.String()+"/live:"+written[0])
 	b.Run("source=overlay/"+files+"/impl=git-cat-file-batch", func(b *testing.B) {
-		c.read(b, blob)
+		c.Read(b, blob)
 		for b.Loop() {
-			c.read(b, blob)
+			c.Read(b, blob)
 		}
 	})
 	b.Run("source=base-warm/"+files+"/impl=git-cat-file-batch", func(b *testing.B) {
 		rev := br.head + ":" + warm
-		c.read(b, rev)
+		c.Read(b, rev)
 		for b.Loop() {
-			c.read(b, rev)
+			c.Read(b, rev)
 		}
 	})
 	b.Run("source=base-cold/"+files+"/impl=git-cat-file-batch", func(b *testing.B) {
 		for b.Loop() {
-			c.read(b, br.head+":"+cold())
+			c.Read(b, br.head+":"+cold())
 		}
 	})
 }

@@ -1,8 +1,10 @@
 package testrepo
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,4 +65,52 @@ func CommitWithIndex(tb testing.TB, dir, scratch, parent string, paths []string,
 	GitEnv(tb, dir, env, info.Bytes(), "update-index", "--index-info")
 	tree := GitEnv(tb, dir, env, nil, "write-tree")
 	return GitEnv(tb, dir, nil, []byte("commit\n"), "commit-tree", tree, "-p", parent)
+}
+
+// CatFile drives one `git cat-file --batch` process, the git CLI's fastest
+// way to read many objects; the read benchmarks measure against it.
+type CatFile struct {
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// StartCatFile starts git cat-file --batch in dir; it ends with tb.
+func StartCatFile(tb testing.TB, dir string) *CatFile {
+	tb.Helper()
+	cmd := exec.Command("git", "cat-file", "--batch")
+	cmd.Dir = dir
+	cmd.Env = Env()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { in.Close(); cmd.Wait() })
+	return &CatFile{in: in, out: bufio.NewReaderSize(out, 1<<16)}
+}
+
+// Read returns the content of the object rev names (an id, or
+// "<commit>:<path>").
+func (c *CatFile) Read(tb testing.TB, rev string) []byte {
+	fmt.Fprintln(c.in, rev)
+	hdr, err := c.out.ReadString('\n')
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := strings.Fields(hdr)
+	if len(f) != 3 {
+		tb.Fatalf("cat-file %s: %q", rev, hdr)
+	}
+	n, _ := strconv.Atoi(f[2])
+	data := make([]byte, n+1)
+	if _, err := io.ReadFull(c.out, data); err != nil {
+		tb.Fatal(err)
+	}
+	return data[:n]
 }

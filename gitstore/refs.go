@@ -247,7 +247,7 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 		return fmt.Errorf("%w: HEAD is updated through its branch", ErrInvalidRef)
 	}
 	path := r.refPath(name)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := mkdirDurable(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
 	lock, err := lockFile(ctx, path)

@@ -179,21 +179,11 @@ func (r *Repo) writeLoose(id OID, obj rawObject) error {
 		return err
 	}
 	path := r.loosePath(id)
-	dir := filepath.Dir(path)
-	created := false
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("write object %s: %w", id, err)
-		}
-		created = true
+	if err := mkdirDurable(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("write object %s: %w", id, err)
 	}
 	if err := writeFileDurableMode(path, buf.Bytes(), 0o444); err != nil {
 		return fmt.Errorf("write object %s: %w", id, err)
-	}
-	if created {
-		if err := syncDir(filepath.Dir(dir)); err != nil {
-			return fmt.Errorf("write object %s: %w", id, err)
-		}
 	}
 	return nil
 }
@@ -203,7 +193,7 @@ func (r *Repo) writeLoose(id OID, obj rawObject) error {
 // renamed into place and the directory is fsynced once.
 func (r *Repo) writePack(ids []OID, objs []rawObject) error {
 	packDir := filepath.Join(r.gitDir, "objects", "pack")
-	if err := os.MkdirAll(packDir, 0o755); err != nil {
+	if err := mkdirDurable(packDir); err != nil {
 		return err
 	}
 	size := 12 + OIDSize
@@ -344,6 +334,28 @@ func writeFileDurableMode(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// mkdirDurable creates dir and any missing parents, fsyncing the parent
+// of each directory it creates, so a new directory entry survives a crash
+// as the files written into it do.
+func mkdirDurable(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirDurable(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // made by someone else meanwhile
+		}
+		return err
+	}
+	return syncDir(parent)
 }
 
 func syncDir(dir string) error {

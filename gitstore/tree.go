@@ -133,15 +133,6 @@ func (r *Repo) Tree(ctx context.Context, id OID) (*Tree, error) {
 	return t, nil
 }
 
-// splitPath splits a slash-separated path into its components; "" is the
-// root and has none.
-func splitPath(p string) []string {
-	if p == "" {
-		return nil
-	}
-	return strings.Split(p, "/")
-}
-
 // Lookup returns the entry at path in the tree root; path "" is the root
 // itself. It fails with ErrNotFound when nothing is there, including when a
 // component on the way is a file.

@@ -79,15 +79,6 @@ func blocked(model map[string]file, p string) bool {
 	return false
 }
 
-func isDir(model map[string]file, p string) bool {
-	for k := range model {
-		if strings.HasPrefix(k, p+"/") {
-			return true
-		}
-	}
-	return false
-}
-
 // TestSessionAgainstModel runs random operations on a session and checks
 // its view, its listing and every checkpoint's tree (read back with the
 // git CLI) against a map from path to content and mode, after every step.

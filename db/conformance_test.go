@@ -39,6 +39,7 @@ func TestConformance(t *testing.T) {
 		{"ClosedSession", testClosedSession},
 		{"ReplaceOverlay", testReplaceOverlay},
 		{"OverlayBatches", testOverlayBatches},
+		{"Reads", testReads},
 		{"ListMutations", testListMutations},
 		{"Checkpoints", testCheckpoints},
 		{"Changesets", testChangesets},
@@ -983,4 +984,36 @@ func testMigrations(t *testing.T, b backend, _ session.Store) {
 	for i, m := range ms {
 		assert.Equal(t, m.version, versions[i])
 	}
+}
+
+func testReads(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	a := mkSession(t, s, "r", nil)
+	b := mkSession(t, s, "r", nil)
+	got, err := s.ListReads(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+
+	require.NoError(t, s.RecordReads(ctx, a.ID, map[string]gitstore.OID{"x": oid(1), "d/y": oid(2)}))
+	// A path already recorded keeps its first blob; new ones are added.
+	require.NoError(t, s.RecordReads(ctx, a.ID, map[string]gitstore.OID{"x": oid(3), "z": oid(4)}))
+	require.NoError(t, s.RecordReads(ctx, b.ID, map[string]gitstore.OID{"x": oid(5)}))
+	got, err = s.ListReads(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]gitstore.OID{"x": oid(1), "d/y": oid(2), "z": oid(4)}, got)
+	got, err = s.ListReads(ctx, b.ID)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]gitstore.OID{"x": oid(5)}, got)
+
+	// More than one statement's worth, in a transaction.
+	many := map[string]gitstore.OID{}
+	for i := range 1200 {
+		many[fmt.Sprintf("many/%04d", i)] = oid(i)
+	}
+	require.NoError(t, s.InTx(ctx, func(tx session.Tx) error { return tx.RecordReads(ctx, b.ID, many) }))
+	got, err = s.ListReads(ctx, b.ID)
+	require.NoError(t, err)
+	assert.Len(t, got, 1201)
+	assert.ErrorIs(t, s.RecordReads(ctx, uuid.New(), map[string]gitstore.OID{"x": oid(1)}), session.ErrNotFound)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -617,6 +618,58 @@ func scanEntry(sc scanner) (session.OverlayEntry, error) {
 	err := sc.Scan(&e.Path, &status, oidCol{&e.Blob}, &mode)
 	e.Status, e.Mode = session.EntryStatus(status), gitstore.Mode(mode)
 	return e, err
+}
+
+func (s *store) RecordReads(ctx context.Context, id uuid.UUID, reads map[string]gitstore.OID) error {
+	paths := make([]string, 0, len(reads))
+	for p := range reads {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths) // a stable statement order, and deterministic batches
+	for len(paths) > 0 {
+		n := min(len(paths), overlayBatch)
+		var q strings.Builder
+		args := make([]any, 1, 1+2*n)
+		args[0] = id.String()
+		q.WriteString(`INSERT INTO session_reads (session_id, path, blob) VALUES `)
+		for i, p := range paths[:n] {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			k := len(args)
+			fmt.Fprintf(&q, "($1, $%d, $%d)", k+1, k+2)
+			args = append(args, p, oidText(reads[p]))
+		}
+		// The first read of a path is the one that matters: later reads of
+		// an unchanged base file see the same blob.
+		q.WriteString(` ON CONFLICT (session_id, path) DO NOTHING`)
+		if _, err := s.r.exec(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("session %s reads: %w", id, err)
+		}
+		paths = paths[n:]
+	}
+	return nil
+}
+
+func (s *store) ListReads(ctx context.Context, id uuid.UUID) (map[string]gitstore.OID, error) {
+	rs, err := s.r.query(ctx, `SELECT path, blob FROM session_reads WHERE session_id = $1`, id.String())
+	if err != nil {
+		return nil, fmt.Errorf("session %s reads: %w", id, err)
+	}
+	defer rs.Close()
+	out := map[string]gitstore.OID{}
+	for rs.Next() {
+		var p string
+		var o gitstore.OID
+		if err := rs.Scan(&p, oidCol{&o}); err != nil {
+			return nil, fmt.Errorf("session %s reads: %w", id, err)
+		}
+		out[p] = o
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("session %s reads: %w", id, err)
+	}
+	return out, nil
 }
 
 func (s *store) ListOverlay(ctx context.Context, id uuid.UUID) ([]session.OverlayEntry, error) {

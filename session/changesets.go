@@ -240,6 +240,9 @@ func (m *Manager) Submit(ctx context.Context, id uuid.UUID, opts SubmitOptions) 
 		}
 		head = cp.Commit
 	}
+	if err := m.flushReads(ctx, ls); err != nil {
+		return Changeset{}, err
+	}
 	reads := maps.Clone(ls.reads)
 	if len(reads) == 0 {
 		reads = nil

@@ -89,6 +89,9 @@ func (m *Manager) checkpoint(ctx context.Context, ls *live, label, message strin
 		if cp.N != n {
 			return fmt.Errorf("checkpoint number %d, expected %d: %w", cp.N, n, ErrConflict)
 		}
+		if err := saveReads(ctx, tx, ls); err != nil {
+			return err
+		}
 		_, err = tx.AppendEvent(ctx, checkpointEvent(ls.meta, cp))
 		return err
 	})
@@ -97,6 +100,7 @@ func (m *Manager) checkpoint(ctx context.Context, ls *live, label, message strin
 	}
 	ls.meta.Head = commit
 	ls.meta.Checkpoints = n
+	clear(ls.unsaved)
 	m.events.notify()
 	return cp, nil
 }
@@ -255,6 +259,9 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 		if err := tx.TouchSession(ctx, ls.meta.ID, now, m.nextExpiry(ls, now)); err != nil {
 			return err
 		}
+		if err := saveReads(ctx, tx, ls); err != nil {
+			return err
+		}
 		for i, p := range rec.Paths {
 			c := change{path: p, old: rec.Old[i], new: rec.New[i], deleted: rec.New[i].IsZero()}
 			if _, err := tx.AppendEvent(ctx, fileEvent(ls.meta, rec.Seq, c, now)); err != nil {
@@ -267,6 +274,7 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 		return Mutation{}, fmt.Errorf("record %s: %w", op, err)
 	}
 	ls.ov, ls.tree = ov, tree
+	clear(ls.unsaved)
 	if nb != nil {
 		ls.baseTree, ls.meta.BaseCommit = nb.tree, nb.commit
 	}

@@ -134,19 +134,24 @@ func (m *Manager) Read(ctx context.Context, id uuid.UUID, p string, off, n int64
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
-	if node.Status == overlay.Unchanged {
+	if _, seen := ls.reads[p]; !seen && node.Status == overlay.Unchanged {
 		ls.reads[p] = node.OID
+		ls.unsaved[p] = node.OID
 	}
 	return data, fi, nil
 }
 
-// ReadSet returns the base blob id of every base file the session read.
+// ReadSet returns the base blob id of every base file the session read
+// (the first read of each path), saving reads not yet in the store.
 func (m *Manager) ReadSet(ctx context.Context, id uuid.UUID) (map[string]gitstore.OID, error) {
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer ls.mu.Unlock()
+	if err := m.flushReads(ctx, ls); err != nil {
+		return nil, err
+	}
 	out := make(map[string]gitstore.OID, len(ls.reads))
 	for k, v := range ls.reads {
 		out[k] = v

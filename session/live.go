@@ -36,8 +36,10 @@ type live struct {
 	tree   gitstore.OID
 	pinned gitstore.OID
 
-	// reads is the read set: the base blob id of every base file read.
-	reads map[string]gitstore.OID
+	// reads is the read set: the base blob id of every base file read
+	// (the first read of a path wins). unsaved holds the reads not yet in
+	// the store; the next transaction of the session saves them.
+	reads, unsaved map[string]gitstore.OID
 }
 
 // lockLive returns the loaded session id with its lock held.
@@ -132,7 +134,11 @@ func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	}
 	// Field by field: ls.mu is held and must not be overwritten.
 	ls.loaded, ls.meta, ls.repo, ls.baseTree, ls.policy = true, s, r, c.Tree, pol
-	ls.ov, ls.tree, ls.pinned, ls.reads = ov, tree, pinned, map[string]gitstore.OID{}
+	reads, err := m.store.ListReads(ctx, id)
+	if err != nil {
+		return fmt.Errorf("session %s: read set: %w", id, err)
+	}
+	ls.ov, ls.tree, ls.pinned, ls.reads, ls.unsaved = ov, tree, pinned, reads, map[string]gitstore.OID{}
 	ls.ttl = 0
 	if !s.ExpiresAt.IsZero() && !s.LastActiveAt.IsZero() {
 		ls.ttl = s.ExpiresAt.Sub(s.LastActiveAt)
@@ -324,6 +330,9 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 		if err := tx.TouchSession(ctx, ls.meta.ID, now, expires); err != nil {
 			return err
 		}
+		if err := saveReads(ctx, tx, ls); err != nil {
+			return err
+		}
 		for _, c := range changes {
 			if _, err := tx.AppendEvent(ctx, fileEvent(ls.meta, rec.Seq, c, now)); err != nil {
 				return err
@@ -336,6 +345,7 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 	}
 	ls.ov = mu.ov
 	ls.tree = tree
+	clear(ls.unsaved)
 	ls.meta.Seq = rec.Seq
 	ls.meta.LastActiveAt = now
 	if !expires.IsZero() {
@@ -344,6 +354,24 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 	m.events.notify()
 	m.observeMutation(ctx, ls, rec, changes)
 	return rec, changes, nil
+}
+
+// saveReads records the session's unsaved reads in tx; the caller clears
+// ls.unsaved once tx committed. ls.mu must be held.
+func saveReads(ctx context.Context, tx Tx, ls *live) error {
+	if len(ls.unsaved) == 0 {
+		return nil
+	}
+	return tx.RecordReads(ctx, ls.meta.ID, ls.unsaved)
+}
+
+// flushReads saves the session's unsaved reads now. ls.mu must be held.
+func (m *Manager) flushReads(ctx context.Context, ls *live) error {
+	if err := saveReads(ctx, m.store, ls); err != nil {
+		return fmt.Errorf("session %s: save read set: %w", ls.meta.ID, err)
+	}
+	clear(ls.unsaved)
+	return nil
 }
 
 // nextTree is the tree of the mutation's view: prev, the tree before it,

@@ -447,3 +447,29 @@ func TestConcurrentSessions(t *testing.T) {
 }
 
 var _ = errors.Is
+
+// TestReadSetSurvivesRestart: reads are saved with the session's next
+// transaction and come back after a restart; the first read of a path
+// is the one kept.
+func TestReadSetSurvivesRestart(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	s := e.create(session.CreateOptions{})
+	e.read(s.ID, "a.txt")
+	e.read(s.ID, "README.md")
+	e.write(s.ID, "README.md", "mine\n") // saves the reads
+	e.read(s.ID, "README.md")            // from the overlay: not a base read
+	e.restart()
+	rs, err := e.m.ReadSet(ctx, s.ID)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]gitstore.OID{"a.txt": e.oid("main:a.txt"), "README.md": e.oid("main:README.md")}, rs)
+
+	// ReadSet saves reads that no transaction has carried yet.
+	e.read(s.ID, "a0")
+	_, err = e.m.ReadSet(ctx, s.ID)
+	require.NoError(t, err)
+	e.restart()
+	rs, err = e.m.ReadSet(ctx, s.ID)
+	require.NoError(t, err)
+	assert.Contains(t, rs, "a0")
+}

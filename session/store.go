@@ -78,6 +78,11 @@ type Tx interface {
 	// ListOverlay returns the session's overlay entries ordered by path
 	// (byte order).
 	ListOverlay(ctx context.Context, session uuid.UUID) ([]OverlayEntry, error)
+	// RecordReads adds to the session's read set: path → the base blob the
+	// session read there. A path already recorded keeps its first blob.
+	RecordReads(ctx context.Context, session uuid.UUID, reads map[string]gitstore.OID) error
+	// ListReads returns the session's read set.
+	ListReads(ctx context.Context, session uuid.UUID) (map[string]gitstore.OID, error)
 	// ListMutations returns up to limit mutations with Seq > after in
 	// sequence order; limit <= 0 means no limit.
 	ListMutations(ctx context.Context, session uuid.UUID, after int64, limit int) ([]Mutation, error)

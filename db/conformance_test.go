@@ -697,28 +697,6 @@ func testEvents(t *testing.T, _ backend, s session.Store) {
 	check(session.EventFilter{Repo: "r1", After: 1, Limit: 1}, got[2])
 	check(session.EventFilter{Repo: "r2"}, got[1])
 	check(session.EventFilter{Repo: "r2", After: 2})
-
-	// Several at once get consecutive ids after the others, in order,
-	// also past one statement's worth; a bad payload appends none.
-	_, err = s.AppendEvents(ctx, []session.Event{{Repo: "r2", Type: "ok"}, {Repo: "r2", Type: "bad", Payload: json.RawMessage(`{`)}})
-	assert.Error(t, err)
-	many := make([]session.Event, 700)
-	for i := range many {
-		many[i] = session.Event{Repo: "r2", Session: b.ID, Type: "file.written", Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), At: t0}
-	}
-	added, err := s.AppendEvents(ctx, many)
-	require.NoError(t, err)
-	require.Len(t, added, 700)
-	for i, e := range added {
-		assert.Equal(t, int64(5+i), e.ID)
-	}
-	list, err := s.ListEvents(ctx, session.EventFilter{Session: b.ID, After: 2})
-	require.NoError(t, err)
-	require.Len(t, list, 700)
-	assert.JSONEq(t, `{"n":699}`, string(list[699].Payload))
-	next, err := s.AppendEvent(ctx, session.Event{Repo: "r1", Type: "after", At: t0})
-	require.NoError(t, err)
-	assert.Equal(t, int64(705), next.ID)
 }
 
 func testInTx(t *testing.T, _ backend, s session.Store) {

@@ -1121,57 +1121,6 @@ func (s *store) AppendEvent(ctx context.Context, e session.Event) (session.Event
 	return e, nil
 }
 
-func (s *store) AppendEvents(ctx context.Context, es []session.Event) ([]session.Event, error) {
-	if len(es) == 0 {
-		return nil, nil
-	}
-	out := make([]session.Event, len(es))
-	for i, e := range es {
-		if len(e.Payload) == 0 {
-			e.Payload = json.RawMessage("{}")
-		}
-		if !json.Valid(e.Payload) {
-			return nil, fmt.Errorf("append event %s: payload is not JSON", e.Type)
-		}
-		out[i] = e
-	}
-	err := s.atomic(ctx, func(t *store) error {
-		var last int64
-		err := t.r.queryRow(ctx, `UPDATE counters SET value = value + $1 WHERE name = 'events' RETURNING value`, int64(len(out))).Scan(&last)
-		if err != nil {
-			return fmt.Errorf("append %d events: %w", len(out), err)
-		}
-		first := last - int64(len(out)) + 1
-		for start := 0; start < len(out); start += overlayBatch {
-			batch := out[start:min(len(out), start+overlayBatch)]
-			var q strings.Builder
-			args := make([]any, 0, 6*len(batch))
-			q.WriteString(`INSERT INTO events (id, repo, session_id, type, payload, at) VALUES `)
-			for i := range batch {
-				e := &batch[i]
-				e.ID = first + int64(start+i)
-				if i > 0 {
-					q.WriteString(", ")
-				}
-				k := len(args)
-				fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, $%d)", k+1, k+2, k+3, k+4, k+5, k+6)
-				args = append(args, e.ID, e.Repo, uuidArg(e.Session), e.Type, string(e.Payload), timeArg(e.At))
-			}
-			if _, err := t.r.exec(ctx, q.String(), args...); err != nil {
-				return fmt.Errorf("append %d events: %w", len(out), err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for i := range out {
-		out[i].At = out[i].At.UTC().Truncate(time.Microsecond)
-	}
-	return out, nil
-}
-
 func (s *store) ListEvents(ctx context.Context, f session.EventFilter) ([]session.Event, error) {
 	var w filter
 	if f.Session != uuid.Nil {

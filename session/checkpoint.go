@@ -243,10 +243,6 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 		entries = append(entries, toStoreEntry(e))
 	}
 	rec := Mutation{Session: ls.meta.ID, Op: op, Paths: paths, Old: olds, New: news, Actor: actor, At: now}
-	changes := make([]change, len(paths))
-	for i, p := range paths {
-		changes[i] = change{path: p, old: olds[i], new: news[i], deleted: news[i].IsZero()}
-	}
 	if rec.Paths == nil {
 		rec.Paths = []string{}
 	}
@@ -266,7 +262,13 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 		if err := saveReads(ctx, tx, ls); err != nil {
 			return err
 		}
-		return appendFileEvents(ctx, tx, ls.meta, rec.Seq, changes, now)
+		for i, p := range rec.Paths {
+			c := change{path: p, old: rec.Old[i], new: rec.New[i], deleted: rec.New[i].IsZero()}
+			if _, err := tx.AppendEvent(ctx, fileEvent(ls.meta, rec.Seq, c, now)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return Mutation{}, fmt.Errorf("record %s: %w", op, err)
@@ -279,6 +281,10 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	ls.meta.Seq = rec.Seq
 	ls.meta.LastActiveAt = now
 	m.events.notify()
+	changes := make([]change, len(rec.Paths))
+	for i, p := range rec.Paths {
+		changes[i] = change{path: p, old: rec.Old[i], new: rec.New[i], deleted: rec.New[i].IsZero()}
+	}
 	m.observeMutation(ctx, ls, rec, changes)
 	return rec, nil
 }

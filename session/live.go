@@ -333,7 +333,12 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 		if err := saveReads(ctx, tx, ls); err != nil {
 			return err
 		}
-		return appendFileEvents(ctx, tx, ls.meta, rec.Seq, changes, now)
+		for _, c := range changes {
+			if _, err := tx.AppendEvent(ctx, fileEvent(ls.meta, rec.Seq, c, now)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return Mutation{}, nil, fmt.Errorf("record mutation: %w", err)
@@ -349,21 +354,6 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 	m.events.notify()
 	m.observeMutation(ctx, ls, rec, changes)
 	return rec, changes, nil
-}
-
-// appendFileEvents records one file event per change, in one statement
-// (a batch of a thousand files is a thousand events). Events go last in a
-// transaction: their id counter stays locked until it commits.
-func appendFileEvents(ctx context.Context, tx Tx, s Session, seq int64, changes []change, at time.Time) error {
-	if len(changes) == 0 {
-		return nil
-	}
-	evs := make([]Event, len(changes))
-	for i, c := range changes {
-		evs[i] = fileEvent(s, seq, c, at)
-	}
-	_, err := tx.AppendEvents(ctx, evs)
-	return err
 }
 
 // saveReads records the session's unsaved reads in tx; the caller clears

@@ -141,9 +141,6 @@ type Tx interface {
 	// committed later with a smaller id. In a transaction, append events
 	// last: the id counter stays locked until commit.
 	AppendEvent(ctx context.Context, e Event) (Event, error)
-	// AppendEvents is AppendEvent for several events at once, with
-	// consecutive ids in order.
-	AppendEvents(ctx context.Context, es []Event) ([]Event, error)
 	// ListEvents returns up to f.Limit events with ID > f.After, oldest
 	// first, for one session (f.Session) or one repository (f.Repo).
 	ListEvents(ctx context.Context, f EventFilter) ([]Event, error)

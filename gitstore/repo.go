@@ -22,7 +22,7 @@ import (
 // Options tunes a Repo. The zero value gives the defaults.
 type Options struct {
 	// TreeCacheSize is how many decoded trees the LRU keeps (default
-	// 16,384: a few KiB each, so tens of MiB; the 100,000-file repository
+	// 4,096: a few KiB each, so about 10 MiB; the 100,000-file repository
 	// has 2,000 directories, and each session's writes add a few).
 	TreeCacheSize int
 	// BlobCacheSize is how many small blobs the LRU keeps (default 4,096).
@@ -37,7 +37,7 @@ type Options struct {
 
 func (o *Options) fill() {
 	if o.TreeCacheSize <= 0 {
-		o.TreeCacheSize = 1 << 14
+		o.TreeCacheSize = 1 << 12
 	}
 	if o.BlobCacheSize <= 0 {
 		o.BlobCacheSize = 4096

@@ -99,14 +99,20 @@ func (b *Batch) Flush(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A blob just written is what is read next (a session reading back
-	// its write). Written trees are not cached: a thousand sessions write
-	// tens of thousands of them, which would push the shared base trees
-	// out; a session re-reads its own few from its pack when it next
-	// builds on them.
+	// What was just written is what is read next: the trees a session
+	// builds its next mutation on, the blob it reads back. The caches are
+	// bounded by count (see Options), which bounds what a thousand busy
+	// sessions can pin.
 	for i, id := range b.ids {
-		if obj := b.objs[i]; obj.kind == KindBlob && len(obj.data) <= b.r.opts.BlobCacheMaxBytes {
-			b.r.blobs.Add(id, obj.data)
+		switch obj := b.objs[i]; obj.kind {
+		case KindTree:
+			if t, err := decodeTree(id, obj.data); err == nil {
+				b.r.trees.Add(id, t)
+			}
+		case KindBlob:
+			if len(obj.data) <= b.r.opts.BlobCacheMaxBytes {
+				b.r.blobs.Add(id, obj.data)
+			}
 		}
 	}
 	if len(fresh) > 1 {

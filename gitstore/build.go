@@ -176,7 +176,9 @@ func (b *Batch) buildDir(ctx context.Context, dir OID, node *buildNode, path str
 		return OID{}, true, nil
 	}
 	SortEntries(out)
-	return b.Add(KindTree, EncodeTree(out)), true, nil
+	id := b.Add(KindTree, EncodeTree(out))
+	b.built[id] = &Tree{OID: id, Entries: out}
+	return id, true, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

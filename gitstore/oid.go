@@ -161,6 +161,27 @@ func (m Mode) Canonical() Mode {
 }
 
 // treeMode is the mode as it is encoded in a tree object (no leading zero).
-func (m Mode) treeMode() []byte { return strconv.AppendUint(nil, uint64(m), 8) }
+func (m Mode) treeMode() []byte {
+	switch m {
+	case ModeFile:
+		return modeFileText
+	case ModeExec:
+		return modeExecText
+	case ModeDir:
+		return modeDirText
+	case ModeSymlink:
+		return modeSymlinkText
+	}
+	return strconv.AppendUint(nil, uint64(m), 8)
+}
+
+// The canonical modes as trees spell them, shared: encoding a tree is on
+// every write's path.
+var (
+	modeFileText    = []byte("100644")
+	modeExecText    = []byte("100755")
+	modeDirText     = []byte("40000")
+	modeSymlinkText = []byte("120000")
+)
 
 func hexDecode(dst []byte, s string) (int, error) { return hex.Decode(dst, []byte(s)) }

@@ -33,11 +33,14 @@ type Batch struct {
 	objs []rawObject
 	ids  []OID
 	seen map[OID]struct{}
+	// built keeps the trees the batch's builder made, decoded, for the
+	// tree cache once they are durable.
+	built map[OID]*Tree
 }
 
 // NewBatch starts an empty batch of object writes.
 func (r *Repo) NewBatch() *Batch {
-	return &Batch{r: r, seen: make(map[OID]struct{})}
+	return &Batch{r: r, seen: make(map[OID]struct{}), built: make(map[OID]*Tree)}
 }
 
 // Add queues an object of kind k and returns its id. Adding the same
@@ -68,13 +71,12 @@ func (b *Batch) Flush(ctx context.Context) error {
 		return nil
 	}
 	var fresh []int
-	now := time.Now()
-	refreshed := false
+	fr := freshener{now: time.Now(), touched: map[string]bool{}}
 	for i, id := range b.ids {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		found, err := b.r.freshen(id, now, &refreshed)
+		found, err := b.r.freshen(id, &fr)
 		if err != nil {
 			return err
 		}
@@ -106,7 +108,9 @@ func (b *Batch) Flush(ctx context.Context) error {
 	for i, id := range b.ids {
 		switch obj := b.objs[i]; obj.kind {
 		case KindTree:
-			if t, err := decodeTree(id, obj.data); err == nil {
+			if t := b.built[id]; t != nil {
+				b.r.trees.Add(id, t)
+			} else if t, err := decodeTree(id, obj.data); err == nil {
 				b.r.trees.Add(id, t)
 			}
 		case KindBlob:
@@ -122,6 +126,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 	}
 	b.objs, b.ids = b.objs[:0], b.ids[:0]
 	clear(b.seen)
+	clear(b.built)
 	return nil
 }
 
@@ -137,26 +142,43 @@ func (r *Repo) loosePath(id OID) string {
 	return filepath.Join(r.gitDir, "objects", s[:2], s[2:])
 }
 
+// freshener is the state of one flush's freshening: when, whether the
+// pack indexes were re-read, and which packs were touched already.
+type freshener struct {
+	now       time.Time
+	refreshed bool
+	touched   map[string]bool
+}
+
+// touch bumps a pack's mtime once per flush.
+func (f *freshener) touch(pack string) error {
+	if f.touched[pack] {
+		return nil
+	}
+	f.touched[pack] = true
+	return touch(pack, f.now)
+}
+
 // freshen reports whether object id exists, and if so bumps the mtime of
 // the file that holds it (the loose object or its pack), as git's
 // freshen_loose_object and freshen_packed_object do. It looks in this
 // process's packs, then for a loose file, then in the pack indexes, which
 // are re-read (only new ones) once per flush.
-func (r *Repo) freshen(id OID, now time.Time, refreshed *bool) (bool, error) {
+func (r *Repo) freshen(id OID, f *freshener) (bool, error) {
 	if p := r.packs.packPath(id); p != "" {
-		return true, touch(p, now)
+		return true, f.touch(p)
 	}
-	if err := os.Chtimes(r.loosePath(id), now, now); err == nil {
+	if err := os.Chtimes(r.loosePath(id), f.now, f.now); err == nil {
 		return true, nil
 	}
-	if !*refreshed {
+	if !f.refreshed {
 		if err := r.locator.refresh(r.gitDir); err != nil {
 			return false, err
 		}
-		*refreshed = true
+		f.refreshed = true
 	}
 	if pack := r.locator.lookup(id); pack != "" {
-		return true, touch(pack, now)
+		return true, f.touch(pack)
 	}
 	return false, nil
 }

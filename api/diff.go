@@ -1,13 +1,13 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
+	"github.com/google/uuid"
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
-	"github.com/sessiond/sessiond/overlay"
-	"github.com/sessiond/sessiond/session"
 )
 
 // FileDiff is one file of a diff in its JSON form.
@@ -44,9 +44,9 @@ func modeText(m gitstore.Mode) string {
 
 // diff serves GET /v1/sessions/{id}/diff?against=base|<checkpoint>&format=unified|json.
 //
-// The session's current tree is built from its base and the overlay
-// entries the session may read (so the diff never shows what its policy
-// hides); the engine has no accessor for its tree yet.
+// It compares the trees the engine already keeps (nothing is written for
+// a read) and leaves out the files the session's policy does not let it
+// read.
 func (s *Server) diff(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionID(r)
 	if err != nil {
@@ -69,32 +69,11 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	base, err := repo.Commit(ctx, ss.BaseCommit)
+	to, baseTree, err := s.m.Tree(ctx, id)
 	if err != nil {
 		return err
 	}
-	entries, err := s.m.ListFiles(ctx, id, session.ListOptions{Recursive: true, OnlyModified: true})
-	if err != nil {
-		return err
-	}
-	changes := make([]gitstore.Change, 0, len(entries))
-	for _, e := range entries {
-		switch e.Status {
-		case overlay.Deleted:
-			changes = append(changes, gitstore.Change{Path: e.Path, Delete: true})
-		case overlay.Added, overlay.Modified:
-			if e.Mode.IsBlob() {
-				changes = append(changes, gitstore.Change{Path: e.Path, Mode: e.Mode, OID: e.OID})
-			}
-		}
-	}
-	to := base.Tree
-	if len(changes) > 0 {
-		if to, err = repo.BuildTree(ctx, base.Tree, changes); err != nil {
-			return err
-		}
-	}
-	from := base.Tree
+	from := baseTree
 	if against := q.Get("against"); against != "" && against != "base" {
 		cp, err := s.m.FindCheckpoint(ctx, id, against)
 		if err != nil {
@@ -106,7 +85,40 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.hideUnreadable(ctx, id, patch); err != nil {
+		return err
+	}
 	return writeDiff(w, format, from, to, patch)
+}
+
+// hideUnreadable drops from patch the files the session may not read
+// (on either side of a rename) and sums the stats again.
+func (s *Server) hideUnreadable(ctx context.Context, id uuid.UUID, patch *changeset.Patch) error {
+	kept := patch.Files[:0]
+	var stats changeset.Stats
+	for _, f := range patch.Files {
+		visible := true
+		for _, p := range []string{f.OldPath, f.NewPath} {
+			if p == "" || !visible {
+				continue
+			}
+			ok, err := s.m.CanRead(ctx, id, p)
+			if err != nil {
+				return err
+			}
+			visible = ok
+		}
+		if visible {
+			kept = append(kept, f)
+			stats.Files++
+			stats.Insertions += f.Insertions
+			stats.Deletions += f.Deletions
+		}
+	}
+	if len(kept) < len(patch.Files) {
+		patch.Files, patch.Stats = kept, stats
+	}
+	return nil
 }
 
 // writeDiff answers with patch as unified text (what git apply takes) or

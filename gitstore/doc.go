@@ -29,8 +29,9 @@
 // Batch belongs to one goroutine.
 //
 // Objects this process writes go into its own undeltified packs, which it
-// reads itself; the pooled storages re-read pack indexes only when
-// objects/pack changes under them (a repack, or another writer). Packs
-// accumulate one per multi-object batch until `git gc` or `git repack`
-// consolidates them.
+// reads itself (opening the pack per read; the caches absorb most reads);
+// the pooled storages re-read pack indexes only when a read misses after
+// objects/pack changed (a repack, or another writer). Once 32 small packs
+// of its own exist they are merged into one, so a busy daemon does not
+// leave thousands; `git gc` consolidates the rest as usual.
 package gitstore

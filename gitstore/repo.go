@@ -204,7 +204,6 @@ func (r *Repo) Close() error {
 				errs = append(errs, err)
 			}
 		}
-		errs = append(errs, r.packs.close())
 	})
 	return errors.Join(errs...)
 }

@@ -490,8 +490,6 @@ func readPacked(loc packLoc) (rawObject, error) {
 	return rawObject{kind: loc.kind, data: data}, nil
 }
 
-func (p *ownPacks) close() error { return nil }
-
 // Pack compaction. Every multi-object batch writes a pack, so a busy
 // daemon would leave thousands of small packs, which slow every reader
 // (git's and go-git's look in each one). When smallPackLimit packs under

@@ -31,6 +31,10 @@ type LineMergeOptions struct {
 	TheirsLabel string
 	// MarkerSize is the length of the marker runs; 0 means git's 7.
 	MarkerSize int
+	// Histogram diffs with git's histogram algorithm, as git's tree
+	// merges (merge-ort) do; without it the merge uses Myers, as git
+	// merge-file does.
+	Histogram bool
 }
 
 // ConflictHunk is one conflicting region of a line merge. Line numbers are
@@ -70,8 +74,9 @@ func MergeLines(base, ours, theirs []byte, opts LineMergeOptions) *LineMergeResu
 	l0, l1, l2 := splitLines(base), splitLines(ours), splitLines(theirs)
 	c := newClassifier(len(l0) + len(l1) + len(l2))
 	c0, c1, c2 := c.classify(l0), c.classify(l1), c.classify(l2)
-	x1 := diffClasses(l0, l1, c0, c1, false)
-	x2 := diffClasses(l0, l2, c0, c2, false)
+	do := diffOptions{histogram: opts.Histogram}
+	x1 := diffClasses(l0, l1, c0, c1, do)
+	x2 := diffClasses(l0, l2, c0, c2, do)
 	if len(x1) == 0 {
 		return &LineMergeResult{Content: theirs}
 	}
@@ -192,7 +197,7 @@ func (m *xmerge) refine() {
 			continue
 		}
 		s := diffClasses(m.l1[r.i1:r.i1+r.chg1], m.l2[r.i2:r.i2+r.chg2],
-			m.c1[r.i1:r.i1+r.chg1], m.c2[r.i2:r.i2+r.chg2], false)
+			m.c1[r.i1:r.i1+r.chg1], m.c2[r.i2:r.i2+r.chg2], diffOptions{histogram: m.opts.Histogram})
 		if len(s) == 0 {
 			r.mode = 4
 			out = append(out, r)

@@ -124,7 +124,7 @@ func subproject(id gitstore.OID, m gitstore.Mode) []byte {
 // hunks groups an edit script into hunks with ctx lines of context,
 // joining changes closer than 2×ctx lines, as xdiff's emitter does.
 func hunks(a, b [][]byte, ctx int) []Hunk {
-	script := diffLines(a, b, true)
+	script := diffLines(a, b, diffOptions{indentHeuristic: true})
 	var out []Hunk
 	for i := 0; i < len(script); {
 		j := i

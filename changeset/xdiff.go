@@ -104,15 +104,34 @@ func bogosqrt(n int) int {
 	return i
 }
 
-// diffLines diffs two line slices and returns git's edit script.
-func diffLines(a, b [][]byte, indentHeuristic bool) []edit {
-	c := newClassifier(len(a) + len(b))
-	return diffClasses(a, b, c.classify(a), c.classify(b), indentHeuristic)
+// diffOptions choose git's diff algorithm and heuristics.
+type diffOptions struct {
+	indentHeuristic bool // slide groups by indentation (diffs, not merges)
+	histogram       bool // histogram instead of Myers (git's tree merges)
 }
 
-func diffClasses(a, b [][]byte, ca, cb []int, indentHeuristic bool) []edit {
+// diffLines diffs two line slices and returns git's edit script.
+func diffLines(a, b [][]byte, o diffOptions) []edit {
+	c := newClassifier(len(a) + len(b))
+	return diffClasses(a, b, c.classify(a), c.classify(b), o)
+}
+
+func diffClasses(a, b [][]byte, ca, cb []int, o diffOptions) []edit {
 	x1 := &xdfile{lines: a, cls: ca, rchg: make([]byte, len(ca)+2)}
 	x2 := &xdfile{lines: b, cls: cb, rchg: make([]byte, len(cb)+2)}
+	if o.histogram {
+		histogramDiff(x1, x2, 1, len(ca), 1, len(cb))
+	} else {
+		myersDiff(x1, x2)
+	}
+	changeCompact(x1, x2, o.indentHeuristic)
+	changeCompact(x2, x1, o.indentHeuristic)
+	return buildScript(x1, x2)
+}
+
+// myersDiff marks the changed records of x1 and x2 the way xdl_do_diff
+// does with its default algorithm.
+func myersDiff(x1, x2 *xdfile) {
 	prepare(x1, x2)
 	n1, n2 := len(x1.ha), len(x2.ha)
 	ndiags := n1 + n2 + 3
@@ -127,9 +146,6 @@ func diffClasses(a, b [][]byte, ca, cb []int, indentHeuristic bool) []edit {
 		heurMin:  xdlHeurMinCost,
 	}
 	e.recsCmp(x1, 0, n1, x2, 0, n2, false)
-	changeCompact(x1, x2, indentHeuristic)
-	changeCompact(x2, x1, indentHeuristic)
-	return buildScript(x1, x2)
 }
 
 // prepare trims the common ends and sets aside records that cannot

@@ -139,7 +139,7 @@ func trialMerge(ctx context.Context, repo *gitstore.Repo, base, ours, theirs git
 	if err != nil {
 		return MergeUnknown, err
 	}
-	if changeset.MergeLines(b, o, t, changeset.LineMergeOptions{}).Clean() {
+	if changeset.MergeLines(b, o, t, changeset.LineMergeOptions{Histogram: true}).Clean() {
 		return MergeClean, nil
 	}
 	return MergeConflict, nil

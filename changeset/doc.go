@@ -11,13 +11,18 @@
 // Invariants:
 //   - Git fidelity. The line diff follows xdiff (Myers with git's
 //     heuristics and group sliding; the indent heuristic for patches, not
-//     for merges, as git); the line merge follows xdl_merge at git's
-//     merge level; the tree merge follows merge-ort's rules. A clean merge
+//     for merges, as git; histogram for the line merges of tree merges,
+//     which git's merge-ort hard-codes); the line merge follows xdl_merge
+//     at git's merge level; the tree merge follows merge-ort's rules. A clean merge
 //     yields the same tree id as git merge-tree --write-tree and the same
-//     conflicted paths when it conflicts (see the differential tests).
-//     Directory rename detection is not implemented: merges match git with
-//     merge.directoryRenames=false, which is what the differential test
-//     compares against.
+//     conflicted paths when it conflicts (see the differential tests),
+//     directory rename detection included, in each of git's
+//     merge.directoryRenames modes (MergeOptions.DirectoryRenames; the
+//     default, as in git, moves a file added to a renamed directory and
+//     reports it as a file_location conflict). Where git's choice depends
+//     on its hash table order (ties between equally likely new places of a
+//     directory, the order of deferred directories) ours is the sorted
+//     order.
 //   - Cost proportional to change. Diffs and merges descend only into
 //     subtrees whose ids differ; the merged tree is built from ours by
 //     gitstore's builder, which re-encodes only directories on changed

@@ -27,6 +27,16 @@ const (
 	ConflictRenameAdd     ConflictKind = "rename_add"     // a rename onto a path the other side added
 	ConflictDistinctTypes ConflictKind = "distinct_types" // e.g. a file on one side, a symlink on the other
 	ConflictSubmodule     ConflictKind = "submodule"      // both moved a gitlink differently
+	// A file one side put in a directory the other side renamed: moved to
+	// the directory's new place, for the user to confirm.
+	ConflictFileLocation ConflictKind = "file_location"
+	// Conflicts about directory renames as a whole, with no conflicted
+	// file (git records none): a directory whose files went to several
+	// places with none getting most (Path is the directory), and files a
+	// directory rename cannot move because something is in the way or
+	// several would land on one path (Path is that path).
+	ConflictDirRenameSplit     ConflictKind = "directory_rename_split"
+	ConflictDirRenameCollision ConflictKind = "directory_rename_collision"
 )
 
 // Version is one side's file at a path in a conflict.
@@ -71,7 +81,22 @@ type MergeOptions struct {
 	RenameLimit int
 	// Render fills Conflict.Rendered for content conflicts.
 	Render bool
+	// DirectoryRenames is what happens to a file one side added (or
+	// renamed) into a directory the other side renamed away (git's
+	// merge.directoryRenames). The default, as in git, moves it to the
+	// directory's new place and reports a file_location conflict.
+	DirectoryRenames DirRenameMode
 }
+
+// DirRenameMode says how a merge treats directory renames.
+type DirRenameMode int
+
+// The directory rename modes, git's merge.directoryRenames values.
+const (
+	DirRenamesConflict DirRenameMode = iota // move, and report a conflict ("conflict")
+	DirRenamesApply                         // move ("true")
+	DirRenamesOff                           // leave the file where it was ("false")
+)
 
 // MergeResult is a clean merge: the merged tree, written durably.
 type MergeResult struct {
@@ -101,16 +126,17 @@ type pathInfo struct {
 	df        bool // a file and a directory meet here
 	pathConfl bool // a rename made this path conflicted
 
-	done     bool // resolved (or removed by a rename)
-	clean    bool
-	result   stage // zero: no file
-	kind     ConflictKind
-	gitPaths []string
-	hunks    []ConflictHunk
-	binary   bool
-	rendered []byte
-	merged   bool  // a line merge produced the result
-	ours     stage // ours's file here before renames moved stages around
+	done      bool // resolved (or removed by a rename)
+	clean     bool
+	result    stage // zero: no file
+	kind      ConflictKind
+	gitPaths  []string
+	hunks     []ConflictHunk
+	binary    bool
+	rendered  []byte
+	merged    bool   // a line merge produced the result
+	ours      stage  // ours's file here before renames moved stages around
+	movedFrom string // where the file was before a directory rename moved it
 }
 
 type merger struct {
@@ -124,6 +150,14 @@ type merger struct {
 	blobs  map[gitstore.OID][]byte
 	labels [3]string
 	err    error // first failure inside a content merge
+
+	// Directory renames (dirrename.go).
+	dirs         []dirEntry           // directories walked, parents first
+	dirMeta      map[string]*dirEntry // the same by path
+	noRelevant   [3]bool              // sides that need no rename detection
+	moved        map[string]bool      // paths a directory rename moved a file from
+	reorder      bool                 // order needs sorting again
+	dirConflicts []Conflict           // conflicts about directory renames as a whole
 }
 
 // Merge merges trees ours and theirs, both descended from base, the way
@@ -149,6 +183,7 @@ func Merge(ctx context.Context, repo *gitstore.Repo, base, ours, theirs gitstore
 		infos:  map[string]*pathInfo{},
 		early:  map[string]stage{},
 		blobs:  map[gitstore.OID][]byte{},
+		moved:  map[string]bool{},
 		labels: [3]string{"base", opts.OursLabel, opts.TheirsLabel},
 	}
 	// Trivial merges, as git resolves them before looking inside.
@@ -279,6 +314,18 @@ func (m *merger) collect(b, o, t gitstore.OID, dir string) error {
 			m.order = append(m.order, p)
 		}
 		if dirmask != 0 {
+			// The side git may resolve this directory for without
+			// looking inside (merge-ort's possible trivial merges).
+			side := 0
+			switch {
+			case filemask == 0 && (dirmask == 2 || dirmask == 4):
+				side = int(dirmask / 2)
+			case same(0, 1):
+				side = 2
+			case same(0, 2):
+				side = 1
+			}
+			m.dirs = append(m.dirs, dirEntry{path: p, dirmask: dirmask, filemask: filemask, trivialSide: side})
 			if err := m.collect(sub[0], sub[1], sub[2], p); err != nil {
 				return err
 			}
@@ -287,46 +334,64 @@ func (m *merger) collect(b, o, t gitstore.OID, dir string) error {
 	return nil
 }
 
-// renames finds each side's renames and applies them to the path infos
-// (merge-ort's detect_and_process_renames without directory renames).
+// renames finds each side's renames, moves what the other side added to
+// renamed directories, and applies the renames to the path infos
+// (merge-ort's detect_and_process_renames).
 func (m *merger) renames() error {
-	type rename struct {
-		side     int
-		old, new string
+	if len(m.order) == 0 {
+		return nil // every changed file was resolved while walking
 	}
-	var all []rename
-	for side := 1; side <= 2; side++ {
-		other := 3 - side
-		var changes []FileChange
-		for _, p := range m.order {
-			ci := m.infos[p]
-			switch {
-			case ci.stages[0].present() && !ci.stages[side].present():
-				changes = append(changes, FileChange{Status: StatusDeleted, OldPath: p, OldMode: ci.stages[0].mode, OldOID: ci.stages[0].oid})
-			case !ci.stages[0].present() && ci.stages[side].present():
-				changes = append(changes, FileChange{Status: StatusAdded, NewPath: p, NewMode: ci.stages[side].mode, NewOID: ci.stages[side].oid})
+	sides := m.renameSetup()
+	if len(sides[1].relevant) == 0 && len(sides[2].relevant) == 0 {
+		return nil
+	}
+	for s := 1; s <= 2; s++ {
+		if err := m.detectSide(s, &sides[s]); err != nil {
+			return err
+		}
+	}
+	if m.opts.DirectoryRenames != DirRenamesOff {
+		for s := 1; s <= 2; s++ {
+			sides[s].dirs.decide()
+			for _, dir := range sortedKeys(sides[s].dirs.split) {
+				m.dirConflicts = append(m.dirConflicts, Conflict{Path: dir, Kind: ConflictDirRenameSplit,
+					Message: fmt.Sprintf("unclear where %s renamed directory %s to: no directory got most of its files", m.labels[s], dir)})
 			}
 		}
-		relevant := func(p string) bool {
-			ci := m.infos[p]
-			return ci.stages[other] != ci.stages[0]
+		// A directory both sides renamed is left to the file renames.
+		for dir := range sides[1].dirs.renames {
+			if _, ok := sides[2].dirs.renames[dir]; ok {
+				delete(sides[1].dirs.renames, dir)
+				delete(sides[2].dirs.renames, dir)
+			}
 		}
-		found, err := detectRenames(m.ctx, m.repo, changes, renameParams{
-			minScore: scoreFromPercent(m.opts.RenameScore),
-			limit:    m.opts.RenameLimit,
-			relevant: relevant,
-		})
+	}
+	for s := 1; s <= 2; s++ {
+		computeCollisions(&sides[s], sides[3-s].dirs.renames)
+	}
+	var all []sideRename
+	for s := 1; s <= 2; s++ {
+		rs, err := m.collectRenames(s, &sides)
 		if err != nil {
-			return fmt.Errorf("merge: renames: %w", err)
+			return err
 		}
-		for _, c := range found {
-			if c.Status == StatusRenamed {
-				all = append(all, rename{side, c.OldPath, c.NewPath})
-			}
-		}
+		all = append(all, rs...)
 	}
-	slices.SortStableFunc(all, func(a, b rename) int { return strings.Compare(a.old, b.old) })
+	if m.reorder {
+		m.order = slices.DeleteFunc(m.order, func(p string) bool { return m.infos[p] == nil })
+		slices.SortFunc(m.order, comparePaths)
+	}
+	slices.SortStableFunc(all, func(a, b sideRename) int { return strings.Compare(a.old, b.old) })
+	return m.processRenames(all)
+}
 
+// sideRename is one side's rename of file old to new.
+type sideRename struct {
+	side     int
+	old, new string
+}
+
+func (m *merger) processRenames(all []sideRename) error {
 	for i := 0; i < len(all); i++ {
 		r := all[i]
 		oldinfo, newinfo := m.infos[r.old], m.infos[r.new]
@@ -497,7 +562,8 @@ func (m *merger) dirSurvives(p string) (bool, error) {
 		if x.Mode.IsDir() {
 			return nil
 		}
-		if ci, ok := m.infos[prefix+x.Path]; ok && ci.done && !ci.result.present() {
+		q := prefix + x.Path
+		if ci, ok := m.infos[q]; ok && ci.done && !ci.result.present() || m.moved[q] {
 			return nil
 		}
 		return errFound
@@ -648,7 +714,7 @@ func (m *merger) contentMerge(path string, o, a, b stage, names [3]string, extra
 			m.fail(err)
 			return stage{}, nil
 		}
-		lo := LineMergeOptions{OursLabel: m.labels[1], TheirsLabel: m.labels[2], MarkerSize: defaultMarkerSize + extraMarker}
+		lo := LineMergeOptions{OursLabel: m.labels[1], TheirsLabel: m.labels[2], MarkerSize: defaultMarkerSize + extraMarker, Histogram: true}
 		if names[0] != names[1] || names[1] != names[2] {
 			lo.OursLabel += ":" + names[1]
 			lo.TheirsLabel += ":" + names[2]
@@ -697,6 +763,7 @@ func (m *merger) finish() (*MergeResult, error) {
 		}
 		conflicts = append(conflicts, m.conflict(ci))
 	}
+	conflicts = append(conflicts, m.dirConflicts...)
 	if len(conflicts) > 0 {
 		slices.SortFunc(conflicts, func(a, b Conflict) int { return strings.Compare(a.Path, b.Path) })
 		return nil, &ConflictError{Conflicts: conflicts}
@@ -704,7 +771,7 @@ func (m *merger) finish() (*MergeResult, error) {
 	// Changes relative to ours.
 	changes := map[string]gitstore.Change{}
 	for p, s := range m.early {
-		changes[p] = gitstore.Change{Path: p, Mode: s.mode, OID: s.oid}
+		changes[p] = gitstore.Change{Path: p, Mode: s.mode, OID: s.oid, Delete: !s.present()}
 	}
 	var merged []string
 	for _, p := range m.order {
@@ -781,6 +848,9 @@ func (m *merger) conflict(ci *pathInfo) Conflict {
 		Hunks: ci.hunks, Binary: ci.binary, Rendered: ci.rendered,
 	}
 	c.Message = conflictMessage(c, m.labels)
+	if kind == ConflictFileLocation {
+		c.Message = fmt.Sprintf("%s was in a directory the other side renamed; moved to %s", ci.movedFrom, ci.path)
+	}
 	return c
 }
 

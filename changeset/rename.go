@@ -32,10 +32,25 @@ type renameParams struct {
 	limit       int // sources × destinations is capped at limit²
 	renameEmpty bool
 	copies      bool
-	// relevant, when set, limits inexact detection to these sources; a
-	// merge only needs renames whose source the other side changed.
-	relevant func(path string) bool
+	// relevant, when set, limits detection beyond exact renames to these
+	// sources (a merge's relevant_sources): content-relevant ones, whose
+	// other side changed, and location-relevant ones, needed only to find
+	// where their directory went.
+	relevant map[string]relevance
+	// dirs, when set, counts where the files of removed directories went
+	// (a merge's directory rename detection); see dirRenameInfo.
+	dirs *dirRenameInfo
 }
+
+// relevance says why a merge needs a source's rename (git's
+// file_rename_relevance).
+type relevance uint8
+
+const (
+	relevantNoMore   relevance = iota // needed no more
+	relevantContent                   // the other side changed the file
+	relevantLocation                  // needed for a directory rename
+)
 
 var emptyBlob = gitstore.HashObject(gitstore.KindBlob, nil)
 
@@ -190,20 +205,41 @@ func detectRenames(ctx context.Context, repo *gitstore.Repo, changes []FileChang
 		}
 	}
 
-	relevant := func(s int) bool { return p.relevant == nil || p.relevant(changes[s].OldPath) }
+	relevant := func(s int) bool {
+		if p.relevant == nil {
+			return true
+		}
+		_, ok := p.relevant[changes[s].OldPath]
+		return ok
+	}
+	renamed := func(d int) bool { _, ok := srcOf[d]; return ok }
 	var restSrc, restDst []int
 	for _, s := range srcs {
-		if !used[s] && relevant(s) {
+		if !used[s] {
 			restSrc = append(restSrc, s)
 		}
 	}
 	for _, d := range dsts {
-		if _, ok := srcOf[d]; !ok {
+		if !renamed(d) {
 			restDst = append(restDst, d)
 		}
 	}
+	dri := p.dirs
+	var byPath map[string]int // destinations not renamed exactly
+	if dri != nil {
+		for d, s := range srcOf {
+			dri.update(changes[s].OldPath, changes[d].NewPath)
+		}
+		dri.makeGuesses()
+		byPath = make(map[string]int, len(restDst))
+		for _, d := range restDst {
+			byPath[changes[d].NewPath] = d
+		}
+	}
 
-	// Unique base names on both sides at a higher threshold.
+	// Sources and destinations with the same base name, at a higher
+	// threshold: a unique pair, or, for a name used more than once, the
+	// destination where the source's directory seems to have gone.
 	if len(restSrc) > 0 && len(restDst) > 0 {
 		minBase := p.minScore + (maxScore-p.minScore)/2
 		srcNames, dstNames := map[string]int{}, map[string]int{}
@@ -224,20 +260,30 @@ func detectRenames(ctx context.Context, repo *gitstore.Repo, changes []FileChang
 			}
 		}
 		for _, s := range restSrc {
-			n := base(changes[s].OldPath)
-			d, ok := dstNames[n]
-			if !ok || d < 0 || srcNames[n] < 0 {
+			if !relevant(s) {
 				continue
 			}
-			if _, done := srcOf[d]; done {
+			n := base(changes[s].OldPath)
+			d, ok := dstNames[n]
+			if !ok {
+				continue
+			}
+			if d < 0 || srcNames[n] < 0 {
+				d = dri.guess(changes[s].OldPath, byPath)
+			}
+			if d < 0 || renamed(d) {
 				continue
 			}
 			if score := sim.score(&changes[s], &changes[d], minBase); score >= minBase {
 				record(d, s, score)
+				dri.update(changes[s].OldPath, changes[d].NewPath)
 			}
 		}
-		restSrc = slices.DeleteFunc(restSrc, func(s int) bool { return used[s] })
-		restDst = slices.DeleteFunc(restDst, func(d int) bool { _, ok := srcOf[d]; return ok })
+	}
+	restSrc = slices.DeleteFunc(restSrc, func(s int) bool { return used[s] || !relevant(s) })
+	restDst = slices.DeleteFunc(restDst, renamed)
+	if dri != nil && p.relevant != nil {
+		restSrc = dri.cullKnown(changes, restSrc, p.relevant)
 	}
 
 	// Everything else, best pairs first.
@@ -279,10 +325,11 @@ func detectRenames(ctx context.Context, repo *gitstore.Repo, changes []FileChang
 			return b.nameScore - a.nameScore
 		})
 		for _, c := range mx {
-			if _, done := srcOf[c.dst]; done || used[c.src] {
+			if renamed(c.dst) || used[c.src] {
 				continue
 			}
 			record(c.dst, c.src, c.score)
+			dri.update(changes[c.src].OldPath, changes[c.dst].NewPath)
 		}
 	}
 	if sim.err != nil {

@@ -58,17 +58,25 @@ func SortEntries(entries []TreeEntry) {
 
 // Find returns the entry named name.
 func (t *Tree) Find(name string) (TreeEntry, bool) {
+	if i := t.index(name); i >= 0 {
+		return t.Entries[i], true
+	}
+	return TreeEntry{}, false
+}
+
+// index returns the position of the entry named name, or -1.
+func (t *Tree) index(name string) int {
 	// The entry sorts either as a file ("name") or as a directory
 	// ("name/"); try both positions.
-	for _, dir := range []bool{false, true} {
+	for _, dir := range [2]bool{false, true} {
 		i, ok := slices.BinarySearchFunc(t.Entries, name, func(e TreeEntry, n string) int {
 			return compareEntries(e.Name, e.Mode.IsDir(), n, dir)
 		})
 		if ok {
-			return t.Entries[i], true
+			return i
 		}
 	}
-	return TreeEntry{}, false
+	return -1
 }
 
 // decodeTree parses a tree object's content.

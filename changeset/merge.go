@@ -218,6 +218,16 @@ func (m *merger) collect(b, o, t gitstore.OID, dir string) error {
 	}
 	var next [3]int
 	for {
+		if next[0] < len(lists[0]) && next[1] < len(lists[1]) && next[2] < len(lists[2]) {
+			// Most entries are the same on all sides.
+			e := lists[0][next[0]]
+			if e == lists[1][next[1]] && e == lists[2][next[2]] {
+				next[0]++
+				next[1]++
+				next[2]++
+				continue
+			}
+		}
 		// The smallest name at the heads of the lists, and who has it.
 		var tr [3]*gitstore.TreeEntry
 		name, found := "", false

@@ -143,7 +143,7 @@ type merger struct {
 func Merge(ctx context.Context, repo *gitstore.Repo, base, ours, theirs gitstore.OID, opts MergeOptions) (*MergeResult, error) {
 	var trees [3]gitstore.OID
 	for i, id := range []gitstore.OID{base, ours, theirs} {
-		t, err := treeOf(ctx, repo, id)
+		t, err := repo.TreeOf(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("merge: %w", err)
 		}
@@ -177,26 +177,6 @@ func Merge(ctx context.Context, repo *gitstore.Repo, base, ours, theirs gitstore
 		return nil, err
 	}
 	return m.finish()
-}
-
-// treeOf returns id's tree: id itself for a tree, the commit's tree for a
-// commit.
-func treeOf(ctx context.Context, repo *gitstore.Repo, id gitstore.OID) (gitstore.OID, error) {
-	if id.IsZero() {
-		return id, nil
-	}
-	_, err := repo.Tree(ctx, id)
-	if err == nil {
-		return id, nil
-	}
-	if !errors.Is(err, gitstore.ErrWrongKind) {
-		return gitstore.OID{}, err
-	}
-	c, err := repo.Commit(ctx, id)
-	if err != nil {
-		return gitstore.OID{}, err
-	}
-	return c.Tree, nil
 }
 
 // collect walks the three trees together, skipping every subtree whose id

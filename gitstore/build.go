@@ -197,9 +197,7 @@ func (b *Batch) buildDir(ctx context.Context, dir OID, changes []Change, path st
 	if resort {
 		SortEntries(out)
 	}
-	id := b.Add(KindTree, EncodeTree(out))
-	b.built[id] = &Tree{OID: id, Entries: out}
-	return id, true, nil
+	return b.addTree(out), true, nil
 }
 
 // inDir reports whether path p is below directory dir.

@@ -109,11 +109,19 @@ func decodeTree(id OID, data []byte) (*Tree, error) {
 // EncodeTree returns the canonical encoding of entries, which must be in
 // git order with unique names.
 func EncodeTree(entries []TreeEntry) []byte {
+	return appendTreeEntries(make([]byte, 0, treeSize(entries)), entries)
+}
+
+// treeSize is the length of the encoding of entries.
+func treeSize(entries []TreeEntry) int {
 	n := 0
 	for _, e := range entries {
-		n += 8 + len(e.Name) + OIDSize
+		n += len(e.Mode.treeMode()) + len(e.Name) + 2 + OIDSize
 	}
-	b := make([]byte, 0, n)
+	return n
+}
+
+func appendTreeEntries(b []byte, entries []TreeEntry) []byte {
 	for _, e := range entries {
 		b = append(b, e.Mode.treeMode()...)
 		b = append(b, ' ')

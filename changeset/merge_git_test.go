@@ -333,8 +333,10 @@ func TestMergeNameOrderMatchesGit(t *testing.T) {
 		}
 		return strings.Join(parts, "/")
 	}
-	genData := func(rt *rapid.T, label string) []byte {
-		return fmt.Appendf(nil, "l%d\n", rapid.IntRange(0, 3).Draw(rt, label))
+	// Contents name their path, so no two files are similar enough to
+	// count as renamed: this test is about names, not renames.
+	genData := func(rt *rapid.T, p, label string) []byte {
+		return fmt.Appendf(nil, "%s 1\n%s 2\n%s %d\n", p, p, p, rapid.IntRange(0, 3).Draw(rt, label))
 	}
 	change := func(rt *rapid.T, label string, m model) {
 		for i := range rapid.IntRange(0, 6).Draw(rt, label+"-ops") {
@@ -347,7 +349,7 @@ func TestMergeNameOrderMatchesGit(t *testing.T) {
 						delete(m, q)
 					}
 				}
-				m[p] = file{gitstore.ModeFile, genData(rt, l+"-data")}
+				m[p] = file{gitstore.ModeFile, genData(rt, p, l+"-data")}
 			case 1: // delete a file or a directory
 				for q := range m {
 					if q == p || strings.HasPrefix(q, p+"/") {
@@ -356,7 +358,7 @@ func TestMergeNameOrderMatchesGit(t *testing.T) {
 				}
 			case 2: // edit a file
 				if f, ok := m[p]; ok {
-					m[p] = file{f.mode, append(slices.Clone(f.data), genData(rt, l+"-more")...)}
+					m[p] = file{f.mode, append(slices.Clone(f.data), genData(rt, p, l+"-more")...)}
 				}
 			}
 		}

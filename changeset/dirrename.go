@@ -571,9 +571,11 @@ func (m *merger) moveInfo(from, to string) error {
 	delete(m.infos, from)
 	m.moved[from] = true
 	m.reorder = true
-	if ci.ours.present() {
-		m.early[from] = stage{} // ours's file leaves
-	}
+	// Resolved by removal: the walk's record of from keeps it, so that
+	// ours's file there, if any, leaves the merged tree.
+	old := *ci
+	ci.done, ci.clean, ci.result = true, true, stage{}
+	ci = &old
 	side := int(ci.filemask >> 1)
 	if ni := m.infos[to]; ni != nil {
 		ni.filemask |= ci.filemask
@@ -600,6 +602,7 @@ func (m *merger) moveInfo(from, to string) error {
 		}
 		m.infos[to] = ci
 		m.order = append(m.order, to)
+		m.visits = append(m.visits, visit{path: to, info: ci})
 	}
 	ci.movedFrom = from
 	if m.opts.DirectoryRenames != DirRenamesApply {

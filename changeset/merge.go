@@ -139,6 +139,14 @@ type pathInfo struct {
 	movedFrom string // where the file was before a directory rename moved it
 }
 
+// visit is a path the walk recorded: a path info, or a file resolved in
+// the walk (early) whose result differs from ours.
+type visit struct {
+	path  string
+	info  *pathInfo // nil for an early resolution
+	early stage
+}
+
 type merger struct {
 	ctx    context.Context
 	repo   *gitstore.Repo
@@ -146,7 +154,7 @@ type merger struct {
 	trees  [3]gitstore.OID
 	infos  map[string]*pathInfo
 	order  []string
-	early  map[string]stage // paths resolved in the walk whose result differs from ours
+	visits []visit // what the walk recorded, in its order
 	blobs  map[gitstore.OID][]byte
 	labels [3]string
 	err    error // first failure inside a content merge
@@ -169,7 +177,7 @@ type merger struct {
 func Merge(ctx context.Context, repo *gitstore.Repo, base, ours, theirs gitstore.OID, opts MergeOptions) (*MergeResult, error) {
 	var trees [3]gitstore.OID
 	for i, id := range []gitstore.OID{base, ours, theirs} {
-		t, err := treeOf(ctx, repo, id)
+		t, err := repo.TreeOf(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("merge: %w", err)
 		}
@@ -181,7 +189,6 @@ func Merge(ctx context.Context, repo *gitstore.Repo, base, ours, theirs gitstore
 	m := &merger{
 		ctx: ctx, repo: repo, opts: opts, trees: trees,
 		infos:  map[string]*pathInfo{},
-		early:  map[string]stage{},
 		blobs:  map[gitstore.OID][]byte{},
 		moved:  map[string]bool{},
 		labels: [3]string{"base", opts.OursLabel, opts.TheirsLabel},
@@ -207,59 +214,52 @@ func Merge(ctx context.Context, repo *gitstore.Repo, base, ours, theirs gitstore
 	return m.finish()
 }
 
-// treeOf returns id's tree: id itself for a tree, the commit's tree for a
-// commit.
-func treeOf(ctx context.Context, repo *gitstore.Repo, id gitstore.OID) (gitstore.OID, error) {
-	if id.IsZero() {
-		return id, nil
-	}
-	_, err := repo.Tree(ctx, id)
-	if err == nil {
-		return id, nil
-	}
-	if !errors.Is(err, gitstore.ErrWrongKind) {
-		return gitstore.OID{}, err
-	}
-	c, err := repo.Commit(ctx, id)
-	if err != nil {
-		return gitstore.OID{}, err
-	}
-	return c.Tree, nil
-}
-
-type triple [3]*gitstore.TreeEntry
-
 // collect walks the three trees together, skipping every subtree whose id
 // is the same on all sides, and records the paths that need a decision.
+// It walks each directory's entries by name, so that a file and a
+// directory of one name meet, in the order of m.order: names sorted,
+// a directory's paths right after its name.
 func (m *merger) collect(b, o, t gitstore.OID, dir string) error {
 	if err := m.ctx.Err(); err != nil {
 		return err
 	}
 	var lists [3][]gitstore.TreeEntry
-	for i, id := range []gitstore.OID{b, o, t} {
+	for i, id := range [3]gitstore.OID{b, o, t} {
 		e, err := loadEntries(m.ctx, m.repo, id)
 		if err != nil {
 			return fmt.Errorf("merge %q: %w", dir, err)
 		}
-		lists[i] = e
+		lists[i] = nameOrder(e)
 	}
-	byName := map[string]*triple{}
-	var names []string
-	for i := range lists {
-		for k := range lists[i] {
-			e := &lists[i][k]
-			tr := byName[e.Name]
-			if tr == nil {
-				tr = &triple{}
-				byName[e.Name] = tr
-				names = append(names, e.Name)
+	var next [3]int
+	for {
+		if next[0] < len(lists[0]) && next[1] < len(lists[1]) && next[2] < len(lists[2]) {
+			// Most entries are the same on all sides.
+			e := lists[0][next[0]]
+			if e == lists[1][next[1]] && e == lists[2][next[2]] {
+				next[0]++
+				next[1]++
+				next[2]++
+				continue
 			}
-			tr[i] = e
 		}
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		tr := byName[name]
+		// The smallest name at the heads of the lists, and who has it.
+		var tr [3]*gitstore.TreeEntry
+		name, found := "", false
+		for i, l := range lists {
+			if next[i] < len(l) && (!found || l[next[i]].Name < name) {
+				name, found = l[next[i]].Name, true
+			}
+		}
+		if !found {
+			return nil
+		}
+		for i, l := range lists {
+			if next[i] < len(l) && l[next[i]].Name == name {
+				tr[i] = &l[next[i]]
+				next[i]++
+			}
+		}
 		same := func(i, j int) bool {
 			return tr[i] != nil && tr[j] != nil && tr[i].Mode == tr[j].Mode && tr[i].OID == tr[j].OID
 		}
@@ -283,8 +283,6 @@ func (m *merger) collect(b, o, t gitstore.OID, dir string) error {
 		}
 		var match uint8
 		switch {
-		case same(0, 1) && same(0, 2):
-			match = 7
 		case same(0, 1):
 			match = 3
 		case same(0, 2):
@@ -300,18 +298,20 @@ func (m *merger) collect(b, o, t gitstore.OID, dir string) error {
 				res = st[2]
 			}
 			if res != st[1] {
-				m.early[p] = res
+				m.visits = append(m.visits, visit{path: p, early: res})
 			}
 			continue
 		}
 		if filemask != 0 {
 			match &= filemask // sides that match as directories do not count
-			m.infos[p] = &pathInfo{
+			ci := &pathInfo{
 				path: p, stages: st, pathnames: [3]string{p, p, p},
 				filemask: filemask, dirmask: dirmask, matchMask: match,
 				df: dirmask != 0, ours: st[1],
 			}
+			m.infos[p] = ci
 			m.order = append(m.order, p)
+			m.visits = append(m.visits, visit{path: p, info: ci})
 		}
 		if dirmask != 0 {
 			// The side git may resolve this directory for without
@@ -331,7 +331,22 @@ func (m *merger) collect(b, o, t gitstore.OID, dir string) error {
 			}
 		}
 	}
-	return nil
+}
+
+// nameOrder returns entries, which are in git order, sorted by name. The
+// orders differ only where a directory follows entries that extend its
+// name with a byte below '/' ("a-b" and "a.c" come before directory "a",
+// which sorts as "a/"), and only then is the list copied.
+func nameOrder(entries []gitstore.TreeEntry) []gitstore.TreeEntry {
+	for k := 1; k < len(entries); k++ {
+		d, prev := entries[k].Name, entries[k-1].Name
+		if entries[k].Mode.IsDir() && len(prev) > len(d) && strings.HasPrefix(prev, d) {
+			sorted := slices.Clone(entries)
+			slices.SortFunc(sorted, func(a, b gitstore.TreeEntry) int { return strings.Compare(a.Name, b.Name) })
+			return sorted
+		}
+	}
+	return entries
 }
 
 // renames finds each side's renames, moves what the other side added to
@@ -380,6 +395,7 @@ func (m *merger) renames() error {
 	if m.reorder {
 		m.order = slices.DeleteFunc(m.order, func(p string) bool { return m.infos[p] == nil })
 		slices.SortFunc(m.order, comparePaths)
+		slices.SortStableFunc(m.visits, func(a, b visit) int { return comparePaths(a.path, b.path) })
 	}
 	slices.SortStableFunc(all, func(a, b sideRename) int { return strings.Compare(a.old, b.old) })
 	return m.processRenames(all)
@@ -545,8 +561,8 @@ func (m *merger) dirSurvives(p string) (bool, error) {
 			return true, nil
 		}
 	}
-	for q, s := range m.early {
-		if strings.HasPrefix(q, prefix) && s.present() {
+	for _, v := range m.visits {
+		if v.info == nil && v.early.present() && strings.HasPrefix(v.path, prefix) {
 			return true, nil
 		}
 	}
@@ -768,46 +784,39 @@ func (m *merger) finish() (*MergeResult, error) {
 		slices.SortFunc(conflicts, func(a, b Conflict) int { return strings.Compare(a.Path, b.Path) })
 		return nil, &ConflictError{Conflicts: conflicts}
 	}
-	// Changes relative to ours.
-	changes := map[string]gitstore.Change{}
-	for p, s := range m.early {
-		changes[p] = gitstore.Change{Path: p, Mode: s.mode, OID: s.oid, Delete: !s.present()}
-	}
+	// Changes relative to ours, in the walk's order, which keeps the
+	// paths below a directory right after its name.
+	var changes []gitstore.Change
 	var merged []string
-	for _, p := range m.order {
-		ci := m.infos[p]
-		if ci.result == ci.ours {
-			continue
-		}
-		if ci.result.present() {
-			changes[p] = gitstore.Change{Path: p, Mode: ci.result.mode, OID: ci.result.oid}
-		} else if ci.ours.present() {
-			changes[p] = gitstore.Change{Path: p, Delete: true}
-		}
-		if ci.merged {
-			merged = append(merged, p)
-		}
-	}
-	list := make([]gitstore.Change, 0, len(changes))
-	for _, c := range changes {
-		list = append(list, c)
-	}
-	slices.SortFunc(list, func(a, b gitstore.Change) int { return strings.Compare(a.Path, b.Path) })
-	// A file put where ours has a directory replaces the whole directory.
-	var puts []string
-	list = slices.DeleteFunc(list, func(c gitstore.Change) bool {
-		for _, d := range puts {
-			if strings.HasPrefix(c.Path, d+"/") {
-				return true
+	put := "" // the last file put: it replaces any directory of ours there
+	for _, v := range m.visits {
+		c := gitstore.Change{Path: v.path, Mode: v.early.mode, OID: v.early.oid}
+		if ci := v.info; ci != nil {
+			if ci.result == ci.ours {
+				continue
+			}
+			if ci.merged {
+				merged = append(merged, v.path)
+			}
+			switch {
+			case ci.result.present():
+				c.Mode, c.OID = ci.result.mode, ci.result.oid
+			case ci.ours.present():
+				c.Delete = true
+			default:
+				continue
 			}
 		}
-		if !c.Delete {
-			puts = append(puts, c.Path)
+		if put != "" && len(c.Path) > len(put) && c.Path[len(put)] == '/' && strings.HasPrefix(c.Path, put) {
+			continue
 		}
-		return false
-	})
+		if !c.Delete {
+			put = c.Path
+		}
+		changes = append(changes, c)
+	}
 	b := m.repo.NewBatch()
-	for _, c := range list {
+	for _, c := range changes {
 		if c.Delete {
 			continue
 		}
@@ -817,7 +826,7 @@ func (m *merger) finish() (*MergeResult, error) {
 			}
 		}
 	}
-	tree, err := b.BuildTree(m.ctx, m.trees[1], list)
+	tree, err := b.BuildTree(m.ctx, m.trees[1], changes)
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}

@@ -373,3 +373,80 @@ func describe(m model) string {
 	}
 	return b.String()
 }
+
+// TestMergeNameOrderMatchesGit: files and directories whose names extend
+// one another with a byte that sorts below '/' ("a", "a-b", "a.c"), so a
+// directory's place in git order differs from its name's, and a file and
+// a directory of one name meet across the sides. Compared with git
+// merge-tree as above.
+func TestMergeNameOrderMatchesGit(t *testing.T) {
+	dir := testrepo.InitBare(t)
+	repo, err := gitstore.Open(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { repo.Close() })
+	ctx := t.Context()
+	names := []string{"a", "a-b", "a.c", "b"}
+	genPath := func(rt *rapid.T, label string) string {
+		parts := make([]string, rapid.IntRange(1, 2).Draw(rt, label+"-depth"))
+		for i := range parts {
+			parts[i] = rapid.SampledFrom(names).Draw(rt, label+"-name")
+		}
+		return strings.Join(parts, "/")
+	}
+	// Contents name their path, so no two files are similar enough to
+	// count as renamed: this test is about names, not renames.
+	genData := func(rt *rapid.T, p, label string) []byte {
+		return fmt.Appendf(nil, "%s 1\n%s 2\n%s %d\n", p, p, p, rapid.IntRange(0, 3).Draw(rt, label))
+	}
+	change := func(rt *rapid.T, label string, m model) {
+		for i := range rapid.IntRange(0, 6).Draw(rt, label+"-ops") {
+			l := fmt.Sprint(label, i)
+			p := genPath(rt, l+"-p")
+			switch rapid.IntRange(0, 2).Draw(rt, l+"-op") {
+			case 0: // put a file, replacing what is in the way
+				for q := range m {
+					if q == p || strings.HasPrefix(q, p+"/") || strings.HasPrefix(p, q+"/") {
+						delete(m, q)
+					}
+				}
+				m[p] = file{gitstore.ModeFile, genData(rt, p, l+"-data")}
+			case 1: // delete a file or a directory
+				for q := range m {
+					if q == p || strings.HasPrefix(q, p+"/") {
+						delete(m, q)
+					}
+				}
+			case 2: // edit a file
+				if f, ok := m[p]; ok {
+					m[p] = file{f.mode, append(slices.Clone(f.data), genData(rt, p, l+"-more")...)}
+				}
+			}
+		}
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		base := model{}
+		change(rt, "base", base)
+		ours, theirs := base.clone(), base.clone()
+		change(rt, "ours", ours)
+		change(rt, "theirs", theirs)
+		b := repo.NewBatch()
+		_, bc := commitModel(ctx, rt, b, base)
+		_, oc := commitModel(ctx, rt, b, ours, bc)
+		_, tc := commitModel(ctx, rt, b, theirs, bc)
+		require.NoError(rt, b.Flush(ctx))
+
+		gitTree, gitClean, gitConflicts := gitMergeTree(rt, dir, "", oc, tc)
+		rt.Logf("base %s\nours %s\ntheirs %s", describe(base), describe(ours), describe(theirs))
+		res, err := changeset.Merge(ctx, repo, bc, oc, tc, changeset.MergeOptions{
+			OursLabel: oc.String(), TheirsLabel: tc.String(),
+		})
+		if gitClean {
+			require.NoError(rt, err, "git merged cleanly to %s", gitTree)
+			require.Equal(rt, gitTree, res.Tree.String())
+			return
+		}
+		var ce *changeset.ConflictError
+		require.ErrorAs(rt, err, &ce, "git conflicts: %q", gitConflicts)
+		require.Equal(rt, gitConflicts, conflictPaths(ce.Conflicts))
+	})
+}

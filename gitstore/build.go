@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -20,8 +21,11 @@ import (
 // gitlink, or ModeDir to put a whole subtree by its tree id (which the
 // caller vouches for: it may be queued in the same batch). A directory
 // left empty disappears, as in git.
+//
+// Changes may come in any order; sorted component by component (a
+// directory's paths right after its name, as a walk of trees yields
+// them), they are used as they are.
 func (b *Batch) BuildTree(ctx context.Context, base OID, changes []Change) (OID, error) {
-	root := &buildNode{}
 	for i := range changes {
 		c := &changes[i]
 		if c.Path == "" || strings.HasPrefix(c.Path, "/") || strings.HasSuffix(c.Path, "/") || strings.Contains(c.Path, "//") {
@@ -36,24 +40,18 @@ func (b *Batch) BuildTree(ctx context.Context, base OID, changes []Change) (OID,
 				return OID{}, fmt.Errorf("build tree: %q: no object id", c.Path)
 			}
 		}
-		n := root
-		for _, name := range strings.Split(c.Path, "/") {
-			if n.children == nil {
-				n.children = make(map[string]*buildNode)
-			}
-			child := n.children[name]
-			if child == nil {
-				child = &buildNode{}
-				n.children[name] = child
-			}
-			n = child
-		}
-		if n.change != nil {
-			return OID{}, fmt.Errorf("build tree: %q changed twice", c.Path)
-		}
-		n.change = c
 	}
-	id, _, err := b.buildDir(ctx, base, root, "")
+	byPath := func(a, b Change) int { return comparePaths(a.Path, b.Path) }
+	if !slices.IsSortedFunc(changes, byPath) {
+		changes = slices.Clone(changes)
+		slices.SortFunc(changes, byPath)
+	}
+	for i := 1; i < len(changes); i++ {
+		if changes[i].Path == changes[i-1].Path {
+			return OID{}, fmt.Errorf("build tree: %q changed twice", changes[i].Path)
+		}
+	}
+	id, _, err := b.buildDir(ctx, base, changes, "")
 	if err != nil {
 		return OID{}, err
 	}
@@ -73,73 +71,102 @@ func (r *Repo) BuildTree(ctx context.Context, base OID, changes []Change) (OID, 
 	return id, b.Flush(ctx)
 }
 
-type buildNode struct {
-	change   *Change // the change at exactly this path, if any
-	children map[string]*buildNode
+// comparePaths orders slash-separated paths component by component: a
+// directory's paths follow its name directly ("a", "a/x", "a-b"), unlike
+// plain string order, where "a-b" sorts before "a/x".
+func comparePaths(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	switch {
+	case i == n:
+		return cmp.Compare(len(a), len(b))
+	case a[i] == '/':
+		return -1
+	case b[i] == '/':
+		return 1
+	}
+	return cmp.Compare(a[i], b[i])
 }
 
-// buildDir applies node's changes to directory dir (zero: none yet) and
-// returns the new tree id, zero when it ends up empty, and whether anything
-// differs from dir.
-func (b *Batch) buildDir(ctx context.Context, dir OID, node *buildNode, path string) (OID, bool, error) {
+// buildDir applies changes, in comparePaths order, to directory dir (zero:
+// none yet) at path, each change's path relative to dir starting at
+// len(path)+1 (at 0 for the root). It returns the new tree id, zero when
+// the directory ends up empty, and whether anything differs from dir.
+func (b *Batch) buildDir(ctx context.Context, dir OID, changes []Change, path string) (OID, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return OID{}, false, err
 	}
-	var entries []TreeEntry
+	var t *Tree
 	if !dir.IsZero() {
-		t, err := b.r.Tree(ctx, dir)
-		if err != nil {
+		var err error
+		if t, err = b.r.Tree(ctx, dir); err != nil {
 			return OID{}, false, fmt.Errorf("build tree at %q: %w", path, err)
 		}
-		entries = slices.Clone(t.Entries)
+	} else {
+		t = &Tree{}
 	}
-	index := make(map[string]int, len(node.children))
-	for _, name := range sortedKeys(node.children) {
-		index[name] = -1
+	off := 0
+	if path != "" {
+		off = len(path) + 1
 	}
-	for i, e := range entries {
-		if _, ok := index[e.Name]; ok {
-			index[e.Name] = i
+	var out []TreeEntry // t's entries once one changes; removed ones have no name
+	resort := false     // an entry was added, or changed between file and directory
+	removed := false
+	for len(changes) > 0 {
+		// The changes at and below the next name.
+		name, _, _ := strings.Cut(changes[0].Path[off:], "/")
+		childPath := changes[0].Path[:off+len(name)]
+		k := 1
+		for k < len(changes) && inDir(changes[k].Path, childPath) {
+			k++
 		}
-	}
-	changed := false
-	var added []TreeEntry
-	removed := make(map[int]bool)
-	for _, name := range sortedKeys(node.children) {
-		child := node.children[name]
-		childPath := name
-		if path != "" {
-			childPath = path + "/" + name
+		below := changes[:k]
+		changes = changes[k:]
+		var c *Change
+		if below[0].Path == childPath {
+			c = &below[0]
+			below = below[1:]
 		}
-		i := index[name]
+
+		i := t.index(name)
 		var cur *TreeEntry
 		if i >= 0 {
-			cur = &entries[i]
+			cur = &t.Entries[i]
 		}
-		// set replaces (or removes) the entry for name.
+		// set replaces (or removes, e == nil) the entry for name.
 		set := func(e *TreeEntry) {
+			if e == nil && cur == nil || e != nil && cur != nil && *e == *cur {
+				return
+			}
+			if out == nil {
+				out = slices.Clone(t.Entries)
+			}
 			switch {
-			case e == nil && cur != nil:
-				removed[i] = true
-				changed = true
-			case e != nil && cur == nil:
-				added = append(added, *e)
-				changed = true
-			case e != nil && *e != *cur:
-				entries[i] = *e
-				changed = true
+			case e == nil:
+				out[i].Name = ""
+				removed = true
+			case cur == nil:
+				out = append(out, *e)
+				resort = true
+			default:
+				resort = resort || e.Mode.IsDir() != cur.Mode.IsDir()
+				out[i] = *e
 			}
 		}
-		c := child.change
 		switch {
 		case c != nil && !c.Delete:
-			if len(child.children) > 0 {
+			if len(below) > 0 {
 				return OID{}, false, fmt.Errorf("build tree: %q is written as a file and has changes below it: %w", childPath, ErrCollision)
 			}
 			set(&TreeEntry{Name: name, Mode: c.Mode.Canonical(), OID: c.OID})
+		case len(below) == 0: // a delete
+			set(nil)
 		default:
-			// A delete, or only changes below: the subdirectory starts
-			// from what is there unless it was deleted.
+			// Changes below, after a delete or not: the subdirectory
+			// starts from what is there unless it was deleted.
 			var sub OID
 			if c == nil && cur != nil {
 				if !cur.Mode.IsDir() {
@@ -147,11 +174,7 @@ func (b *Batch) buildDir(ctx context.Context, dir OID, node *buildNode, path str
 				}
 				sub = cur.OID
 			}
-			if len(child.children) == 0 {
-				set(nil)
-				continue
-			}
-			id, subChanged, err := b.buildDir(ctx, sub, child, childPath)
+			id, subChanged, err := b.buildDir(ctx, sub, below, childPath)
 			if err != nil {
 				return OID{}, false, err
 			}
@@ -162,30 +185,22 @@ func (b *Batch) buildDir(ctx context.Context, dir OID, node *buildNode, path str
 			}
 		}
 	}
-	if !changed {
+	if out == nil {
 		return dir, false, nil
 	}
-	out := make([]TreeEntry, 0, len(entries)+len(added))
-	for i, e := range entries {
-		if !removed[i] {
-			out = append(out, e)
-		}
+	if removed {
+		out = slices.DeleteFunc(out, func(e TreeEntry) bool { return e.Name == "" })
 	}
-	out = append(out, added...)
 	if len(out) == 0 {
 		return OID{}, true, nil
 	}
-	SortEntries(out)
-	id := b.Add(KindTree, EncodeTree(out))
-	b.built[id] = &Tree{OID: id, Entries: out}
-	return id, true, nil
+	if resort {
+		SortEntries(out)
+	}
+	return b.addTree(out), true, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+// inDir reports whether path p is below directory dir.
+func inDir(p, dir string) bool {
+	return len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
 }

@@ -113,6 +113,38 @@ func (r *Repo) Commit(ctx context.Context, id OID) (*Commit, error) {
 	return decodeCommit(id, data)
 }
 
+// TreeOf returns the tree that id stands for: id itself for a tree, the
+// commit's tree for a commit, and ZeroOID (the empty tree) for ZeroOID.
+// It reads the object at most once.
+func (r *Repo) TreeOf(ctx context.Context, id OID) (OID, error) {
+	if id.IsZero() {
+		return id, nil
+	}
+	if _, ok := r.trees.Get(id); ok {
+		return id, nil
+	}
+	obj, err := r.readObject(ctx, id)
+	if err != nil {
+		return OID{}, err
+	}
+	switch obj.kind {
+	case KindTree:
+		t, err := decodeTree(id, obj.data)
+		if err != nil {
+			return OID{}, err
+		}
+		r.trees.Add(id, t)
+		return id, nil
+	case KindCommit:
+		c, err := decodeCommit(id, obj.data)
+		if err != nil {
+			return OID{}, err
+		}
+		return c.Tree, nil
+	}
+	return OID{}, fmt.Errorf("object %s is a %s, not a tree or a commit: %w", id, obj.kind, ErrWrongKind)
+}
+
 func decodeCommit(id OID, data []byte) (*Commit, error) {
 	c := &Commit{OID: id}
 	head, msg, _ := bytes.Cut(data, []byte("\n\n"))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
@@ -93,6 +94,14 @@ func TestBuildTreeMatchesGit(t *testing.T) {
 					}
 				}
 				changes := diffChanges(baseFiles, model, rapid.Bool().Draw(rt, "collapse dir deletes"))
+				switch rapid.IntRange(0, 2).Draw(rt, "order") {
+				case 1: // a tree walk's order, which the builder takes as it is
+					slices.SortFunc(changes, func(a, b gitstore.Change) int {
+						return slices.Compare(strings.Split(a.Path, "/"), strings.Split(b.Path, "/"))
+					})
+				case 2:
+					changes = rapid.Permutation(changes).Draw(rt, "shuffled")
+				}
 				tree, err := b.BuildTree(ctx, base, changes)
 				require.NoError(rt, err)
 				require.NoError(rt, b.Flush(ctx))
@@ -228,4 +237,83 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// TestBuildTreeChangeOrder: names where string order and git order differ
+// ("a", "a-b", "a.c", "a/x"), files that become directories and back,
+// and the changes given in several orders, among them the tree walk's
+// that the builder uses without sorting. Every order must give the tree
+// git's write-tree makes of the same content.
+func TestBuildTreeChangeOrder(t *testing.T) {
+	dir := testrepo.InitBare(t)
+	r := open(t, dir)
+	ctx := t.Context()
+	index := filepath.Join(t.TempDir(), "index")
+	env := []string{"GIT_INDEX_FILE=" + index}
+	blob := func(s string) gitstore.OID {
+		id, err := r.WriteBlob(ctx, []byte(s))
+		require.NoError(t, err)
+		return id
+	}
+	writeTree := func(files map[string]gitstore.OID) string {
+		var info strings.Builder
+		var paths []string
+		for p := range files {
+			paths = append(paths, p)
+		}
+		slices.Sort(paths)
+		for _, p := range paths {
+			fmt.Fprintf(&info, "100644 %s\t%s\n", files[p], p)
+		}
+		os.Remove(index)
+		testrepo.GitEnv(t, dir, env, nil, "read-tree", "--empty")
+		testrepo.GitEnv(t, dir, env, []byte(info.String()), "update-index", "--index-info")
+		return testrepo.GitEnv(t, dir, env, nil, "write-tree")
+	}
+	older, newer := blob("old\n"), blob("new\n")
+	baseFiles := map[string]gitstore.OID{}
+	for _, p := range []string{"a", "a-b", "a.c/x", "a0", "b/a", "b/a-b", "b/a.c/y", "b/a0/z"} {
+		baseFiles[p] = older
+	}
+	base := oid(t, writeTree(baseFiles))
+	put := func(p string) gitstore.Change { return gitstore.Change{Path: p, Mode: gitstore.ModeFile, OID: newer} }
+	del := func(p string) gitstore.Change { return gitstore.Change{Path: p, Delete: true} }
+	changes := []gitstore.Change{
+		del("a"), put("a/x"), put("a/x-y"), put("a-b"), // a file becomes a directory
+		put("a.c"), // and a directory a file
+		put("a0/new"), del("a0"),
+		put("b/a"), put("b/a-b"), del("b/a.c/y"), put("b/a.c-d"), put("b/a.c/e"), del("b/a0"), put("b/a0.x"),
+	}
+	final := map[string]gitstore.OID{}
+	for p, id := range baseFiles {
+		final[p] = id
+	}
+	for _, c := range changes {
+		for p := range final {
+			if p == c.Path || strings.HasPrefix(p, c.Path+"/") {
+				delete(final, p)
+			}
+		}
+	}
+	for _, c := range changes {
+		if !c.Delete {
+			final[c.Path] = c.OID
+		}
+	}
+	want := writeTree(final)
+	orders := map[string]func(a, b gitstore.Change) int{
+		"strings": func(a, b gitstore.Change) int { return strings.Compare(a.Path, b.Path) },
+		"reverse": func(a, b gitstore.Change) int { return strings.Compare(b.Path, a.Path) },
+		"walk": func(a, b gitstore.Change) int {
+			return slices.Compare(strings.Split(a.Path, "/"), strings.Split(b.Path, "/"))
+		},
+	}
+	for name, order := range orders {
+		cs := slices.Clone(changes)
+		slices.SortFunc(cs, order)
+		id, err := r.BuildTree(ctx, base, cs)
+		require.NoError(t, err, name)
+		assert.Equal(t, want, id.String(), name)
+	}
+	fsck(t, dir)
 }

@@ -133,6 +133,28 @@ func TestLookupAndReadMatchGit(t *testing.T) {
 	}
 }
 
+func TestTreeOf(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	r := open(t, dir)
+	ctx := t.Context()
+	tree := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
+	for _, rev := range []string{"main", "main^{tree}"} {
+		// Twice: the second time the tree is cached.
+		for range 2 {
+			got, err := r.TreeOf(ctx, oid(t, testrepo.Git(t, dir, "rev-parse", rev)))
+			require.NoError(t, err, rev)
+			assert.Equal(t, tree, got, rev)
+		}
+	}
+	got, err := r.TreeOf(ctx, gitstore.ZeroOID)
+	require.NoError(t, err)
+	assert.Equal(t, gitstore.ZeroOID, got)
+	_, err = r.TreeOf(ctx, oid(t, testrepo.Git(t, dir, "rev-parse", "main:README.md")))
+	assert.ErrorIs(t, err, gitstore.ErrWrongKind)
+	_, err = r.TreeOf(ctx, gitstore.HashObject(gitstore.KindBlob, []byte("nowhere\n")))
+	assert.ErrorIs(t, err, gitstore.ErrNotFound)
+}
+
 func TestListPrefixNonRecursive(t *testing.T) {
 	dir := testrepo.Build(t, "small")
 	r := open(t, dir)

@@ -171,6 +171,8 @@ func (m Mode) treeMode() []byte {
 		return modeDirText
 	case ModeSymlink:
 		return modeSymlinkText
+	case ModeGitlink:
+		return modeGitlinkText
 	}
 	return strconv.AppendUint(nil, uint64(m), 8)
 }
@@ -182,6 +184,7 @@ var (
 	modeExecText    = []byte("100755")
 	modeDirText     = []byte("40000")
 	modeSymlinkText = []byte("120000")
+	modeGitlinkText = []byte("160000")
 )
 
 func hexDecode(dst []byte, s string) (int, error) { return hex.Decode(dst, []byte(s)) }

@@ -58,17 +58,25 @@ func SortEntries(entries []TreeEntry) {
 
 // Find returns the entry named name.
 func (t *Tree) Find(name string) (TreeEntry, bool) {
+	if i := t.index(name); i >= 0 {
+		return t.Entries[i], true
+	}
+	return TreeEntry{}, false
+}
+
+// index returns the position of the entry named name, or -1.
+func (t *Tree) index(name string) int {
 	// The entry sorts either as a file ("name") or as a directory
 	// ("name/"); try both positions.
-	for _, dir := range []bool{false, true} {
+	for _, dir := range [2]bool{false, true} {
 		i, ok := slices.BinarySearchFunc(t.Entries, name, func(e TreeEntry, n string) int {
 			return compareEntries(e.Name, e.Mode.IsDir(), n, dir)
 		})
 		if ok {
-			return t.Entries[i], true
+			return i
 		}
 	}
-	return TreeEntry{}, false
+	return -1
 }
 
 // decodeTree parses a tree object's content.
@@ -101,11 +109,19 @@ func decodeTree(id OID, data []byte) (*Tree, error) {
 // EncodeTree returns the canonical encoding of entries, which must be in
 // git order with unique names.
 func EncodeTree(entries []TreeEntry) []byte {
+	return appendTreeEntries(make([]byte, 0, treeSize(entries)), entries)
+}
+
+// treeSize is the length of the encoding of entries.
+func treeSize(entries []TreeEntry) int {
 	n := 0
 	for _, e := range entries {
-		n += 8 + len(e.Name) + OIDSize
+		n += len(e.Mode.treeMode()) + len(e.Name) + 2 + OIDSize
 	}
-	b := make([]byte, 0, n)
+	return n
+}
+
+func appendTreeEntries(b []byte, entries []TreeEntry) []byte {
 	for _, e := range entries {
 		b = append(b, e.Mode.treeMode()...)
 		b = append(b, ' ')

@@ -34,8 +34,11 @@ type Batch struct {
 	ids  []OID
 	seen map[OID]struct{}
 	// built keeps the trees the batch's builder made, decoded, for the
-	// tree cache once they are durable.
+	// tree cache once they are durable. They are queued without their
+	// encoding, which Flush makes again only for a tree it writes.
 	built map[OID]*Tree
+	// scratch is where the builder encodes a tree to hash it.
+	scratch []byte
 }
 
 // NewBatch starts an empty batch of object writes.
@@ -53,6 +56,34 @@ func (b *Batch) Add(k Kind, data []byte) OID {
 		b.ids = append(b.ids, id)
 	}
 	return id
+}
+
+// addTree queues the tree of entries, which must be in git order with
+// unique names and become the tree's cached decoded form.
+func (b *Batch) addTree(entries []TreeEntry) OID {
+	n := treeSize(entries)
+	buf := append(b.scratch[:0], "tree "...)
+	buf = strconv.AppendInt(buf, int64(n), 10)
+	buf = append(buf, 0)
+	buf = appendTreeEntries(buf, entries)
+	b.scratch = buf
+	id := OID(sha1.Sum(buf))
+	if _, dup := b.seen[id]; !dup {
+		b.seen[id] = struct{}{}
+		b.objs = append(b.objs, rawObject{kind: KindTree})
+		b.ids = append(b.ids, id)
+		b.built[id] = &Tree{OID: id, Entries: entries}
+	}
+	return id
+}
+
+// object returns queued object i, encoding a tree the builder queued.
+func (b *Batch) object(i int) rawObject {
+	obj := b.objs[i]
+	if t := b.built[b.ids[i]]; t != nil && obj.kind == KindTree && obj.data == nil {
+		obj.data = EncodeTree(t.Entries)
+	}
+	return obj
 }
 
 // AddBlob queues a blob.
@@ -89,12 +120,12 @@ func (b *Batch) Flush(ctx context.Context) error {
 	case 0:
 	case 1:
 		i := fresh[0]
-		err = b.r.writeLoose(b.ids[i], b.objs[i])
+		err = b.r.writeLoose(b.ids[i], b.object(i))
 	default:
 		ids := make([]OID, len(fresh))
 		objs := make([]rawObject, len(fresh))
 		for j, i := range fresh {
-			ids[j], objs[j] = b.ids[i], b.objs[i]
+			ids[j], objs[j] = b.ids[i], b.object(i)
 		}
 		err = b.r.writePack(ids, objs)
 	}

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/sessiond/sessiond/gitstore"
@@ -22,11 +21,11 @@ type Summary struct {
 // symbols.
 func (g *Graph) Summary(ctx context.Context, repo *gitstore.Repo, base, tree gitstore.OID) (Summary, error) {
 	out := Summary{Files: []FileSummary{}}
-	base, err := treeOf(ctx, repo, base)
+	base, err := repo.TreeOf(ctx, base)
 	if err != nil {
 		return Summary{}, fmt.Errorf("summary: %w", err)
 	}
-	if tree, err = treeOf(ctx, repo, tree); err != nil {
+	if tree, err = repo.TreeOf(ctx, tree); err != nil {
 		return Summary{}, fmt.Errorf("summary: %w", err)
 	}
 	err = repo.DiffTrees(ctx, base, tree, func(c gitstore.TreeChange) error {
@@ -60,21 +59,4 @@ func (g *Graph) Summary(ctx context.Context, repo *gitstore.Repo, base, tree git
 		return Summary{}, fmt.Errorf("summary: %w", err)
 	}
 	return out, nil
-}
-
-// treeOf returns id's tree: id itself for a tree, the commit's tree for a
-// commit.
-func treeOf(ctx context.Context, repo *gitstore.Repo, id gitstore.OID) (gitstore.OID, error) {
-	if id.IsZero() {
-		return id, nil
-	}
-	_, err := repo.Tree(ctx, id)
-	if !errors.Is(err, gitstore.ErrWrongKind) {
-		return id, err
-	}
-	c, err := repo.Commit(ctx, id)
-	if err != nil {
-		return gitstore.ZeroOID, err
-	}
-	return c.Tree, nil
 }

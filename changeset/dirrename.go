@@ -169,9 +169,6 @@ func determinable(c map[string]int) bool {
 // (cleanup_dir_rename_info and get_provisional_directory_renames).
 func (d *dirRenameInfo) decide() {
 	d.renames, d.split = map[string]string{}, map[string]bool{}
-	if d == nil {
-		return
-	}
 	for oldDir, c := range d.counts {
 		if d.removed[oldDir] == dirNotRelevant {
 			continue

@@ -329,8 +329,9 @@ func TestMergeMatchesGitMergeTree(t *testing.T) {
 					// rename moves one that replaced a directory of the base
 					// (apply_directory_rename_modifications clears stage 1 of
 					// the copy it moves) and writes a gitlink with a null id,
-					// a tree fsck rejects. sessiond moves the file; there is no
-					// git answer to compare with.
+					// a tree fsck rejects, or reports a conflict against that
+					// empty stage. sessiond moves the file; there is no git
+					// answer to compare with.
 					require.NoError(rt, err)
 					skipped++
 				case gitClean:
@@ -343,8 +344,15 @@ func TestMergeMatchesGitMergeTree(t *testing.T) {
 				default:
 					require.ErrorAs(rt, err, &ce, "git conflicts: %q", gitConflicts)
 					if got := conflictPaths(ce.Conflicts); !slices.Equal(gitConflicts, got) {
+						msgs := gitMergeTreeMessages(dir, gitMode, oc, tc)
+						if strings.Contains(msgs, "000000 "+gitstore.ZeroOID.String()) {
+							// The same loss as above: git's conflict has a
+							// stage with no file, which it cannot have.
+							skipped++
+							return
+						}
 						rt.Logf("ours: %+v", ce.Conflicts)
-						rt.Logf("git:\n%s", gitMergeTreeMessages(dir, gitMode, oc, tc))
+						rt.Logf("git:\n%s", msgs)
 					}
 					require.Equal(rt, gitConflicts, conflictPaths(ce.Conflicts))
 					conflicted++

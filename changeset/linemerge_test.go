@@ -36,14 +36,14 @@ func TestMergeLines(t *testing.T) {
 	assert.False(t, r.Clean())
 }
 
-// FuzzMergeLines: never panics; merging a side with itself or with the
-// base gives that side back, cleanly.
+// FuzzMergeLines: never panics, with either diff algorithm; merging a
+// side with itself or with the base gives that side back, cleanly.
 func FuzzMergeLines(f *testing.F) {
-	f.Add([]byte("1\n2\n3\n"), []byte("1\nA\n3\n"), []byte("1\n2\nB\n"))
-	f.Add([]byte("a\nb"), []byte("a\r\nc\r\n"), []byte(""))
-	f.Add([]byte("x\nx\nx\n"), []byte("x\ny\nx\nx\n"), []byte("x\nx\n"))
-	f.Fuzz(func(t *testing.T, base, ours, theirs []byte) {
-		opts := changeset.LineMergeOptions{OursLabel: "o", TheirsLabel: "t"}
+	f.Add([]byte("1\n2\n3\n"), []byte("1\nA\n3\n"), []byte("1\n2\nB\n"), false)
+	f.Add([]byte("a\nb"), []byte("a\r\nc\r\n"), []byte(""), true)
+	f.Add([]byte("x\nx\nx\n"), []byte("x\ny\nx\nx\n"), []byte("x\nx\n"), true)
+	f.Fuzz(func(t *testing.T, base, ours, theirs []byte, histogram bool) {
+		opts := changeset.LineMergeOptions{OursLabel: "o", TheirsLabel: "t", Histogram: histogram}
 		changeset.MergeLines(base, ours, theirs, opts)
 		if changeset.IsBinary(base) || changeset.IsBinary(ours) {
 			return

@@ -249,6 +249,7 @@ type dirEntry struct {
 	trivialSide int
 	entryMask   uint8 // git's dir_rename_mask at this entry
 	deferred    bool  // git defers looking inside (possible trivial merge)
+	sub         [3]gitstore.OID
 }
 
 // sideRenames is the rename state of one side of a merge.
@@ -276,33 +277,14 @@ func (m *merger) renameSetup() [3]sideRenames {
 		sides[s].relevant = map[string]relevance{}
 		sides[s].dirs = newDirRenameInfo()
 	}
-	// Which one-sided additions each directory holds directly.
-	added := map[string]uint8{}
-	for _, p := range m.order {
-		if fm := m.infos[p].filemask; fm == 2 || fm == 4 {
-			added[parentDir(p)] |= fm
-		}
-	}
-	// git's dir_rename_mask: 2 or 4 inside a directory one side removed
-	// (the side that kept it), 7 once the kept side added a file there.
-	childMask := map[string]uint8{"": 0}
+	// collect worked out git's dir_rename_mask for every entry.
 	group := map[string]int{} // 1 or 2 below a directory deferred for that side
 	m.dirMeta = make(map[string]*dirEntry, len(m.dirs))
 	for i := range m.dirs {
 		d := &m.dirs[i]
-		em := childMask[parentDir(d.path)]
-		if em != 7 && (d.dirmask == 3 || d.dirmask == 5) {
-			em = d.dirmask &^ 1
-		}
-		d.entryMask = em
-		cm := em
-		if (em == 2 || em == 4) && added[d.path]&em != 0 {
-			cm = 7
-		}
-		childMask[d.path] = cm
 		if d.dirmask == 1 || d.dirmask == 3 || d.dirmask == 5 {
 			rel := dirNotRelevant
-			if em == 7 {
+			if d.entryMask == 7 {
 				rel = dirForAncestor
 			}
 			for s := 1; s <= 2; s++ {
@@ -311,7 +293,6 @@ func (m *merger) renameSetup() [3]sideRenames {
 				}
 			}
 		}
-		d.deferred = em != 7 && d.trivialSide != 0
 		m.dirMeta[d.path] = d
 		if g := group[parentDir(d.path)]; g != 0 {
 			group[d.path] = g
@@ -325,10 +306,7 @@ func (m *merger) renameSetup() [3]sideRenames {
 	for _, p := range m.order {
 		ci := m.infos[p]
 		g := group[parentDir(p)]
-		mask := childMask[parentDir(p)]
-		if d := m.dirMeta[p]; d != nil {
-			mask = d.entryMask
-		}
+		mask := ci.mask
 		if mask == 7 && (ci.filemask == 2 || ci.filemask == 4) {
 			sides[3-ci.filemask>>1].dirs.removed[parentDir(p)] = dirForSelf
 		}
@@ -618,4 +596,71 @@ func sortedKeys[V any](mp map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// addedOnly reports whether side s has a file that neither the base nor
+// the other side has as a file: in a directory the other side removed, a
+// file s added (the pre-scan of merge-ort's traverse_trees_wrapper).
+func addedOnly(lists [3][]gitstore.TreeEntry, s int) bool {
+	for _, e := range lists[s] {
+		if !e.Mode.IsDir() && !hasFile(lists[0], e.Name) && !hasFile(lists[3-s], e.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasFile reports whether entries, in name order, have a file name.
+func hasFile(entries []gitstore.TreeEntry, name string) bool {
+	i, ok := slices.BinarySearchFunc(entries, name, func(e gitstore.TreeEntry, n string) int { return strings.Compare(e.Name, n) })
+	return ok && !entries[i].Mode.IsDir()
+}
+
+// resolveDeferred settles the directories collect deferred, as merge-ort's
+// handle_deferred_entries does: a side that needs rename detection has
+// its deferred directories walked, since renames may pair files inside
+// them; otherwise each is taken whole from the side that changed it,
+// without reading it.
+func (m *merger) resolveDeferred() error {
+	if len(m.pending) == 0 {
+		return nil
+	}
+	var needs [3]bool
+	if !m.opts.NoRenames {
+		for _, p := range m.order {
+			ci := m.infos[p]
+			for s := 1; s <= 2; s++ {
+				deleted := ci.filemask&1 != 0 && ci.filemask&(1<<s) == 0
+				if deleted && (ci.matchMask == 0 || ci.mask == 7) {
+					needs[s] = true
+				}
+			}
+		}
+	}
+	pending := m.pending
+	m.pending = nil
+	for s := 1; s <= 2; s++ {
+		m.walkAll[s] = needs[s]
+		for _, i := range pending {
+			d := m.dirs[i] // a copy: walking appends to m.dirs
+			switch {
+			case d.trivialSide != s:
+			case needs[s]:
+				if err := m.collect(d.sub[0], d.sub[1], d.sub[2], d.path, d.entryMask); err != nil {
+					return err
+				}
+			case s == 2: // theirs changed it and ours kept the base's (for s == 1 the merge already starts from ours)
+				v := visit{path: d.path}
+				if !d.sub[2].IsZero() {
+					v.early = stage{gitstore.ModeDir, d.sub[2]}
+				} else {
+					m.takenWhole = append(m.takenWhole, d.path)
+				}
+				m.visits = append(m.visits, v)
+			}
+		}
+	}
+	// finish wants the walk's order: paths below a directory after it.
+	slices.SortStableFunc(m.visits, func(a, b visit) int { return comparePaths(a.path, b.path) })
+	return nil
 }

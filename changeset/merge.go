@@ -137,6 +137,7 @@ type pathInfo struct {
 	merged    bool   // a line merge produced the result
 	ours      stage  // ours's file here before renames moved stages around
 	movedFrom string // where the file was before a directory rename moved it
+	mask      uint8  // git's dir_rename_mask here
 }
 
 // visit is a path the walk recorded: a path info, or a file resolved in
@@ -164,6 +165,9 @@ type merger struct {
 	dirMeta      map[string]*dirEntry // the same by path
 	noRelevant   [3]bool              // sides that need no rename detection
 	moved        map[string]bool      // paths a directory rename moved a file from
+	pending      []int                // deferred directories (indexes into dirs)
+	walkAll      [3]bool              // a side whose deferred directories are walked
+	takenWhole   []string             // directories resolved to theirs's absence, unwalked
 	reorder      bool                 // order needs sorting again
 	dirConflicts []Conflict           // conflicts about directory renames as a whole
 }
@@ -200,7 +204,10 @@ func Merge(ctx context.Context, repo *gitstore.Repo, base, ours, theirs gitstore
 	case trees[0] == trees[1]:
 		return &MergeResult{Tree: trees[2]}, nil
 	}
-	if err := m.collect(trees[0], trees[1], trees[2], ""); err != nil {
+	if err := m.collect(trees[0], trees[1], trees[2], "", 0); err != nil {
+		return nil, err
+	}
+	if err := m.resolveDeferred(); err != nil {
 		return nil, err
 	}
 	if !opts.NoRenames {
@@ -219,7 +226,12 @@ func Merge(ctx context.Context, repo *gitstore.Repo, base, ours, theirs gitstore
 // It walks each directory's entries by name, so that a file and a
 // directory of one name meet, in the order of m.order: names sorted,
 // a directory's paths right after its name.
-func (m *merger) collect(b, o, t gitstore.OID, dir string) error {
+//
+// mask is git's dir_rename_mask for dir: 0, or 2 or 4 inside a directory
+// one side removed (the side that kept it), or 7 where directory renames
+// matter. A directory that only one side changed is deferred (merge-ort's
+// possible trivial merge) unless directory renames matter in it.
+func (m *merger) collect(b, o, t gitstore.OID, dir string, mask uint8) error {
 	if err := m.ctx.Err(); err != nil {
 		return err
 	}
@@ -230,6 +242,9 @@ func (m *merger) collect(b, o, t gitstore.OID, dir string) error {
 			return fmt.Errorf("merge %q: %w", dir, err)
 		}
 		lists[i] = nameOrder(e)
+	}
+	if (mask == 2 || mask == 4) && addedOnly(lists, int(mask/2)) {
+		mask = 7 // the side that kept the directory added a file to it
 	}
 	var next [3]int
 	for {
@@ -302,12 +317,16 @@ func (m *merger) collect(b, o, t gitstore.OID, dir string) error {
 			}
 			continue
 		}
+		em := mask // the mask at this entry (collect_rename_info)
+		if em != 7 && (dirmask == 3 || dirmask == 5) {
+			em = dirmask &^ 1
+		}
 		if filemask != 0 {
 			match &= filemask // sides that match as directories do not count
 			ci := &pathInfo{
 				path: p, stages: st, pathnames: [3]string{p, p, p},
 				filemask: filemask, dirmask: dirmask, matchMask: match,
-				df: dirmask != 0, ours: st[1],
+				df: dirmask != 0, ours: st[1], mask: em,
 			}
 			m.infos[p] = ci
 			m.order = append(m.order, p)
@@ -325,8 +344,14 @@ func (m *merger) collect(b, o, t gitstore.OID, dir string) error {
 			case same(0, 2):
 				side = 1
 			}
-			m.dirs = append(m.dirs, dirEntry{path: p, dirmask: dirmask, filemask: filemask, trivialSide: side})
-			if err := m.collect(sub[0], sub[1], sub[2], p); err != nil {
+			d := dirEntry{path: p, dirmask: dirmask, filemask: filemask, trivialSide: side,
+				entryMask: em, deferred: em != 7 && side != 0, sub: sub}
+			m.dirs = append(m.dirs, d)
+			if d.deferred && filemask == 0 && !m.walkAll[side] {
+				m.pending = append(m.pending, len(m.dirs)-1)
+				continue
+			}
+			if err := m.collect(sub[0], sub[1], sub[2], p, em); err != nil {
 				return err
 			}
 		}
@@ -582,6 +607,11 @@ func (m *merger) dirSurvives(p string) (bool, error) {
 		if ci, ok := m.infos[q]; ok && ci.done && !ci.result.present() || m.moved[q] {
 			return nil
 		}
+		for _, d := range m.takenWhole {
+			if strings.HasPrefix(q, d+"/") {
+				return nil
+			}
+		}
 		return errFound
 	})
 	if err == errFound {
@@ -790,8 +820,9 @@ func (m *merger) finish() (*MergeResult, error) {
 	var merged []string
 	put := "" // the last file put: it replaces any directory of ours there
 	for _, v := range m.visits {
-		c := gitstore.Change{Path: v.path, Mode: v.early.mode, OID: v.early.oid}
+		c := gitstore.Change{Path: v.path, Mode: v.early.mode, OID: v.early.oid, Delete: !v.early.present()}
 		if ci := v.info; ci != nil {
+			c.Delete = false
 			if ci.result == ci.ours {
 				continue
 			}

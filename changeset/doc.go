@@ -24,9 +24,11 @@
 //     directory, the order of deferred directories) ours is the sorted
 //     order.
 //   - Cost proportional to change. Diffs and merges descend only into
-//     subtrees whose ids differ; the merged tree is built from ours by
-//     gitstore's builder, which re-encodes only directories on changed
-//     paths.
+//     subtrees whose ids differ; a merge takes a directory only one side
+//     changed whole, without reading it, unless rename detection needs
+//     its files (git's trivial directory merge); the merged tree is built
+//     from ours by gitstore's builder, which re-encodes only directories
+//     on changed paths.
 //   - Atomicity. Merge and the operations on it return a tree or a
 //     *ConflictError; on conflict nothing is written. They never touch a
 //     ref: moving a branch or session head is the caller's compare-and-swap.

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/changeset"
-	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/session"
 )
@@ -417,13 +416,7 @@ func (s *Server) acceptChangeset(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	opts := session.AcceptOptions{Message: req.Message, Actor: req.Actor, RequireFreshReads: req.RequireFreshReads}
-	if req.ExpectedHead != "" {
-		h, err := gitstore.ParseOID(req.ExpectedHead)
-		if err != nil {
-			return badRequest("expected_head %q: want a 40-digit commit id", req.ExpectedHead)
-		}
-		opts.ExpectedHead = &h
-	}
+	opts.ExpectedHeadRev = req.ExpectedHead
 	res, err := s.m.Accept(ctxWithoutCancel(r), id, opts)
 	if err != nil {
 		return err

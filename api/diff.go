@@ -75,11 +75,9 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) error {
 	}
 	from := baseTree
 	if against := q.Get("against"); against != "" && against != "base" {
-		cp, err := s.m.FindCheckpoint(ctx, id, against)
-		if err != nil {
+		if from, err = s.m.AgainstTree(ctx, id, against); err != nil {
 			return err
 		}
-		from = cp.Tree
 	}
 	patch, err := changeset.Diff(ctx, repo, from, to, changeset.DiffOptions{}, changeset.PatchOptions{})
 	if err != nil {

@@ -184,13 +184,8 @@ func (r *Repo) peel(ctx context.Context, id OID) (OID, Kind, error) {
 		if obj.kind != KindTag {
 			return id, obj.kind, nil
 		}
-		line, _, _ := bytes.Cut(obj.data, []byte("\n"))
-		target, ok := bytes.CutPrefix(line, []byte("object "))
-		if !ok {
-			return OID{}, 0, fmt.Errorf("tag %s: %w", id, ErrCorrupt)
-		}
-		if id, err = ParseOID(string(target)); err != nil {
-			return OID{}, 0, fmt.Errorf("tag %s: %w", id, ErrCorrupt)
+		if id, err = tagTarget(id, obj.data); err != nil {
+			return OID{}, 0, err
 		}
 	}
 	return OID{}, 0, fmt.Errorf("tag %s: nested too deep: %w", id, ErrCorrupt)

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
-
-	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // RefName is a full ref name such as "refs/heads/main", or "HEAD".
@@ -338,100 +336,6 @@ func (r *Repo) removePackedRef(ctx context.Context, name RefName) error {
 		return err
 	}
 	return syncDir(r.gitDir)
-}
-
-// ResolveRevision resolves a branch, tag, full ref name, HEAD, or full or
-// short (at least 4 digits) hexadecimal id to a commit id, peeling
-// annotated tags. Names are tried in git's order: as given, refs/<rev>,
-// refs/tags/<rev>, refs/heads/<rev>, refs/remotes/<rev>.
-func (r *Repo) ResolveRevision(ctx context.Context, rev string) (OID, error) {
-	if rev == "" {
-		return OID{}, fmt.Errorf("resolve revision: empty: %w", ErrNotFound)
-	}
-	if id, err := ParseOID(rev); err == nil {
-		return r.peelToCommit(ctx, rev, id)
-	}
-	for _, cand := range []string{rev, "refs/" + rev, "refs/tags/" + rev, "refs/heads/" + rev, "refs/remotes/" + rev, "refs/remotes/" + rev + "/HEAD"} {
-		if cand != "HEAD" && !strings.HasPrefix(cand, "refs/") {
-			continue
-		}
-		if ValidateRefName(RefName(cand)) != nil {
-			continue
-		}
-		id, err := r.ReadRef(ctx, RefName(cand))
-		if err == nil {
-			return r.peelToCommit(ctx, rev, id)
-		}
-		if !errors.Is(err, ErrNotFound) {
-			return OID{}, err
-		}
-	}
-	if len(rev) >= 4 && len(rev) < 2*OIDSize && isHex(rev) {
-		id, err := r.resolveShort(ctx, strings.ToLower(rev))
-		if err != nil {
-			return OID{}, err
-		}
-		return r.peelToCommit(ctx, rev, id)
-	}
-	return OID{}, fmt.Errorf("resolve revision %q: %w", rev, ErrNotFound)
-}
-
-func (r *Repo) peelToCommit(ctx context.Context, rev string, id OID) (OID, error) {
-	id, kind, err := r.peel(ctx, id)
-	if err != nil {
-		return OID{}, fmt.Errorf("resolve revision %q: %w", rev, err)
-	}
-	if kind != KindCommit {
-		return OID{}, fmt.Errorf("resolve revision %q: names a %s: %w", rev, kind, ErrWrongKind)
-	}
-	return id, nil
-}
-
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i] | 0x20
-		if !('0' <= s[i] && s[i] <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// resolveShort finds the one object whose id starts with prefix.
-func (r *Repo) resolveShort(ctx context.Context, prefix string) (OID, error) {
-	found := map[OID]bool{}
-	for _, id := range r.packs.withPrefix(prefix) {
-		found[id] = true
-	}
-	// An odd-length prefix cannot be decoded to bytes: search by the even
-	// part and filter.
-	even := prefix[:len(prefix)&^1]
-	var pb [OIDSize]byte
-	n, _ := hexDecode(pb[:], even)
-	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
-		hs, err := s.HashesWithPrefix(pb[:n])
-		if err != nil {
-			return err
-		}
-		for _, h := range hs {
-			if strings.HasPrefix(h.String(), prefix) {
-				found[OID(h)] = true
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return OID{}, fmt.Errorf("resolve %q: %w", prefix, err)
-	}
-	switch len(found) {
-	case 0:
-		return OID{}, fmt.Errorf("resolve revision %q: %w", prefix, ErrNotFound)
-	case 1:
-		for id := range found {
-			return id, nil
-		}
-	}
-	return OID{}, fmt.Errorf("resolve revision %q: %d objects match: %w", prefix, len(found), ErrAmbiguous)
 }
 
 // RemoveStaleLocks deletes the lock files of refs under prefix (a

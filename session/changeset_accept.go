@@ -21,6 +21,9 @@ type AcceptOptions struct {
 	// the branch must not exist). A branch elsewhere fails with a
 	// *ConflictError (Field "head") instead of a rebase.
 	ExpectedHead *gitstore.OID
+	// ExpectedHeadRev, when not "", is ExpectedHead as a revision (any
+	// syntax `git rev-parse` takes; 40 zeros: the branch must not exist).
+	ExpectedHeadRev string
 	// Message replaces the changeset's intent as the commit message; the
 	// trailers are added either way.
 	Message string
@@ -85,6 +88,13 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	}
 	if err := checkBranchWritable(r, c.TargetBranch, pol); err != nil {
 		return AcceptResult{}, err
+	}
+	if opts.ExpectedHeadRev != "" {
+		h, err := resolveExpectedHead(ctx, r, opts.ExpectedHeadRev)
+		if err != nil {
+			return AcceptResult{}, err
+		}
+		opts.ExpectedHead = &h
 	}
 	release := m.changesets.lockBranch(c.Repo, c.TargetBranch)
 	defer release()
@@ -337,4 +347,21 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// resolveExpectedHead resolves an accept's expected head: a full id as
+// given (zero: the branch must not exist), else a revision peeled to a
+// commit.
+func resolveExpectedHead(ctx context.Context, r *gitstore.Repo, rev string) (gitstore.OID, error) {
+	if h, err := gitstore.ParseOID(rev); err == nil {
+		return h, nil
+	}
+	h, err := r.ResolveRevision(ctx, rev)
+	if err != nil {
+		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
+			return gitstore.OID{}, fmt.Errorf("%w: expected_head %q: %v", ErrInvalid, rev, err)
+		}
+		return gitstore.OID{}, err
+	}
+	return h, nil
 }

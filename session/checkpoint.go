@@ -128,6 +128,40 @@ func (m *Manager) FindCheckpoint(ctx context.Context, id uuid.UUID, ref string) 
 	return Checkpoint{}, fmt.Errorf("checkpoint %q of session %s: %w", ref, id, ErrNotFound)
 }
 
+// AgainstTree resolves what a diff of session id compares with: "" or
+// "base" is its base tree, then a checkpoint (its id, number or commit
+// id), then any revision of the session's repository as `git rev-parse
+// 'rev^{tree}'` resolves it.
+func (m *Manager) AgainstTree(ctx context.Context, id uuid.UUID, against string) (gitstore.OID, error) {
+	if against == "" || against == "base" {
+		_, base, err := m.Tree(ctx, id)
+		return base, err
+	}
+	cp, err := m.FindCheckpoint(ctx, id, against)
+	if err == nil {
+		return cp.Tree, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return gitstore.OID{}, err
+	}
+	s, gerr := m.Get(ctx, id)
+	if gerr != nil {
+		return gitstore.OID{}, gerr
+	}
+	r, gerr := m.repo(ctx, s.Repo)
+	if gerr != nil {
+		return gitstore.OID{}, gerr
+	}
+	tree, rerr := r.ResolveTree(ctx, against)
+	if rerr != nil {
+		if errors.Is(rerr, gitstore.ErrNotFound) || errors.Is(rerr, gitstore.ErrWrongKind) || errors.Is(rerr, gitstore.ErrAmbiguous) {
+			return gitstore.OID{}, fmt.Errorf("against %q: no checkpoint or revision by that name: %w", against, ErrNotFound)
+		}
+		return gitstore.OID{}, rerr
+	}
+	return tree, nil
+}
+
 // overlayFromTree returns the overlay over base that turns baseTree into
 // target: the changes between the two trees, deletions first.
 func (m *Manager) overlayFromTree(ctx context.Context, r *gitstore.Repo, base overlay.Base, baseTree, target gitstore.OID) (*overlay.Overlay, error) {

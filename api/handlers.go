@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -287,7 +288,7 @@ func (s *Server) tree(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	infos, err := s.m.ListFiles(r.Context(), id, session.ListOptions{
-		Prefix: q.Get("prefix"), Recursive: recursive, OnlyModified: onlyModified, Glob: q.Get("glob"),
+		Prefix: dirPrefix(q.Get("prefix")), Recursive: recursive, OnlyModified: onlyModified, Glob: q.Get("glob"),
 	})
 	if err != nil {
 		return err
@@ -299,6 +300,11 @@ func (s *Server) tree(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
+
+// dirPrefix is the directory a listing or a search is below; it may be
+// written with one trailing slash ("src/" is "src", "/" the root), as a
+// shell completes it.
+func dirPrefix(p string) string { return strings.TrimSuffix(p, "/") }
 
 func (s *Server) summary(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionID(r)
@@ -323,7 +329,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res, err := s.m.Search(r.Context(), id, session.SearchOptions{
-		Pattern: req.Pattern, Glob: req.Glob, Prefix: req.Prefix, CaseInsensitive: req.CaseInsensitive, MaxResults: req.MaxResults,
+		Pattern: req.Pattern, Glob: req.Glob, Prefix: dirPrefix(req.Prefix), CaseInsensitive: req.CaseInsensitive, MaxResults: req.MaxResults,
 	})
 	if err != nil {
 		return err

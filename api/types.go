@@ -205,8 +205,8 @@ type Checkpoints struct {
 	Checkpoints []Checkpoint `json:"checkpoints"`
 }
 
-// RollbackRequest names the checkpoint to restore: its id, number or
-// commit id.
+// RollbackRequest names the checkpoint to restore: its id, number,
+// commit id or label, or "base" to undo all of the session's changes.
 type RollbackRequest struct {
 	Checkpoint string `json:"checkpoint"`
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -113,8 +114,9 @@ func (m *Manager) Checkpoints(ctx context.Context, id uuid.UUID) ([]Checkpoint, 
 	return m.store.ListCheckpoints(ctx, id)
 }
 
-// FindCheckpoint resolves a checkpoint of session id by its id, its number
-// or its commit id.
+// FindCheckpoint resolves a checkpoint of session id by its id, its number,
+// its commit id or its label. A label that several checkpoints carry is
+// ambiguous and refused.
 func (m *Manager) FindCheckpoint(ctx context.Context, id uuid.UUID, ref string) (Checkpoint, error) {
 	cps, err := m.Checkpoints(ctx, id)
 	if err != nil {
@@ -125,7 +127,23 @@ func (m *Manager) FindCheckpoint(ctx context.Context, id uuid.UUID, ref string) 
 			return c, nil
 		}
 	}
-	return Checkpoint{}, fmt.Errorf("checkpoint %q of session %s: %w", ref, id, ErrNotFound)
+	var labelled []Checkpoint
+	for _, c := range cps {
+		if ref != "" && c.Label == ref {
+			labelled = append(labelled, c)
+		}
+	}
+	switch len(labelled) {
+	case 0:
+		return Checkpoint{}, fmt.Errorf("checkpoint %q: %w", ref, ErrNotFound)
+	case 1:
+		return labelled[0], nil
+	}
+	ns := make([]string, len(labelled))
+	for i, c := range labelled {
+		ns[i] = strconv.Itoa(c.N)
+	}
+	return Checkpoint{}, fmt.Errorf("%w: label %q names checkpoints %s; give a number", ErrInvalid, ref, strings.Join(ns, ", "))
 }
 
 // AgainstTree resolves what a diff of session id compares with: "" or
@@ -200,23 +218,35 @@ func (m *Manager) overlayFromTree(ctx context.Context, r *gitstore.Repo, base ov
 	return ov, nil
 }
 
-// Rollback restores the session's overlay to a checkpoint exactly. It is
+// RollbackBase is the ref of Rollback that names the session's base: the
+// session's own changes are all undone.
+const RollbackBase = "base"
+
+// Rollback restores the session's overlay to a checkpoint exactly (ref as
+// FindCheckpoint takes it), or with RollbackBase to its base. It is
 // recorded as a mutation, and a new checkpoint marks the result.
 func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string) (Checkpoint, Mutation, error) {
-	cp, err := m.FindCheckpoint(ctx, id, ref)
-	if err != nil {
-		return Checkpoint{}, Mutation{}, err
+	var cp Checkpoint
+	if ref != RollbackBase {
+		var err error
+		if cp, err = m.FindCheckpoint(ctx, id, ref); err != nil {
+			return Checkpoint{}, Mutation{}, err
+		}
 	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
 		return Checkpoint{}, Mutation{}, err
 	}
 	defer ls.mu.Unlock()
-	rec, err := m.replaceOverlay(ctx, ls, OpRollback, actorOf(ls, actor), cp.Tree, nil)
+	target, what := cp.Tree, fmt.Sprintf("rollback to checkpoint %d", cp.N)
+	if ref == RollbackBase {
+		target, what = ls.baseTree, "rollback to the base"
+	}
+	rec, err := m.replaceOverlay(ctx, ls, OpRollback, actorOf(ls, actor), target, nil)
 	if err != nil {
 		return Checkpoint{}, Mutation{}, err
 	}
-	next, err := m.checkpoint(ctx, ls, fmt.Sprintf("rollback to checkpoint %d", cp.N), "")
+	next, err := m.checkpoint(ctx, ls, what, "")
 	return next, rec, err
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -17,43 +16,37 @@ import (
 // The changeset commands (changeset submit|ls|show|review|accept|undo|
 // layers) and the session's rebase and merge.
 
-func addChangesetCommands(m map[string]command) {
-	m["changeset submit"] = changesetSubmit()
-	m["changeset ls"] = changesetLs()
-	m["changeset show"] = changesetShow()
-	m["changeset review"] = changesetReview()
-	m["changeset accept"] = changesetAccept()
-	m["changeset undo"] = changesetUndo()
-	m["changeset layers"] = changesetLayers()
-	m["rebase"] = rebaseCmd()
-	m["merge"] = command{run: mergeCmd}
+type changesetCmd struct {
+	Submit changesetSubmitCmd `cmd:"" help:"Submit the session's changes for review."`
+	Ls     changesetLsCmd     `cmd:"" help:"List changesets."`
+	Show   changesetShowCmd   `cmd:"" help:"Show a changeset (--diff: its diff)."`
+	Review changesetReviewCmd `cmd:"" help:"Review a changeset."`
+	Accept changesetAcceptCmd `cmd:"" help:"Accept a changeset onto its target branch."`
+	Undo   changesetUndoCmd   `cmd:"" help:"Revert accepted changesets (--dry-run: only show what would happen)."`
+	Layers changesetLayersCmd `cmd:"" help:"List the changesets accepted on a branch."`
 }
 
-func changesetSubmit() command {
-	var req api.SubmitRequest
-	var quiet bool
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&req.Intent, "intent", "", "what the change is for (default: the session's intent)")
-			fs.StringVar(&req.TargetBranch, "target", "", "branch to accept onto (default: the session's base branch)")
-			fs.BoolVar(&quiet, "q", false, "print only the changeset id")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			id, err := x.needSession(args, 0)
-			if err != nil {
-				return err
-			}
-			c, err := x.c.Submit(ctx, id, req)
-			if err != nil {
-				return err
-			}
-			if quiet && !x.json {
-				fmt.Fprintln(x.stdout, c.ID)
-				return nil
-			}
-			return x.out(c, func(w io.Writer) { printChangeset(w, c) })
-		},
+type changesetSubmitCmd struct {
+	ID     string `arg:"" optional:"" help:"Session to submit (default: --session)."`
+	Intent string `help:"What the change is for (default: the session's intent)." placeholder:"TEXT"`
+	Target string `help:"Branch to accept onto (default: the session's base branch)." placeholder:"BRANCH"`
+	Quiet  bool   `help:"Print only the changeset id." short:"q"`
+}
+
+func (c *changesetSubmitCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr(c.ID)
+	if err != nil {
+		return err
 	}
+	cs, err := x.c.Submit(ctx, id, api.SubmitRequest{Intent: c.Intent, TargetBranch: c.Target})
+	if err != nil {
+		return err
+	}
+	if c.Quiet && !x.json {
+		fmt.Fprintln(x.stdout, cs.ID)
+		return nil
+	}
+	return x.out(cs, func(w io.Writer) { printChangeset(w, cs) })
 }
 
 func printChangeset(w io.Writer, c api.Changeset) {
@@ -95,250 +88,209 @@ func printSymbols(w io.Writer, files []graph.FileSummary) {
 	}
 }
 
-func changesetLs() command {
-	var f client.ChangesetFilter
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&f.Repo, "repo", "", "only this repository")
-			fs.StringVar(&f.Status, "status", "", "only this status")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 0, 0, "changeset ls [--repo R] [--status S]"); err != nil {
-				return err
-			}
-			cs, err := x.c.ListChangesets(ctx, f)
-			if err != nil {
-				return err
-			}
-			return x.out(map[string]any{"changesets": cs}, func(w io.Writer) {
-				table(w, "ID\tSTATUS\tREPO\tBRANCH\tAGENT\tUPDATED\tINTENT", func(tw io.Writer) {
-					for _, c := range cs {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Status, c.Repo, c.TargetBranch, c.AgentID,
-							c.UpdatedAt.Local().Format(time.DateTime), c.Intent)
-					}
-				})
-			})
-		},
-	}
+type changesetLsCmd struct {
+	Repo   string `help:"Only this repository." placeholder:"NAME"`
+	Status string `help:"Only this status (open, approved, changes_requested, rejected, accepted, …)." placeholder:"STATUS"`
 }
 
-func changesetShow() command {
-	var diff bool
-	return command{
-		flags: func(fs *flag.FlagSet) { fs.BoolVar(&diff, "diff", false, "print the unified diff under review") },
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 1, 1, "changeset show ID [--diff]"); err != nil {
-				return err
-			}
-			if diff && !x.json {
-				d, err := x.c.ChangesetDiff(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				_, err = x.stdout.Write(d)
-				return err
-			}
-			c, err := x.c.GetChangeset(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			return x.out(c, func(w io.Writer) { printChangeset(w, c) })
-		},
+func (c *changesetLsCmd) Run(ctx context.Context, x *cli) error {
+	cs, err := x.c.ListChangesets(ctx, client.ChangesetFilter{Repo: c.Repo, Status: c.Status})
+	if err != nil {
+		return err
 	}
+	return x.out(map[string]any{"changesets": cs}, func(w io.Writer) {
+		table(w, "ID\tSTATUS\tREPO\tBRANCH\tAGENT\tUPDATED\tINTENT", func(tw io.Writer) {
+			for _, c := range cs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Status, c.Repo, c.TargetBranch, c.AgentID,
+					c.UpdatedAt.Local().Format(time.DateTime), c.Intent)
+			}
+		})
+	})
 }
 
-// comments collects --comment PATH:LINE:BODY flags.
-type comments []api.LineComment
+type changesetShowCmd struct {
+	ID   string `arg:"" help:"Changeset id."`
+	Diff bool   `help:"Print the unified diff under review."`
+}
 
-func (c *comments) String() string { return "" }
+func (c *changesetShowCmd) Run(ctx context.Context, x *cli) error {
+	if c.Diff && !x.json {
+		d, err := x.c.ChangesetDiff(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		_, err = x.stdout.Write(d)
+		return err
+	}
+	cs, err := x.c.GetChangeset(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	return x.out(cs, func(w io.Writer) { printChangeset(w, cs) })
+}
 
-func (c *comments) Set(v string) error {
-	parts := strings.SplitN(v, ":", 3)
+// lineComment is a --comment PATH:LINE:BODY.
+type lineComment api.LineComment
+
+func (c *lineComment) UnmarshalText(b []byte) error {
+	parts := strings.SplitN(string(b), ":", 3)
 	if len(parts) != 3 {
-		return fmt.Errorf("want PATH:LINE:BODY")
+		return fmt.Errorf("comment %q: want PATH:LINE:BODY", b)
 	}
 	line, err := strconv.Atoi(parts[1])
-	if err != nil {
-		return fmt.Errorf("line %q: %v", parts[1], err)
+	if err != nil || line < 1 {
+		return fmt.Errorf("comment %q: line %q is not a line number", b, parts[1])
 	}
-	*c = append(*c, api.LineComment{Path: parts[0], Line: line, Body: parts[2]})
+	*c = lineComment{Path: parts[0], Line: line, Body: parts[2]}
 	return nil
 }
 
-func changesetReview() command {
-	var req api.ReviewRequest
-	var cs comments
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&req.Verdict, "verdict", "comment", "approve, request_changes, reject or comment")
-			fs.StringVar(&req.Body, "m", "", "the review's text")
-			fs.StringVar(&req.Author, "author", "", "who reviews")
-			fs.Var(&cs, "comment", "a line comment PATH:LINE:BODY (repeatable)")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 1, 1, "changeset review ID --verdict V [-m TEXT] [--comment PATH:LINE:BODY]"); err != nil {
-				return err
-			}
-			req.Comments = cs
-			res, err := x.c.Review(ctx, args[0], req)
-			if err != nil {
-				return err
-			}
-			return x.out(res, func(w io.Writer) {
-				fmt.Fprintf(w, "reviewed %s: %s; changeset is %s\n", res.Changeset.ID, res.Review.Verdict, res.Changeset.Status)
-			})
-		},
-	}
+type changesetReviewCmd struct {
+	ID       string        `arg:"" help:"Changeset id."`
+	Verdict  string        `help:"approve, request_changes, reject or comment." enum:"approve,request_changes,reject,comment" default:"comment"`
+	Message  string        `help:"The review's text." short:"m" placeholder:"TEXT"`
+	Author   string        `help:"Who reviews (a review without an author does not count as an approval)." default:"${user}" placeholder:"NAME"`
+	Comments []lineComment `help:"A line comment PATH:LINE:BODY (repeatable)." name:"comment" sep:"none" placeholder:"PATH:LINE:BODY"`
 }
 
-func changesetAccept() command {
-	var req api.AcceptRequest
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&req.ExpectedHead, "expected-head", "", "fail unless the branch is at this commit (no rebase)")
-			fs.StringVar(&req.Message, "m", "", "commit message (default: the intent)")
-			fs.StringVar(&req.Actor, "actor", "", "committer name")
-			fs.BoolVar(&req.RequireFreshReads, "require-fresh-reads", false, "refuse when files the session read changed on the branch")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 1, 1, "changeset accept ID [--expected-head OID] [-m MESSAGE]"); err != nil {
-				return err
-			}
-			res, err := x.c.Accept(ctx, args[0], req)
-			if err != nil {
-				return err
-			}
-			return x.out(res, func(w io.Writer) {
-				how := "committed"
-				if res.Rebased {
-					how = "rebased and committed"
-				}
-				fmt.Fprintf(w, "%s %s on %s\n", how, res.Commit, res.Branch)
-				for _, s := range res.StaleReads {
-					fmt.Fprintf(w, "  stale read: %s changed on %s since the session read it\n", s.Path, res.Branch)
-				}
-			})
-		},
+func (c *changesetReviewCmd) Run(ctx context.Context, x *cli) error {
+	req := api.ReviewRequest{Verdict: c.Verdict, Body: c.Message, Author: c.Author}
+	for _, lc := range c.Comments {
+		req.Comments = append(req.Comments, api.LineComment(lc))
 	}
-}
-
-func changesetUndo() command {
-	var req api.UndoRequest
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.BoolVar(&req.DryRun, "dry-run", false, "show what would come back, what stays and any conflict; write nothing")
-			fs.StringVar(&req.Actor, "actor", "", "author of the revert commits")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 1, -1, "changeset undo ID [ID…] [--dry-run]"); err != nil {
-				return err
-			}
-			var res api.UndoResult
-			var err error
-			if len(args) == 1 {
-				res, err = x.c.Undo(ctx, args[0], req)
-			} else {
-				var c api.Changeset
-				if c, err = x.c.GetChangeset(ctx, args[0]); err != nil {
-					return err
-				}
-				req.Changesets = args
-				res, err = x.c.UndoLayers(ctx, c.Repo, req)
-			}
-			if err != nil {
-				return err
-			}
-			if err := x.out(res, func(w io.Writer) {
-				if res.DryRun {
-					fmt.Fprintf(w, "dry run on %s at %s: nothing written\n", res.Branch, short(res.Head))
-				} else {
-					fmt.Fprintf(w, "%s is now at %s\n", res.Branch, res.Commit)
-				}
-				for _, p := range res.ComesBack {
-					fmt.Fprintf(w, "  comes back: %s\n", p)
-				}
-				for _, p := range res.Stays {
-					fmt.Fprintf(w, "  stays:      %s\n", p)
-				}
-				for _, c := range res.Conflicts {
-					fmt.Fprintf(w, "  conflict:   %s (%s)\n", c.Path, c.Kind)
-				}
-			}); err != nil {
-				return err
-			}
-			if len(res.Conflicts) > 0 {
-				return &exitCodeError{code: exitConflict}
-			}
-			return nil
-		},
-	}
-}
-
-// exitCodeError ends a command with a code and no further message.
-type exitCodeError struct{ code int }
-
-func (e *exitCodeError) Error() string { return "exit " + strconv.Itoa(e.code) }
-
-func changesetLayers() command {
-	var branch string
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&branch, "branch", "", "branch (default: the repository's HEAD branch)")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 1, 1, "changeset layers REPO [--branch B]"); err != nil {
-				return err
-			}
-			ls, err := x.c.Layers(ctx, args[0], branch)
-			if err != nil {
-				return err
-			}
-			return x.out(map[string]any{"layers": ls}, func(w io.Writer) {
-				table(w, "LAYER\tSTATE\tCHANGESET\tCOMMIT\tACCEPTED", func(tw io.Writer) {
-					for _, l := range ls {
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", l.ID, l.State, l.Changeset, short(l.Commit), l.AcceptedAt.Local().Format(time.DateTime))
-					}
-				})
-			})
-		},
-	}
-}
-
-func rebaseCmd() command {
-	var onto string
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&onto, "onto", "", "branch, tag or commit (default: the session's base branch)")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			id, err := x.needSession(args, 0)
-			if err != nil {
-				return err
-			}
-			res, err := x.c.Rebase(ctx, id, onto)
-			if err != nil {
-				return err
-			}
-			return x.out(res, func(w io.Writer) {
-				fmt.Fprintf(w, "rebased onto %s (%d paths changed)\n", res.Session.BaseCommit, len(res.Mutation.Paths))
-			})
-		},
-	}
-}
-
-func mergeCmd(ctx context.Context, x *cli, args []string) error {
-	if err := nargs(args, 1, 1, "merge FROM-SESSION"); err != nil {
-		return err
-	}
-	id, err := x.sessionOnly()
-	if err != nil {
-		return err
-	}
-	res, err := x.c.Merge(ctx, id, args[0])
+	res, err := x.c.Review(ctx, c.ID, req)
 	if err != nil {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		fmt.Fprintf(w, "merged %s into %s (%d paths changed)\n", args[0], id, len(res.Mutation.Paths))
+		fmt.Fprintf(w, "reviewed %s: %s; changeset is %s\n", res.Changeset.ID, res.Review.Verdict, res.Changeset.Status)
+	})
+}
+
+type changesetAcceptCmd struct {
+	ID                string `arg:"" help:"Changeset id."`
+	ExpectedHead      string `help:"Fail unless the branch is at this commit (no rebase)." placeholder:"OID"`
+	Message           string `help:"Commit message (default: the intent)." short:"m" placeholder:"TEXT"`
+	Actor             string `help:"Committer name." placeholder:"NAME"`
+	RequireFreshReads bool   `help:"Refuse when files the session read changed on the branch."`
+}
+
+func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
+	res, err := x.c.Accept(ctx, c.ID, api.AcceptRequest{ExpectedHead: c.ExpectedHead, Message: c.Message,
+		Actor: c.Actor, RequireFreshReads: c.RequireFreshReads})
+	if err != nil {
+		return err
+	}
+	return x.out(res, func(w io.Writer) {
+		how := "committed"
+		if res.Rebased {
+			how = "rebased and committed"
+		}
+		fmt.Fprintf(w, "%s %s on %s\n", how, res.Commit, res.Branch)
+		for _, s := range res.StaleReads {
+			fmt.Fprintf(w, "  stale read: %s changed on %s since the session read it\n", s.Path, res.Branch)
+		}
+	})
+}
+
+type changesetUndoCmd struct {
+	IDs    []string `arg:"" name:"id" help:"Changeset ids; several are undone together, as layers of one repository."`
+	DryRun bool     `help:"Show what would come back, what stays and any conflict; write nothing."`
+	Actor  string   `help:"Author of the revert commits." placeholder:"NAME"`
+}
+
+// Run exits 3 when the undo conflicts.
+func (c *changesetUndoCmd) Run(ctx context.Context, x *cli) error {
+	req := api.UndoRequest{DryRun: c.DryRun, Actor: c.Actor}
+	var res api.UndoResult
+	var err error
+	if len(c.IDs) == 1 {
+		res, err = x.c.Undo(ctx, c.IDs[0], req)
+	} else {
+		var cs api.Changeset
+		if cs, err = x.c.GetChangeset(ctx, c.IDs[0]); err != nil {
+			return err
+		}
+		req.Changesets = c.IDs
+		res, err = x.c.UndoLayers(ctx, cs.Repo, req)
+	}
+	if err != nil {
+		return err
+	}
+	_ = x.out(res, func(w io.Writer) {
+		if res.DryRun {
+			fmt.Fprintf(w, "dry run on %s at %s: nothing written\n", res.Branch, short(res.Head))
+		} else {
+			fmt.Fprintf(w, "%s is now at %s\n", res.Branch, res.Commit)
+		}
+		for _, p := range res.ComesBack {
+			fmt.Fprintf(w, "  comes back: %s\n", p)
+		}
+		for _, p := range res.Stays {
+			fmt.Fprintf(w, "  stays:      %s\n", p)
+		}
+		for _, c := range res.Conflicts {
+			fmt.Fprintf(w, "  conflict:   %s (%s)\n", c.Path, c.Kind)
+		}
+	})
+	if len(res.Conflicts) > 0 {
+		return &exitCodeError{code: exitConflict}
+	}
+	return nil
+}
+
+type changesetLayersCmd struct {
+	Repo   string `arg:"" help:"Repository name."`
+	Branch string `help:"Branch (default: the repository's HEAD branch)." placeholder:"BRANCH"`
+}
+
+func (c *changesetLayersCmd) Run(ctx context.Context, x *cli) error {
+	ls, err := x.c.Layers(ctx, c.Repo, c.Branch)
+	if err != nil {
+		return err
+	}
+	return x.out(map[string]any{"layers": ls}, func(w io.Writer) {
+		table(w, "LAYER\tSTATE\tCHANGESET\tCOMMIT\tACCEPTED", func(tw io.Writer) {
+			for _, l := range ls {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", l.ID, l.State, l.Changeset, short(l.Commit), l.AcceptedAt.Local().Format(time.DateTime))
+			}
+		})
+	})
+}
+
+type rebaseCmd struct {
+	ID   string `arg:"" optional:"" help:"Session to rebase (default: --session)."`
+	Onto string `help:"Branch, tag or commit (default: the session's base branch)." placeholder:"REV"`
+}
+
+func (c *rebaseCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr(c.ID)
+	if err != nil {
+		return err
+	}
+	res, err := x.c.Rebase(ctx, id, c.Onto)
+	if err != nil {
+		return err
+	}
+	return x.out(res, func(w io.Writer) {
+		fmt.Fprintf(w, "rebased onto %s (%d paths changed)\n", res.Session.BaseCommit, len(res.Mutation.Paths))
+	})
+}
+
+type mergeCmd struct {
+	From string `arg:"" name:"from-session" help:"Session whose changes to merge in."`
+}
+
+func (c *mergeCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr("")
+	if err != nil {
+		return err
+	}
+	res, err := x.c.Merge(ctx, id, c.From)
+	if err != nil {
+		return err
+	}
+	return x.out(res, func(w io.Writer) {
+		fmt.Fprintf(w, "merged %s into %s (%d paths changed)\n", c.From, id, len(res.Mutation.Paths))
 	})
 }

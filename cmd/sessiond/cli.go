@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,90 +16,21 @@ import (
 	"github.com/sessiond/sessiond/client"
 )
 
-// The client commands: each parses its flags (interspersed with its
-// arguments), makes one or two API calls and prints the answer, as a
-// table or text for people or as JSON with --json.
+// The client commands: each is a struct whose fields are its flags and
+// arguments; its Run makes one or two API calls and prints the answer, as
+// a table or text for people or as JSON with --json.
 
-// usageError is a mistake on the command line (exit 2).
+// usageError is a mistake on the command line found after parsing (exit 2).
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
-type cli struct {
-	server, token, session string
-	json                   bool
-	c                      *client.Client
-	stdin                  io.Reader
-	stdout, stderr         io.Writer
-}
+// exitCodeError ends a command with a code and no further message.
+type exitCodeError struct{ code int }
 
-// command is one client command.
-type command struct {
-	flags func(fs *flag.FlagSet) // its own flags
-	run   func(ctx context.Context, x *cli, args []string) error
-}
-
-func clientCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	name := args[0]
-	args = args[1:]
-	// Two-word commands.
-	if (name == "session" || name == "repo" || name == "checkpoint" || name == "changeset") && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		if _, ok := commands[name+" "+args[0]]; ok {
-			name, args = name+" "+args[0], args[1:]
-		}
-	}
-	cmd, ok := commands[name]
-	if !ok {
-		fmt.Fprintf(stderr, "sessiond: unknown command %q (sessiond help lists them)\n", name)
-		return exitUsage
-	}
-	x := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
-	fs := flag.NewFlagSet("sessiond "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&x.server, "server", env("SESSIOND_SERVER", client.DefaultServer), "server URL [SESSIOND_SERVER]")
-	fs.StringVar(&x.token, "token", os.Getenv("SESSIOND_TOKEN"), "bearer token [SESSIOND_TOKEN]")
-	fs.StringVar(&x.session, "session", os.Getenv("SESSIOND_SESSION"), "session id [SESSIOND_SESSION]")
-	fs.BoolVar(&x.json, "json", false, "print JSON")
-	if cmd.flags != nil {
-		cmd.flags(fs)
-	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	x.c = client.New(x.server, x.token)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := cmd.run(ctx, x, pos); err != nil {
-		return x.fail(err)
-	}
-	return exitOK
-}
-
-// parseInterspersed parses flags anywhere among the arguments; "--" ends
-// the flags.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
+func (e *exitCodeError) Error() string { return "exit " + strconv.Itoa(e.code) }
 
 func (x *cli) fail(err error) int {
 	var ce *exitCodeError
@@ -157,23 +86,16 @@ func table(w io.Writer, header string, rows func(tw io.Writer)) {
 	tw.Flush()
 }
 
-func (x *cli) needSession(args []string, i int) (string, error) {
-	if len(args) > i {
-		return args[i], nil
+// sessionOr is the session a command works on: the one given as its
+// argument, else --session.
+func (x *cli) sessionOr(arg string) (string, error) {
+	if arg != "" {
+		return arg, nil
 	}
 	if x.session == "" {
 		return "", usagef("no session: give --session ID or set SESSIOND_SESSION")
 	}
 	return x.session, nil
-}
-
-func (x *cli) sessionOnly() (string, error) { return x.needSession(nil, 0) }
-
-func nargs(args []string, min, max int, usage string) error {
-	if len(args) < min || (max >= 0 && len(args) > max) {
-		return usagef("usage: sessiond %s", usage)
-	}
-	return nil
 }
 
 func short(s string) string {
@@ -183,37 +105,18 @@ func short(s string) string {
 	return s
 }
 
-var commands map[string]command
-
-func init() {
-	commands = map[string]command{
-		"repo ls":       {run: repoLs},
-		"repo add":      {run: repoAdd},
-		"repo init":     {run: repoInit},
-		"repo branches": {run: repoBranches},
-		"session new":   sessionNew(),
-		"session ls":    sessionLs(),
-		"session show":  {run: sessionShow},
-		"session rm":    {run: sessionRm},
-		"ls":            lsCmd(),
-		"cat":           {run: catCmd},
-		"put":           putCmd(),
-		"rm":            rmCmd(),
-		"grep":          grepCmd(),
-		"log":           logCmd(),
-		"checkpoint":    checkpointCmd(),
-		"checkpoint ls": {run: checkpointLs},
-		"rollback":      {run: rollbackCmd},
-		"fork":          forkCmd(),
-		"events":        eventsCmd(),
-		"diff":          diffCmd(),
-	}
-	addChangesetCommands(commands)
-}
-
 // Repositories.
 
-func repoLs(ctx context.Context, x *cli, args []string) error {
+type repoCmd struct {
+	Ls       repoLsCmd       `cmd:"" help:"List the registered repositories."`
+	Add      repoAddCmd      `cmd:"" help:"Register an existing repository."`
+	Init     repoInitCmd     `cmd:"" help:"Create a bare repository under the data directory."`
+	Branches repoBranchesCmd `cmd:"" help:"List a repository's branches."`
+}
+
+type repoLsCmd struct{}
+
+func (*repoLsCmd) Run(ctx context.Context, x *cli) error {
 	rs, err := x.c.ListRepos(ctx)
 	if err != nil {
 		return err
@@ -227,33 +130,37 @@ func repoLs(ctx context.Context, x *cli, args []string) error {
 	})
 }
 
-func repoAdd(ctx context.Context, x *cli, args []string) error {
-	if err := nargs(args, 2, 2, "repo add NAME PATH"); err != nil {
-		return err
-	}
-	r, err := x.c.CreateRepo(ctx, api.CreateRepoRequest{Name: args[0], Path: args[1]})
+type repoAddCmd struct {
+	Name string `arg:"" help:"Name to register it as."`
+	Path string `arg:"" help:"Path of the repository (bare or with a work tree)."`
+}
+
+func (c *repoAddCmd) Run(ctx context.Context, x *cli) error {
+	r, err := x.c.CreateRepo(ctx, api.CreateRepoRequest{Name: c.Name, Path: c.Path})
 	if err != nil {
 		return err
 	}
 	return x.out(r, func(w io.Writer) { fmt.Fprintf(w, "registered %s at %s\n", r.Name, r.Path) })
 }
 
-func repoInit(ctx context.Context, x *cli, args []string) error {
-	if err := nargs(args, 1, 1, "repo init NAME"); err != nil {
-		return err
-	}
-	r, err := x.c.CreateRepo(ctx, api.CreateRepoRequest{Name: args[0], Init: true})
+type repoInitCmd struct {
+	Name string `arg:"" help:"Name of the new repository."`
+}
+
+func (c *repoInitCmd) Run(ctx context.Context, x *cli) error {
+	r, err := x.c.CreateRepo(ctx, api.CreateRepoRequest{Name: c.Name, Init: true})
 	if err != nil {
 		return err
 	}
 	return x.out(r, func(w io.Writer) { fmt.Fprintf(w, "created %s at %s\n", r.Name, r.Path) })
 }
 
-func repoBranches(ctx context.Context, x *cli, args []string) error {
-	if err := nargs(args, 1, 1, "repo branches NAME"); err != nil {
-		return err
-	}
-	bs, err := x.c.Branches(ctx, args[0])
+type repoBranchesCmd struct {
+	Name string `arg:"" help:"Repository name."`
+}
+
+func (c *repoBranchesCmd) Run(ctx context.Context, x *cli) error {
+	bs, err := x.c.Branches(ctx, c.Name)
 	if err != nil {
 		return err
 	}
@@ -268,83 +175,79 @@ func repoBranches(ctx context.Context, x *cli, args []string) error {
 
 // Sessions.
 
-func sessionNew() command {
-	var req api.CreateSessionRequest
-	var ttl time.Duration
-	var policy string
-	var quiet bool
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&req.Repo, "repo", "", "repository name")
-			fs.StringVar(&req.Base, "base", "", "branch, tag or commit (default: the repository's HEAD)")
-			fs.StringVar(&req.AgentID, "agent-id", os.Getenv("USER"), "agent id")
-			fs.StringVar(&req.AgentName, "agent-name", "", "agent name")
-			fs.StringVar(&req.Intent, "intent", "", "what the session is for")
-			fs.StringVar(&req.Mode, "mode", "", "read_write (default) or read_only")
-			fs.DurationVar(&ttl, "ttl", 0, "idle time after which the session expires")
-			fs.StringVar(&policy, "policy", "", `path policy as JSON: {"read":[…],"write":[…],"deny":[…]}`)
-			fs.BoolVar(&quiet, "q", false, "print only the session id")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 0, 0, "session new --repo NAME [flags]"); err != nil {
-				return err
-			}
-			if req.Repo == "" {
-				return usagef("session new: --repo is required")
-			}
-			req.TTLSeconds = int64(ttl / time.Second)
-			if policy != "" {
-				var p api.Policy
-				if err := json.Unmarshal([]byte(policy), &p); err != nil {
-					return usagef("--policy: %v", err)
-				}
-				req.Policy = &p
-			}
-			s, err := x.c.CreateSession(ctx, req)
-			if err != nil {
-				return err
-			}
-			if quiet && !x.json {
-				fmt.Fprintln(x.stdout, s.ID)
-				return nil
-			}
-			return x.out(s, func(w io.Writer) {
-				fmt.Fprintf(w, "session %s on %s at %s\n", s.ID, s.Repo, short(s.BaseCommit))
-				fmt.Fprintf(w, "export SESSIOND_SESSION=%s\n", s.ID)
-				if s.Token != "" {
-					fmt.Fprintf(w, "export SESSIOND_TOKEN=%s\n", s.Token)
-				}
-			})
-		},
-	}
+type sessionCmd struct {
+	New  sessionNewCmd  `cmd:"" help:"Start a session on a repository."`
+	Ls   sessionLsCmd   `cmd:"" help:"List sessions."`
+	Show sessionShowCmd `cmd:"" help:"Show a session."`
+	Rm   sessionRmCmd   `cmd:"" help:"Abandon a session."`
 }
 
-func sessionLs() command {
-	var f client.SessionFilter
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&f.Repo, "repo", "", "only this repository")
-			fs.StringVar(&f.State, "state", "", "only this state")
-			fs.StringVar(&f.AgentID, "agent-id", "", "only this agent")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			ss, err := x.c.ListSessions(ctx, f)
-			if err != nil {
-				return err
-			}
-			return x.out(api.Sessions{Sessions: ss}, func(w io.Writer) {
-				table(w, "ID\tREPO\tSTATE\tMODE\tAGENT\tBASE\tSEQ\tINTENT", func(tw io.Writer) {
-					for _, s := range ss {
-						base := short(s.BaseCommit)
-						if s.BaseRef != "" {
-							base = s.BaseRef + "@" + short(s.BaseCommit)
-						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.ID, s.Repo, s.State, s.Mode, s.AgentID, base, s.Seq, s.Intent)
-					}
-				})
-			})
-		},
+type sessionNewCmd struct {
+	Repo      string  `help:"Repository name." required:"" placeholder:"NAME"`
+	Base      string  `help:"Branch, tag or commit (default: the repository's HEAD)." placeholder:"REV"`
+	AgentID   string  `help:"Agent id." default:"${user}" placeholder:"A"`
+	AgentName string  `help:"Agent name." placeholder:"NAME"`
+	Intent    string  `help:"What the session is for." placeholder:"TEXT"`
+	Mode      string  `help:"read_write (default) or read_only." placeholder:"MODE"`
+	TTL       seconds `help:"Idle time after which the session expires: seconds (600) or a duration (10m)." name:"ttl" placeholder:"DURATION"`
+	Policy    string  `help:"Path policy as JSON: {\"read\":[…],\"write\":[…],\"deny\":[…]}." placeholder:"JSON"`
+	Quiet     bool    `help:"Print only the session id." short:"q"`
+}
+
+func (c *sessionNewCmd) Run(ctx context.Context, x *cli) error {
+	req := api.CreateSessionRequest{Repo: c.Repo, Base: c.Base, AgentID: c.AgentID, AgentName: c.AgentName,
+		Intent: c.Intent, Mode: c.Mode, TTLSeconds: int64(time.Duration(c.TTL) / time.Second)}
+	if c.TTL > 0 && time.Duration(c.TTL) < time.Second {
+		return usagef("--ttl %s: the API counts whole seconds", time.Duration(c.TTL))
 	}
+	if c.Policy != "" {
+		var p api.Policy
+		dec := json.NewDecoder(strings.NewReader(c.Policy))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return usagef("--policy: %v", err)
+		}
+		req.Policy = &p
+	}
+	s, err := x.c.CreateSession(ctx, req)
+	if err != nil {
+		return err
+	}
+	if c.Quiet && !x.json {
+		fmt.Fprintln(x.stdout, s.ID)
+		return nil
+	}
+	return x.out(s, func(w io.Writer) {
+		fmt.Fprintf(w, "session %s on %s at %s\n", s.ID, s.Repo, short(s.BaseCommit))
+		fmt.Fprintf(w, "export SESSIOND_SESSION=%s\n", s.ID)
+		if s.Token != "" {
+			fmt.Fprintf(w, "export SESSIOND_TOKEN=%s\n", s.Token)
+		}
+	})
+}
+
+type sessionLsCmd struct {
+	Repo    string `help:"Only this repository." placeholder:"NAME"`
+	State   string `help:"Only this state (active, accepted, abandoned, expired, …)." placeholder:"STATE"`
+	AgentID string `help:"Only this agent." placeholder:"A"`
+}
+
+func (c *sessionLsCmd) Run(ctx context.Context, x *cli) error {
+	ss, err := x.c.ListSessions(ctx, client.SessionFilter{Repo: c.Repo, State: c.State, AgentID: c.AgentID})
+	if err != nil {
+		return err
+	}
+	return x.out(api.Sessions{Sessions: ss}, func(w io.Writer) {
+		table(w, "ID\tREPO\tSTATE\tMODE\tAGENT\tBASE\tSEQ\tINTENT", func(tw io.Writer) {
+			for _, s := range ss {
+				base := short(s.BaseCommit)
+				if s.BaseRef != "" {
+					base = s.BaseRef + "@" + short(s.BaseCommit)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.ID, s.Repo, s.State, s.Mode, s.AgentID, base, s.Seq, s.Intent)
+			}
+		})
+	})
 }
 
 func printSession(w io.Writer, s api.Session) {
@@ -361,8 +264,12 @@ func printSession(w io.Writer, s api.Session) {
 	tw.Flush()
 }
 
-func sessionShow(ctx context.Context, x *cli, args []string) error {
-	id, err := x.needSession(args, 0)
+type sessionShowCmd struct {
+	ID string `arg:"" optional:"" help:"Session id (default: --session)."`
+}
+
+func (c *sessionShowCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr(c.ID)
 	if err != nil {
 		return err
 	}
@@ -373,8 +280,12 @@ func sessionShow(ctx context.Context, x *cli, args []string) error {
 	return x.out(s, func(w io.Writer) { printSession(w, s) })
 }
 
-func sessionRm(ctx context.Context, x *cli, args []string) error {
-	id, err := x.needSession(args, 0)
+type sessionRmCmd struct {
+	ID string `arg:"" optional:"" help:"Session id (default: --session)."`
+}
+
+func (c *sessionRmCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr(c.ID)
 	if err != nil {
 		return err
 	}
@@ -387,215 +298,228 @@ func sessionRm(ctx context.Context, x *cli, args []string) error {
 
 // Files.
 
-func lsCmd() command {
-	var o client.TreeOptions
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.BoolVar(&o.Recursive, "r", false, "recursive")
-			fs.BoolVar(&o.OnlyModified, "modified", false, "only the session's changes (deletions included)")
-			fs.StringVar(&o.Glob, "glob", "", "only paths matching this glob")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 0, 1, "ls [PREFIX] [-r] [--modified] [--glob G]"); err != nil {
-				return err
-			}
-			id, err := x.sessionOnly()
-			if err != nil {
-				return err
-			}
-			if len(args) == 1 {
-				o.Prefix = strings.TrimSuffix(args[0], "/")
-			}
-			es, err := x.c.Tree(ctx, id, o)
-			if err != nil {
-				return err
-			}
-			return x.out(api.Tree{Entries: es}, func(w io.Writer) {
-				table(w, "MODE\tSTATUS\tSIZE\tPATH", func(tw io.Writer) {
-					for _, e := range es {
-						p := e.Path
-						if e.Type == "dir" {
-							p += "/"
-						}
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", e.Mode, e.Status, e.Size, p)
-					}
-				})
-			})
-		},
-	}
+type lsCmd struct {
+	Prefix    string `arg:"" optional:"" help:"Directory to list (src and src/ are the same); default the root."`
+	Recursive bool   `help:"List everything below, not only the directory's entries." short:"r"`
+	Modified  bool   `help:"Only the session's changes (deletions included)."`
+	Glob      string `help:"Only paths matching this glob." placeholder:"GLOB"`
 }
 
-func catCmd(ctx context.Context, x *cli, args []string) error {
-	if err := nargs(args, 1, 1, "cat PATH"); err != nil {
-		return err
-	}
-	id, err := x.sessionOnly()
+func (c *lsCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr("")
 	if err != nil {
 		return err
 	}
-	data, meta, err := x.c.ReadFile(ctx, id, args[0])
+	// The prefix goes to the API as given: it is the API's rule, not the
+	// client's, that "src/" names the directory src.
+	es, err := x.c.Tree(ctx, id, client.TreeOptions{Prefix: c.Prefix, Recursive: c.Recursive, OnlyModified: c.Modified, Glob: c.Glob})
+	if err != nil {
+		return err
+	}
+	return x.out(api.Tree{Entries: es}, func(w io.Writer) {
+		table(w, "MODE\tSTATUS\tSIZE\tPATH", func(tw io.Writer) {
+			for _, e := range es {
+				p := e.Path
+				if e.Type == "dir" {
+					p += "/"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", e.Mode, e.Status, e.Size, p)
+			}
+		})
+	})
+}
+
+type catCmd struct {
+	Path string `arg:"" help:"File to print."`
+}
+
+func (c *catCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr("")
+	if err != nil {
+		return err
+	}
+	data, meta, err := x.c.ReadFile(ctx, id, c.Path)
 	if err != nil {
 		return err
 	}
 	if x.json {
-		x.printJSON(map[string]any{"path": args[0], "oid": meta.OID, "mode": meta.Mode, "source": meta.Source, "content": string(data)})
+		x.printJSON(map[string]any{"path": c.Path, "oid": meta.OID, "mode": meta.Mode, "source": meta.Source, "content": string(data)})
 		return nil
 	}
 	_, err = x.stdout.Write(data)
 	return err
 }
 
-func putCmd() command {
-	var o client.WriteOptions
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&o.Mode, "mode", "", "file mode: 100644, 100755 or 120000")
-			fs.StringVar(&o.IfMatch, "if-match", "", "write only over this blob id")
-			fs.BoolVar(&o.IfNoneMatch, "create", false, "write only when the file does not exist")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 1, 2, "put PATH [FILE|-]  (content from FILE or standard input)"); err != nil {
-				return err
-			}
-			id, err := x.sessionOnly()
-			if err != nil {
-				return err
-			}
-			var data []byte
-			if len(args) == 2 && args[1] != "-" {
-				data, err = os.ReadFile(args[1])
-			} else {
-				data, err = io.ReadAll(x.stdin)
-			}
-			if err != nil {
-				return err
-			}
-			res, err := x.c.WriteFile(ctx, id, args[0], data, o)
-			if err != nil {
-				return err
-			}
-			return x.out(res, func(w io.Writer) {
-				fmt.Fprintf(w, "wrote %s (%d bytes, %s) at seq %d\n", args[0], len(data), short(res.File.OID), res.Mutation.Seq)
-			})
-		},
-	}
+type putCmd struct {
+	Path    string   `arg:"" help:"File to write."`
+	From    string   `arg:"" optional:"" name:"file" help:"Read the content from FILE, or - for standard input (the default without --mode)."`
+	Mode    fileMode `help:"File mode: 644, 755, 100644, 100755 or 120000 (symlink). Without FILE, only the mode changes." placeholder:"MODE"`
+	IfMatch string   `help:"Write only over this blob id." placeholder:"OID"`
+	Create  bool     `help:"Write only when the file does not exist."`
 }
 
-func rmCmd() command {
-	var recursive bool
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.BoolVar(&recursive, "r", false, "delete a directory and everything below it")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 1, 1, "rm PATH [-r]"); err != nil {
-				return err
-			}
-			id, err := x.sessionOnly()
-			if err != nil {
-				return err
-			}
-			res, err := x.c.DeleteFile(ctx, id, args[0], recursive)
-			if err != nil {
-				return err
-			}
-			return x.out(res, func(w io.Writer) { fmt.Fprintf(w, "deleted %s at seq %d\n", args[0], res.Mutation.Seq) })
-		},
+func (c *putCmd) Run(ctx context.Context, x *cli) error {
+	if c.Mode != "" && c.From == "" {
+		return (&chmodCmd{Mode: c.Mode, Path: c.Path, IfMatch: c.IfMatch}).Run(ctx, x)
 	}
+	id, err := x.sessionOr("")
+	if err != nil {
+		return err
+	}
+	var data []byte
+	if c.From != "" && c.From != "-" {
+		data, err = os.ReadFile(c.From)
+	} else {
+		data, err = io.ReadAll(x.stdin)
+	}
+	if err != nil {
+		return err
+	}
+	res, err := x.c.WriteFile(ctx, id, c.Path, data, client.WriteOptions{Mode: string(c.Mode), IfMatch: c.IfMatch, IfNoneMatch: c.Create})
+	if err != nil {
+		return err
+	}
+	return x.out(res, func(w io.Writer) {
+		fmt.Fprintf(w, "wrote %s (%d bytes, %s) at seq %d\n", c.Path, len(data), short(res.File.OID), res.Mutation.Seq)
+	})
 }
 
-func grepCmd() command {
-	var req api.SearchRequest
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&req.Glob, "glob", "", "only files matching this glob")
-			fs.StringVar(&req.Prefix, "prefix", "", "only files below this directory")
-			fs.BoolVar(&req.CaseInsensitive, "i", false, "ignore case")
-			fs.IntVar(&req.MaxResults, "max", 0, "at most this many matches")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 1, 1, "grep PATTERN [--glob G] [-i]"); err != nil {
-				return err
-			}
-			id, err := x.sessionOnly()
-			if err != nil {
-				return err
-			}
-			req.Pattern = args[0]
-			res, err := x.c.Search(ctx, id, req)
-			if err != nil {
-				return err
-			}
-			return x.out(res, func(w io.Writer) {
-				for _, m := range res.Matches {
-					fmt.Fprintf(w, "%s:%d:%s\n", m.Path, m.Line, m.Text)
-				}
-				if res.Truncated {
-					fmt.Fprintln(x.stderr, "(more matches left out)")
-				}
-			})
-		},
-	}
+// chmodCmd changes a file's mode and nothing else: it writes the file's
+// own content back with the new mode, only over the version it read.
+type chmodCmd struct {
+	Mode    fileMode `arg:"" help:"644, 755, 100644, 100755 or 120000."`
+	Path    string   `arg:"" help:"File whose mode to change."`
+	IfMatch string   `help:"Change it only at this blob id." placeholder:"OID"`
 }
 
-func logCmd() command {
-	var after int64
-	var limit int
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.Int64Var(&after, "after", 0, "only mutations after this sequence number")
-			fs.IntVar(&limit, "limit", 0, "at most this many")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			id, err := x.sessionOnly()
-			if err != nil {
-				return err
-			}
-			ms, err := x.c.Mutations(ctx, id, after, limit)
-			if err != nil {
-				return err
-			}
-			return x.out(api.Mutations{Mutations: ms}, func(w io.Writer) {
-				table(w, "SEQ\tOP\tACTOR\tAT\tPATHS", func(tw io.Writer) {
-					for _, m := range ms {
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", m.Seq, m.Op, m.Actor, m.At.Local().Format(time.DateTime), strings.Join(m.Paths, " "))
-					}
-				})
-			})
-		},
+func (c *chmodCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr("")
+	if err != nil {
+		return err
 	}
+	data, meta, err := x.c.ReadFile(ctx, id, c.Path)
+	if err != nil {
+		return err
+	}
+	if c.IfMatch != "" && c.IfMatch != meta.OID {
+		return &client.Error{Status: 412, Code: api.CodePreconditionFailed,
+			Message: fmt.Sprintf("%q is at version %s, not %s", c.Path, meta.OID, c.IfMatch)}
+	}
+	res, err := x.c.WriteFile(ctx, id, c.Path, data, client.WriteOptions{Mode: string(c.Mode), IfMatch: meta.OID})
+	if err != nil {
+		return err
+	}
+	return x.out(res, func(w io.Writer) {
+		fmt.Fprintf(w, "mode of %s: %s → %s at seq %d\n", c.Path, meta.Mode, res.File.Mode, res.Mutation.Seq)
+	})
+}
+
+type rmCmd struct {
+	Path      string `arg:"" help:"File or directory to delete."`
+	Recursive bool   `help:"Delete a directory and everything below it." short:"r"`
+}
+
+func (c *rmCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr("")
+	if err != nil {
+		return err
+	}
+	res, err := x.c.DeleteFile(ctx, id, c.Path, c.Recursive)
+	if err != nil {
+		return err
+	}
+	return x.out(res, func(w io.Writer) { fmt.Fprintf(w, "deleted %s at seq %d\n", c.Path, res.Mutation.Seq) })
+}
+
+type grepCmd struct {
+	Pattern    string `arg:"" help:"RE2 regular expression."`
+	Glob       string `help:"Only files matching this glob." placeholder:"GLOB"`
+	Prefix     string `help:"Only files below this directory." placeholder:"DIR"`
+	IgnoreCase bool   `help:"Ignore case." short:"i"`
+	Max        int    `help:"At most this many matches." placeholder:"N"`
+}
+
+// Run prints the matches; like grep, it exits 1 when nothing matches.
+func (c *grepCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr("")
+	if err != nil {
+		return err
+	}
+	if c.Max < 0 {
+		return usagef("--max %d: want a non-negative number", c.Max)
+	}
+	res, err := x.c.Search(ctx, id, api.SearchRequest{Pattern: c.Pattern, Glob: c.Glob, Prefix: c.Prefix,
+		CaseInsensitive: c.IgnoreCase, MaxResults: c.Max})
+	if err != nil {
+		return err
+	}
+	_ = x.out(res, func(w io.Writer) {
+		for _, m := range res.Matches {
+			fmt.Fprintf(w, "%s:%d:%s\n", m.Path, m.Line, m.Text)
+		}
+		if res.Truncated {
+			fmt.Fprintln(x.stderr, "(more matches left out)")
+		}
+	})
+	if len(res.Matches) == 0 {
+		return &exitCodeError{code: exitError}
+	}
+	return nil
+}
+
+type logCmd struct {
+	After int64 `help:"Only mutations after this sequence number." placeholder:"SEQ"`
+	Limit int   `help:"At most this many." placeholder:"N"`
+}
+
+func (c *logCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr("")
+	if err != nil {
+		return err
+	}
+	ms, err := x.c.Mutations(ctx, id, c.After, c.Limit)
+	if err != nil {
+		return err
+	}
+	return x.out(api.Mutations{Mutations: ms}, func(w io.Writer) {
+		table(w, "SEQ\tOP\tACTOR\tAT\tPATHS", func(tw io.Writer) {
+			for _, m := range ms {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", m.Seq, m.Op, m.Actor, m.At.Local().Format(time.DateTime), strings.Join(m.Paths, " "))
+			}
+		})
+	})
 }
 
 // Checkpoints, rollback, fork.
 
-func checkpointCmd() command {
-	var label, message string
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&label, "label", "", "a label for the checkpoint")
-			fs.StringVar(&message, "m", "", "commit message")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 0, 0, "checkpoint [--label L] [-m MESSAGE]"); err != nil {
-				return err
-			}
-			id, err := x.sessionOnly()
-			if err != nil {
-				return err
-			}
-			cp, err := x.c.Checkpoint(ctx, id, label, message)
-			if err != nil {
-				return err
-			}
-			return x.out(cp, func(w io.Writer) {
-				fmt.Fprintf(w, "checkpoint %d: commit %s at seq %d (%s)\n", cp.N, cp.Commit, cp.Seq, cp.Ref)
-			})
-		},
-	}
+type checkpointCmd struct {
+	Create checkpointCreateCmd `cmd:"" default:"withargs" help:"Take a checkpoint (the default)."`
+	Ls     checkpointLsCmd     `cmd:"" help:"List the session's checkpoints."`
 }
 
-func checkpointLs(ctx context.Context, x *cli, args []string) error {
-	id, err := x.sessionOnly()
+type checkpointCreateCmd struct {
+	Label   string `help:"A label for the checkpoint (rollback takes it)." placeholder:"L"`
+	Message string `help:"Commit message." short:"m" placeholder:"TEXT"`
+}
+
+func (c *checkpointCreateCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr("")
+	if err != nil {
+		return err
+	}
+	cp, err := x.c.Checkpoint(ctx, id, c.Label, c.Message)
+	if err != nil {
+		return err
+	}
+	return x.out(cp, func(w io.Writer) {
+		fmt.Fprintf(w, "checkpoint %d: commit %s at seq %d (%s)\n", cp.N, cp.Commit, cp.Seq, cp.Ref)
+	})
+}
+
+type checkpointLsCmd struct{}
+
+func (*checkpointLsCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr("")
 	if err != nil {
 		return err
 	}
@@ -612,130 +536,115 @@ func checkpointLs(ctx context.Context, x *cli, args []string) error {
 	})
 }
 
-func rollbackCmd(ctx context.Context, x *cli, args []string) error {
-	if err := nargs(args, 1, 1, "rollback CHECKPOINT  (number, id or commit)"); err != nil {
-		return err
-	}
-	id, err := x.sessionOnly()
+type rollbackCmd struct {
+	Checkpoint string `arg:"" help:"Checkpoint number, id, commit or label, or \"base\" for the session's base."`
+}
+
+func (c *rollbackCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr("")
 	if err != nil {
 		return err
 	}
-	res, err := x.c.Rollback(ctx, id, args[0])
+	res, err := x.c.Rollback(ctx, id, c.Checkpoint)
 	if err != nil {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		fmt.Fprintf(w, "rolled back to checkpoint %s: %d paths changed, now checkpoint %d\n", args[0], len(res.Mutation.Paths), res.Checkpoint.N)
+		fmt.Fprintf(w, "rolled back to %s: %d paths changed, now checkpoint %d\n", c.Checkpoint, len(res.Mutation.Paths), res.Checkpoint.N)
 	})
 }
 
-func forkCmd() command {
-	var req api.ForkRequest
-	var quiet bool
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&req.Checkpoint, "checkpoint", "", "fork from this checkpoint instead of the current view")
-			fs.StringVar(&req.AgentID, "agent-id", os.Getenv("USER"), "agent id of the new session")
-			fs.StringVar(&req.AgentName, "agent-name", "", "agent name of the new session")
-			fs.StringVar(&req.Intent, "intent", "", "what the new session is for")
-			fs.BoolVar(&quiet, "q", false, "print only the new session id")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			id, err := x.needSession(args, 0)
-			if err != nil {
-				return err
-			}
-			s, err := x.c.Fork(ctx, id, req)
-			if err != nil {
-				return err
-			}
-			if quiet && !x.json {
-				fmt.Fprintln(x.stdout, s.ID)
-				return nil
-			}
-			return x.out(s, func(w io.Writer) {
-				fmt.Fprintf(w, "session %s forked from %s\nexport SESSIOND_SESSION=%s\n", s.ID, id, s.ID)
-				if s.Token != "" {
-					fmt.Fprintf(w, "export SESSIOND_TOKEN=%s\n", s.Token)
-				}
-			})
-		},
-	}
+type forkCmd struct {
+	ID         string `arg:"" optional:"" help:"Session to fork (default: --session)."`
+	Checkpoint string `help:"Fork from this checkpoint instead of the current view." placeholder:"C"`
+	AgentID    string `help:"Agent id of the new session." default:"${user}" placeholder:"A"`
+	AgentName  string `help:"Agent name of the new session." placeholder:"NAME"`
+	Intent     string `help:"What the new session is for." placeholder:"TEXT"`
+	Quiet      bool   `help:"Print only the new session id." short:"q"`
 }
 
-func eventsCmd() command {
-	var after int64
-	var repo string
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.Int64Var(&after, "after", 0, "resume after this event id")
-			fs.StringVar(&repo, "repo", "", "follow a repository instead of a session")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			var (
-				ch  <-chan api.Event
-				err error
-			)
-			if repo != "" {
-				ch, err = x.c.RepoEvents(ctx, repo, after)
-			} else {
-				id, serr := x.sessionOnly()
-				if serr != nil {
-					return serr
-				}
-				ch, err = x.c.SessionEvents(ctx, id, after)
-			}
-			if err != nil {
-				return err
-			}
-			for e := range ch {
-				if x.json {
-					b, _ := json.Marshal(e)
-					fmt.Fprintln(x.stdout, string(b))
-					continue
-				}
-				p, _ := json.Marshal(e.Payload)
-				fmt.Fprintf(x.stdout, "%s\t%s\t%s\n", strconv.FormatInt(e.ID, 10), e.Type, p)
-			}
-			return nil
-		},
+func (c *forkCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr(c.ID)
+	if err != nil {
+		return err
 	}
+	s, err := x.c.Fork(ctx, id, api.ForkRequest{Checkpoint: c.Checkpoint, AgentID: c.AgentID, AgentName: c.AgentName, Intent: c.Intent})
+	if err != nil {
+		return err
+	}
+	if c.Quiet && !x.json {
+		fmt.Fprintln(x.stdout, s.ID)
+		return nil
+	}
+	return x.out(s, func(w io.Writer) {
+		fmt.Fprintf(w, "session %s forked from %s\nexport SESSIOND_SESSION=%s\n", s.ID, id, s.ID)
+		if s.Token != "" {
+			fmt.Fprintf(w, "export SESSIOND_TOKEN=%s\n", s.Token)
+		}
+	})
 }
 
-func diffCmd() command {
-	var against, color string
-	return command{
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&against, "against", "base", "base, or a checkpoint (number, id or commit)")
-			fs.StringVar(&color, "color", "auto", "auto, always or never")
-		},
-		run: func(ctx context.Context, x *cli, args []string) error {
-			if err := nargs(args, 0, 0, "diff [--against base|CHECKPOINT] [--json]"); err != nil {
-				return err
-			}
-			id, err := x.sessionOnly()
-			if err != nil {
-				return err
-			}
-			if x.json {
-				d, err := x.c.DiffJSON(ctx, id, against)
-				if err != nil {
-					return err
-				}
-				x.printJSON(d)
-				return nil
-			}
-			text, err := x.c.Diff(ctx, id, against)
-			if err != nil {
-				return err
-			}
-			if color == "always" || (color == "auto" && isTerminal(x.stdout)) {
-				text = colorDiff(text)
-			}
-			_, err = x.stdout.Write(text)
+type eventsCmd struct {
+	After int64  `help:"Resume after this event id." placeholder:"ID"`
+	Repo  string `help:"Follow a repository instead of a session." placeholder:"NAME"`
+}
+
+func (c *eventsCmd) Run(ctx context.Context, x *cli) error {
+	var (
+		ch  <-chan api.Event
+		err error
+	)
+	if c.Repo != "" {
+		ch, err = x.c.RepoEvents(ctx, c.Repo, c.After)
+	} else {
+		id, serr := x.sessionOr("")
+		if serr != nil {
+			return serr
+		}
+		ch, err = x.c.SessionEvents(ctx, id, c.After)
+	}
+	if err != nil {
+		return err
+	}
+	for e := range ch {
+		if x.json {
+			b, _ := json.Marshal(e)
+			fmt.Fprintln(x.stdout, string(b))
+			continue
+		}
+		p, _ := json.Marshal(e.Payload)
+		fmt.Fprintf(x.stdout, "%s\t%s\t%s\n", strconv.FormatInt(e.ID, 10), e.Type, p)
+	}
+	return nil
+}
+
+type diffCmd struct {
+	Against string `help:"base, or a checkpoint (number, id or commit)." default:"base" placeholder:"REV"`
+	Color   string `help:"Colour the diff: auto, always or never." enum:"auto,always,never" default:"auto"`
+}
+
+func (c *diffCmd) Run(ctx context.Context, x *cli) error {
+	id, err := x.sessionOr("")
+	if err != nil {
+		return err
+	}
+	if x.json {
+		d, err := x.c.DiffJSON(ctx, id, c.Against)
+		if err != nil {
 			return err
-		},
+		}
+		x.printJSON(d)
+		return nil
 	}
+	text, err := x.c.Diff(ctx, id, c.Against)
+	if err != nil {
+		return err
+	}
+	if c.Color == "always" || (c.Color == "auto" && isTerminal(x.stdout)) {
+		text = colorDiff(text)
+	}
+	_, err = x.stdout.Write(text)
+	return err
 }
 
 func isTerminal(w io.Writer) bool {
@@ -745,30 +654,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// colorDiff colours a unified diff as git does: headers bold, hunk
-// headers cyan, removals red, additions green.
-func colorDiff(text []byte) []byte {
-	var out strings.Builder
-	for _, line := range strings.SplitAfter(string(text), "\n") {
-		body := strings.TrimSuffix(line, "\n")
-		nl := line[len(body):]
-		switch {
-		case strings.HasPrefix(body, "diff --git"), strings.HasPrefix(body, "index "),
-			strings.HasPrefix(body, "--- "), strings.HasPrefix(body, "+++ "),
-			strings.HasPrefix(body, "new file"), strings.HasPrefix(body, "deleted file"),
-			strings.HasPrefix(body, "rename "), strings.HasPrefix(body, "similarity "):
-			out.WriteString("\x1b[1m" + body + "\x1b[m" + nl)
-		case strings.HasPrefix(body, "@@"):
-			out.WriteString("\x1b[36m" + body + "\x1b[m" + nl)
-		case strings.HasPrefix(body, "-"):
-			out.WriteString("\x1b[31m" + body + "\x1b[m" + nl)
-		case strings.HasPrefix(body, "+"):
-			out.WriteString("\x1b[32m" + body + "\x1b[m" + nl)
-		default:
-			out.WriteString(line)
-		}
-	}
-	return []byte(out.String())
 }

@@ -283,7 +283,7 @@ func testChangesetWorkflow(t *testing.T, d *daemon, repo, id, token string) {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
 		args = append(args, "--server", d.URL, "--token", "admin-secret")
-		code := clientCmd(args, strings.NewReader(""), &stdout, &stderr)
+		code := run(args, strings.NewReader(""), &stdout, &stderr)
 		require.Equal(t, want, code, "sessiond %v: %s%s", args, stdout.String(), stderr.String())
 		return stdout.String()
 	}

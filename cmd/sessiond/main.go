@@ -2,15 +2,32 @@
 //
 //	sessiond serve [flags]          run the daemon (HTTP API v1)
 //	sessiond quickstart [flags]     build the sample repository and serve it (make run)
-//	sessiond <command> [flags]      talk to a running daemon (see sessiond help)
+//	sessiond <command> [flags]      talk to a running daemon (sessiond --help lists them)
 //
-// Exit codes: 0 ok, 1 error, 2 usage, 3 conflict.
+// The command line is declared once, as the struct tree rooted at cliRoot:
+// one struct per command, its flags and arguments as tagged fields (with
+// the environment variable that sets a flag in its env tag), help
+// generated from those tags by kong. Every invocation parses into a fresh
+// cliRoot, so nothing carries over from one call of run to the next.
+// Adding a command is one struct with a Run method and one field in
+// cliRoot (or in the group it belongs to).
+//
+// Exit codes: 0 ok, 1 error, 2 usage (a bad flag, argument or environment
+// value), 3 conflict.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/sessiond/sessiond/client"
 )
 
 // Exit codes.
@@ -25,52 +42,129 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return exitUsage
-	}
-	switch args[0] {
-	case "serve":
-		return serveCmd(args[1:], stdout, stderr, nil)
-	case "quickstart":
-		return quickstartCmd(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		usage(stdout)
-		return exitOK
-	}
-	return clientCmd(args, stdin, stdout, stderr)
+// cliRoot is the whole command line. Its own flags are the client's: they
+// apply to every command that talks to a daemon.
+type cliRoot struct {
+	Server    string `help:"URL of the daemon." env:"SESSIOND_SERVER" default:"${server}" placeholder:"URL"`
+	Token     string `help:"Bearer token (admin or session)." env:"SESSIOND_TOKEN" placeholder:"T"`
+	SessionID string `help:"Session id for the commands that work on one." name:"session" env:"SESSIOND_SESSION" placeholder:"ID"`
+	JSON      bool   `help:"Print JSON for scripts instead of text." name:"json"`
+
+	Serve      serveCmd      `cmd:"" help:"Run the daemon (HTTP API v1)." group:"daemon"`
+	Quickstart quickstartCmd `cmd:"" help:"Build the sample repository into the data directory and serve it." group:"daemon"`
+
+	Repo    repoCmd    `cmd:"" help:"Repositories: ls, add, init, branches." group:"client"`
+	Session sessionCmd `cmd:"" help:"Sessions: new, ls, show, rm." group:"client"`
+
+	Ls     lsCmd     `cmd:"" help:"List the session's files." group:"files"`
+	Cat    catCmd    `cmd:"" help:"Print a file of the session." group:"files"`
+	Put    putCmd    `cmd:"" help:"Write a file from FILE or standard input (with --mode alone: change only the mode)." group:"files"`
+	Chmod  chmodCmd  `cmd:"" help:"Change only the mode of a file." group:"files"`
+	Rm     rmCmd     `cmd:"" help:"Delete a file (-r: a directory)." group:"files"`
+	Grep   grepCmd   `cmd:"" help:"Search the session's files (exit 1 when nothing matches)." group:"files"`
+	Log    logCmd    `cmd:"" help:"List the session's mutations." group:"files"`
+	Diff   diffCmd   `cmd:"" help:"Print the session's changes as a unified diff." group:"files"`
+	Events eventsCmd `cmd:"" help:"Follow a session's (or, with --repo, a repository's) events." group:"files"`
+
+	Checkpoint checkpointCmd `cmd:"" help:"Take a checkpoint (checkpoint ls lists them)." group:"history"`
+	Rollback   rollbackCmd   `cmd:"" help:"Roll the session back to a checkpoint or to its base." group:"history"`
+	Fork       forkCmd       `cmd:"" help:"Fork the session into a new one." group:"history"`
+	Rebase     rebaseCmd     `cmd:"" help:"Move the session onto a newer base." group:"history"`
+	Merge      mergeCmd      `cmd:"" help:"Merge another session's changes into this one." group:"history"`
+
+	Changeset changesetCmd `cmd:"" help:"Changesets: submit, ls, show, review, accept, undo, layers." group:"changesets"`
+
+	Help helpCmd `cmd:"" help:"Show help for a command." hidden:""`
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `usage: sessiond <command> [flags] [args]
+// cli is what a client command runs with: the parsed root flags, a client
+// for the daemon and the standard streams.
+type cli struct {
+	server, token, session string
+	json                   bool
+	c                      *client.Client
+	stdin                  io.Reader
+	stdout, stderr         io.Writer
+}
 
-daemon:
-  serve        run the daemon (sessiond serve --help for its flags)
-  quickstart   build the sample repository into a data directory and serve it
+// kongExit is how kong's exit (after --help) unwinds to run.
+type kongExit struct{ code int }
 
-client (flags: --server URL, --token T, --session ID, --json):
-  repo ls | repo add NAME PATH | repo init NAME | repo branches NAME
-  session new --repo R [--base B] [--agent-id A] [--intent I] [--mode read_only] [--ttl 1h]
-  session ls [--repo R] [--state S] | session show [ID] | session rm [ID]
-  ls [PREFIX] [-r] [--modified] [--glob G]
-  cat PATH
-  put PATH [FILE|-] [--mode 100755] [--if-match OID] [--create]
-  rm PATH [-r]
-  grep PATTERN [--glob G] [-i]
-  log [--after N]
-  checkpoint [--label L] [-m MESSAGE] | checkpoint ls
-  diff [--against base|CHECKPOINT] [--color auto|always|never]
-  rollback CHECKPOINT
-  fork [--checkpoint C] [--agent-id A] [--intent I]
-  events [--after N] [--repo R]
-  rebase [--onto REV] | merge FROM-SESSION
-  changeset submit [--intent I] [--target BRANCH] | changeset ls [--repo R] [--status S]
-  changeset show ID [--diff] | changeset review ID --verdict V [-m TEXT] [--comment PATH:LINE:BODY]
-  changeset accept ID [--expected-head OID] [-m MESSAGE] | changeset layers REPO [--branch B]
-  changeset undo ID [ID…] [--dry-run]
+func newParser(root *cliRoot, stdout, stderr io.Writer) (*kong.Kong, error) {
+	return kong.New(root,
+		kong.Name("sessiond"),
+		kong.Description("The session daemon and its client. Exit codes: 0 ok, 1 error, 2 usage, 3 conflict."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(kongExit{code}) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Vars{"server": client.DefaultServer, "user": os.Getenv("USER")},
+		kong.ExplicitGroups([]kong.Group{
+			{Key: "daemon", Title: "Daemon"},
+			{Key: "client", Title: "Repositories and sessions"},
+			{Key: "files", Title: "Files of a session"},
+			{Key: "history", Title: "Checkpoints, forks, rebase and merge"},
+			{Key: "changesets", Title: "Changesets"},
+		}),
+	)
+}
 
-environment: SESSIOND_SERVER, SESSIOND_TOKEN, SESSIOND_SESSION
-exit codes: 0 ok, 1 error, 2 usage, 3 conflict
-`)
+// run parses args into a fresh command tree and runs the command.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	var root cliRoot
+	parser, err := newParser(&root, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sessiond:", err)
+		return exitError
+	}
+	if len(args) == 0 { // the usage, on standard error
+		parser.Stdout = stderr
+		args, code = []string{"--help"}, exitUsage
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(kongExit)
+			if !ok {
+				panic(r)
+			}
+			if code == exitOK {
+				code = e.code
+			}
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "sessiond: %v\n", err)
+		var pe *kong.ParseError
+		if errors.As(err, &pe) && pe.Context != nil && pe.Context.Selected() != nil {
+			fmt.Fprintf(stderr, "(sessiond %s --help shows its usage)\n", pe.Context.Selected().Path())
+		}
+		return exitUsage
+	}
+	x := &cli{server: root.Server, token: root.Token, session: root.SessionID, json: root.JSON,
+		c: client.New(root.Server, root.Token), stdin: stdin, stdout: stdout, stderr: stderr}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	kctx.BindTo(ctx, (*context.Context)(nil))
+	if err := kctx.Run(x); err != nil {
+		return x.fail(err)
+	}
+	return exitOK
+}
+
+// helpCmd is `sessiond help [COMMAND…]`, the same as --help.
+type helpCmd struct {
+	Command []string `arg:"" optional:"" help:"The command to describe."`
+}
+
+func (h *helpCmd) Run(x *cli) error {
+	var root cliRoot
+	parser, err := newParser(&root, x.stdout, x.stderr)
+	if err != nil {
+		return err
+	}
+	_, err = parser.Parse(append(h.Command, "--help"))
+	if err != nil {
+		return usagef("help %s: %v", strings.Join(h.Command, " "), err)
+	}
+	return nil
 }

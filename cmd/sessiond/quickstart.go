@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,24 +11,18 @@ import (
 // quickstartCmd is `make run`: it builds the sample repository from a
 // fixture stream into the data directory (once), serves it as "sample" and
 // prints commands to paste.
-func quickstartCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sessiond quickstart", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var c serveConfig
-	serveFlags(fs, &c)
-	fixture := fs.String("fixture", "testdata/repos/small.fi", "git fast-import stream of the sample repository")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+type quickstartCmd struct {
+	serveConfig `embed:""`
+	Fixture     string `help:"git fast-import stream of the sample repository." default:"testdata/repos/small.fi" placeholder:"FILE"`
+}
+
+func (q *quickstartCmd) Run(x *cli) error {
+	c := q.serveConfig
+	repo := filepath.Join(c.DataDir, "sample.git")
+	if err := buildSample(repo, q.Fixture); err != nil {
+		return fmt.Errorf("quickstart: %w", err)
 	}
-	repo := filepath.Join(c.dataDir, "sample.git")
-	if err := buildSample(repo, *fixture); err != nil {
-		fmt.Fprintln(stderr, "sessiond quickstart:", err)
-		return exitError
-	}
-	c.repos = append(c.repos, "sample="+repo)
+	c.Repos = append(c.Repos, "sample="+repo)
 	self, err := os.Executable()
 	if err != nil {
 		self = "sessiond"
@@ -39,8 +30,8 @@ func quickstartCmd(args []string, stdout, stderr io.Writer) int {
 	if rel, err := filepath.Rel(mustGetwd(), self); err == nil && !filepath.IsAbs(rel) && len(rel) < len(self) {
 		self = rel
 	}
-	return serveWith(c, stdout, stderr, func(url string) {
-		fmt.Fprintf(stdout, `
+	code := serveWith(c, x.stdout, x.stderr, func(url string) {
+		fmt.Fprintf(x.stdout, `
 sessiond is running at %[1]s with the sample repository "sample" (Ctrl-C stops it).
 Paste these into another terminal:
 
@@ -50,6 +41,10 @@ Paste these into another terminal:
 
 `, url, self)
 	})
+	if code != exitOK {
+		return &exitCodeError{code: code}
+	}
+	return nil
 }
 
 func mustGetwd() string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -24,102 +22,75 @@ import (
 	"github.com/sessiond/sessiond/session"
 )
 
-// serveConfig is the daemon's configuration: flags, each with an
-// environment variable that sets its default.
+// serveConfig is the daemon's configuration: flags, each with the
+// environment variable that sets it when the flag is not given. A value
+// that does not parse, from either, stops start-up with a message naming
+// the flag or the variable.
 type serveConfig struct {
-	addr            string
-	dataDir         string
-	databaseURL     string
-	repos           repoFlags
-	adminToken      string
-	maxBodyBytes    int64
-	maxFileBytes    int64
-	maxEntries      int
-	maxOverlayBytes int64
-	maxLifetime     time.Duration
-	heartbeat       time.Duration
-	shutdownTimeout time.Duration
-	logLevel        string
-	logFormat       string
+	Addr            string        `help:"Listen address host:port (port 0 picks one)." env:"SESSIOND_ADDR" default:"127.0.0.1:7420" placeholder:"HOST:PORT"`
+	DataDir         string        `help:"Data directory: embedded store, created repositories, token key." env:"SESSIOND_DATA_DIR" default:"sessiond-data" placeholder:"DIR"`
+	DatabaseURL     string        `help:"Postgres URL; empty uses the embedded store in the data directory." name:"database-url" env:"SESSIOND_DATABASE_URL" placeholder:"URL"`
+	Repos           []string      `help:"Register the repository at PATH as NAME (repeatable; comma-separated in the variable)." name:"repo" env:"SESSIOND_REPOS" placeholder:"NAME=PATH"`
+	AdminToken      string        `help:"Admin bearer token; turns auth on and allows non-loopback addresses." env:"SESSIOND_ADMIN_TOKEN" placeholder:"T"`
+	MaxBodyBytes    byteSize      `help:"Request body limit after decompression (bytes, or a size such as 10MB or 128MiB)." env:"SESSIOND_MAX_BODY_BYTES" default:"128MiB" placeholder:"SIZE"`
+	MaxFileBytes    byteSize      `help:"File size limit." env:"SESSIOND_MAX_FILE_BYTES" default:"64MiB" placeholder:"SIZE"`
+	MaxEntries      int           `help:"Overlay entries per session." name:"max-overlay-entries" env:"SESSIOND_MAX_OVERLAY_ENTRIES" default:"100000" placeholder:"N"`
+	MaxOverlayBytes byteSize      `help:"Overlay content per session." env:"SESSIOND_MAX_OVERLAY_BYTES" default:"2GiB" placeholder:"SIZE"`
+	MaxLifetime     time.Duration `help:"Absolute session lifetime, 0 for none." name:"max-session-lifetime" env:"SESSIOND_MAX_SESSION_LIFETIME" default:"0s" placeholder:"DURATION"`
+	Heartbeat       time.Duration `help:"Interval of event-stream heartbeats." env:"SESSIOND_HEARTBEAT" default:"15s" placeholder:"DURATION"`
+	ShutdownTimeout time.Duration `help:"How long shutdown waits for in-flight requests." env:"SESSIOND_SHUTDOWN_TIMEOUT" default:"30s" placeholder:"DURATION"`
+	LogLevel        slog.Level    `help:"debug, info, warn or error." env:"SESSIOND_LOG_LEVEL" default:"info" placeholder:"LEVEL"`
+	LogFormat       logFormat     `help:"text or json." env:"SESSIOND_LOG_FORMAT" default:"text" placeholder:"FORMAT"`
 }
 
-// repoFlags collects --repo NAME=PATH.
-type repoFlags []string
+// serveCmd is `sessiond serve`: it runs the daemon until SIGINT or SIGTERM.
+type serveCmd struct {
+	serveConfig `embed:""`
+}
 
-func (r *repoFlags) String() string     { return strings.Join(*r, ",") }
-func (r *repoFlags) Set(v string) error { *r = append(*r, v); return nil }
-
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
+func (c *serveCmd) Run(x *cli) error {
+	if code := serveWith(c.serveConfig, x.stdout, x.stderr, nil); code != exitOK {
+		return &exitCodeError{code: code}
 	}
-	return def
+	return nil
 }
 
-func envInt(name string, def int64) int64 {
-	if v, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil {
-		return v
+// Validate runs after parsing, so that a bad configuration is a usage
+// error before anything starts.
+func (c *serveConfig) Validate() error {
+	if c.AdminToken == "" && !loopback(c.Addr) {
+		return fmt.Errorf("refusing to listen on %s without a token: set --admin-token or listen on a loopback address", c.Addr)
 	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return v
+	if c.MaxEntries <= 0 {
+		return fmt.Errorf("--max-overlay-entries %d: want a positive number", c.MaxEntries)
 	}
-	return def
-}
-
-func serveFlags(fs *flag.FlagSet, c *serveConfig) {
-	fs.StringVar(&c.addr, "addr", env("SESSIOND_ADDR", "127.0.0.1:7420"), "listen address `host:port` (port 0 picks one) [SESSIOND_ADDR]")
-	fs.StringVar(&c.dataDir, "data-dir", env("SESSIOND_DATA_DIR", "sessiond-data"), "data directory: embedded store, created repositories, token key [SESSIOND_DATA_DIR]")
-	fs.StringVar(&c.databaseURL, "database-url", env("SESSIOND_DATABASE_URL", ""), "Postgres URL; empty uses the embedded store in the data directory [SESSIOND_DATABASE_URL]")
-	if v := os.Getenv("SESSIOND_REPOS"); v != "" {
-		c.repos = strings.Split(v, ",")
-	}
-	fs.Var(&c.repos, "repo", "register the repository at PATH as NAME (`NAME=PATH`, repeatable) [SESSIOND_REPOS, comma-separated]")
-	fs.StringVar(&c.adminToken, "admin-token", env("SESSIOND_ADMIN_TOKEN", ""), "admin bearer token; turns auth on and allows non-loopback addresses [SESSIOND_ADMIN_TOKEN]")
-	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", envInt("SESSIOND_MAX_BODY_BYTES", 128<<20), "request body limit after decompression [SESSIOND_MAX_BODY_BYTES]")
-	fs.Int64Var(&c.maxFileBytes, "max-file-bytes", envInt("SESSIOND_MAX_FILE_BYTES", 64<<20), "file size limit [SESSIOND_MAX_FILE_BYTES]")
-	maxEntries := envInt("SESSIOND_MAX_OVERLAY_ENTRIES", 100_000)
-	fs.IntVar(&c.maxEntries, "max-overlay-entries", int(maxEntries), "overlay entries per session [SESSIOND_MAX_OVERLAY_ENTRIES]")
-	fs.Int64Var(&c.maxOverlayBytes, "max-overlay-bytes", envInt("SESSIOND_MAX_OVERLAY_BYTES", 2<<30), "overlay content per session [SESSIOND_MAX_OVERLAY_BYTES]")
-	fs.DurationVar(&c.maxLifetime, "max-session-lifetime", envDuration("SESSIOND_MAX_SESSION_LIFETIME", 0), "absolute session lifetime, 0 for none [SESSIOND_MAX_SESSION_LIFETIME]")
-	fs.DurationVar(&c.heartbeat, "heartbeat", envDuration("SESSIOND_HEARTBEAT", 15*time.Second), "interval of event-stream heartbeats [SESSIOND_HEARTBEAT]")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", envDuration("SESSIOND_SHUTDOWN_TIMEOUT", 30*time.Second), "how long shutdown waits for in-flight requests [SESSIOND_SHUTDOWN_TIMEOUT]")
-	fs.StringVar(&c.logLevel, "log-level", env("SESSIOND_LOG_LEVEL", "info"), "debug, info, warn or error [SESSIOND_LOG_LEVEL]")
-	fs.StringVar(&c.logFormat, "log-format", env("SESSIOND_LOG_FORMAT", "text"), "text or json [SESSIOND_LOG_FORMAT]")
-}
-
-// serveCmd runs the daemon until SIGINT or SIGTERM. ready, if not nil, is
-// called with the base URL once it listens.
-func serveCmd(args []string, stdout, stderr io.Writer, ready func(url string)) int {
-	fs := flag.NewFlagSet("sessiond serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var c serveConfig
-	serveFlags(fs, &c)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+	for _, spec := range c.Repos {
+		if name, path, ok := strings.Cut(spec, "="); !ok || name == "" || path == "" {
+			return fmt.Errorf("--repo %q: want NAME=PATH", spec)
 		}
-		return exitUsage
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sessiond serve: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	return serveWith(c, stdout, stderr, ready)
+	return nil
 }
 
-func serveWith(c serveConfig, stdout, stderr io.Writer, ready func(url string)) int {
-	logger, err := newLogger(stderr, c.logLevel, c.logFormat)
-	if err != nil {
-		fmt.Fprintln(stderr, "sessiond serve:", err)
-		return exitUsage
+// logFormat is text or json.
+type logFormat string
+
+func (f *logFormat) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "text", "json":
+		*f = logFormat(b)
+		return nil
 	}
-	if c.adminToken == "" && !loopback(c.addr) {
-		fmt.Fprintf(stderr, "sessiond serve: refusing to listen on %s without a token: set --admin-token or listen on a loopback address\n", c.addr)
-		return exitUsage
+	return fmt.Errorf("log format %q: use text or json", b)
+}
+
+// serveWith runs the daemon with c until SIGINT or SIGTERM. ready, if not
+// nil, is called with the base URL once it listens.
+func serveWith(c serveConfig, stdout, stderr io.Writer, ready func(url string)) int {
+	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	logger := slog.New(slog.NewTextHandler(stderr, opts))
+	if c.LogFormat == "json" {
+		logger = slog.New(slog.NewJSONHandler(stderr, opts))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -128,21 +99,6 @@ func serveWith(c serveConfig, stdout, stderr io.Writer, ready func(url string)) 
 		return exitError
 	}
 	return exitOK
-}
-
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: %w", level, err)
-	}
-	opts := &slog.HandlerOptions{Level: lv}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: use text or json", format)
 }
 
 // loopback reports whether addr's host is a loopback address.
@@ -167,14 +123,14 @@ func openStore(ctx context.Context, databaseURL, dataDir string) (session.Store,
 }
 
 func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Writer, ready func(string)) error {
-	if err := os.MkdirAll(c.dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
 		return err
 	}
-	secret, err := loadSecret(filepath.Join(c.dataDir, "token.key"))
+	secret, err := loadSecret(filepath.Join(c.DataDir, "token.key"))
 	if err != nil {
 		return err
 	}
-	store, err := openStore(ctx, c.databaseURL, c.dataDir)
+	store, err := openStore(ctx, c.DatabaseURL, c.DataDir)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
@@ -184,20 +140,20 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: store, Notify: func() { m.Notify() }, Logger: log})
 	m = session.NewManager(session.Config{
-		Store: store, DataDir: c.dataDir,
-		Limits:    session.Limits{MaxFileBytes: c.maxFileBytes, MaxEntries: c.maxEntries, MaxOverlayBytes: c.maxOverlayBytes, MaxLifetime: c.maxLifetime},
+		Store: store, DataDir: c.DataDir,
+		Limits:    session.Limits{MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MaxOverlayBytes: int64(c.MaxOverlayBytes), MaxLifetime: c.MaxLifetime},
 		Observers: []session.Observer{g},
 	})
 	defer m.Close()
-	if err := registerRepos(ctx, m, c.repos, log); err != nil {
+	if err := registerRepos(ctx, m, c.Repos, log); err != nil {
 		return err
 	}
 
 	srvAPI := api.New(api.Config{
-		Manager: m, AdminToken: c.adminToken, TokenSecret: secret,
-		MaxBodyBytes: c.maxBodyBytes, Heartbeat: c.heartbeat, Logger: log, Summaries: g,
+		Manager: m, AdminToken: c.AdminToken, TokenSecret: secret,
+		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, Summaries: g,
 	})
-	ln, err := net.Listen("tcp", c.addr)
+	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
 	}
@@ -214,7 +170,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "sessiond: listening on %s\n", url)
-	log.Info("listening", "url", url, "data_dir", c.dataDir, "store", storeKind(c.databaseURL), "auth", c.adminToken != "")
+	log.Info("listening", "url", url, "data_dir", c.DataDir, "store", storeKind(c.DatabaseURL), "auth", c.AdminToken != "")
 	if ready != nil {
 		ready(url)
 	}
@@ -247,7 +203,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing in-flight requests")
-	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(sctx)
 	<-done

@@ -1,0 +1,396 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/internal/testrepo"
+)
+
+// cliResult is one in-process run of the command line.
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// runCLI runs the command line in-process, as the binary's main does,
+// with the environment variables of the client cleared.
+func runCLI(t testing.TB, stdin string, args ...string) cliResult {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &stdout, &stderr)
+	return cliResult{code, stdout.String(), stderr.String()}
+}
+
+// clientEnv points the client at d, with the session given, and no token
+// from the test's own environment.
+func clientEnv(t *testing.T, d *daemon, session string) {
+	t.Setenv("SESSIOND_SERVER", d.URL)
+	t.Setenv("SESSIOND_TOKEN", d.token)
+	t.Setenv("SESSIOND_SESSION", session)
+}
+
+func TestCLIUsage(t *testing.T) {
+	r := runCLI(t, "")
+	assert.Equal(t, exitUsage, r.code, "no command is a usage error")
+	assert.Contains(t, r.stderr, "Usage: sessiond")
+
+	r = runCLI(t, "", "--help")
+	assert.Equal(t, exitOK, r.code)
+	// Help is generated from the declarations: every command and every
+	// flag the old hand-written text left out is there.
+	for _, want := range []string{"serve", "quickstart", "repo add", "session new", "ls", "cat", "put", "chmod", "rm", "grep",
+		"log", "diff", "events", "checkpoint ls", "rollback", "fork", "rebase", "merge", "changeset submit", "changeset undo",
+		"changeset layers", "$SESSIOND_SERVER", "$SESSIOND_TOKEN", "$SESSIOND_SESSION", "--json"} {
+		assert.Contains(t, r.stdout, want)
+	}
+	r = runCLI(t, "", "session", "new", "--help")
+	assert.Equal(t, exitOK, r.code)
+	for _, want := range []string{"--policy", "-q, --quiet", "--ttl", "--repo"} {
+		assert.Contains(t, r.stdout, want)
+	}
+	r = runCLI(t, "", "help", "serve")
+	assert.Equal(t, exitOK, r.code)
+	for _, want := range []string{"$SESSIOND_MAX_BODY_BYTES", "$SESSIOND_ADDR", "--repo"} {
+		assert.Contains(t, r.stdout, want)
+	}
+
+	for _, args := range [][]string{
+		{"nosuchcommand"},
+		{"ls", "--bogus"},
+		{"cat"},            // a missing argument
+		{"cat", "a", "b"},  // one too many
+		{"serve", "extra"}, // serve takes none
+		{"put", "x", "--mode", "600"},
+		{"session", "new", "--ttl", "soon", "--repo", "r"},
+		{"diff", "--color", "sometimes"},
+	} {
+		r := runCLI(t, "", args...)
+		assert.Equal(t, exitUsage, r.code, "sessiond %v: %s", args, r.stderr)
+		assert.NotEmpty(t, r.stderr, "sessiond %v says what was wrong", args)
+	}
+	r = runCLI(t, "", "put", "x", "--mode", "600")
+	assert.Contains(t, r.stderr, `mode "600"`)
+}
+
+// TestServeRefusesBadEnvironment: a value of a variable that does not
+// parse stops the daemon before it starts, naming the variable.
+func TestServeRefusesBadEnvironment(t *testing.T) {
+	for _, tc := range []struct{ name, value string }{
+		{"SESSIOND_MAX_BODY_BYTES", "10 parsecs"},
+		{"SESSIOND_MAX_BODY_BYTES", "MB"},
+		{"SESSIOND_MAX_FILE_BYTES", "-1"},
+		{"SESSIOND_MAX_OVERLAY_ENTRIES", "many"},
+		{"SESSIOND_HEARTBEAT", "15"},
+		{"SESSIOND_LOG_LEVEL", "loud"},
+		{"SESSIOND_LOG_FORMAT", "xml"},
+	} {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir())
+			cmd.Env = append(cmd.Environ(), tc.name+"="+tc.value)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "%s", out)
+			assert.Equal(t, exitUsage, ee.ExitCode())
+			assert.Contains(t, string(out), tc.name)
+			assert.NotContains(t, string(out), "listening")
+		})
+	}
+}
+
+// TestServeTakesHumanSizes: SESSIOND_MAX_BODY_BYTES=10MB is ten million
+// bytes, not ignored.
+func TestServeTakesHumanSizes(t *testing.T) {
+	ctx := t.Context()
+	repo := testrepo.Build(t, "small")
+	t.Setenv("SESSIOND_MAX_BODY_BYTES", "1KiB")
+	d := newDaemon(t, stores[0], "--repo", "r="+repo)
+	s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r"})
+	require.NoError(t, err)
+	_, err = d.C.WriteFile(ctx, s.ID, "small.txt", bytes.Repeat([]byte("a"), 1024), client.WriteOptions{})
+	require.NoError(t, err)
+	_, err = d.C.WriteFile(ctx, s.ID, "big.txt", bytes.Repeat([]byte("a"), 1025), client.WriteOptions{})
+	assert.Equal(t, api.CodeTooLarge, client.Code(err))
+}
+
+func TestParseByteSize(t *testing.T) {
+	for in, want := range map[string]int64{
+		"0": 0, "4096": 4096, "10MB": 10_000_000, "10mb": 10_000_000, "10 MB": 10_000_000, "128MiB": 128 << 20,
+		"128M": 128 << 20, "2GiB": 2 << 30, "1kb": 1000, "1K": 1024, "7B": 7, "1TiB": 1 << 40,
+	} {
+		got, err := parseByteSize(in)
+		if assert.NoError(t, err, in) {
+			assert.Equal(t, want, got, in)
+		}
+	}
+	for _, in := range []string{"", "MB", "-1", "1.5MB", "10 parsecs", "1e6", "99999999999999999999", "9999999999TiB", "0x10"} {
+		_, err := parseByteSize(in)
+		assert.Error(t, err, in)
+	}
+}
+
+func FuzzParseByteSize(f *testing.F) {
+	for _, s := range []string{"10MB", "128MiB", "0", "1 k", "9223372036854775807", "8EiB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseByteSize(s)
+		if err != nil {
+			return
+		}
+		if n < 0 {
+			t.Fatalf("parseByteSize(%q) = %d, negative", s, n)
+		}
+	})
+}
+
+func TestParseSecondsAndModes(t *testing.T) {
+	for in, want := range map[string]time.Duration{"10": 10 * time.Second, "0": 0, "10m": 10 * time.Minute, "1h30m": 90 * time.Minute, "1.5s": 1500 * time.Millisecond} {
+		got, err := parseSeconds(in)
+		if assert.NoError(t, err, in) {
+			assert.Equal(t, want, got, in)
+		}
+	}
+	for _, in := range []string{"", "soon", "-5", "-1m", "10 minutes"} {
+		_, err := parseSeconds(in)
+		assert.Error(t, err, in)
+	}
+	for in, want := range map[string]string{"755": "100755", "0755": "100755", "100755": "100755", "644": "100644", "0644": "100644", "100644": "100644", "120000": "120000", "symlink": "120000"} {
+		got, err := parseFileMode(in)
+		if assert.NoError(t, err, in) {
+			assert.Equal(t, want, got, in)
+		}
+	}
+	for _, in := range []string{"", "600", "777", "160000", "100600", "x"} {
+		_, err := parseFileMode(in)
+		assert.Error(t, err, in)
+	}
+}
+
+// TestColorDiff: colours come from the diff's structure. Inside a hunk a
+// removed line "-- x" (written "--- x") is a removal and an added "++ y"
+// ("+++ y") an addition, though they start like the file headers "--- a/…"
+// and "+++ b/…".
+func TestColorDiff(t *testing.T) {
+	diff := "diff --git a/f.sql b/f.sql\n" +
+		"index 1111111..2222222 100644\n" +
+		"--- a/f.sql\n" +
+		"+++ b/f.sql\n" +
+		"@@ -1,3 +1,3 @@ select\n" +
+		" keep\n" +
+		"--- x\n" +
+		"+++ y\n" +
+		" last\n" +
+		"\\ No newline at end of file\n" +
+		"diff --git a/g b/g\n" +
+		"new file mode 100644\n" +
+		"--- /dev/null\n" +
+		"+++ b/g\n" +
+		"@@ -0,0 +1 @@\n" +
+		"+--- not a header\n"
+	got := strings.Split(string(colorDiff([]byte(diff))), "\n")
+	want := []string{
+		"\x1b[1mdiff --git a/f.sql b/f.sql\x1b[m",
+		"\x1b[1mindex 1111111..2222222 100644\x1b[m",
+		"\x1b[1m--- a/f.sql\x1b[m",
+		"\x1b[1m+++ b/f.sql\x1b[m",
+		"\x1b[36m@@ -1,3 +1,3 @@ select\x1b[m",
+		" keep",
+		"\x1b[31m--- x\x1b[m",
+		"\x1b[32m+++ y\x1b[m",
+		" last",
+		"\\ No newline at end of file",
+		"\x1b[1mdiff --git a/g b/g\x1b[m",
+		"\x1b[1mnew file mode 100644\x1b[m",
+		"\x1b[1m--- /dev/null\x1b[m",
+		"\x1b[1m+++ b/g\x1b[m",
+		"\x1b[36m@@ -0,0 +1 @@\x1b[m",
+		"\x1b[32m+--- not a header\x1b[m",
+		"",
+	}
+	assert.Equal(t, want, got)
+}
+
+// TestCLICommands drives the client commands against a real daemon.
+func TestCLICommands(t *testing.T) {
+	ctx := t.Context()
+	repo := testrepo.Build(t, "small")
+	d := newDaemon(t, stores[0], "--repo", "r="+repo, "--admin-token", "admin-secret")
+	clientEnv(t, d, "")
+
+	// --ttl: a bare number is seconds, a duration is a duration.
+	for ttl, want := range map[string]time.Duration{"10": 10 * time.Second, "10m": 10 * time.Minute} {
+		r := runCLI(t, "", "session", "new", "--repo", "r", "--ttl", ttl, "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var s api.Session
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &s))
+		require.NotNil(t, s.ExpiresAt)
+		assert.InDelta(t, want.Seconds(), s.ExpiresAt.Sub(s.LastActiveAt).Seconds(), 1, "--ttl %s", ttl)
+	}
+
+	// No state carries over between invocations: a --policy given once
+	// does not stick to the next session.
+	r := runCLI(t, "", "session", "new", "--repo", "r", "-q", "--policy", `{"deny":["secrets/**"]}`)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	withPolicy := strings.TrimSpace(r.stdout)
+	r = runCLI(t, "", "session", "new", "--repo", "r", "-q")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	id := strings.TrimSpace(r.stdout)
+	p, err := d.C.GetSession(ctx, withPolicy)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"secrets/**"}, p.Policy.Deny)
+	s, err := d.C.GetSession(ctx, id)
+	require.NoError(t, err)
+	assert.Empty(t, s.Policy.Deny, "the earlier --policy does not stick")
+	clientEnv(t, d, id)
+
+	// grep exits 1 when nothing matches, as grep does, and 0 when
+	// something does.
+	r = runCLI(t, "", "grep", "no such text anywhere")
+	assert.Equal(t, exitError, r.code, r.stderr)
+	assert.Empty(t, r.stdout)
+	r = runCLI(t, "", "grep", "package")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "src/main.go:1:package main")
+
+	// put --mode without content changes only the mode, as chmod does.
+	before, meta, err := d.C.ReadFile(ctx, id, "README.md")
+	require.NoError(t, err)
+	r = runCLI(t, "ignored", "put", "README.md", "--mode", "755")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	after, meta2, err := d.C.ReadFile(ctx, id, "README.md")
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the content stays")
+	assert.Equal(t, meta.OID, meta2.OID)
+	assert.Equal(t, "100755", meta2.Mode)
+	r = runCLI(t, "", "chmod", "644", "README.md")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	_, meta3, err := d.C.ReadFile(ctx, id, "README.md")
+	require.NoError(t, err)
+	assert.Equal(t, "100644", meta3.Mode)
+	r = runCLI(t, "", "chmod", "755", "README.md", "--if-match", strings.Repeat("0", 40))
+	assert.Equal(t, exitConflict, r.code, "a stale --if-match is a conflict: %s", r.stderr)
+	r = runCLI(t, "", "chmod", "755", "no/such/file")
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "not_found")
+
+	// put with content and --mode writes both.
+	r = runCLI(t, "#!/bin/sh\n", "put", "tool.sh", "-", "--mode", "0755")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	data, meta4, err := d.C.ReadFile(ctx, id, "tool.sh")
+	require.NoError(t, err)
+	assert.Equal(t, "#!/bin/sh\n", string(data))
+	assert.Equal(t, "100755", meta4.Mode)
+
+	// --create over an existing file is a conflict (exit 3).
+	r = runCLI(t, "x", "put", "tool.sh", "--create")
+	assert.Equal(t, exitConflict, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "precondition_failed")
+
+	// --json errors keep the API's code.
+	r = runCLI(t, "", "cat", "no/such", "--json")
+	assert.Equal(t, exitError, r.code)
+	var e struct {
+		Error map[string]any `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &e), r.stdout)
+	assert.Equal(t, api.CodeNotFound, e.Error["code"])
+
+	// Repeatable flags start empty on every invocation.
+	sub := runCLI(t, "", "changeset", "submit", "-q")
+	require.Equal(t, exitOK, sub.code, sub.stderr)
+	cs := strings.TrimSpace(sub.stdout)
+	for range 2 {
+		r = runCLI(t, "", "changeset", "review", cs, "--author", "lead", "--comment", "tool.sh:1:why, and how?", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var res api.ReviewResult
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+		require.Len(t, res.Review.Comments, 1)
+		assert.Equal(t, "why, and how?", res.Review.Comments[0].Body, "a comma does not split a comment")
+	}
+	r = runCLI(t, "", "changeset", "review", cs, "--comment", "tool.sh:zero:x")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "--comment")
+}
+
+// TestCLIRollbackAndListing: rollback takes a checkpoint's label and
+// "base"; `ls src/` and the API's prefix=src/ list the directory src.
+func TestCLIRollbackAndListing(t *testing.T) {
+	ctx := t.Context()
+	repo := testrepo.Build(t, "small")
+	d := newDaemon(t, stores[0], "--repo", "r="+repo)
+	s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r"})
+	require.NoError(t, err)
+	clientEnv(t, d, s.ID)
+
+	// Listing: the CLI's argument and the API's prefix, with and without
+	// the slash, all agree.
+	var lists []string
+	for _, prefix := range []string{"src", "src/"} {
+		r := runCLI(t, "", "ls", prefix, "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		lists = append(lists, r.stdout)
+		es, err := d.C.Tree(ctx, s.ID, client.TreeOptions{Prefix: prefix})
+		require.NoError(t, err, "prefix=%s", prefix)
+		b, _ := json.MarshalIndent(api.Tree{Entries: es}, "", "  ")
+		lists = append(lists, string(b)+"\n")
+	}
+	for _, l := range lists[1:] {
+		assert.Equal(t, lists[0], l)
+	}
+	assert.Contains(t, lists[0], `"src/main.go"`)
+	res, err := d.C.Search(ctx, s.ID, api.SearchRequest{Pattern: "package", Prefix: "src/lib/"})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Matches)
+	for _, m := range res.Matches {
+		assert.True(t, strings.HasPrefix(m.Path, "src/lib/"), m.Path)
+	}
+
+	// Rollback by label, then to the base.
+	put := func(p, content string) {
+		t.Helper()
+		r := runCLI(t, content, "put", p)
+		require.Equal(t, exitOK, r.code, r.stderr)
+	}
+	put("one.txt", "1\n")
+	r := runCLI(t, "", "checkpoint", "--label", "first")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	put("two.txt", "2\n")
+	r = runCLI(t, "", "checkpoint", "--label", "second")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = runCLI(t, "", "rollback", "first")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	_, _, err = d.C.ReadFile(ctx, s.ID, "one.txt")
+	require.NoError(t, err)
+	_, _, err = d.C.ReadFile(ctx, s.ID, "two.txt")
+	assert.Equal(t, api.CodeNotFound, client.Code(err), "rolled back to the checkpoint labelled first")
+
+	r = runCLI(t, "", "rollback", "no-such-label")
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "not_found")
+
+	r = runCLI(t, "", "rollback", "base")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	es, err := d.C.Tree(ctx, s.ID, client.TreeOptions{Recursive: true, OnlyModified: true})
+	require.NoError(t, err)
+	assert.Empty(t, es, "rolled back to the base: no changes left")
+	diff, err := d.C.Diff(ctx, s.ID, "")
+	require.NoError(t, err)
+	assert.Empty(t, string(diff))
+
+	// Two checkpoints with one label: ambiguous, refused.
+	r = runCLI(t, "", "checkpoint", "--label", "first")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = runCLI(t, "", "rollback", "first")
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "give a number")
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,7 +28,53 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.stream(w, r, session.EventFilter{Repo: ss.Repo, Session: id})
+	f := session.EventFilter{Repo: ss.Repo, Session: id}
+	if wantsJSON(r) {
+		return s.listEvents(w, r, f)
+	}
+	return s.stream(w, r, f)
+}
+
+// wantsJSON reports whether an events request asks for the stored events
+// as one JSON document instead of a stream.
+func wantsJSON(r *http.Request) bool {
+	a := r.Header.Get("Accept")
+	return strings.Contains(a, "application/json") && !strings.Contains(a, "text/event-stream")
+}
+
+// listEvents answers with the stored events after ?after= (at most
+// ?limit=, default and cap 1,000), oldest first.
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, f session.EventFilter) error {
+	after, err := queryInt(r, "after")
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit")
+	if err != nil {
+		return err
+	}
+	if limit == 0 || limit > 1000 {
+		limit = 1000
+	}
+	f.After, f.Limit = after, int(limit)
+	evs, err := s.m.Events(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := Events{Events: make([]Event, 0, len(evs))}
+	for _, e := range evs {
+		out.Events = append(out.Events, toEvent(e))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func toEvent(e session.Event) Event {
+	ev := Event{ID: e.ID, Type: e.Type, Repo: e.Repo, Payload: e.Payload, At: e.At}
+	if e.Session != uuid.Nil {
+		ev.Session = e.Session.String()
+	}
+	return ev
 }
 
 func (s *Server) repoEvents(w http.ResponseWriter, r *http.Request) error {
@@ -97,11 +144,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f session.EventF
 }
 
 func writeEvent(w http.ResponseWriter, e session.Event) error {
-	ev := Event{ID: e.ID, Type: e.Type, Repo: e.Repo, Payload: e.Payload, At: e.At}
-	if e.Session != uuid.Nil {
-		ev.Session = e.Session.String()
-	}
-	data, err := json.Marshal(ev)
+	data, err := json.Marshal(toEvent(e))
 	if err != nil {
 		return err
 	}

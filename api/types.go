@@ -228,6 +228,12 @@ type Event struct {
 	At      time.Time `json:"at"`
 }
 
+// Events is a page of stored events (the events routes with Accept:
+// application/json).
+type Events struct {
+	Events []Event `json:"events"`
+}
+
 // Health is the answer of /healthz and /readyz.
 type Health struct {
 	Status string            `json:"status"`

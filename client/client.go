@@ -572,3 +572,29 @@ func diffQuery(against, format string) url.Values {
 	}
 	return q
 }
+
+// EventList returns up to limit of a session's stored events after id
+// after, without streaming (the events route with Accept:
+// application/json).
+func (c *Client) EventList(ctx context.Context, id string, after int64, limit int) ([]api.Event, error) {
+	q := url.Values{}
+	if after > 0 {
+		q.Set("after", strconv.FormatInt(after, 10))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	req, err := c.newRequest(ctx, "GET", sessionPath(id, "events"), q, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.send(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out api.Events
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return out.Events, err
+}

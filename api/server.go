@@ -41,6 +41,10 @@ type Config struct {
 	// Summaries lists the symbols a changeset adds, modifies and removes
 	// (the session graph); without it changesets carry no symbols.
 	Summaries Summarizer
+	// MCP serves the Model Context Protocol at /mcp (admin token) and
+	// /mcp/sessions/{id} (that session's token or the admin token), after
+	// the same auth as every route; nil answers not_found there.
+	MCP http.Handler
 }
 
 // Summarizer is the session graph as the API uses it.
@@ -56,7 +60,8 @@ type Server struct {
 	heartbeat time.Duration
 	log       *slog.Logger
 	metrics   *metrics
-	summaries Summarizer // nil: no symbol summaries
+	summaries Summarizer   // nil: no symbol summaries
+	mcp       http.Handler // nil: no MCP endpoint
 	mux       *http.ServeMux
 	files     map[string]*Route // by method: the files route, dispatched by hand
 
@@ -127,6 +132,14 @@ var routes = []Route{
 	{"GET", "/v1/repos/{repo}/layers", scopeAdmin, (*Server).layers},
 	{"GET", "/v1/repos/{repo}/policy", scopeAdmin, (*Server).getPolicy},
 	{"PUT", "/v1/repos/{repo}/policy", scopeAdmin, (*Server).putPolicy},
+
+	// MCP over streamable HTTP (package mcpserver, wired by Config.MCP).
+	{"POST", "/mcp", scopeAdmin, (*Server).serveMCP},
+	{"GET", "/mcp", scopeAdmin, (*Server).serveMCP},
+	{"DELETE", "/mcp", scopeAdmin, (*Server).serveMCP},
+	{"POST", "/mcp/sessions/{id}", scopeSession, (*Server).serveMCP},
+	{"GET", "/mcp/sessions/{id}", scopeSession, (*Server).serveMCP},
+	{"DELETE", "/mcp/sessions/{id}", scopeSession, (*Server).serveMCP},
 }
 
 // New builds a Server.
@@ -142,7 +155,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		m: cfg.Manager, auth: newAuth(cfg.AdminToken, cfg.TokenSecret),
-		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, log: cfg.Logger, summaries: cfg.Summaries,
+		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, log: cfg.Logger, summaries: cfg.Summaries, mcp: cfg.MCP,
 		mux: http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
 	}
 	s.metrics = newMetrics(cfg.Registry, cfg.Manager)
@@ -376,6 +389,18 @@ func queryInt(r *http.Request, name string) (int64, error) {
 		return 0, badRequest("query %s=%q: want a non-negative integer", name, v)
 	}
 	return n, nil
+}
+
+// serveMCP hands an authorized request to the MCP handler. A tool call
+// may stream progress for as long as its command runs, so the server's
+// write deadline does not apply.
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
+	if s.mcp == nil {
+		return newError(http.StatusNotFound, CodeNotFound, "this server does not serve MCP")
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	s.mcp.ServeHTTP(w, r)
+	return nil
 }
 
 // ctxWithoutCancel is where a write must finish even when the client goes

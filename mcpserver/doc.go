@@ -1,0 +1,38 @@
+// Package mcpserver is the Model Context Protocol server for coding
+// agents (SPEC section 10): sixteen tools over one session — read_file,
+// read_files, write_file, edit_file, delete_path, move_path, list_dir,
+// glob, grep, diff, status, checkpoint, rollback, log, run, submit — served
+// over standard input and output (`sessiond mcp`) or streamable HTTP (the
+// daemon's /mcp and /mcp/sessions/{id}), with the SDK
+// github.com/modelcontextprotocol/go-sdk.
+//
+// One implementation over one small interface: the tools call Backend,
+// which *client.Client satisfies both over HTTP (a client of a running
+// daemon) and in-process (client.NewInProcess over the API's own handler,
+// which calls session.Manager). So the path rules, policies, limits,
+// error codes and messages are the engine's and the API's, byte for byte,
+// whichever way an agent connects; this package owns none of them. A tool
+// handler makes one Backend call for what it changes; a few read first
+// (edit_file reads the version it edits and writes conditionally on it,
+// grep reads the files around its matches for context, status gathers the
+// session, its changes, checkpoints and overlap reports).
+//
+// Invariants:
+//   - Every result is text written for a model plus the same data as
+//     structured content, and is capped (default 100 KB of text) with a
+//     note saying what was cut and how to get the rest.
+//   - Every failure is a tool error (isError) whose text and structured
+//     content carry the API's code, message and details (rule, path,
+//     current version); the protocol only fails for malformed requests.
+//   - edit_file changes a file all or nothing: each old_text must match
+//     exactly once (unless replace_all), edits apply in order to the
+//     result of the previous ones, and the write is conditional on the
+//     version read (If-Match), so a concurrent change fails the edit
+//     instead of being overwritten. Line endings (LF or CRLF) and a
+//     missing final newline are kept.
+//   - Bound servers (Options.Session) have no `session` argument in any
+//     schema; unbound ones require it on every tool.
+//
+// A Server built by New is safe for concurrent use by the SDK (tool calls
+// run in parallel); it keeps no state of its own beyond its options.
+package mcpserver

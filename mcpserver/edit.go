@@ -1,0 +1,234 @@
+package mcpserver
+
+import (
+	"fmt"
+	"strings"
+)
+
+// EditOp is one replacement of edit_file.
+type EditOp struct {
+	OldText    string `json:"old_text" jsonschema:"The exact text to replace, copied from the file as read_file shows it (without the line-number prefix), including indentation. It must occur exactly once in the file (after the previous edits of this call) unless replace_all is true; include a few surrounding lines to make it unique."`
+	NewText    string `json:"new_text" jsonschema:"The text to put in its place (empty to delete it)."`
+	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"Replace every occurrence of old_text instead of requiring exactly one (for renames within the file)."`
+}
+
+// candidate is one place an old_text matched (or nearly matched).
+type candidate struct {
+	Line    int     `json:"line"`            // 1-based line of the match's start
+	EndLine int     `json:"end_line"`        // 1-based line of its end
+	Context string  `json:"context"`         // numbered lines around it
+	Score   float64 `json:"score,omitempty"` // for a near-match, its similarity (0–1)
+	Reason  string  `json:"reason,omitempty"`
+}
+
+const (
+	maxCandidates = 10
+	contextLines  = 2
+)
+
+// applyEdits applies ops in order to content and returns the result and
+// the replacements of each op. Nothing is partial: the first op that does
+// not match exactly once (or at least once with replace_all) fails the
+// whole list with a no_match or ambiguous_match error naming the
+// candidates. A file with CRLF line endings takes old and new texts
+// written with LF, and keeps its CRLF.
+func applyEdits(content string, ops []EditOp) (string, []int, error) {
+	if len(ops) == 0 {
+		return "", nil, badRequest("edits is empty: give at least one {old_text, new_text}")
+	}
+	counts := make([]int, len(ops))
+	for i, op := range ops {
+		old, new := op.OldText, op.NewText
+		if old == "" {
+			if content == "" && len(ops) == 1 {
+				counts[i] = 1
+				content = new
+				continue
+			}
+			return "", nil, badRequest("edit %d: old_text is empty; to write a whole file use write_file", i+1)
+		}
+		n := strings.Count(content, old)
+		if n == 0 && strings.Contains(content, "\r\n") && strings.Contains(old, "\n") && !strings.Contains(old, "\r\n") {
+			old, new = toCRLF(old), toCRLF(new)
+			n = strings.Count(content, old)
+		}
+		if old == new {
+			return "", nil, badRequest("edit %d: old_text and new_text are the same", i+1)
+		}
+		switch {
+		case n == 0:
+			return "", nil, noMatch(content, i, len(ops), op.OldText)
+		case n > 1 && !op.ReplaceAll:
+			return "", nil, ambiguous(content, i, len(ops), old, n)
+		}
+		if op.ReplaceAll {
+			content = strings.ReplaceAll(content, old, new)
+		} else {
+			content = strings.Replace(content, old, new, 1)
+		}
+		counts[i] = n
+	}
+	return content, counts, nil
+}
+
+func toCRLF(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n")
+}
+
+func which(i, n int) string {
+	if n == 1 {
+		return "old_text"
+	}
+	return fmt.Sprintf("edit %d's old_text", i+1)
+}
+
+func ambiguous(content string, i, nops int, old string, n int) *Error {
+	lines := splitKeep(content)
+	var cands []candidate
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s matches %d times; it must match exactly once. Nothing was changed. Add surrounding lines to old_text to pick one, or set replace_all to change them all.", which(i, nops), n)
+	if i > 0 {
+		b.WriteString(" (Matched against the file after the previous edits of this call.)")
+	}
+	off := 0
+	for k := 0; k < n && off <= len(content); k++ {
+		j := strings.Index(content[off:], old)
+		if j < 0 {
+			break
+		}
+		start := off + j
+		off = start + len(old)
+		if k >= maxCandidates {
+			continue
+		}
+		first := strings.Count(content[:start], "\n") + 1
+		last := first + strings.Count(strings.TrimSuffix(old, "\n"), "\n")
+		c := candidate{Line: first, EndLine: last, Context: numbered(lines, first, last, contextLines)}
+		cands = append(cands, c)
+		fmt.Fprintf(&b, "\n\nmatch %d at line %d:\n%s", k+1, first, c.Context)
+	}
+	if n > maxCandidates {
+		fmt.Fprintf(&b, "\n\n(%d more matches not shown)", n-maxCandidates)
+	}
+	return &Error{Code: CodeAmbiguousMatch, Message: b.String(),
+		Details: map[string]any{"edit": i + 1, "matches": n, "candidates": cands}}
+}
+
+func noMatch(content string, i, nops int, old string) *Error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s was not found in the file. Nothing was changed.", which(i, nops))
+	if i > 0 {
+		b.WriteString(" (Matched against the file after the previous edits of this call.)")
+	}
+	d := map[string]any{"edit": i + 1, "matches": 0}
+	if c, ok := nearMatch(content, old); ok {
+		fmt.Fprintf(&b, "\n\nThe closest text is at line %d (%s):\n%s\nCopy old_text exactly from there (read_file shows the current text).", c.Line, c.Reason, c.Context)
+		d["near_match"] = c
+	} else {
+		b.WriteString(" Nothing similar is in the file; read it again with read_file.")
+	}
+	return &Error{Code: CodeNoMatch, Message: b.String(), Details: d}
+}
+
+// splitKeep cuts content into lines without their line endings.
+func splitKeep(content string) []string {
+	content = strings.TrimSuffix(content, "\n")
+	ls := strings.Split(content, "\n")
+	for i, l := range ls {
+		ls[i] = strings.TrimSuffix(l, "\r")
+	}
+	return ls
+}
+
+// numbered shows lines first..last (1-based) with ctx lines around them,
+// each with its number, the matched ones marked with '>'.
+func numbered(lines []string, first, last, ctx int) string {
+	var b strings.Builder
+	from, to := max(first-ctx, 1), min(last+ctx, len(lines))
+	for n := from; n <= to; n++ {
+		mark := " "
+		if n >= first && n <= last {
+			mark = ">"
+		}
+		fmt.Fprintf(&b, "%s%6d\t%s\n", mark, n, cutLine(lines[n-1], 200))
+	}
+	return b.String()
+}
+
+func cutLine(l string, n int) string {
+	if len(l) <= n {
+		return l
+	}
+	return l[:n] + "…"
+}
+
+// maxNearLines bounds the work of the near-match search.
+const maxNearLines = 50_000
+
+// nearMatch finds the window of the file's lines closest to old: first
+// the same lines with other whitespace, else the most similar window by
+// line similarity, if it is similar enough to help.
+func nearMatch(content, old string) (candidate, bool) {
+	lines := splitKeep(content)
+	want := splitKeep(old)
+	if len(lines) > maxNearLines || len(want) == 0 || len(want) > len(lines) {
+		return candidate{}, false
+	}
+	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	nw := make([]string, len(want))
+	for i, w := range want {
+		nw[i] = norm(w)
+	}
+	nl := make([]string, len(lines))
+	for i, l := range lines {
+		nl[i] = norm(l)
+	}
+	best, bestAt := 0.0, -1
+	for at := 0; at+len(want) <= len(lines); at++ {
+		same := true
+		for k := range nw {
+			if nl[at+k] != nw[k] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return candidate{Line: at + 1, EndLine: at + len(want), Score: 1, Reason: "the same text with different whitespace or indentation",
+				Context: numbered(lines, at+1, at+len(want), contextLines)}, true
+		}
+		score := 0.0
+		for k := range nw {
+			score += similarity(nl[at+k], nw[k])
+		}
+		if score /= float64(len(nw)); score > best {
+			best, bestAt = score, at
+		}
+	}
+	if bestAt < 0 || best < 0.5 {
+		return candidate{}, false
+	}
+	return candidate{Line: bestAt + 1, EndLine: bestAt + len(want), Score: best,
+		Reason: fmt.Sprintf("%.0f%% similar", best*100), Context: numbered(lines, bestAt+1, bestAt+len(want), contextLines)}, true
+}
+
+// similarity is the Dice coefficient of two strings' character bigrams.
+func similarity(a, b string) float64 {
+	if a == b {
+		return 1
+	}
+	if len(a) < 2 || len(b) < 2 {
+		return 0
+	}
+	grams := make(map[string]int, len(a))
+	for i := 0; i+2 <= len(a); i++ {
+		grams[a[i:i+2]]++
+	}
+	both := 0
+	for i := 0; i+2 <= len(b); i++ {
+		if grams[b[i:i+2]] > 0 {
+			grams[b[i:i+2]]--
+			both++
+		}
+	}
+	return 2 * float64(both) / float64(len(a)-1+len(b)-1)
+}

@@ -1,0 +1,150 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/mcpserver"
+	"github.com/sessiond/sessiond/session"
+)
+
+const adminToken = "admin-secret"
+
+// env is a real engine on the embedded store, its API handler with auth
+// on, and a repository built with the git CLI.
+type env struct {
+	repoDir string
+	m       *session.Manager
+	api     *api.Server
+	admin   *client.Client
+}
+
+// The repository: a small Go module whose test fails until Add is fixed,
+// and files for the edge cases of the file tools.
+var repoFiles = map[string]string{
+	"go.mod":           "module example.com/calc\n\ngo 1.22\n",
+	"calc.go":          "package calc\n\n// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b\n}\n\n// Sub returns a minus b.\nfunc Sub(a, b int) int {\n\treturn a - b\n}\n",
+	"calc_test.go":     "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n",
+	"docs/crlf.txt":    "one\r\ntwo\r\nthree\r\n",
+	"docs/nofinal.txt": "alpha\nbeta",
+	"docs/long.txt":    "short\n" + strings.Repeat("x", 2500) + "\nend\n",
+	"docs/deep/a/b.md": "# deep\n",
+	"bin/blob.dat":     "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00",
+	"secrets/key.txt":  "hunter2\n",
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	ctx := context.Background()
+	repo := testrepo.Init(t)
+	for p, c := range repoFiles {
+		full := filepath.Join(repo, p)
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(c), 0o644))
+	}
+	testrepo.Git(t, repo, "add", "-A")
+	testrepo.Git(t, repo, "commit", "-q", "-m", "initial")
+	data := t.TempDir()
+	st, err := db.OpenSQLiteDir(ctx, data)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	var m *session.Manager
+	g := graph.New(graph.Config{Events: st, Notify: func() { m.Notify() }})
+	m = session.NewManager(session.Config{Store: st, DataDir: data, Observers: []session.Observer{g}})
+	t.Cleanup(func() { m.Close() })
+	_, err = m.RegisterRepo(ctx, "calc", repo)
+	require.NoError(t, err)
+	e := &env{repoDir: repo, m: m}
+	e.api = api.New(api.Config{Manager: m, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Summaries: g,
+		MCP: mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend { return client.NewInProcess(e.api, token) }, mcpserver.Options{})})
+	e.admin = client.NewInProcess(e.api, adminToken)
+	return e
+}
+
+// newSession starts a session on main and returns it with its token.
+func (e *env) newSession(t testing.TB, req api.CreateSessionRequest) api.Session {
+	t.Helper()
+	if req.Repo == "" {
+		req.Repo = "calc"
+	}
+	s, err := e.admin.CreateSession(context.Background(), req)
+	require.NoError(t, err)
+	require.NotEmpty(t, s.Token)
+	return s
+}
+
+// connect runs a server bound to s over in-memory transports and returns
+// the SDK client's session.
+func (e *env) connect(t testing.TB, s api.Session, opts mcpserver.Options) *mcp.ClientSession {
+	t.Helper()
+	opts.Session = s.ID
+	return connectServer(t, mcpserver.New(client.NewInProcess(e.api, s.Token), opts), nil)
+}
+
+func connectServer(t testing.TB, ms *mcp.Server, copts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := ms.Connect(context.Background(), st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, copts).Connect(context.Background(), ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call calls a tool and returns its text, whether it is an error, and its
+// structured content decoded as a map.
+func call(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any) (string, bool, map[string]any) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err, "tool %s: a protocol error; tool failures must be tool errors", name)
+	require.Len(t, res.Content, 1)
+	text := res.Content[0].(*mcp.TextContent).Text
+	var data map[string]any
+	if res.StructuredContent != nil {
+		raw, err := json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(raw, &data))
+	}
+	return text, res.IsError, data
+}
+
+// ok calls a tool that must succeed.
+func ok(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any) (string, map[string]any) {
+	t.Helper()
+	text, isErr, data := call(t, cs, name, args)
+	require.False(t, isErr, "tool %s failed: %s", name, text)
+	return text, data
+}
+
+// fails calls a tool that must fail and returns the error's code.
+func fails(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any) (string, string, map[string]any) {
+	t.Helper()
+	text, isErr, data := call(t, cs, name, args)
+	require.True(t, isErr, "tool %s should have failed: %s", name, text)
+	e, _ := data["error"].(map[string]any)
+	require.NotNil(t, e, "a tool error carries {error:{code,message}}: %v", data)
+	code, _ := e["code"].(string)
+	return text, code, e
+}
+
+// gitShow is a file at a commit, by the git CLI.
+func gitShow(t testing.TB, repo, rev, path string) string {
+	t.Helper()
+	return string(testrepo.GitRaw(t, repo, nil, "show", rev+":"+path))
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -1,0 +1,480 @@
+package mcpserver_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/mcpserver"
+)
+
+func TestToolList(t *testing.T) {
+	e := newEnv(t)
+	s := e.newSession(t, api.CreateSessionRequest{})
+	for _, bound := range []bool{true, false} {
+		t.Run(fmt.Sprintf("bound=%v", bound), func(t *testing.T) {
+			var cs *mcp.ClientSession
+			if bound {
+				cs = e.connect(t, s, mcpserver.Options{})
+			} else {
+				cs = connectServer(t, mcpserver.New(e.admin, mcpserver.Options{}), nil)
+			}
+			res, err := cs.ListTools(t.Context(), nil)
+			require.NoError(t, err)
+			var names []string
+			for _, tool := range res.Tools {
+				names = append(names, tool.Name)
+				assert.NotEmpty(t, tool.Title, tool.Name)
+				assert.NotEmpty(t, tool.Description, tool.Name)
+				require.NotNil(t, tool.Annotations, tool.Name)
+				assert.NotEmpty(t, tool.Annotations.Title, tool.Name)
+				if !tool.Annotations.ReadOnlyHint {
+					assert.NotNil(t, tool.Annotations.DestructiveHint, "%s: a tool that writes says whether it destroys", tool.Name)
+				}
+				schema := tool.InputSchema.(map[string]any)
+				props, _ := schema["properties"].(map[string]any)
+				for name, p := range props {
+					d, _ := p.(map[string]any)["description"].(string)
+					assert.NotEmpty(t, d, "%s.%s has no description", tool.Name, name)
+				}
+				req, _ := schema["required"].([]any)
+				if bound {
+					assert.NotContains(t, props, "session", tool.Name)
+				} else {
+					assert.Contains(t, props, "session", tool.Name)
+					assert.Contains(t, req, "session", tool.Name)
+				}
+			}
+			assert.ElementsMatch(t, mcpserver.ToolNames(), names)
+			assert.Len(t, names, 16)
+		})
+	}
+	// The annotations say what each tool does to the session.
+	cs := e.connect(t, s, mcpserver.Options{})
+	res, err := cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	ann := map[string]*mcp.ToolAnnotations{}
+	for _, tool := range res.Tools {
+		ann[tool.Name] = tool.Annotations
+	}
+	for _, n := range []string{"read_file", "read_files", "list_dir", "glob", "grep", "diff", "status", "log"} {
+		assert.True(t, ann[n].ReadOnlyHint, n)
+	}
+	for _, n := range []string{"write_file", "edit_file", "delete_path", "move_path", "rollback", "run"} {
+		assert.False(t, ann[n].ReadOnlyHint, n)
+		assert.True(t, *ann[n].DestructiveHint, n)
+	}
+	for _, n := range []string{"checkpoint", "submit"} {
+		assert.False(t, *ann[n].DestructiveHint, n)
+	}
+	assert.True(t, ann["write_file"].IdempotentHint)
+	assert.False(t, ann["edit_file"].IdempotentHint)
+}
+
+func TestSchemasAreJSONSchema(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.newSession(t, api.CreateSessionRequest{}), mcpserver.Options{})
+	res, err := cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	for _, tool := range res.Tools {
+		raw, err := jsonMarshal(tool.InputSchema)
+		require.NoError(t, err)
+		var s jsonschema.Schema
+		require.NoError(t, s.UnmarshalJSON(raw), tool.Name)
+		_, err = s.Resolve(nil)
+		require.NoError(t, err, tool.Name)
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.newSession(t, api.CreateSessionRequest{}), mcpserver.Options{})
+
+	text, data := ok(t, cs, "read_file", map[string]any{"path": "calc.go"})
+	blob := strings.TrimSpace(testrepo.Git(t, e.repoDir, "rev-parse", "HEAD:calc.go"))
+	assert.Equal(t, blob, data["etag"], "the ETag is git's blob id")
+	assert.Contains(t, text, "calc.go: 11 lines, ETag "+blob)
+	assert.Contains(t, text, "     4\tfunc Add(a, b int) int {\n")
+	assert.EqualValues(t, 11, data["total_lines"])
+	assert.Equal(t, repoFiles["calc.go"], data["content"])
+
+	t.Run("offset and limit", func(t *testing.T) {
+		text, data := ok(t, cs, "read_file", map[string]any{"path": "calc.go", "offset": 4, "limit": 2})
+		assert.Contains(t, text, "     4\tfunc Add(a, b int) int {\n     5\t\treturn a - b\n")
+		assert.NotContains(t, text, "     6\t")
+		assert.Contains(t, text, "call read_file with offset 6 for more")
+		assert.EqualValues(t, 6, data["next_offset"])
+		assert.EqualValues(t, 2, data["lines"])
+	})
+	t.Run("binary", func(t *testing.T) {
+		text, data := ok(t, cs, "read_file", map[string]any{"path": "bin/blob.dat"})
+		assert.Contains(t, text, "binary file of 18 bytes (image/png), not shown")
+		assert.Equal(t, true, data["binary"])
+		assert.NotContains(t, text, "IHDR")
+	})
+	t.Run("long line", func(t *testing.T) {
+		text, data := ok(t, cs, "read_file", map[string]any{"path": "docs/long.txt"})
+		assert.Contains(t, text, "[line cut: 2500 characters in all]")
+		assert.Contains(t, text, "     3\tend\n")
+		assert.Equal(t, []any{2.0}, data["cut_lines"])
+	})
+	t.Run("line endings and final newline", func(t *testing.T) {
+		text, data := ok(t, cs, "read_file", map[string]any{"path": "docs/crlf.txt"})
+		assert.Contains(t, text, "CRLF line endings")
+		assert.Contains(t, text, "     2\ttwo\n")
+		assert.Equal(t, "CRLF", data["line_endings"])
+		text, data = ok(t, cs, "read_file", map[string]any{"path": "docs/nofinal.txt"})
+		assert.Contains(t, text, "(no newline at the end of the file)")
+		assert.Equal(t, true, data["no_final_newline"])
+	})
+	t.Run("errors", func(t *testing.T) {
+		text, code, e := fails(t, cs, "read_file", map[string]any{"path": "../../etc/passwd"})
+		assert.Equal(t, "invalid_path", code)
+		assert.Equal(t, "hasDotdot", e["rule"])
+		assert.Contains(t, text, "Error invalid_path")
+		assert.Contains(t, text, "rule: hasDotdot")
+		_, code, _ = fails(t, cs, "read_file", map[string]any{"path": "nope.go"})
+		assert.Equal(t, "not_found", code)
+		_, code, _ = fails(t, cs, "read_file", map[string]any{"path": ""})
+		assert.Equal(t, "bad_request", code)
+		// Schema validation by the SDK is a tool error too.
+		text, isErr, _ := call(t, cs, "read_file", map[string]any{"path": 7})
+		assert.True(t, isErr, text)
+	})
+}
+
+func TestPolicyIsTheEngines(t *testing.T) {
+	e := newEnv(t)
+	s := e.newSession(t, api.CreateSessionRequest{Policy: &api.Policy{Read: []string{"**"}, Write: []string{"docs/**"}, Deny: []string{"secrets/**"}}})
+	cs := e.connect(t, s, mcpserver.Options{})
+	_, code, _ := fails(t, cs, "read_file", map[string]any{"path": "secrets/key.txt"})
+	assert.Equal(t, "forbidden", code)
+	_, code, _ = fails(t, cs, "write_file", map[string]any{"path": "calc.go", "content": "x"})
+	assert.Equal(t, "forbidden", code)
+	_, code, _ = fails(t, cs, "edit_file", map[string]any{"path": "calc.go", "dry_run": true,
+		"edits": []any{map[string]any{"old_text": "package calc\n\n// Add", "new_text": "package calc\n\n// Plus"}}})
+	assert.Equal(t, "forbidden", code, "a dry run is checked by the engine too")
+	text, _ := ok(t, cs, "grep", map[string]any{"pattern": "hunter2"})
+	assert.Contains(t, text, "No matches", "grep does not reach what the policy hides")
+	ok(t, cs, "write_file", map[string]any{"path": "docs/new.md", "content": "ok\n"})
+}
+
+func TestReadFiles(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.newSession(t, api.CreateSessionRequest{}), mcpserver.Options{})
+	text, data := ok(t, cs, "read_files", map[string]any{"paths": []string{"go.mod", "missing.txt", "docs/crlf.txt"}})
+	assert.Contains(t, text, "go.mod: 3 lines")
+	assert.Contains(t, text, "missing.txt: error not_found")
+	assert.Contains(t, text, "docs/crlf.txt: 3 lines")
+	files := data["files"].([]any)
+	require.Len(t, files, 3)
+	assert.Equal(t, "not_found", files[1].(map[string]any)["error"].(map[string]any)["code"])
+	_, code, _ := fails(t, cs, "read_files", map[string]any{"paths": []string{}})
+	assert.Equal(t, "bad_request", code)
+}
+
+func TestWriteFile(t *testing.T) {
+	e := newEnv(t)
+	s := e.newSession(t, api.CreateSessionRequest{})
+	cs := e.connect(t, s, mcpserver.Options{})
+	text, data := ok(t, cs, "write_file", map[string]any{"path": "new/dir/file.txt", "content": "hello\n"})
+	assert.Contains(t, text, "Wrote new/dir/file.txt: 6 bytes, 1 lines, now added")
+	assert.Equal(t, "added", data["status"])
+	etag := data["etag"].(string)
+
+	_, code, ed := fails(t, cs, "write_file", map[string]any{"path": "new/dir/file.txt", "content": "x", "if_match": strings.Repeat("0", 40)})
+	assert.Equal(t, "precondition_failed", code)
+	assert.Equal(t, etag, ed["current"])
+	_, data = ok(t, cs, "write_file", map[string]any{"path": "new/dir/file.txt", "content": "bye\n", "if_match": etag})
+	got, _, err := e.admin.ReadFile(t.Context(), s.ID, "new/dir/file.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "bye\n", string(got))
+
+	_, code, ed = fails(t, cs, "write_file", map[string]any{"path": "a/.git/config", "content": "x"})
+	assert.Equal(t, "invalid_path", code)
+	assert.Equal(t, "hasDotgit", ed["rule"])
+}
+
+func TestEditFile(t *testing.T) {
+	e := newEnv(t)
+	s := e.newSession(t, api.CreateSessionRequest{})
+	cs := e.connect(t, s, mcpserver.Options{})
+	read := func(p string) string {
+		got, _, err := e.admin.ReadFile(t.Context(), s.ID, p)
+		require.NoError(t, err)
+		return string(got)
+	}
+	edit := func(old, new string) map[string]any { return map[string]any{"old_text": old, "new_text": new} }
+
+	t.Run("ambiguous", func(t *testing.T) {
+		text, code, ed := fails(t, cs, "edit_file", map[string]any{"path": "calc.go", "edits": []any{edit("\treturn a - b\n", "\treturn a + b\n")}})
+		assert.Equal(t, "ambiguous_match", code)
+		assert.Contains(t, text, "matches 2 times")
+		assert.Contains(t, text, "match 1 at line 5:")
+		assert.Contains(t, text, "match 2 at line 10:")
+		assert.Contains(t, text, "     4\tfunc Add(a, b int) int {", "two lines of context before")
+		assert.Contains(t, text, ">     5\t\treturn a - b")
+		assert.Contains(t, text, "     9\tfunc Sub(a, b int) int {")
+		cands := ed["candidates"].([]any)
+		require.Len(t, cands, 2)
+		assert.EqualValues(t, 5, cands[0].(map[string]any)["line"])
+		assert.EqualValues(t, 10, cands[1].(map[string]any)["line"])
+		assert.Equal(t, repoFiles["calc.go"], read("calc.go"), "nothing written")
+	})
+	t.Run("no match with a near-match", func(t *testing.T) {
+		text, code, ed := fails(t, cs, "edit_file", map[string]any{"path": "calc.go", "edits": []any{edit("func Add(a, b int) int {\n    return a - b\n}", "x")}})
+		assert.Equal(t, "no_match", code)
+		assert.Contains(t, text, "The closest text is at line 4 (the same text with different whitespace or indentation)")
+		assert.EqualValues(t, 4, ed["near_match"].(map[string]any)["line"])
+		text, code, _ = fails(t, cs, "edit_file", map[string]any{"path": "calc.go", "edits": []any{edit("func Ad(a, b int) int {", "x")}})
+		assert.Equal(t, "no_match", code)
+		assert.Contains(t, text, "% similar):")
+		assert.Contains(t, text, ">     4\tfunc Add(a, b int) int {")
+		_, code, _ = fails(t, cs, "edit_file", map[string]any{"path": "calc.go", "edits": []any{edit("zzzzqqqq", "x")}})
+		assert.Equal(t, "no_match", code)
+	})
+	t.Run("all or none", func(t *testing.T) {
+		_, code, ed := fails(t, cs, "edit_file", map[string]any{"path": "calc.go", "edits": []any{
+			edit("// Add returns a plus b.", "// Add adds."), edit("no such text", "x")}})
+		assert.Equal(t, "no_match", code)
+		assert.EqualValues(t, 2, ed["edit"])
+		assert.Equal(t, repoFiles["calc.go"], read("calc.go"), "the first edit is not applied either")
+	})
+	t.Run("dry run", func(t *testing.T) {
+		text, data := ok(t, cs, "edit_file", map[string]any{"path": "calc.go", "dry_run": true, "edits": []any{
+			edit("func Add(a, b int) int {\n\treturn a - b", "func Add(a, b int) int {\n\treturn a + b")}})
+		assert.Contains(t, text, "Dry run: nothing was written.")
+		assert.Contains(t, text, "-\treturn a - b\n+\treturn a + b\n")
+		assert.Equal(t, repoFiles["calc.go"], read("calc.go"))
+		// The diff applies with git apply to the base.
+		testrepo.GitInput(t, e.repoDir, []byte(data["diff"].(string)), "apply", "--check", "-")
+	})
+	t.Run("precise, replace_all, if_match", func(t *testing.T) {
+		_, data := ok(t, cs, "read_file", map[string]any{"path": "calc.go"})
+		etag := data["etag"].(string)
+		text, data := ok(t, cs, "edit_file", map[string]any{"path": "calc.go", "if_match": etag, "edits": []any{
+			edit("// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b", "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a + b"),
+			map[string]any{"old_text": "a, b int", "new_text": "x, y int", "replace_all": true}}})
+		assert.Contains(t, text, "Edited calc.go: 3 replacement(s)")
+		assert.Equal(t, []any{1.0, 2.0}, data["replacements"])
+		assert.Contains(t, read("calc.go"), "func Add(x, y int) int {\n\treturn a + b\n}")
+		assert.Contains(t, read("calc.go"), "func Sub(x, y int) int {")
+		_, code, ed := fails(t, cs, "edit_file", map[string]any{"path": "calc.go", "if_match": etag, "edits": []any{edit("package", "pkg")}})
+		assert.Equal(t, "precondition_failed", code)
+		assert.Equal(t, data["etag"], ed["current"])
+	})
+	t.Run("line endings and final newline kept", func(t *testing.T) {
+		ok(t, cs, "edit_file", map[string]any{"path": "docs/crlf.txt", "edits": []any{edit("one\ntwo\n", "one\n2\n")}})
+		assert.Equal(t, "one\r\n2\r\nthree\r\n", read("docs/crlf.txt"))
+		ok(t, cs, "edit_file", map[string]any{"path": "docs/nofinal.txt", "edits": []any{edit("beta", "gamma")}})
+		assert.Equal(t, "alpha\ngamma", read("docs/nofinal.txt"))
+	})
+	t.Run("refusals", func(t *testing.T) {
+		_, code, _ := fails(t, cs, "edit_file", map[string]any{"path": "bin/blob.dat", "edits": []any{edit("PNG", "GIF")}})
+		assert.Equal(t, "bad_request", code)
+		_, code, _ = fails(t, cs, "edit_file", map[string]any{"path": "calc.go", "edits": []any{}})
+		assert.Equal(t, "bad_request", code)
+		_, code, _ = fails(t, cs, "edit_file", map[string]any{"path": "calc.go", "edits": []any{edit("", "x")}})
+		assert.Equal(t, "bad_request", code)
+		_, code, _ = fails(t, cs, "edit_file", map[string]any{"path": "gone.go", "edits": []any{edit("a", "b")}})
+		assert.Equal(t, "not_found", code)
+	})
+}
+
+func TestDeleteMoveListGlob(t *testing.T) {
+	e := newEnv(t)
+	s := e.newSession(t, api.CreateSessionRequest{})
+	cs := e.connect(t, s, mcpserver.Options{})
+	_, code, _ := fails(t, cs, "delete_path", map[string]any{"path": "docs"})
+	assert.NotEmpty(t, code, "a directory needs recursive")
+	ok(t, cs, "delete_path", map[string]any{"path": "docs/deep", "recursive": true})
+	ok(t, cs, "delete_path", map[string]any{"path": "docs/long.txt"})
+	text, _ := ok(t, cs, "move_path", map[string]any{"from": "go.mod", "to": "mod/go.mod"})
+	assert.Contains(t, text, "Moved go.mod to mod/go.mod")
+	ok(t, cs, "write_file", map[string]any{"path": "calc.go", "content": "package calc\n"})
+	_, code, _ = fails(t, cs, "move_path", map[string]any{"from": "calc.go", "to": "calc_test.go"})
+	assert.NotEmpty(t, code)
+
+	text, data := ok(t, cs, "list_dir", map[string]any{})
+	assert.Contains(t, text, "  calc.go (13 B) [modified]\n")
+	assert.Contains(t, text, "  go.mod [deleted]\n")
+	assert.Contains(t, text, "  mod/ [added]\n")
+	assert.Contains(t, text, "    go.mod (33 B) [added]\n")
+	assert.Contains(t, text, "    long.txt [deleted]\n")
+	assert.Contains(t, text, "    deep/ [deleted]\n")
+	assert.Contains(t, text, "    crlf.txt (17 B)\n")
+	entries := data["entries"].([]any)
+	assert.NotEmpty(t, entries)
+	text, _ = ok(t, cs, "list_dir", map[string]any{"path": "docs", "depth": 1})
+	assert.Contains(t, text, "docs (depth 1")
+	assert.Contains(t, text, "  crlf.txt (17 B)\n")
+	assert.NotContains(t, text, "calc.go")
+	_, code, _ = fails(t, cs, "list_dir", map[string]any{"path": "../x"})
+	assert.Equal(t, "invalid_path", code)
+
+	text, data = ok(t, cs, "glob", map[string]any{"pattern": "**/*.txt"})
+	assert.Contains(t, text, "docs/crlf.txt\n")
+	assert.Contains(t, text, "secrets/key.txt\n")
+	assert.NotContains(t, text, "long.txt")
+	text, _ = ok(t, cs, "glob", map[string]any{"pattern": "mod/*"})
+	assert.Contains(t, text, "mod/go.mod [added]")
+	_, code, _ = fails(t, cs, "glob", map[string]any{"pattern": "[bad"})
+	assert.Equal(t, "bad_request", code)
+}
+
+func TestGrep(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.newSession(t, api.CreateSessionRequest{}), mcpserver.Options{})
+	text, data := ok(t, cs, "grep", map[string]any{"pattern": `return a - b`})
+	assert.Contains(t, text, "2 matching line(s) in 1 file(s)")
+	assert.Contains(t, text, "calc.go:5: \treturn a - b\n")
+	assert.Contains(t, text, "calc.go:10: \treturn a - b\n")
+	assert.Equal(t, false, data["truncated"])
+
+	text, data = ok(t, cs, "grep", map[string]any{"pattern": `^func`, "context": 1, "glob": "*.go"})
+	assert.Contains(t, text, "calc.go-3- // Add returns a plus b.\ncalc.go:4: func Add(a, b int) int {\ncalc.go-5- \treturn a - b\n")
+	m := data["matches"].([]any)[0].(map[string]any)
+	assert.Equal(t, []any{"// Add returns a plus b."}, m["before"])
+
+	text, data = ok(t, cs, "grep", map[string]any{"pattern": `a`, "max_results": 2})
+	assert.Equal(t, true, data["truncated"])
+	assert.Contains(t, text, "[cut: there are more matches than the 2 shown")
+	text, _ = ok(t, cs, "grep", map[string]any{"pattern": `RETURN`, "case_insensitive": true})
+	assert.Contains(t, text, "calc.go:5:")
+	_, code, _ := fails(t, cs, "grep", map[string]any{"pattern": `(`})
+	assert.Equal(t, "bad_request", code)
+}
+
+func TestCheckpointRollbackLogDiffStatusSubmit(t *testing.T) {
+	e := newEnv(t)
+	s := e.newSession(t, api.CreateSessionRequest{Intent: "fix Add", AgentName: "alice"})
+	cs := e.connect(t, s, mcpserver.Options{})
+
+	text, _ := ok(t, cs, "status", nil)
+	assert.Contains(t, text, "Session "+s.ID+" on repository calc, active")
+	assert.Contains(t, text, "Base: main at ")
+	assert.Contains(t, text, "Intent: fix Add")
+	assert.Contains(t, text, "Changed paths (0):\n  none")
+
+	ok(t, cs, "write_file", map[string]any{"path": "notes.md", "content": "a\n"})
+	text, data := ok(t, cs, "checkpoint", map[string]any{"label": "notes"})
+	assert.Contains(t, text, "Checkpoint 1 saved")
+	assert.EqualValues(t, 1, data["n"])
+	ok(t, cs, "write_file", map[string]any{"path": "notes.md", "content": "b\n"})
+	ok(t, cs, "delete_path", map[string]any{"path": "go.mod"})
+
+	text, data = ok(t, cs, "diff", nil)
+	assert.Contains(t, text, "2 file(s) changed against base")
+	assert.Contains(t, text, "+b\n")
+	assert.Equal(t, []any{"go.mod", "notes.md"}, data["files"])
+	text, data = ok(t, cs, "diff", map[string]any{"paths": []string{"notes.md"}, "against": "1"})
+	assert.Contains(t, text, "-a\n+b\n")
+	assert.NotContains(t, text, "go.mod\n")
+	assert.Equal(t, []any{"notes.md"}, data["shown"])
+	// The diff applies with git apply to the base.
+	_, data = ok(t, cs, "diff", nil)
+	testrepo.GitInput(t, e.repoDir, []byte(data["diff"].(string)), "apply", "--check", "-")
+	_, code, _ := fails(t, cs, "diff", map[string]any{"against": "no-such-checkpoint"})
+	assert.NotEmpty(t, code)
+
+	text, _ = ok(t, cs, "status", nil)
+	assert.Contains(t, text, "Changed paths (2):\n  deleted go.mod\n  added notes.md\n")
+	assert.Contains(t, text, "Checkpoints (1):\n  1 notes: commit ")
+
+	text, data = ok(t, cs, "log", map[string]any{"limit": 2})
+	assert.Contains(t, text, "3 change(s) in all; the latest 2, newest first:")
+	ms := data["mutations"].([]any)
+	require.Len(t, ms, 2)
+	assert.EqualValues(t, 3, ms[0].(map[string]any)["seq"])
+	assert.Contains(t, text, "delete  go.mod")
+
+	text, _ = ok(t, cs, "rollback", map[string]any{"checkpoint": "1"})
+	assert.Contains(t, text, "Rolled back to checkpoint 1")
+	got, _, err := e.admin.ReadFile(t.Context(), s.ID, "notes.md")
+	require.NoError(t, err)
+	assert.Equal(t, "a\n", string(got))
+	_, code, _ = fails(t, cs, "rollback", map[string]any{"checkpoint": "9"})
+	assert.Equal(t, "not_found", code)
+
+	text, data = ok(t, cs, "submit", map[string]any{"intent": "add notes"})
+	assert.Contains(t, text, "Submitted: changeset ")
+	assert.Contains(t, text, "onto main, open")
+	assert.Equal(t, "open", data["status"])
+}
+
+func TestOverlapWarnings(t *testing.T) {
+	e := newEnv(t)
+	a := e.newSession(t, api.CreateSessionRequest{AgentID: "alice"})
+	b := e.newSession(t, api.CreateSessionRequest{AgentID: "bob"})
+	ca, cb := e.connect(t, a, mcpserver.Options{}), e.connect(t, b, mcpserver.Options{})
+	ok(t, ca, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b", "new_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a + b"}}})
+	ok(t, cb, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b", "new_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn b + a"}}})
+	text, data := ok(t, ca, "status", nil)
+	assert.Contains(t, text, "Overlaps (1)")
+	assert.Contains(t, text, "calc.go: bob (session "+b.ID+"), both changed Add; a trial merge CONFLICTS")
+	ovs := data["overlaps"].([]any)
+	require.Len(t, ovs, 1)
+	assert.Equal(t, b.ID, ovs[0].(map[string]any)["other"])
+	text, _ = ok(t, cb, "status", nil)
+	assert.Contains(t, text, "calc.go: alice (session "+a.ID+")")
+}
+
+func TestUnboundServerTakesSession(t *testing.T) {
+	e := newEnv(t)
+	s := e.newSession(t, api.CreateSessionRequest{})
+	cs := connectServer(t, mcpserver.New(e.admin, mcpserver.Options{}), nil)
+	_, code, _ := fails(t, cs, "read_file", map[string]any{"path": "go.mod"})
+	assert.Equal(t, "bad_request", code)
+	text, _ := ok(t, cs, "read_file", map[string]any{"session": s.ID, "path": "go.mod"})
+	assert.Contains(t, text, "go.mod: 3 lines")
+	_, code, _ = fails(t, cs, "read_file", map[string]any{"session": "00000000-0000-0000-0000-000000000000", "path": "go.mod"})
+	assert.Equal(t, "not_found", code)
+	// A bound server refuses a session argument: it is not in its schema.
+	bound := e.connect(t, s, mcpserver.Options{})
+	text, isErr, _ := call(t, bound, "read_file", map[string]any{"session": s.ID, "path": "go.mod"})
+	assert.True(t, isErr, text)
+}
+
+func TestResultCap(t *testing.T) {
+	e := newEnv(t)
+	s := e.newSession(t, api.CreateSessionRequest{})
+	var big strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&big, "line %d %s\n", i, strings.Repeat("y", 40))
+	}
+	_, err := e.admin.WriteFile(t.Context(), s.ID, "big.txt", []byte(big.String()), client.WriteOptions{})
+	require.NoError(t, err)
+	cs := e.connect(t, s, mcpserver.Options{MaxResultBytes: 20_000})
+	text, data := ok(t, cs, "read_file", map[string]any{"path": "big.txt"})
+	assert.LessOrEqual(t, len(text), 20_000)
+	next := int(data["next_offset"].(float64))
+	assert.Greater(t, next, 100)
+	assert.Contains(t, text, fmt.Sprintf("call read_file with offset %d for more", next))
+	text, _ = ok(t, cs, "read_file", map[string]any{"path": "big.txt", "offset": next, "limit": 1})
+	assert.Contains(t, text, fmt.Sprintf("%6d\tline %d ", next, next-1))
+
+	text, data = ok(t, cs, "grep", map[string]any{"pattern": "line", "max_results": 1000})
+	assert.LessOrEqual(t, len(text), 20_000)
+	assert.Equal(t, true, data["truncated"])
+	text, _ = ok(t, cs, "diff", nil)
+	assert.LessOrEqual(t, len(text), 20_000)
+	ok(t, cs, "write_file", map[string]any{"path": "small.txt", "content": "s\n"})
+	text, data = ok(t, cs, "diff", nil)
+	assert.Contains(t, text, "call diff with paths to see them")
+	assert.Equal(t, true, data["truncated"])
+}
+
+func TestRunWithoutExec(t *testing.T) {
+	e := newEnv(t)
+	cs := e.connect(t, e.newSession(t, api.CreateSessionRequest{}), mcpserver.Options{})
+	_, code, _ := fails(t, cs, "run", map[string]any{"command": "true", "argv": []string{"true"}})
+	assert.Equal(t, "bad_request", code)
+}

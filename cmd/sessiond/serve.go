@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/mcpserver"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -149,9 +151,15 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		return err
 	}
 
-	srvAPI := api.New(api.Config{
+	// MCP over streamable HTTP acts through the API's own handler, with
+	// each request's token.
+	var srvAPI *api.Server
+	mcpHandler := mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend {
+		return client.NewInProcess(srvAPI, token)
+	}, mcpserver.Options{Logger: log})
+	srvAPI = api.New(api.Config{
 		Manager: m, AdminToken: c.AdminToken, TokenSecret: secret,
-		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, Summaries: g,
+		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, Summaries: g, MCP: mcpHandler,
 	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {

@@ -34,11 +34,12 @@ test-race:
 bench:
 	$(GO) test -p 1 -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -timeout 60m ./gitstore/ ./db/ ./overlay/ ./session/ ./changeset/ ./graph/ ./cmd/sessiond/ | tee bench.out
 
-# Each fuzz target in turn, FUZZTIME each: the path validator and the
-# three-way line merge.
+# Each fuzz target in turn, FUZZTIME each: the path validator, the
+# three-way line merge and the glob matcher.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzValidatePath -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzMergeLines -fuzztime $(FUZZTIME) ./changeset/
+	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime $(FUZZTIME) ./session/
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

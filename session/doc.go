@@ -21,7 +21,8 @@
 //     rejected or failed operation leaves the session as it was. Paths are
 //     validated by package overlay before anything is written; the
 //     session's policy is checked on every path an operation reads or
-//     writes, listings and search included.
+//     writes, listings, search, diff and summary included, by one matcher
+//     (policy and Glob in glob.go, over doublestar).
 //   - The session's tree is kept incrementally: each mutation re-encodes
 //     only the directories on the paths it touched (overlay.ChangeAt), and
 //     equals a full rebuild of base plus overlay (checked by the model

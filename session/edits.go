@@ -61,7 +61,7 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 	if len(edits) == 0 {
 		return BatchResult{}, fmt.Errorf("%w: no edits", ErrInvalid)
 	}
-	var paths []string
+	var paths, reads []string
 	for i, e := range edits {
 		switch e.Op {
 		case "write", "append":
@@ -75,7 +75,13 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 			if e.To == "" {
 				return BatchResult{}, fmt.Errorf("%w: edit %d: %s needs \"to\"", ErrInvalid, i, e.Op)
 			}
-			paths = append(paths, e.Path, e.To)
+			// A copy reads its source; a move writes it too.
+			paths = append(paths, e.To)
+			if e.Op == "move" {
+				paths = append(paths, e.Path)
+			} else {
+				reads = append(reads, e.Path)
+			}
 		case "replace":
 			if e.Old == "" {
 				return BatchResult{}, fmt.Errorf("%w: edit %d: replace needs \"old\"", ErrInvalid, i)
@@ -94,7 +100,7 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 			return BatchResult{}, fmt.Errorf("%w: edit %d: unknown op %q", ErrInvalid, i, e.Op)
 		}
 	}
-	ls, err := m.openWrite(ctx, id, paths...)
+	ls, err := m.openEdit(ctx, id, reads, paths)
 	if err != nil {
 		return BatchResult{}, err
 	}
@@ -177,7 +183,7 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 // listFilesIn calls fn for the files of the mutation's view matching g
 // that the policy lets the session write.
 func (m *Manager) listFilesIn(ctx context.Context, ls *live, mu *mutation, g *Glob, fn func(string)) error {
-	err := mu.ov.List(ctx, listAll(g.Prefix()), func(n overlayNode) error {
+	err := listGlob(ctx, mu.ov, listAll(g.Prefix()), func(n overlayNode) error {
 		if !n.IsDir() && n.Mode != gitstore.ModeGitlink && g.Match(n.Path) && ls.policy.canWrite(n.Path) {
 			fn(n.Path)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -180,9 +181,17 @@ func actorOf(ls *live, actor string) string {
 	return ls.meta.AgentID
 }
 
-// openWrite validates the paths and takes the session for a mutation.
+// openWrite validates the paths and takes the session for a mutation
+// that writes them.
 func (m *Manager) openWrite(ctx context.Context, id uuid.UUID, paths ...string) (*live, error) {
-	for _, p := range paths {
+	return m.openEdit(ctx, id, nil, paths)
+}
+
+// openEdit validates the paths and takes the session for a mutation that
+// reads reads (the source of a copy) and writes writes; the policy is
+// checked for each before anything runs.
+func (m *Manager) openEdit(ctx context.Context, id uuid.UUID, reads, writes []string) (*live, error) {
+	for _, p := range append(slices.Clip(reads), writes...) {
 		if err := overlay.ValidatePath(p); err != nil {
 			return nil, err
 		}
@@ -191,7 +200,13 @@ func (m *Manager) openWrite(ctx context.Context, id uuid.UUID, paths ...string) 
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range paths {
+	for _, p := range reads {
+		if err := ls.policy.checkRead(p); err != nil {
+			ls.mu.Unlock()
+			return nil, err
+		}
+	}
+	for _, p := range writes {
 		if err := ls.policy.checkWrite(p); err != nil {
 			ls.mu.Unlock()
 			return nil, err
@@ -346,7 +361,13 @@ func (m *Manager) Copy(ctx context.Context, id uuid.UUID, src, dst, actor string
 }
 
 func (m *Manager) relocate(ctx context.Context, id uuid.UUID, src, dst, actor string, move bool) (Mutation, error) {
-	ls, err := m.openWrite(ctx, id, src, dst)
+	// A copy reads its source and writes its destination; a move writes
+	// both.
+	reads, writes := []string{src}, []string{dst}
+	if move {
+		writes = append(writes, src)
+	}
+	ls, err := m.openEdit(ctx, id, reads, writes)
 	if err != nil {
 		return Mutation{}, err
 	}
@@ -437,6 +458,7 @@ type ListOptions struct {
 // left out.
 func (m *Manager) ListFiles(ctx context.Context, id uuid.UUID, opts ListOptions) ([]FileInfo, error) {
 	var g *Glob
+	globPrefix := false
 	if opts.Glob != "" {
 		var err error
 		if g, err = CompileGlob(opts.Glob); err != nil {
@@ -444,7 +466,7 @@ func (m *Manager) ListFiles(ctx context.Context, id uuid.UUID, opts ListOptions)
 		}
 		opts.Recursive = true
 		if opts.Prefix == "" {
-			opts.Prefix = g.Prefix()
+			opts.Prefix, globPrefix = g.Prefix(), true
 		}
 	}
 	if opts.Prefix != "" {
@@ -458,7 +480,8 @@ func (m *Manager) ListFiles(ctx context.Context, id uuid.UUID, opts ListOptions)
 	}
 	defer ls.mu.Unlock()
 	var out []FileInfo
-	err = ls.ov.List(ctx, overlay.ListOptions{Prefix: opts.Prefix, Recursive: opts.Recursive, OnlyModified: opts.OnlyModified}, func(n overlay.Node) error {
+	lopts := overlay.ListOptions{Prefix: opts.Prefix, Recursive: opts.Recursive, OnlyModified: opts.OnlyModified}
+	visit := func(n overlay.Node) error {
 		if !ls.policy.canRead(n.Path) || (g != nil && !g.Match(n.Path)) {
 			return nil
 		}
@@ -468,11 +491,39 @@ func (m *Manager) ListFiles(ctx context.Context, id uuid.UUID, opts ListOptions)
 		}
 		out = append(out, fi)
 		return nil
-	})
+	}
+	if globPrefix {
+		err = listGlob(ctx, ls.ov, lopts, visit)
+	} else {
+		err = ls.ov.List(ctx, lopts, visit)
+	}
 	if err != nil {
 		return nil, notFound(err)
 	}
 	return out, nil
+}
+
+// listGlob lists below a glob's literal prefix: nothing when the prefix
+// does not exist, and the prefix itself when it is a file (`dir/**`
+// matches `dir`).
+func listGlob(ctx context.Context, ov *overlay.Overlay, opts overlay.ListOptions, fn func(overlay.Node) error) error {
+	err := ov.List(ctx, opts, fn)
+	switch {
+	case opts.Prefix == "" || err == nil:
+		return err
+	case errors.Is(err, overlay.ErrNotFound):
+		return nil
+	case errors.Is(err, overlay.ErrNotDir):
+		n, serr := ov.Stat(ctx, opts.Prefix)
+		if serr != nil {
+			return serr
+		}
+		if opts.OnlyModified && n.Status == overlay.Unchanged {
+			return nil
+		}
+		return fn(n)
+	}
+	return err
 }
 
 // GlobPaths returns the files matching pattern, in git order.
@@ -614,14 +665,19 @@ func (m *Manager) TreeSummary(ctx context.Context, id uuid.UUID) (Summary, error
 	}
 	defer ls.mu.Unlock()
 	s := Summary{TopLevel: map[string]int{}, Extensions: map[string]int{}}
+	// A directory counts when it holds a file the policy lets the session
+	// read, so what the policy hides leaves no trace in the numbers.
+	dirs := map[string]bool{}
 	err = ls.ov.List(ctx, overlay.ListOptions{Recursive: true, IncludeDeleted: true}, func(n overlay.Node) error {
+		if n.IsDir() && n.Status != overlay.Deleted || !ls.policy.canRead(n.Path) {
+			return nil
+		}
 		if n.Status == overlay.Deleted {
 			s.Deleted++
 			return nil
 		}
-		if n.IsDir() {
-			s.Directories++
-			return nil
+		for d := path.Dir(n.Path); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
 		}
 		s.Files++
 		switch n.Status {
@@ -645,6 +701,7 @@ func (m *Manager) TreeSummary(ctx context.Context, id uuid.UUID) (Summary, error
 		s.Extensions[path.Ext(n.Path)]++
 		return nil
 	})
+	s.Directories = len(dirs)
 	return s, err
 }
 

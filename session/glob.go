@@ -1,113 +1,156 @@
 package session
 
 import (
+	"context"
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/sessiond/sessiond/gitstore"
 )
 
-// Glob is a compiled path pattern: `*` and `?` match within one path
-// component, `**` matches any number of whole components (also none), and
-// `[abc]`, `[a-z]`, `[!x]` are character classes. A pattern matches the
-// whole path.
+// Glob is a compiled path pattern, matched by doublestar against a whole
+// repository-relative path:
+//
+//   - `*` matches any run of characters within one path component, `?`
+//     one character;
+//   - `**` as a whole component matches any number of components, none
+//     included, so `dir/**` matches `dir` itself and everything below it,
+//     and `**/x` matches `x` at any depth; a `**` that is not a whole
+//     component acts as `*`;
+//   - `[abc]`, `[a-z]`, `[!x]` and `[^x]` are character classes;
+//   - `{a,b}` matches either alternative (`src/**/*.{go,md}`);
+//   - `\` escapes the next character (`a\*b` matches the name `a*b` only).
+//
+// It is the one matcher of the engine: session policies, the glob filters
+// of listings, search and replace, and so every client, use it.
 type Glob struct {
 	pattern string
-	re      *regexp.Regexp
-	// literal is the longest leading run of whole components with no
-	// wildcard: a listing only needs to look below it.
-	literal string
+	// match is pattern as doublestar runs it: negated classes exclude
+	// '/', which doublestar's would match.
+	match string
+	// prefix is the directory below which every match lies: the leading
+	// components before the first one with a wildcard, unescaped. A
+	// listing only needs to look there.
+	prefix string
 }
 
 // CompileGlob parses pattern.
 func CompileGlob(pattern string) (*Glob, error) {
-	if pattern == "" {
+	switch {
+	case pattern == "":
 		return nil, fmt.Errorf("%w: empty glob", ErrInvalid)
+	case strings.HasPrefix(pattern, "/"):
+		return nil, fmt.Errorf("%w: glob %q: patterns are relative to the repository root, without a leading /", ErrInvalid, pattern)
+	case !doublestar.ValidatePattern(pattern):
+		return nil, fmt.Errorf("%w: glob %q: unclosed '[' or '{', an empty class, or a trailing '\\'", ErrInvalid, pattern)
 	}
-	var re strings.Builder
-	re.WriteString("^")
-	comps := strings.Split(pattern, "/")
-	var lit []string
-	literal := true
-	for i, c := range comps {
-		last := i == len(comps)-1
-		if c == "**" {
-			literal = false
-			if last {
-				re.WriteString(".*")
-			} else {
-				re.WriteString("(?:[^/]*/)*")
-			}
-			continue
-		}
-		if literal && !strings.ContainsAny(c, "*?[") && !last {
-			lit = append(lit, c)
-		} else {
-			literal = false
-		}
-		if err := compileComponent(&re, c); err != nil {
-			return nil, fmt.Errorf("%w: glob %q: %v", ErrInvalid, pattern, err)
-		}
-		if !last {
-			re.WriteString("/")
-		}
-	}
-	re.WriteString("$")
-	rx, err := regexp.Compile(re.String())
+	match, err := classesWithinComponent(pattern)
 	if err != nil {
 		return nil, fmt.Errorf("%w: glob %q: %v", ErrInvalid, pattern, err)
 	}
-	return &Glob{pattern: pattern, re: rx, literal: strings.Join(lit, "/")}, nil
+	base, _ := doublestar.SplitPattern(pattern)
+	if base == "." {
+		base = ""
+	}
+	return &Glob{pattern: pattern, match: match, prefix: base}, nil
 }
 
-func compileComponent(re *strings.Builder, c string) error {
-	for i := 0; i < len(c); i++ {
-		switch ch := c[i]; ch {
-		case '*':
-			re.WriteString("[^/]*")
-		case '?':
-			re.WriteString("[^/]")
+// classesWithinComponent keeps character classes inside one component:
+// a negated class gets '/' added to what it excludes, and a class that
+// names '/' (alone or in a range) is refused.
+func classesWithinComponent(pattern string) (string, error) {
+	var out strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		switch c {
+		case '\\':
+			out.WriteByte(c)
+			if i+1 < len(pattern) {
+				i++
+				out.WriteByte(pattern[i])
+			}
+			continue
 		case '[':
-			end := strings.IndexByte(c[i+1:], ']')
-			if end < 0 {
-				return fmt.Errorf("unclosed '['")
-			}
-			class := c[i+1 : i+1+end]
-			if end == 0 || class == "!" {
-				return fmt.Errorf("empty character class")
-			}
-			re.WriteString("[")
-			if class[0] == '!' || class[0] == '^' {
-				re.WriteString("^/")
-				class = class[1:]
-			}
-			for _, r := range class {
-				if r == '\\' || r == ']' || r == '[' || r == '^' {
-					re.WriteByte('\\')
-				}
-				re.WriteRune(r)
-			}
-			re.WriteString("]")
-			i += end + 1
 		default:
-			re.WriteString(regexp.QuoteMeta(string(ch)))
+			out.WriteByte(c)
+			continue
 		}
+		j := i + 1
+		neg := j < len(pattern) && (pattern[j] == '!' || pattern[j] == '^')
+		if neg {
+			j++
+		}
+		start := j
+		for j < len(pattern) && pattern[j] != ']' {
+			if pattern[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j >= len(pattern) {
+			return "", fmt.Errorf("unclosed '['")
+		}
+		class := pattern[start:j]
+		if !neg && classHasSlash(class) {
+			return "", fmt.Errorf("a character class cannot match '/'")
+		}
+		out.WriteByte('[')
+		if neg {
+			out.WriteString("!/")
+		}
+		out.WriteString(class)
+		out.WriteByte(']')
+		i = j
 	}
-	return nil
+	return out.String(), nil
+}
+
+// classHasSlash reports whether a class body names '/', alone or in a
+// range such as ".-0".
+func classHasSlash(class string) bool {
+	var prev byte
+	for i := 0; i < len(class); i++ {
+		c := class[i]
+		if c == '\\' && i+1 < len(class) {
+			i++
+			c = class[i]
+		} else if c == '-' && i > 0 && i+1 < len(class) {
+			hi := class[i+1]
+			if hi == '\\' && i+2 < len(class) {
+				hi = class[i+2]
+			}
+			if prev <= '/' && '/' <= hi {
+				return true
+			}
+		}
+		if c == '/' {
+			return true
+		}
+		prev = c
+	}
+	return false
 }
 
 // Match reports whether path matches the whole pattern.
-func (g *Glob) Match(path string) bool { return g.re.MatchString(path) }
+func (g *Glob) Match(path string) bool { return doublestar.MatchUnvalidated(g.match, path) }
 
 // Prefix is the directory below which every match lies ("" for the root).
-func (g *Glob) Prefix() string { return g.literal }
+func (g *Glob) Prefix() string { return g.prefix }
 
 // String returns the pattern.
 func (g *Glob) String() string { return g.pattern }
 
-// policy is a compiled Policy. An empty Read list allows every read; an
-// empty Write list allows every write; Deny wins over both.
+// policy is a compiled Policy, the one place that decides whether a
+// session may read or write a path. Deny wins over everything; an empty
+// Read list allows every read, and the Write globs are readable too; a
+// path is writable when it is readable and the Write list is empty or
+// matches it. With a parent (a fork's inherited policy) a path must pass
+// both.
 type policy struct {
 	read, write, deny []*Glob
+	parent            *policy
 }
 
 func compilePolicy(p Policy) (*policy, error) {
@@ -123,6 +166,13 @@ func compilePolicy(p Policy) (*policy, error) {
 			}
 			*set.dst = append(*set.dst, g)
 		}
+	}
+	if p.Parent != nil {
+		parent, err := compilePolicy(*p.Parent)
+		if err != nil {
+			return nil, err
+		}
+		out.parent = parent
 	}
 	return &out, nil
 }
@@ -141,7 +191,10 @@ func (p *policy) canRead(path string) bool {
 	if matchAny(p.deny, path) {
 		return false
 	}
-	return len(p.read) == 0 || matchAny(p.read, path) || matchAny(p.write, path)
+	if len(p.read) > 0 && !matchAny(p.read, path) && !matchAny(p.write, path) {
+		return false
+	}
+	return p.parent == nil || p.parent.canRead(path)
 }
 
 // canWrite reports whether the policy lets the session write path p.
@@ -149,7 +202,13 @@ func (p *policy) canWrite(path string) bool {
 	if matchAny(p.deny, path) {
 		return false
 	}
-	return len(p.write) == 0 || matchAny(p.write, path)
+	if len(p.read) > 0 && !matchAny(p.read, path) && !matchAny(p.write, path) {
+		return false
+	}
+	if len(p.write) > 0 && !matchAny(p.write, path) {
+		return false
+	}
+	return p.parent == nil || p.parent.canWrite(path)
 }
 
 func (p *policy) checkRead(path string) error {
@@ -164,4 +223,47 @@ func (p *policy) checkWrite(path string) error {
 		return fmt.Errorf("write %q: %w", path, ErrForbidden)
 	}
 	return nil
+}
+
+// checkTreeWrites applies the write policy to every file that differs
+// between trees from and to: what an operation that turns one into the
+// other (merge, rebase, rollback, accept) writes. keep, when set, limits
+// the check to the paths it reports true for.
+func (p *policy) checkTreeWrites(ctx context.Context, r *gitstore.Repo, from, to gitstore.OID, keep func(string) bool) error {
+	if from == to {
+		return nil
+	}
+	return r.DiffTrees(ctx, from, to, func(c gitstore.TreeChange) error {
+		if keep != nil && !keep(c.Path) {
+			return nil
+		}
+		return p.checkWrite(c.Path)
+	})
+}
+
+// narrow is the policy of a fork of a session with policy parent that
+// asks for req: never wider than parent. Deny lists simply add up; read
+// and write lists cannot be intersected as globs, so a fork that names
+// its own keeps its parent's policy as Parent, and a path must pass both.
+func narrow(parent Policy, req *Policy) Policy {
+	if req == nil || req.empty() {
+		return parent
+	}
+	if parent.empty() {
+		return *req
+	}
+	if len(req.Read) == 0 && len(req.Write) == 0 && req.Parent == nil {
+		out := parent
+		out.Deny = append(append([]string(nil), parent.Deny...), req.Deny...)
+		return out
+	}
+	out := *req
+	p := parent
+	if out.Parent != nil {
+		// The request's own parent chain is narrowed by ours as well.
+		nested := narrow(parent, out.Parent)
+		p = nested
+	}
+	out.Parent = &p
+	return out
 }

@@ -179,12 +179,22 @@ const (
 	ModeReadOnly  Mode = "read_only"
 )
 
-// Policy is a session's access policy: glob patterns for paths it may read,
-// may write and may never touch.
+// Policy is a session's access policy: glob patterns (see Glob) for paths
+// it may read, may write and may never touch. Deny wins; an empty Read
+// allows every read and Write globs are readable too; a path is writable
+// when it is readable and Write is empty or matches it. Parent, set on a
+// fork that asked for its own lists, is the policy inherited from the
+// session it was forked from: a path must pass it as well, so a fork is
+// never wider than its parent.
 type Policy struct {
-	Read  []string `json:"read,omitempty"`
-	Write []string `json:"write,omitempty"`
-	Deny  []string `json:"deny,omitempty"`
+	Read   []string `json:"read,omitempty"`
+	Write  []string `json:"write,omitempty"`
+	Deny   []string `json:"deny,omitempty"`
+	Parent *Policy  `json:"parent,omitempty"`
+}
+
+func (p Policy) empty() bool {
+	return len(p.Read) == 0 && len(p.Write) == 0 && len(p.Deny) == 0 && p.Parent == nil
 }
 
 // Session is one agent's isolated view of a repository.

@@ -1,0 +1,211 @@
+package workdir_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/workdir"
+)
+
+// The conformance suite: every mode must pass all of it.
+
+const editScript = `set -e
+echo changed > a.txt
+rm b.txt
+mv dir/c.txt dir/moved.txt
+chmod +x a.txt
+ln -s dir/sub/d.txt newlink
+rm link && ln -s b.txt link
+mkdir -p fresh/deep && echo new > fresh/deep/n.txt
+rm -r gone
+mkdir -p build && echo out > build/out.bin
+echo log > x.log
+echo tmp > dir/y.tmp
+echo keep > dir/keep.tmp
+mkdir empty
+`
+
+func TestScriptMatchesGit(t *testing.T) {
+	forModes(t, func(t *testing.T, m *workdir.Manager) {
+		f := newFixture(t)
+		want := gitOracle(t, f.dir, editScript)
+		res, cs, s := f.runSh(m, editScript)
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, want, describe(cs))
+		s.Abort()
+	})
+}
+
+func TestAPIWritesVisibleAndIgnoredOutputsPersist(t *testing.T) {
+	forModes(t, func(t *testing.T, m *workdir.Manager) {
+		f := newFixture(t)
+		res, cs, s := f.runSh(m, "mkdir -p build && echo cached > build/cache && echo one > one.txt")
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, []string{"one.txt"}, paths(cs))
+		require.NoError(t, s.Settle(t.Context(), f.view(), f.record(cs)))
+
+		// Between commands, through the "API".
+		f.write("api.txt", "from api\n", gitstore.ModeFile)
+		f.write("dir/c.txt", "rewritten\n", gitstore.ModeExec)
+		f.remove("a.txt")
+		f.remove("gone")
+		f.write("gone/back.txt", "back\n", gitstore.ModeFile)
+
+		res, cs, s = f.runSh(m, `set -e
+cat api.txt one.txt build/cache dir/c.txt
+test -x dir/c.txt
+test ! -e a.txt
+test ! -e gone/e.txt
+ls gone`)
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, "from api\none\ncached\nrewritten\nback.txt\n", string(res.Stdout))
+		assert.Empty(t, cs)
+		require.NoError(t, s.Settle(t.Context(), f.view(), nil))
+
+		// Undo through the API, then a command sees the base again.
+		f.write("dir/c.txt", baseFiles["dir/c.txt"], gitstore.ModeFile)
+		res, cs, s = f.runSh(m, "cat dir/c.txt && test ! -x dir/c.txt && rm gone/back.txt")
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, "charlie\n", string(res.Stdout))
+		assert.Equal(t, []string{"gone/back.txt"}, paths(cs))
+		s.Abort()
+	})
+}
+
+func TestSettleUndoesRefused(t *testing.T) {
+	forModes(t, func(t *testing.T, m *workdir.Manager) {
+		f := newFixture(t)
+		res, cs, s := f.runSh(m, "mkdir .git && echo x > .git/config && echo keep > ok.txt && mkfifo pipe && echo no > a.txt")
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, []string{".git/config", "a.txt", "ok.txt", "pipe"}, paths(cs))
+		for _, c := range cs {
+			if c.Path == "pipe" {
+				assert.Equal(t, "fifo", c.Special)
+			}
+		}
+		// Record only ok.txt; the rest goes back.
+		var keep []workdir.Change
+		for _, c := range cs {
+			if c.Path == "ok.txt" {
+				keep = append(keep, c)
+			}
+		}
+		f.record(keep)
+		require.NoError(t, s.Settle(t.Context(), f.view(), paths(cs)))
+		res, cs, s = f.runSh(m, "test ! -e .git/config && test ! -e pipe && cat a.txt ok.txt")
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, "alpha\nkeep\n", string(res.Stdout))
+		assert.Empty(t, cs)
+		s.Abort()
+	})
+}
+
+func TestCrashRebuildsScratch(t *testing.T) {
+	forModes(t, func(t *testing.T, m *workdir.Manager) {
+		f := newFixture(t)
+		_, cs, s := f.runSh(m, "echo lost > a.txt && echo lost > new.txt")
+		require.Len(t, cs, 2)
+		// No Settle: the daemon died before recording.
+		s.Abort()
+		res, cs, s := f.runSh(m, "cat a.txt; test ! -e new.txt")
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, "alpha\n", string(res.Stdout))
+		assert.Empty(t, cs)
+		s.Abort()
+	})
+}
+
+func TestTimeoutKillsTree(t *testing.T) {
+	forModes(t, func(t *testing.T, m *workdir.Manager) {
+		f := newFixture(t)
+		s, err := m.Prepare(t.Context(), f.view())
+		require.NoError(t, err)
+		defer s.Abort()
+		start := time.Now()
+		res, err := s.Run(t.Context(), workdir.Command{
+			Argv:    []string{"/bin/sh", "-c", `trap "" TERM; (trap "" TERM; sleep 60) & sleep 60; echo never`},
+			Timeout: 300 * time.Millisecond,
+		})
+		require.NoError(t, err)
+		assert.True(t, res.TimedOut)
+		assert.Equal(t, "SIGKILL", res.Signal)
+		assert.NotContains(t, string(res.Stdout), "never")
+		// The background sleep held stdout open: Run returned only because
+		// it died too.
+		assert.Less(t, time.Since(start), 30*time.Second)
+	})
+}
+
+func TestHidesDataAndTmp(t *testing.T) {
+	forModes(t, func(t *testing.T, m *workdir.Manager) {
+		if !m.Isolated() {
+			t.Skip("no namespaces here")
+		}
+		f := newFixture(t)
+		secret := filepath.Join(t.TempDir(), "token.key")
+		require.NoError(t, os.WriteFile(secret, []byte("secret"), 0o600))
+		host, err := os.CreateTemp("", "sessiond-host-*")
+		require.NoError(t, err)
+		host.Close()
+		t.Cleanup(func() { os.Remove(host.Name()) })
+		res, _, s := f.runSh(m, "cat "+secret+"; ls "+f.dir+"/.git; ls /tmp; git rev-parse --git-dir")
+		defer s.Abort()
+		assert.NotContains(t, string(res.Stdout), "secret")
+		assert.NotContains(t, string(res.Stdout), "HEAD")
+		assert.NotContains(t, string(res.Stdout), filepath.Base(host.Name()))
+		assert.Contains(t, string(res.Stderr), "not a git repository")
+	})
+}
+
+func TestNoNetwork(t *testing.T) {
+	forModes(t, func(t *testing.T, m *workdir.Manager) {
+		if !m.Isolated() {
+			t.Skip("no namespaces here")
+		}
+		f := newFixture(t)
+		s, err := m.Prepare(t.Context(), f.view())
+		require.NoError(t, err)
+		defer s.Abort()
+		res, err := s.Run(t.Context(), workdir.Command{Argv: []string{"cat", "/proc/net/dev"}})
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+		assert.Len(t, lines, 3, string(res.Stdout)) // two header lines and lo
+	})
+}
+
+func TestExitCodeAndOutputCap(t *testing.T) {
+	forModes(t, func(t *testing.T, m *workdir.Manager) {
+		f := newFixture(t)
+		s, err := m.Prepare(t.Context(), f.view())
+		require.NoError(t, err)
+		defer s.Abort()
+		var streamed strings.Builder
+		res, err := s.Run(t.Context(), workdir.Command{
+			Argv: []string{"/bin/sh", "-c", "seq 1 2000; echo err >&2; exit 3"}, OutputCap: 100,
+			Output: func(stream string, p []byte) {
+				if stream == "stdout" {
+					streamed.Write(p)
+				}
+			},
+			Network: true,
+		})
+		require.NoError(t, err)
+		assert.Equal(t, 3, res.ExitCode)
+		assert.True(t, res.OutputTruncated)
+		assert.Len(t, res.Stdout, 100)
+		assert.True(t, strings.HasSuffix(string(res.Stdout), "1999\n2000\n"))
+		assert.Equal(t, "err\n", string(res.Stderr))
+		assert.True(t, strings.HasPrefix(streamed.String(), "1\n2\n3\n"))
+
+		res, err = s.Run(t.Context(), workdir.Command{Argv: []string{"no-such-program-here"}})
+		require.NoError(t, err)
+		assert.Equal(t, 127, res.ExitCode)
+	})
+}

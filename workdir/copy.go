@@ -1,0 +1,183 @@
+package workdir
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/overlay"
+)
+
+// copyLayer is the view as a full directory of its own, kept between
+// commands, for where overlayfs is not available. Its stat cache covers
+// every file of the view, as git's index covers a work tree, so capture
+// hashes only files whose stat changed (or that are racy).
+type copyLayer struct {
+	root  string
+	cache map[string]statEntry
+}
+
+func newCopyLayer(dir string) *copyLayer {
+	return &copyLayer{root: filepath.Join(dir, "view"), cache: map[string]statEntry{}}
+}
+
+func (l *copyLayer) present() presentation              { return presentation{Src: l.root} }
+func (l *copyLayer) cacheState() map[string]statEntry     { return l.cache }
+func (l *copyLayer) setCacheState(c map[string]statEntry) { l.cache = c }
+
+func (l *copyLayer) reset(ctx context.Context, v View) error {
+	if err := removeAll(l.root); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(l.root, 0o755); err != nil {
+		return err
+	}
+	clear(l.cache)
+	return l.write(ctx, v, "")
+}
+
+// write checks the view's subtree at r out below the root (r "" for all).
+func (l *copyLayer) write(ctx context.Context, v View, r string) error {
+	var entries []gitstore.Entry
+	n, ok, err := viewNode(ctx, v, r)
+	if err != nil || !ok {
+		return err
+	}
+	if !n.IsDir() {
+		entries = append(entries, gitstore.Entry{Path: n.Path, Mode: n.Mode, OID: n.OID})
+	} else {
+		err := v.Overlay.List(ctx, overlay.ListOptions{Prefix: r, Recursive: true}, func(n overlay.Node) error {
+			entries = append(entries, gitstore.Entry{Path: n.Path, Mode: n.Mode, OID: n.OID})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if r != "" {
+		if err := ensureDirs(l.root, r); err != nil {
+			return err
+		}
+	}
+	var mu sync.Mutex
+	_, err = writeEntries(ctx, v.Repo, l.root, entries, func(e gitstore.Entry, full string) {
+		var st unix.Stat_t
+		if unix.Lstat(full, &st) != nil {
+			return
+		}
+		// Written just now: racy until the clock moves past it.
+		se := statEntryOf(&st, time.Now().UnixNano())
+		se.Git, se.OID = e.Mode, e.OID
+		mu.Lock()
+		l.cache[e.Path] = se
+		mu.Unlock()
+	})
+	return err
+}
+
+func (l *copyLayer) sync(ctx context.Context, v View, paths []string) error {
+	for _, r := range roots(paths) {
+		if r == "" {
+			return l.reset(ctx, v)
+		}
+		if err := removeAll(filepath.Join(l.root, r)); err != nil {
+			return err
+		}
+		dropUnder(l.cache, r)
+		if err := l.write(ctx, v, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *copyLayer) capture(ctx context.Context, v View, maxFile int64) ([]Change, error) {
+	ig := newIgnorer(func(dir string) []byte { return readIgnoreFile(filepath.Join(l.root, dir, ".gitignore")) })
+	seen := make(map[string]bool, len(l.cache))
+	var out []Change
+	if err := l.walk(ctx, v, ig, "", maxFile, seen, &out); err != nil {
+		return nil, err
+	}
+	var gone []string
+	for p := range l.cache {
+		if !seen[p] {
+			gone = append(gone, p)
+		}
+	}
+	sort.Strings(gone)
+	for _, p := range gone {
+		delete(l.cache, p)
+		ds, err := deletions(ctx, v, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ds...)
+	}
+	return dedupe(out), nil
+}
+
+func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, maxFile int64, seen map[string]bool, out *[]Change) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	full := filepath.Join(l.root, dir)
+	f, err := os.Open(full)
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := join(dir, name)
+		fp := filepath.Join(full, name)
+		now := time.Now().UnixNano()
+		var st unix.Stat_t
+		if err := unix.Lstat(fp, &st); err != nil {
+			return err
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			// A directory where the view has a file: the file is never
+			// marked seen, so it comes back as deleted.
+			if ig.match(p, true) {
+				if _, inView, err := viewNode(ctx, v, p); err != nil {
+					return err
+				} else if !inView {
+					continue
+				}
+			}
+			if err := l.walk(ctx, v, ig, p, maxFile, seen, out); err != nil {
+				return err
+			}
+			continue
+		}
+		_, tracked := l.cache[p]
+		if tracked {
+			seen[p] = true
+		} else if ig.match(p, false) {
+			if _, inView, err := viewNode(ctx, v, p); err != nil {
+				return err
+			} else if !inView {
+				continue
+			}
+		}
+		c, changed, err := examine(ctx, v, p, fp, &st, now, l.cache, maxFile)
+		if err != nil {
+			return err
+		}
+		if changed {
+			seen[p] = true
+			*out = append(*out, c)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+// Package workdir makes a session's view a real directory that commands
+// run in, and finds what they changed.
+//
+// It owns three things:
+//   - The base checkout cache (Cache): each base tree checked out once,
+//     read-only by convention, under <data>/workdir/bases/<tree id>,
+//     shared by every session on it. A checkout is written straight from
+//     the objects by parallel workers, synced with one syncfs, and renamed
+//     into place, so a directory named by a tree id is always complete
+//     (".tmp-…" leftovers of a crash are removed on open). Beyond the
+//     byte budget the least recently used checkouts nobody holds are
+//     removed; a held one never is.
+//   - Each session's layer (<data>/workdir/sessions/<id>): in overlay
+//     mode an overlayfs upper directory over the base checkout, holding
+//     the overlay's own entries (files; whiteouts and opaque directories
+//     for deletions, in the user.overlay.* spelling of userxattr mounts)
+//     and the ignored outputs of earlier commands; in copy mode a full
+//     copy of the view. Both implement one small interface (layer) and
+//     pass one conformance suite. Before a command the layer is synced on
+//     the paths the mutation log says changed since the last command;
+//     after it, capture walks the upper directory (overlay: cost follows
+//     the change) or the copy (with a stat cache like git's index,
+//     re-hashing racy entries as git does), drops what the view's
+//     .gitignore files ignore, and reports the rest as Changes.
+//   - Running: a command runs through a helper, this same binary started
+//     again in new user, mount and PID namespaces (and network, when the
+//     command may not use it). The helper mounts the view (overlayfs per
+//     command, so nothing stays mounted), covers /tmp, the data directory
+//     and the registered repositories with empty tmpfs mounts, and starts
+//     the command with a minimal environment. Killing the helper (PID 1
+//     of its namespace) kills every process the command started, and the
+//     mounts die with the namespace, on timeout, cancellation, shutdown or
+//     a crash of the daemon (the helper has a parent-death signal).
+//
+// Invariants:
+//   - A scratch directory reflects the record at its saved sequence
+//     number, or carries a "running" marker: a command may have changed
+//     it without the change being recorded, so the next Prepare rebuilds
+//     it from the record.
+//   - Capture never changes the record; the caller records what passes
+//     its rules and hands the refused paths to Settle, which puts them
+//     back as the record has them, so directory and record agree.
+//   - Where the kernel refuses namespaces, commands run without isolation
+//     (Manager.Isolated is false) in copy mode. This is isolation for
+//     correctness, not a security boundary.
+//
+// Concurrency: a Manager and its Cache are safe for concurrent use. A
+// Scratch belongs to one command at a time; the session engine runs one
+// command per session.
+package workdir

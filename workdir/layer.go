@@ -1,0 +1,359 @@
+package workdir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/overlay"
+)
+
+// Mode selects how a session's view directory is made.
+type Mode string
+
+// Modes. Auto picks overlay where the kernel mounts it in a user
+// namespace, copy otherwise.
+const (
+	ModeOverlay Mode = "overlay"
+	ModeCopy    Mode = "copy"
+	ModeAuto    Mode = "auto"
+)
+
+// ParseMode checks a mode name.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeOverlay, ModeCopy, ModeAuto:
+		return m, nil
+	case "":
+		return ModeAuto, nil
+	}
+	return "", fmt.Errorf("workdir mode %q: use overlay, copy or auto", s)
+}
+
+// Repo is what a view directory reads from a repository.
+type Repo interface {
+	treeLister
+}
+
+// View is a session's view at one point of its mutation log: what a
+// scratch directory is brought in step with.
+type View struct {
+	Session  string
+	Repo     Repo
+	BaseTree gitstore.OID
+	// Seq is the sequence number of the view's latest mutation.
+	Seq     int64
+	Overlay *overlay.Overlay
+	// Changed returns the paths the mutations after seq changed; full is
+	// true when one of them changed more than its paths say (the layer is
+	// then rebuilt).
+	Changed func(ctx context.Context, after int64) (paths []string, full bool, err error)
+}
+
+// Change is one path a command changed, relative to the view it started
+// from.
+type Change struct {
+	Path    string
+	Deleted bool
+	// Mode is ModeFile, ModeExec or ModeSymlink for a write.
+	Mode gitstore.Mode
+	OID  gitstore.OID
+	// Data is the content, or a symlink's target. Nil when the file is
+	// over the size limit capture was given (Size says how large).
+	Data []byte
+	Size int64
+	// Special names a file git cannot hold ("fifo", "socket", "device");
+	// empty for files and symlinks.
+	Special string
+}
+
+// layer is one session's writable view over a base checkout: the
+// interface both modes implement, and the one the conformance suite
+// checks.
+type layer interface {
+	// reset rebuilds the layer from v alone, dropping everything else.
+	reset(ctx context.Context, v View) error
+	// sync brings the given paths (and what is below them) in step with v.
+	sync(ctx context.Context, v View, paths []string) error
+	// capture lists every path whose content differs from v and that the
+	// view's .gitignore files do not ignore (a tracked path counts even
+	// when ignored).
+	capture(ctx context.Context, v View, maxFile int64) ([]Change, error)
+	// present says how the command is shown the view.
+	present() presentation
+	// cacheState is the stat cache to persist; setCacheState restores it.
+	cacheState() map[string]statEntry
+	setCacheState(map[string]statEntry)
+}
+
+// presentation is what the helper mounts at the view's path: an overlay
+// of lower and upper (with work), or a bind of src.
+type presentation struct {
+	Overlay bool   `json:"overlay,omitempty"`
+	Lower   string `json:"lower,omitempty"`
+	Upper   string `json:"upper,omitempty"`
+	Work    string `json:"work,omitempty"`
+	Src     string `json:"src,omitempty"`
+}
+
+// statEntry is what the stat cache knows of one file, as git's index
+// does: the stat data seen when its content was last hashed.
+type statEntry struct {
+	Size  int64
+	Mtime int64
+	Ctime int64
+	Ino   uint64
+	Mode  uint32
+	Git   gitstore.Mode
+	OID   gitstore.OID
+	// Seen is when the stat was taken (wall clock, ns).
+	Seen int64
+}
+
+// racyWindow covers the file system's timestamp granularity (the coarse
+// kernel clock lags the wall clock by up to a tick).
+const racyWindow = 50 * time.Millisecond
+
+func statEntryOf(st *unix.Stat_t, seen int64) statEntry {
+	return statEntry{
+		Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino, Mode: st.Mode, Seen: seen,
+	}
+}
+
+// clean reports whether st matches the entry and the entry is not racy:
+// a file modified within the timestamp granularity of the moment its
+// stat was taken may have changed again with the same stat data, so, as
+// git does, it is hashed again.
+func (e statEntry) clean(st *unix.Stat_t) bool {
+	if e.Size != st.Size || e.Mtime != st.Mtim.Nano() || e.Ctime != st.Ctim.Nano() || e.Ino != st.Ino || e.Mode != st.Mode {
+		return false
+	}
+	return e.Mtime < e.Seen-int64(racyWindow)
+}
+
+// gitModeOf is the git mode of a file with stat st; 0 for a directory or
+// a special file.
+func gitModeOf(st *unix.Stat_t) gitstore.Mode {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return gitstore.ModeSymlink
+	case unix.S_IFREG:
+		if st.Mode&0o100 != 0 {
+			return gitstore.ModeExec
+		}
+		return gitstore.ModeFile
+	}
+	return 0
+}
+
+func specialName(st *unix.Stat_t) string {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "fifo"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return "device"
+	}
+	return ""
+}
+
+// examine compares the file at full (view path p, stat st) with the
+// view, using and refreshing the stat cache. It returns the change, or
+// ok false when the file is what the view holds.
+func examine(ctx context.Context, v View, p, full string, st *unix.Stat_t, seen int64, cache map[string]statEntry, maxFile int64) (Change, bool, error) {
+	if sp := specialName(st); sp != "" {
+		return Change{Path: p, Special: sp}, true, nil
+	}
+	n, err := v.Overlay.Stat(ctx, p)
+	if err != nil && !errors.Is(err, overlay.ErrNotFound) {
+		return Change{}, false, err
+	}
+	tracked := err == nil && n.Mode.IsBlob()
+	if e, ok := cache[p]; ok && e.clean(st) && tracked && e.OID == n.OID && e.Git == n.Mode {
+		return Change{}, false, nil
+	}
+	gm := gitModeOf(st)
+	c := Change{Path: p, Mode: gm, Size: st.Size}
+	if maxFile > 0 && st.Size > maxFile {
+		return c, true, nil
+	}
+	var data []byte
+	if gm == gitstore.ModeSymlink {
+		t, err := os.Readlink(full)
+		if err != nil {
+			return Change{}, false, err
+		}
+		data = []byte(t)
+	} else if data, err = os.ReadFile(full); err != nil {
+		return Change{}, false, err
+	}
+	c.Data, c.Size, c.OID = data, int64(len(data)), gitstore.HashObject(gitstore.KindBlob, data)
+	e := statEntryOf(st, seen)
+	e.Git, e.OID = gm, c.OID
+	cache[p] = e
+	if tracked && n.OID == c.OID && n.Mode == gm {
+		return Change{}, false, nil
+	}
+	return c, true, nil
+}
+
+// deletions lists a deletion for every file of the view at or below p.
+func deletions(ctx context.Context, v View, p string) ([]Change, error) {
+	n, err := v.Overlay.Stat(ctx, p)
+	if errors.Is(err, overlay.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !n.IsDir() {
+		if !n.Mode.IsBlob() {
+			return nil, nil
+		}
+		return []Change{{Path: p, Deleted: true}}, nil
+	}
+	var out []Change
+	err = v.Overlay.List(ctx, overlay.ListOptions{Prefix: p, Recursive: true}, func(n overlay.Node) error {
+		if n.Mode.IsBlob() {
+			out = append(out, Change{Path: n.Path, Deleted: true})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// viewNode is the view's node at p, ok false when there is none.
+func viewNode(ctx context.Context, v View, p string) (overlay.Node, bool, error) {
+	n, err := v.Overlay.Stat(ctx, p)
+	if errors.Is(err, overlay.ErrNotFound) {
+		return overlay.Node{}, false, nil
+	}
+	return n, err == nil, err
+}
+
+// ignorer loads the view's .gitignore files lazily, parents first.
+type ignorer struct {
+	ig     gitstore.Ignore
+	loaded map[string]bool
+	read   func(dir string) []byte
+}
+
+func newIgnorer(read func(dir string) []byte) *ignorer {
+	return &ignorer{loaded: map[string]bool{}, read: read}
+}
+
+func (i *ignorer) load(dir string) {
+	if i.loaded[dir] {
+		return
+	}
+	if dir != "" {
+		i.load(parentOf(dir))
+	}
+	i.loaded[dir] = true
+	if b := i.read(dir); b != nil {
+		i.ig.AddFile(dir, b)
+	}
+}
+
+func (i *ignorer) match(p string, isDir bool) bool {
+	i.load(parentOf(p))
+	return i.ig.Match(p, isDir)
+}
+
+func parentOf(p string) string {
+	if d := path.Dir(p); d != "." {
+		return d
+	}
+	return ""
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// roots sorts paths and drops those below another one.
+func roots(paths []string) []string {
+	ps := append([]string(nil), paths...)
+	sort.Strings(ps)
+	var out []string
+	for _, p := range ps {
+		if p == "" {
+			return []string{""}
+		}
+		if n := len(out); n > 0 && (out[n-1] == p || strings.HasPrefix(p, out[n-1]+"/")) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// dropUnder removes the cache entries at or below p.
+func dropUnder(cache map[string]statEntry, p string) {
+	if p == "" {
+		clear(cache)
+		return
+	}
+	delete(cache, p)
+	pre := p + "/"
+	for k := range cache {
+		if strings.HasPrefix(k, pre) {
+			delete(cache, k)
+		}
+	}
+}
+
+// readIgnoreFile reads full when it is a regular file.
+func readIgnoreFile(full string) []byte {
+	st, err := os.Lstat(full)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	b, err := os.ReadFile(full)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// ensureDirs makes every ancestor of p below root a directory, removing
+// files that stand in the way.
+func ensureDirs(root, p string) error {
+	dir := parentOf(p)
+	if dir == "" {
+		return nil
+	}
+	cur := root
+	for _, c := range strings.Split(dir, "/") {
+		cur = filepath.Join(cur, c)
+		st, err := os.Lstat(cur)
+		if err == nil && st.IsDir() {
+			continue
+		}
+		if err == nil {
+			if err := os.Remove(cur); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := os.Mkdir(cur, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}

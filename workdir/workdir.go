@@ -1,0 +1,391 @@
+package workdir
+
+import (
+	"context"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	"github.com/sessiond/sessiond/gitstore"
+)
+
+// Config configures a Manager.
+type Config struct {
+	// Dir holds the base checkouts and the sessions' scratch directories
+	// (under the daemon's data directory).
+	Dir string
+	// Mode is overlay, copy or auto (the default).
+	Mode Mode
+	// CacheBytes bounds the base checkouts kept (0: no bound).
+	CacheBytes int64
+	// Hide lists paths hidden from commands (the data directory, the
+	// registered repositories), asked before each command.
+	Hide func() []string
+	// Logf reports what the probe found; nil: silent.
+	Logf func(format string, args ...any)
+}
+
+// Manager makes view directories: it owns the base checkout cache and the
+// per-session scratch directories, and runs commands in them. It is safe
+// for concurrent use; one session runs one command at a time (its caller,
+// the session engine, guarantees that). mu guards scratches and running.
+type Manager struct {
+	dir      string
+	mode     Mode
+	isolated bool
+	exe      string
+	cache    *Cache
+	hide     func() []string
+
+	mu        sync.Mutex
+	scratches map[string]*Scratch
+	running   map[*exec.Cmd]struct{}
+	closed    bool
+}
+
+// New opens a Manager. It probes what the kernel allows: a mode of auto
+// becomes overlay where overlayfs mounts in a user namespace and copy
+// otherwise; where no namespaces can be made commands run unisolated
+// (Isolated reports it). A mode of overlay that the kernel refuses is
+// ErrUnsupported.
+func New(cfg Config) (*Manager, error) {
+	mode := cfg.Mode
+	if mode == "" {
+		mode = ModeAuto
+	}
+	if _, err := ParseMode(string(mode)); err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("workdir: %w", err)
+	}
+	cache, err := OpenCache(filepath.Join(cfg.Dir, "bases"), cfg.CacheBytes)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		dir: cfg.Dir, exe: exe, cache: cache, hide: cfg.Hide,
+		scratches: map[string]*Scratch{}, running: map[*exec.Cmd]struct{}{},
+	}
+	logf := cfg.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	nsErr, ovErr := m.probe()
+	switch {
+	case nsErr != nil:
+		if mode == ModeOverlay {
+			return nil, fmt.Errorf("workdir mode overlay: %w: %v", ErrUnsupported, nsErr)
+		}
+		logf("workdir: the kernel refuses user and mount namespaces (%v): commands run without isolation, and can read the data directory and the repositories", nsErr)
+		m.mode = ModeCopy
+	case ovErr != nil:
+		if mode == ModeOverlay {
+			return nil, fmt.Errorf("workdir mode overlay: %w: %v", ErrUnsupported, ovErr)
+		}
+		logf("workdir: overlayfs is not available (%v): view directories are copies", ovErr)
+		m.mode, m.isolated = ModeCopy, true
+	default:
+		m.isolated = true
+		m.mode = mode
+		if mode == ModeAuto {
+			m.mode = ModeOverlay
+		}
+	}
+	return m, nil
+}
+
+// Mode is the mode view directories use (never auto).
+func (m *Manager) Mode() Mode { return m.mode }
+
+// Isolated reports whether commands run in namespaces of their own with
+// the data directory and the repositories hidden.
+func (m *Manager) Isolated() bool { return m.isolated }
+
+// Cache is the base checkout cache.
+func (m *Manager) Cache() *Cache { return m.cache }
+
+func (m *Manager) hidden() []string {
+	if m.hide == nil {
+		return nil
+	}
+	return m.hide()
+}
+
+// probe starts the helper once: with a bind mount (namespaces), then
+// with an overlay mount.
+func (m *Manager) probe() (nsErr, ovErr error) {
+	dir := filepath.Join(m.dir, "probe")
+	_ = removeAll(dir)
+	defer removeAll(dir)
+	for _, d := range []string{"lower", "upper", "work", "mnt"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err, err
+		}
+	}
+	try := func(p presentation) error {
+		spec := helperSpec{View: p, Target: filepath.Join(dir, "mnt"), Probe: true}
+		return m.runHelper(spec)
+	}
+	if err := try(presentation{Src: filepath.Join(dir, "lower")}); err != nil {
+		return err, err
+	}
+	ovErr = try(presentation{Overlay: true, Lower: filepath.Join(dir, "lower"), Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work")})
+	return nil, ovErr
+}
+
+// runHelper runs the helper for a probe and returns its setup error.
+func (m *Manager) runHelper(spec helperSpec) error {
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer statusR.Close()
+	b, _ := jsonMarshal(spec)
+	cmd := exec.Command(m.exe)
+	cmd.Env = []string{helperEnv + "=" + string(b)}
+	cmd.SysProcAttr = m.nsAttr(false)
+	cmd.ExtraFiles = []*os.File{statusW}
+	out, err := cmd.CombinedOutput()
+	statusW.Close()
+	if err != nil {
+		var st helperStatus
+		if d := jsonDecodeLine(statusR, &st); d == nil && st.Error != "" {
+			return errors.New(st.Error)
+		}
+		if len(out) > 0 {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return err
+	}
+	return nil
+}
+
+func (m *Manager) track(cmd *exec.Cmd, add bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if add {
+		m.running[cmd] = struct{}{}
+	} else {
+		delete(m.running, cmd)
+	}
+}
+
+// Close kills every running command (their process trees and mounts go
+// with them) and refuses new ones.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	for cmd := range m.running {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+	}
+	return nil
+}
+
+// Scratch is one session's scratch directory: its layer, its home
+// directory and the mount point of its view. Its methods are called by
+// one goroutine at a time (one command per session).
+type Scratch struct {
+	m     *Manager
+	id    string
+	dir   string
+	layer layer
+	// st is what the layer reflects; base is the checkout held while a
+	// command is prepared or running.
+	st      scratchState
+	loaded  bool
+	release func()
+}
+
+// scratchState is saved in the scratch directory after every command.
+type scratchState struct {
+	Mode     Mode
+	BaseTree gitstore.OID
+	Seq      int64
+	Cache    map[string]statEntry
+}
+
+// runningMarker exists in a scratch directory while a command may change
+// it; finding it means the last command never settled (a crash), so the
+// layer is rebuilt from the record.
+const runningMarker = "running"
+
+func (m *Manager) scratch(id string) *Scratch {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.scratches[id]
+	if s == nil {
+		s = &Scratch{m: m, id: id, dir: filepath.Join(m.dir, "sessions", id)}
+		m.scratches[id] = s
+	}
+	return s
+}
+
+// Prepare brings the session's scratch directory in step with v and holds
+// its base checkout: a scratch already at v's sequence number costs
+// nothing, one behind is synced on the paths the mutations since changed,
+// and one left by a crash (or on another base) is rebuilt. Every Prepare
+// is followed by Settle or Abort.
+func (m *Manager) Prepare(ctx context.Context, v View) (*Scratch, error) {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("workdir: %w: shutting down", ErrUnsupported)
+	}
+	s := m.scratch(v.Session)
+	lower, release, err := m.cache.Acquire(ctx, v.Repo, v.BaseTree)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.prepare(ctx, v, lower); err != nil {
+		release()
+		return nil, fmt.Errorf("workdir: prepare %s: %w", v.Session, err)
+	}
+	s.release = release
+	return s, nil
+}
+
+func (s *Scratch) newLayer(mode Mode, lower string) layer {
+	if mode == ModeOverlay {
+		return newOverlayLayer(lower, s.dir)
+	}
+	return newCopyLayer(s.dir)
+}
+
+func (s *Scratch) prepare(ctx context.Context, v View, lower string) error {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return err
+	}
+	if !s.loaded {
+		s.load()
+	}
+	_, err := os.Lstat(filepath.Join(s.dir, runningMarker))
+	crashed := err == nil
+	full := crashed || s.layer == nil || s.st.Mode != s.m.mode || s.st.BaseTree != v.BaseTree || s.st.Seq > v.Seq
+	var cache map[string]statEntry
+	if s.layer != nil {
+		cache = s.layer.cacheState()
+	}
+	s.layer = s.newLayer(s.m.mode, lower)
+	if cache != nil && !full {
+		s.layer.setCacheState(cache)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, runningMarker), nil, 0o644); err != nil {
+		return err
+	}
+	if !full && s.st.Seq < v.Seq {
+		paths, all, err := v.Changed(ctx, s.st.Seq)
+		if err != nil {
+			return err
+		}
+		if all {
+			full = true
+		} else if err := s.layer.sync(ctx, v, paths); err != nil {
+			return err
+		}
+	}
+	if full {
+		if err := s.layer.reset(ctx, v); err != nil {
+			return err
+		}
+	}
+	s.st = scratchState{Mode: s.m.mode, BaseTree: v.BaseTree, Seq: v.Seq}
+	return nil
+}
+
+func (s *Scratch) load() {
+	s.loaded = true
+	f, err := os.Open(filepath.Join(s.dir, "state"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var st scratchState
+	if gob.NewDecoder(f).Decode(&st) == nil {
+		s.st = st
+		s.layer = s.newLayer(st.Mode, "")
+		if st.Cache != nil {
+			s.layer.setCacheState(st.Cache)
+		}
+		s.st.Cache = nil
+	}
+}
+
+func (s *Scratch) save() error {
+	st := s.st
+	st.Cache = s.layer.cacheState()
+	tmp := filepath.Join(s.dir, "state.tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := gob.NewEncoder(f).Encode(st); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(s.dir, "state"))
+}
+
+// Run runs c on the view.
+func (s *Scratch) Run(ctx context.Context, c Command) (Result, error) {
+	return s.m.run(ctx, s, c)
+}
+
+// Capture lists what the command changed against v, the view it was
+// prepared for. Files over maxFile bytes come back without their data.
+func (s *Scratch) Capture(ctx context.Context, v View, maxFile int64) ([]Change, error) {
+	return s.layer.capture(ctx, v, maxFile)
+}
+
+// Settle brings paths in step with v (the view after the command was
+// recorded: what was refused or not recorded goes back to what the record
+// holds), saves the scratch state and releases the base checkout.
+func (s *Scratch) Settle(ctx context.Context, v View, paths []string) error {
+	defer s.releaseBase()
+	if err := s.layer.sync(ctx, v, paths); err != nil {
+		return fmt.Errorf("workdir: settle %s: %w", s.id, err)
+	}
+	s.st.Seq, s.st.BaseTree = v.Seq, v.BaseTree
+	if err := s.save(); err != nil {
+		return fmt.Errorf("workdir: settle %s: %w", s.id, err)
+	}
+	if err := os.Remove(filepath.Join(s.dir, runningMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Abort releases the base checkout and leaves the scratch to be rebuilt
+// before the next command.
+func (s *Scratch) Abort() { s.releaseBase() }
+
+func (s *Scratch) releaseBase() {
+	if s.release != nil {
+		s.release()
+		s.release = nil
+	}
+}
+
+// Dir is the scratch directory (for disk accounting).
+func (s *Scratch) Dir() string { return s.dir }
+
+// Remove deletes a session's scratch directory (the session ended).
+func (m *Manager) Remove(id string) error {
+	m.mu.Lock()
+	delete(m.scratches, id)
+	m.mu.Unlock()
+	return removeAll(filepath.Join(m.dir, "sessions", id))
+}

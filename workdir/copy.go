@@ -27,7 +27,7 @@ func newCopyLayer(dir string) *copyLayer {
 	return &copyLayer{root: filepath.Join(dir, "view"), cache: map[string]statEntry{}}
 }
 
-func (l *copyLayer) present() presentation              { return presentation{Src: l.root} }
+func (l *copyLayer) present() presentation                { return presentation{Src: l.root} }
 func (l *copyLayer) cacheState() map[string]statEntry     { return l.cache }
 func (l *copyLayer) setCacheState(c map[string]statEntry) { l.cache = c }
 

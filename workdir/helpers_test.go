@@ -31,14 +31,14 @@ type fixture struct {
 }
 
 var baseFiles = map[string]string{
-	"a.txt":         "alpha\n",
-	"b.txt":         "bravo\n",
-	"dir/c.txt":     "charlie\n",
-	"dir/sub/d.txt": "delta\n",
-	"gone/e.txt":    "echo\n",
-	"gone/f.txt":    "foxtrot\n",
-	"run.sh":        "#!/bin/sh\necho run\n",
-	".gitignore":    "build/\n*.log\n",
+	"a.txt":          "alpha\n",
+	"b.txt":          "bravo\n",
+	"dir/c.txt":      "charlie\n",
+	"dir/sub/d.txt":  "delta\n",
+	"gone/e.txt":     "echo\n",
+	"gone/f.txt":     "foxtrot\n",
+	"run.sh":         "#!/bin/sh\necho run\n",
+	".gitignore":     "build/\n*.log\n",
 	"dir/.gitignore": "*.tmp\n!keep.tmp\n",
 }
 

@@ -44,10 +44,10 @@ func writeEntries(ctx context.Context, r blobReader, root string, entries []gits
 	}
 	workers := min(max(2*runtime.NumCPU(), 4), 16, len(files))
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		total int64
-		first error
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		total  int64
+		first  error
 		failed atomic.Bool
 	)
 	next := make(chan gitstore.Entry)

@@ -52,6 +52,7 @@ type cliRoot struct {
 
 	Serve      serveCmd      `cmd:"" help:"Run the daemon (HTTP API v1)." group:"daemon"`
 	Quickstart quickstartCmd `cmd:"" help:"Build the sample repository into the data directory and serve it." group:"daemon"`
+	MCP        mcpCmd        `cmd:"" name:"mcp" help:"Serve MCP (Model Context Protocol) tools for one session on standard input and output, for coding agents." group:"daemon"`
 
 	Repo    repoCmd    `cmd:"" help:"Repositories: ls, add, init, branches." group:"client"`
 	Session sessionCmd `cmd:"" help:"Sessions: new, ls, show, rm." group:"client"`

@@ -128,6 +128,11 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
 		return err
 	}
+	unlock, err := lockDataDir(c.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	secret, err := loadSecret(filepath.Join(c.DataDir, "token.key"))
 	if err != nil {
 		return err

@@ -1,11 +1,14 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/session"
@@ -162,20 +165,8 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return badRequest("If-None-Match on a write must be *")
 	}
-	if im := strings.TrimSpace(r.Header.Get("If-Match")); im != "" {
-		if im == "*" {
-			fi, err := s.m.Stat(r.Context(), id, p)
-			if err != nil {
-				return &session.PreconditionError{Path: p}
-			}
-			opts.IfMatch = &fi.OID
-		} else {
-			oid, err := gitstore.ParseOID(strings.Trim(strings.TrimPrefix(im, "W/"), `"`))
-			if err != nil {
-				return badRequest("If-Match %q: want a quoted blob id", im)
-			}
-			opts.IfMatch = &oid
-		}
+	if opts.IfMatch, err = s.ifMatch(r, id, p); err != nil {
+		return err
 	}
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -207,10 +198,46 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	mu, err := s.m.Delete(ctxWithoutCancel(r), id, r.PathValue("path"), recursive, "")
+	p := r.PathValue("path")
+	if r.Header.Get("If-None-Match") != "" {
+		return badRequest("If-None-Match does not apply to a delete; use If-Match")
+	}
+	ifMatch, err := s.ifMatch(r, id, p)
+	if err != nil {
+		return err
+	}
+	mu, err := s.m.Remove(ctxWithoutCancel(r), id, p, session.DeleteOptions{Recursive: recursive, IfMatch: ifMatch})
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, WriteResult{Mutation: toMutation(mu)})
 	return nil
+}
+
+// ifMatch reads the If-Match header of a request that changes the file
+// at p: nil without one, the quoted blob id it names, or for "*" the
+// file's current version (412 when there is no file).
+func (s *Server) ifMatch(r *http.Request, id uuid.UUID, p string) (*gitstore.OID, error) {
+	im := strings.TrimSpace(r.Header.Get("If-Match"))
+	switch im {
+	case "":
+		return nil, nil
+	case "*":
+		fi, err := s.m.Stat(r.Context(), id, p)
+		if errors.Is(err, session.ErrNotFound) {
+			return nil, &session.PreconditionError{Path: p}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if fi.Type == "dir" {
+			return nil, badRequest("If-Match: %q is a directory, which has no version", p)
+		}
+		return &fi.OID, nil
+	}
+	oid, err := gitstore.ParseOID(strings.Trim(strings.TrimPrefix(im, "W/"), `"`))
+	if err != nil {
+		return nil, badRequest("If-Match %q: want a quoted blob id", im)
+	}
+	return &oid, nil
 }

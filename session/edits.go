@@ -25,7 +25,11 @@ type Edit struct {
 	Old       string        `json:"old,omitempty"`
 	New       string        `json:"new,omitempty"`
 	Count     int           `json:"count,omitempty"`
-	// IfMatch requires the file at Path to be this version (write, append).
+	// IfMatch requires the file at Path to be this version: the file
+	// written, appended to, deleted or replaced in, or the source of a
+	// move or copy. A directory (a recursive delete or move) and a glob
+	// replace have no one version, so a batch that sets it there is
+	// refused (ErrInvalid), never run without it.
 	IfMatch *gitstore.OID `json:"if_match,omitempty"`
 }
 
@@ -90,6 +94,9 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 				return BatchResult{}, fmt.Errorf("%w: edit %d: replace needs exactly one of \"path\" and \"glob\"", ErrInvalid, i)
 			}
 			if e.Glob != "" {
+				if e.IfMatch != nil {
+					return BatchResult{}, fmt.Errorf("%w: edit %d: if_match names one file's version and cannot apply to a glob replace", ErrInvalid, i)
+				}
 				if _, err := CompileGlob(e.Glob); err != nil {
 					return BatchResult{}, fmt.Errorf("edit %d: %w", i, err)
 				}
@@ -142,11 +149,20 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 			return append(append(make([]byte, 0, len(old)+len(e.Content)), old...), e.Content...)
 		}, WriteOptions{Mode: e.Mode, IfMatch: e.IfMatch})
 	case "delete":
+		if err := checkIfMatch(ctx, mu, e.Path, e.IfMatch); err != nil {
+			return r, err
+		}
 		return r, m.remove(ctx, ls, mu, e.Path, e.Recursive)
 	case "move", "copy":
 		r.Paths = []string{e.Path, e.To}
+		if err := checkIfMatch(ctx, mu, e.Path, e.IfMatch); err != nil {
+			return r, err
+		}
 		return r, m.relocateIn(ctx, ls, mu, e.Path, e.To, e.Op == "move")
 	case "replace":
+		if err := checkIfMatch(ctx, mu, e.Path, e.IfMatch); err != nil {
+			return r, err
+		}
 		targets := []string{e.Path}
 		if e.Glob != "" {
 			g, _ := CompileGlob(e.Glob)

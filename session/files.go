@@ -311,15 +311,57 @@ func (m *Manager) put(ctx context.Context, ls *live, mu *mutation, p string, con
 // Delete removes the file at p, or with recursive the directory at p and
 // everything below it.
 func (m *Manager) Delete(ctx context.Context, id uuid.UUID, p string, recursive bool, actor string) (Mutation, error) {
+	return m.Remove(ctx, id, p, DeleteOptions{Recursive: recursive, Actor: actor})
+}
+
+// DeleteOptions qualify a delete.
+type DeleteOptions struct {
+	// Recursive deletes a directory and everything below it.
+	Recursive bool
+	// IfMatch deletes only this version (blob id) of the file; a
+	// directory has no version, so it cannot be combined with one.
+	IfMatch *gitstore.OID
+	// Actor is who did it; the session's agent when empty.
+	Actor string
+}
+
+// Remove is Delete with conditions.
+func (m *Manager) Remove(ctx context.Context, id uuid.UUID, p string, opts DeleteOptions) (Mutation, error) {
 	ls, err := m.openWrite(ctx, id, p)
 	if err != nil {
 		return Mutation{}, err
 	}
 	defer ls.mu.Unlock()
-	rec, _, err := m.mutate(ctx, ls, OpDelete, actorOf(ls, actor), false, func(mu *mutation) error {
-		return m.remove(ctx, ls, mu, p, recursive)
+	rec, _, err := m.mutate(ctx, ls, OpDelete, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
+		if err := checkIfMatch(ctx, mu, p, opts.IfMatch); err != nil {
+			return err
+		}
+		return m.remove(ctx, ls, mu, p, opts.Recursive)
 	})
 	return rec, err
+}
+
+// checkIfMatch enforces a condition on the file at p in the mutation's
+// view: with want set, p must be a file at version want (else a
+// *PreconditionError); a directory has no version to match (ErrInvalid).
+// Every operation that changes a path with a condition checks it here or
+// in put, never ignores it.
+func checkIfMatch(ctx context.Context, mu *mutation, p string, want *gitstore.OID) error {
+	if want == nil {
+		return nil
+	}
+	n, err := mu.ov.Stat(ctx, p)
+	switch {
+	case errors.Is(err, overlay.ErrNotFound):
+		return &PreconditionError{Path: p}
+	case err != nil:
+		return err
+	case n.IsDir():
+		return fmt.Errorf("%w: if-match names a version of a file, and %q is a directory", ErrInvalid, p)
+	case n.OID != *want:
+		return &PreconditionError{Path: p, Current: n.OID.String()}
+	}
+	return nil
 }
 
 func (m *Manager) remove(ctx context.Context, ls *live, mu *mutation, p string, recursive bool) error {

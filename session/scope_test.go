@@ -131,3 +131,72 @@ func TestGlobDirMatchesItself(t *testing.T) {
 	_, _, err = e.m.Read(ctx, d.ID, "README.md", 0, -1)
 	assert.ErrorIs(t, err, session.ErrForbidden)
 }
+
+// TestConditionsOnEveryChange: if_match holds on every op that changes a
+// path — a stale version is a *PreconditionError and the batch changes
+// nothing; where there is no one version (a directory, a glob replace)
+// the batch is refused, never run without the condition.
+func TestConditionsOnEveryChange(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	s := e.create(session.CreateOptions{})
+	readme, err := e.m.Stat(ctx, s.ID, "README.md")
+	require.NoError(t, err)
+	cur := readme.OID
+	stale := gitstore.OID{1}
+	before := e.state(s.ID)
+
+	_, err = e.m.Remove(ctx, s.ID, "README.md", session.DeleteOptions{IfMatch: &stale})
+	var pe *session.PreconditionError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, cur.String(), pe.Current)
+	assert.Equal(t, before, e.state(s.ID))
+	_, err = e.m.Remove(ctx, s.ID, "missing.txt", session.DeleteOptions{IfMatch: &cur})
+	assert.ErrorIs(t, err, session.ErrPrecondition)
+	_, err = e.m.Remove(ctx, s.ID, "a", session.DeleteOptions{Recursive: true, IfMatch: &cur})
+	assert.ErrorIs(t, err, session.ErrInvalid)
+	assert.Equal(t, before, e.state(s.ID))
+
+	ops := []session.Edit{
+		{Op: "write", Path: "README.md", Content: "x"},
+		{Op: "append", Path: "README.md", Content: "x"},
+		{Op: "delete", Path: "README.md"},
+		{Op: "move", Path: "README.md", To: "moved.md"},
+		{Op: "copy", Path: "README.md", To: "copied.md"},
+		{Op: "replace", Path: "README.md", Old: "small", New: "big"},
+	}
+	for _, op := range ops {
+		t.Run(op.Op, func(t *testing.T) {
+			// A first edit in the batch succeeds, so a refusal must undo it.
+			first := session.Edit{Op: "write", Path: "first.txt", Content: "1"}
+			op.IfMatch = &stale
+			_, err := e.m.Edits(ctx, s.ID, []session.Edit{first, op}, false, "")
+			assert.ErrorIs(t, err, session.ErrPrecondition)
+			assert.Equal(t, before, e.state(s.ID))
+			// The condition is checked against the batch's evolving view:
+			// after an earlier edit changed the file, its old version is
+			// stale.
+			op.IfMatch = &cur
+			_, err = e.m.Edits(ctx, s.ID, []session.Edit{{Op: "append", Path: "README.md", Content: "more"}, op}, true, "")
+			assert.ErrorIs(t, err, session.ErrPrecondition)
+			res, err := e.m.Edits(ctx, s.ID, []session.Edit{op}, true, "")
+			require.NoError(t, err, "the current version passes")
+			assert.NotEmpty(t, res.Changes)
+		})
+	}
+	for name, bad := range map[string]session.Edit{
+		"glob replace":     {Op: "replace", Glob: "**/*.md", Old: "a", New: "b", IfMatch: &cur},
+		"recursive delete": {Op: "delete", Path: "a", Recursive: true, IfMatch: &cur},
+		"directory move":   {Op: "move", Path: "a", To: "z", IfMatch: &cur},
+	} {
+		_, err := e.m.Edits(ctx, s.ID, []session.Edit{bad}, false, "")
+		assert.ErrorIs(t, err, session.ErrInvalid, name)
+		assert.Equal(t, before, e.state(s.ID), name)
+	}
+	// Without a stale condition the delete goes through.
+	_, err = e.m.Remove(ctx, s.ID, "README.md", session.DeleteOptions{IfMatch: &cur})
+	require.NoError(t, err)
+	ok, err := e.m.Exists(ctx, s.ID, "README.md")
+	require.NoError(t, err)
+	assert.False(t, ok)
+}

@@ -1,0 +1,149 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/session"
+)
+
+const testAdminToken = "admin-token-for-tests"
+
+// scopeEnv is a server with auth on, over an embedded store and a
+// repository built from the small fixture.
+type scopeEnv struct {
+	t    testing.TB
+	m    *session.Manager
+	srv  *httptest.Server
+	repo string // the repository's directory
+}
+
+func newScopeEnv(t testing.TB) *scopeEnv {
+	t.Helper()
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, err := db.OpenSQLiteDir(ctx, dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	m := session.NewManager(session.Config{Store: st, DataDir: dir})
+	t.Cleanup(func() { m.Close() })
+	e := &scopeEnv{t: t, m: m, repo: testrepo.Build(t, "small")}
+	_, err = m.RegisterRepo(ctx, "r", e.repo)
+	require.NoError(t, err)
+	e.srv = httptest.NewServer(New(Config{Manager: m, AdminToken: testAdminToken, TokenSecret: []byte("token secret for tests")}))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// call sends a request with token (none when empty) and returns the
+// status and body.
+func (e *scopeEnv) call(method, path, token string, body any, header ...string) (int, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		require.NoError(e.t, err)
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(e.t.Context(), method, e.srv.URL+path, rd)
+	require.NoError(e.t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	return resp.StatusCode, data
+}
+
+// session creates a session with the admin token and returns it with its
+// token.
+func (e *scopeEnv) session(req CreateSessionRequest) Session {
+	e.t.Helper()
+	if req.Repo == "" {
+		req.Repo = "r"
+	}
+	if req.Base == "" {
+		req.Base = "main"
+	}
+	status, body := e.call("POST", "/v1/sessions", testAdminToken, req)
+	require.Equal(e.t, http.StatusCreated, status, "%s", body)
+	var s Session
+	require.NoError(e.t, json.Unmarshal(body, &s))
+	require.NotEmpty(e.t, s.Token)
+	return s
+}
+
+func errorCode(body []byte) string {
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return e.Error.Code
+}
+
+// TestDeleteIfMatch: a stale If-Match on DELETE is 412 and the file
+// stays; the current one deletes it.
+func TestDeleteIfMatch(t *testing.T) {
+	e := newScopeEnv(t)
+	s := e.session(CreateSessionRequest{})
+	file := "/v1/sessions/" + s.ID + "/files/README.md"
+	status, before := e.call("GET", file, s.Token, nil)
+	require.Equal(t, http.StatusOK, status)
+	stat, err := e.m.Stat(t.Context(), mustUUID(t, s.ID), "README.md")
+	require.NoError(t, err)
+	etag := `"` + stat.OID.String() + `"`
+
+	status, body := e.call("DELETE", file, s.Token, nil, "If-Match", `"`+strings.Repeat("0", 40)+`"`)
+	assert.Equal(t, http.StatusPreconditionFailed, status, "%s", body)
+	assert.Equal(t, CodePreconditionFailed, errorCode(body))
+	status, after := e.call("GET", file, s.Token, nil)
+	assert.Equal(t, http.StatusOK, status)
+	assert.Equal(t, before, after, "the file stays")
+
+	status, body = e.call("DELETE", file, s.Token, nil, "If-None-Match", "*")
+	assert.Equal(t, http.StatusBadRequest, status, "%s", body)
+	status, body = e.call("DELETE", "/v1/sessions/"+s.ID+"/files/missing", s.Token, nil, "If-Match", "*")
+	assert.Equal(t, http.StatusPreconditionFailed, status, "%s", body)
+	status, body = e.call("DELETE", "/v1/sessions/"+s.ID+"/files/a?recursive=true", s.Token, nil, "If-Match", etag)
+	assert.Equal(t, http.StatusBadRequest, status, "a directory has no version: %s", body)
+	ms, err := e.m.Mutations(t.Context(), mustUUID(t, s.ID), 0, 0)
+	require.NoError(t, err)
+	assert.Empty(t, ms, "no refused delete was recorded")
+
+	status, body = e.call("DELETE", file, s.Token, nil, "If-Match", etag)
+	assert.Equal(t, http.StatusOK, status, "%s", body)
+	status, _ = e.call("GET", file, s.Token, nil)
+	assert.Equal(t, http.StatusNotFound, status)
+}
+
+func mustUUID(t testing.TB, s string) uuid.UUID {
+	t.Helper()
+	id, err := uuid.Parse(s)
+	require.NoError(t, err)
+	return id
+}

@@ -43,6 +43,8 @@ func TestMapError(t *testing.T) {
 		{wrap(&http.MaxBytesError{Limit: 10}), 413, CodeTooLarge},
 		{wrap(session.ErrUnavailable), 503, CodeUnavailable},
 		{errors.New("disk on fire"), 500, CodeInternal},
+		{wrap(&gitstore.ObjectError{ID: gitstore.HashObject(gitstore.KindBlob, nil), Err: gitstore.ErrMissingObject}), 500, CodeInternal},
+		{wrap(fmt.Errorf("lookup %q: %w", "a/b", &gitstore.ObjectError{Err: fmt.Errorf("%w: x", gitstore.ErrCorrupt)})), 500, CodeInternal},
 	}
 	for _, tc := range cases {
 		e := mapError(tc.err)
@@ -53,6 +55,10 @@ func TestMapError(t *testing.T) {
 	assert.Equal(t, "hasDotdot", e.Details["rule"])
 	assert.Equal(t, "a/../b", e.Details["path"])
 	assert.Equal(t, "abc", mapError(&session.ConflictError{Field: "head", Current: "abc"}).Details["current_head"])
+	missing := gitstore.HashObject(gitstore.KindBlob, []byte("gone"))
+	e = mapError(wrap(&gitstore.ObjectError{ID: missing, Err: gitstore.ErrMissingObject}))
+	assert.Equal(t, missing.String(), e.Details["object"])
+	assert.Equal(t, "missing", e.Details["problem"])
 	assert.Equal(t, "internal error", mapError(errors.New("secret detail")).Message, "internal errors keep their text out of the answer")
 }
 

@@ -71,10 +71,21 @@ func mapError(err error) *Error {
 		cfErr   *session.ConflictError
 		mgErr   *changeset.ConflictError
 		srErr   *session.StaleReadsError
+		objErr  *gitstore.ObjectError
 	)
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
+	case errors.As(err, &objErr):
+		// Damage, whatever path led there: never "not found", which would
+		// tell a client an acknowledged file is gone.
+		problem := "missing"
+		if errors.Is(objErr, gitstore.ErrCorrupt) {
+			problem = "corrupt"
+		}
+		return &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
+			Message: fmt.Sprintf("repository object %s is %s", objErr.ID, problem),
+			Details: map[string]any{"object": objErr.ID.String(), "problem": problem}}
 	case errors.As(err, &pathErr):
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidPath, Message: err.Error(),
 			Details: map[string]any{"rule": string(pathErr.Rule), "path": pathErr.Path}}

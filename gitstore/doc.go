@@ -30,8 +30,58 @@
 //
 // Objects this process writes go into its own undeltified packs, which it
 // reads itself (opening the pack per read; the caches absorb most reads);
-// the pooled storages re-read pack indexes only when a read misses after
-// objects/pack changed (a repack, or another writer). Once 32 small packs
-// of its own exist they are merged into one, so a busy daemon does not
-// leave thousands; `git gc` consolidates the rest as usual.
+// the pooled storages re-read pack indexes when a read misses.
+//
+// Crash debris hides nothing. go-git lists packs by their .pack file and
+// fails every packed lookup when one has no index; git lists them by
+// .idx and skips what it cannot use. The storages therefore see the pack
+// directory through objectFS, which lists only packs that pass git's own
+// checks (an index of the right size for its object count, a pack whose
+// header and trailing checksum match it, and, for go-git, a name that is
+// that checksum). A loose object that does not inflate is hidden so the
+// packs are searched, as git does. Temporary files are ignored by name.
+// Writes follow git's order: tmp_pack_* and tmp_idx_* (or tmp_obj_*)
+// written and fsynced, the pack renamed into place, then its index, then
+// the directory fsynced (internal/failpoint names each step for the crash
+// tests).
+//
+// A missing object is damage, not absence: reading an object the
+// repository lacks (a tree, commit, ref or row names it) is an
+// *ObjectError with ErrMissingObject, one that does not decode an
+// *ObjectError with ErrCorrupt; neither is ErrNotFound, so a lookup that
+// meets a missing subtree never reports the path as absent. Only
+// ResolveRevision, given an id by a caller, answers ErrNotFound for it.
+//
+// Housekeeping (Housekeep; a HeuristicStrategy decides, see there) runs
+// when a Repo opens, every HousekeepInterval and after every few packs
+// the Repo writes. It removes debris older than a grace period (an hour:
+// younger files may be a writer's work in progress), packs loose objects
+// once there are many, and merges the packs sessiond writes, whichever of
+// its processes wrote them, geometrically, so a repository holds at most
+// 50 packs between git gc runs. sessiond's packs are told from git's by
+// their content: every object whole (git's packs carry deltas) and no
+// .keep, .promisor, .bitmap or .mtimes file beside them. Nothing is ever
+// lost because a pack or loose file is deleted only after a new pack
+// holding every object it held is durable and in place; the new pack's
+// objects are sorted by id, so two runs merging the same set write the
+// same pack, and a pack is never deleted when it is the one just written.
+// Readers never fail: this process's own index is re-pointed at the new
+// pack before the old ones go; a reader that opened an old pack keeps its
+// descriptor; one that listed the packs before they went finds its object
+// missing or the pack gone and lists the directory again (the new pack is
+// in place by then).
+//
+// Beside the git CLI: git repack and git gc delete only packs they listed
+// when they started, after writing a pack with their objects, so they
+// never delete the pack a consolidation just wrote; a consolidation that
+// finds one of its packs deleted under it (by git or by another sessiond)
+// stops and deletes nothing. Housekeeping merges nothing while git gc
+// holds gc.pid. A git command that lists packs and does not re-scan (git
+// fsck, a git gc that started first) may stop with an error when a
+// consolidation deletes a pack under it, as beside any concurrent repack;
+// it loses nothing and succeeds when run again. Beside a second sessiond
+// on the same repository: each process's housekeeping merges every own
+// pack, whoever wrote it; two runs at once either write the same pack or
+// one stops when the other deletes a pack it reads; a process whose own
+// index names a deleted pack forgets it and reads through the storages.
 package gitstore

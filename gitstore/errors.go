@@ -1,6 +1,9 @@
 package gitstore
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Callers test them with errors.Is; messages add context.
 var (
@@ -25,6 +28,27 @@ var (
 	ErrCollision = errors.New("file/directory collision")
 	// ErrCorrupt: an object that does not decode.
 	ErrCorrupt = errors.New("corrupt object")
+	// ErrMissingObject: an object that a tree, commit, tag, ref or row names
+	// is not in the repository. Distinct from ErrNotFound: it is damage,
+	// not an absent path; it comes inside an *ObjectError.
+	ErrMissingObject = errors.New("missing from the repository")
 	// ErrNotRepository: a path that is not a git repository.
 	ErrNotRepository = errors.New("not a git repository")
 )
+
+// ObjectError is a missing (ErrMissingObject) or corrupt (ErrCorrupt)
+// object: the repository is damaged, whatever path led to the object.
+type ObjectError struct {
+	ID  OID
+	Err error // ErrMissingObject or ErrCorrupt, possibly wrapped
+}
+
+func (e *ObjectError) Error() string { return "object " + e.ID.String() + ": " + e.Err.Error() }
+
+func (e *ObjectError) Unwrap() error { return e.Err }
+
+func missingObject(id OID) error { return &ObjectError{ID: id, Err: ErrMissingObject} }
+
+func corruptObject(id OID, why string) error {
+	return &ObjectError{ID: id, Err: fmt.Errorf("%w: %s", ErrCorrupt, why)}
+}

@@ -119,6 +119,7 @@ func TestBuildTreeMatchesGit(t *testing.T) {
 				want := testrepo.GitEnv(t, dir, env, nil, "write-tree")
 				require.Equal(rt, want, tree.String(), "changes: %v", changes)
 			})
+			require.NoError(t, r.Close()) // no housekeeping beside git fsck
 			fsck(t, dir)
 		})
 	}

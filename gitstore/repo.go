@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -33,6 +34,13 @@ type Options struct {
 	// Readers is how many go-git storages serve reads in parallel
 	// (default 2 × GOMAXPROCS).
 	Readers int
+	// Housekeeping decides what housekeeping does (see Housekeep).
+	Housekeeping HeuristicStrategy
+	// HousekeepInterval is how often housekeeping runs in the background
+	// (default 10 minutes). It also runs when the Repo opens and after
+	// every housekeepEvery packs this Repo writes. Negative: never in the
+	// background, only when Housekeep is called.
+	HousekeepInterval time.Duration
 }
 
 func (o *Options) fill() {
@@ -48,7 +56,13 @@ func (o *Options) fill() {
 	if o.Readers <= 0 {
 		o.Readers = 2 * runtime.GOMAXPROCS(0)
 	}
+	if o.HousekeepInterval == 0 {
+		o.HousekeepInterval = 10 * time.Minute
+	}
 }
+
+// housekeepEvery is how many packs a Repo writes between housekeeping runs.
+const housekeepEvery = 8
 
 // Repo is an open git repository. It is safe for concurrent use: go-git's
 // storages are not, so each one is lent to one goroutine at a time from a
@@ -65,9 +79,19 @@ type Repo struct {
 	blobs *lru.Cache[OID, []byte]
 
 	packs   *ownPacks   // objects this process wrote into packs
+	checks  packChecks  // which packs the storages may see
+	bad     badLoose    // loose objects found corrupt
 	locator packLocator // which pack holds an object, for freshening
-	// compactMu serializes pack compaction.
-	compactMu sync.Mutex
+
+	// hkMu is held by the one housekeeping run in progress.
+	hkMu sync.Mutex
+	// written counts packs written since housekeeping last ran.
+	written atomic.Int32
+	// hkKick wakes the background housekeeper; hkStop ends it (and a run
+	// in progress) and hkDone is closed when it has.
+	hkKick chan struct{}
+	hkStop context.CancelFunc
+	hkDone chan struct{}
 
 	// packDirMu guards packDirMod: the objects/pack mtime the pooled
 	// storages last indexed; a lookup miss after it changed re-indexes.
@@ -102,11 +126,53 @@ func Open(path string, opts ...Options) (*Repo, error) {
 		r.readers <- r.newStorage()
 	}
 	r.packDirMod = r.statPackDir()
+	r.hkKick = make(chan struct{}, 1)
+	r.hkDone = make(chan struct{})
+	hkCtx, stop := context.WithCancel(context.Background())
+	r.hkStop = stop
+	if o.HousekeepInterval > 0 {
+		r.hkKick <- struct{}{} // at start
+		go r.housekeeper(hkCtx, o.HousekeepInterval)
+	} else {
+		close(r.hkDone)
+	}
 	return r, nil
 }
 
+// housekeeper runs Housekeep when kicked and every interval until Close.
+func (r *Repo) housekeeper(ctx context.Context, interval time.Duration) {
+	defer close(r.hkDone)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.hkKick:
+		case <-tick.C:
+		}
+		// Failures are retried at the next run; nothing is lost by one.
+		_, _ = r.Housekeep(ctx)
+	}
+}
+
+// packWritten counts a pack this Repo wrote and kicks the housekeeper
+// every housekeepEvery packs.
+func (r *Repo) packWritten() {
+	if r.written.Add(1) < housekeepEvery {
+		return
+	}
+	r.written.Store(0)
+	select {
+	case r.hkKick <- struct{}{}:
+	default:
+	}
+}
+
 func (r *Repo) newStorage() *filesystem.Storage {
-	return filesystem.NewStorageWithOptions(osfs.New(r.gitDir, osfs.WithBoundOS()),
+	fs := objectFS{Filesystem: osfs.New(r.gitDir, osfs.WithBoundOS()),
+		packDir: filepath.Join(r.gitDir, "objects", "pack"), checks: &r.checks, bad: &r.bad}
+	return filesystem.NewStorageWithOptions(fs,
 		cache.NewObjectLRU(4*cache.MiByte),
 		filesystem.Options{KeepDescriptors: true})
 }
@@ -198,6 +264,8 @@ func (r *Repo) Bare() bool { return r.workDir == "" }
 func (r *Repo) Close() error {
 	var errs []error
 	r.closeOnce.Do(func() {
+		r.hkStop()
+		<-r.hkDone
 		for i := 0; i < r.opts.Readers; i++ {
 			s := <-r.readers
 			if err := s.Close(); err != nil {
@@ -232,10 +300,17 @@ func (r *Repo) statPackDir() time.Time {
 // indexes when objects/pack changed since they last did (git gc, a push,
 // or another process). It reports whether it did.
 func (r *Repo) refreshIfPacksChanged(ctx context.Context) bool {
+	return r.refreshStorages(ctx, false)
+}
+
+// refreshStorages replaces every pooled storage, when objects/pack changed
+// since they last did or when forced (after a consolidation, so they let
+// go of the deleted packs' descriptors).
+func (r *Repo) refreshStorages(ctx context.Context, force bool) bool {
 	r.packDirMu.Lock()
 	defer r.packDirMu.Unlock()
 	mod := r.statPackDir()
-	if mod.Equal(r.packDirMod) {
+	if mod.Equal(r.packDirMod) && !force {
 		return false
 	}
 	r.packDirMod = mod
@@ -270,13 +345,17 @@ type rawObject struct {
 }
 
 // readObject returns the content of object id, from this process's own
-// packs, or through go-git (loose objects and every other pack).
+// packs, or through go-git (loose objects and every other pack). A miss
+// or a failed read is tried again once the storages have re-read the pack
+// directory: a consolidation or git gc may have replaced the pack a
+// storage had listed. What is still absent then is an *ObjectError with
+// ErrMissingObject; an object that does not decode, one with ErrCorrupt.
 func (r *Repo) readObject(ctx context.Context, id OID) (rawObject, error) {
 	if err := ctx.Err(); err != nil {
 		return rawObject{}, err
 	}
-	if obj, ok, err := r.packs.read(id); ok || err != nil {
-		return obj, err
+	if obj, ok := r.packs.read(id); ok {
+		return obj, nil
 	}
 	obj, err := r.readGoGit(ctx, id)
 	if err != nil && ctx.Err() == nil && r.refreshIfPacksChanged(ctx) {
@@ -285,29 +364,77 @@ func (r *Repo) readObject(ctx context.Context, id OID) (rawObject, error) {
 	return obj, err
 }
 
+// readGoGit reads id through a pooled storage. A storage whose pack index
+// failed to load (a pack removed between listing and opening) is made to
+// re-read it, and a loose object that does not inflate is hidden so the
+// packs are searched, as git does.
 func (r *Repo) readGoGit(ctx context.Context, id OID) (rawObject, error) {
 	var obj rawObject
+	looseBad := false
 	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
-		eo, err := s.EncodedObject(plumbing.AnyObject, plumbing.Hash(id))
-		if err != nil {
-			if errors.Is(err, plumbing.ErrObjectNotFound) {
-				return fmt.Errorf("object %s: %w", id, ErrNotFound)
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			obj, err = readEncoded(s, id)
+			if err == nil {
+				break
 			}
-			return fmt.Errorf("read object %s: %w", id, errors.Join(ErrCorrupt, errors.New(err.Error())))
+			if errors.Is(err, plumbing.ErrObjectNotFound) {
+				if attempt > 0 {
+					break
+				}
+				// The storage may have listed the packs before the one
+				// holding id appeared (a write or consolidation within
+				// the directory's mtime granularity): list them again.
+				s.Reindex()
+				continue
+			}
+			if r.looseCorrupt(id) {
+				looseBad = true
+				r.bad.set(looseRel(id), true)
+			}
+			s.Reindex()
 		}
-		rd, err := eo.Reader()
-		if err != nil {
-			return fmt.Errorf("read object %s: %v: %w", id, err, ErrCorrupt)
-		}
-		defer rd.Close()
-		data := make([]byte, eo.Size())
-		if _, err := io.ReadFull(rd, data); err != nil {
-			return fmt.Errorf("read object %s: %v: %w", id, err, ErrCorrupt)
-		}
-		obj = rawObject{kind: Kind(eo.Type()), data: data}
-		return nil
+		return err
 	})
-	return obj, err
+	switch {
+	case err == nil:
+		return obj, nil
+	case ctx.Err() != nil:
+		return rawObject{}, ctx.Err()
+	case errors.Is(err, plumbing.ErrObjectNotFound) && looseBad:
+		return rawObject{}, corruptObject(id, "loose object does not inflate")
+	case errors.Is(err, plumbing.ErrObjectNotFound):
+		return rawObject{}, missingObject(id)
+	}
+	return rawObject{}, corruptObject(id, err.Error())
+}
+
+func readEncoded(s *filesystem.Storage, id OID) (rawObject, error) {
+	eo, err := s.EncodedObject(plumbing.AnyObject, plumbing.Hash(id))
+	if err != nil {
+		return rawObject{}, err
+	}
+	rd, err := eo.Reader()
+	if err != nil {
+		return rawObject{}, err
+	}
+	defer rd.Close()
+	data := make([]byte, eo.Size())
+	if _, err := io.ReadFull(rd, data); err != nil {
+		return rawObject{}, err
+	}
+	return rawObject{kind: Kind(eo.Type()), data: data}, nil
+}
+
+// looseCorrupt reports whether id's loose file exists and fails to
+// inflate whole.
+func (r *Repo) looseCorrupt(id OID) bool {
+	b, err := os.ReadFile(r.loosePath(id))
+	if err != nil {
+		return false
+	}
+	_, err = inflateLoose(b)
+	return err != nil
 }
 
 // HasObject reports whether the repository holds object id. It never
@@ -326,15 +453,19 @@ func (r *Repo) HasObject(ctx context.Context, id OID) (bool, error) {
 func (r *Repo) hasGoGit(ctx context.Context, id OID) (bool, error) {
 	found := false
 	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
-		err := s.HasEncodedObject(plumbing.Hash(id))
-		switch {
-		case err == nil:
-			found = true
-		case errors.Is(err, plumbing.ErrObjectNotFound):
-		default:
-			return fmt.Errorf("has object %s: %v", id, err)
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			err = s.HasEncodedObject(plumbing.Hash(id))
+			switch {
+			case err == nil:
+				found = true
+				return nil
+			case errors.Is(err, plumbing.ErrObjectNotFound):
+				return nil
+			}
+			s.Reindex()
 		}
-		return nil
+		return fmt.Errorf("has object %s: %v", id, err)
 	})
 	return found, err
 }

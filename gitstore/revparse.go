@@ -45,7 +45,7 @@ func (r *Repo) RevParse(ctx context.Context, rev string) (OID, Kind, error) {
 	}
 	obj, err := r.readObject(ctx, id)
 	if err != nil {
-		return OID{}, 0, revError(rev, err)
+		return OID{}, 0, namedMissing(rev, id, err)
 	}
 	return id, obj.kind, nil
 }
@@ -68,7 +68,25 @@ func (r *Repo) resolveTo(ctx context.Context, rev string, want Kind, hint disamb
 	if err != nil {
 		return OID{}, err
 	}
-	return r.peelTo(ctx, rev, id, want)
+	got, err := r.peelTo(ctx, rev, id, want)
+	if err != nil {
+		return OID{}, namedMissing(rev, id, err)
+	}
+	return got, nil
+}
+
+// namedMissing turns the absence of the object a caller named by its full
+// id into ErrNotFound (no such revision, as git says); an object that
+// something else names and the repository lacks stays damage.
+func namedMissing(rev string, id OID, err error) error {
+	var oe *ObjectError
+	if named, perr := ParseOID(rev); perr == nil && named == id && errors.As(err, &oe) && oe.ID == id && errors.Is(err, ErrMissingObject) {
+		return notFound(rev)
+	}
+	if errors.As(err, &oe) {
+		return revError(rev, err)
+	}
+	return err
 }
 
 func revError(rev string, err error) error {

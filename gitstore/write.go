@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 
 	"hash/crc32"
 	"io"
@@ -22,6 +21,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+
+	"github.com/sessiond/sessiond/internal/failpoint"
 )
 
 // Batch collects new objects and writes them durably in one step. Objects
@@ -127,7 +128,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 		for j, i := range fresh {
 			ids[j], objs[j] = b.ids[i], b.object(i)
 		}
-		err = b.r.writePack(ids, objs)
+		_, err = b.r.writePack(ids, objs)
 	}
 	if err != nil {
 		return err
@@ -151,9 +152,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 		}
 	}
 	if len(fresh) > 1 {
-		if err := b.r.compactPacks(); err != nil {
-			return err
-		}
+		b.r.packWritten()
 	}
 	b.objs, b.ids = b.objs[:0], b.ids[:0]
 	clear(b.seen)
@@ -178,16 +177,23 @@ func (r *Repo) loosePath(id OID) string {
 type freshener struct {
 	now       time.Time
 	refreshed bool
-	touched   map[string]bool
+	touched   map[string]bool // pack → whether it was there to touch
 }
 
-// touch bumps a pack's mtime once per flush.
-func (f *freshener) touch(pack string) error {
-	if f.touched[pack] {
-		return nil
+// touch bumps a pack's mtime once per flush. It reports false when the
+// pack is gone (a consolidation or git gc replaced it): the object must
+// then be looked for again, or written again.
+func (f *freshener) touch(pack string) (bool, error) {
+	if ok, seen := f.touched[pack]; seen {
+		return ok, nil
 	}
-	f.touched[pack] = true
-	return touch(pack, f.now)
+	err := os.Chtimes(pack, f.now, f.now)
+	ok := err == nil
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil
+	}
+	f.touched[pack] = ok
+	return ok, err
 }
 
 // freshen reports whether object id exists, and if so bumps the mtime of
@@ -197,10 +203,14 @@ func (f *freshener) touch(pack string) error {
 // are re-read (only new ones) once per flush.
 func (r *Repo) freshen(id OID, f *freshener) (bool, error) {
 	if p := r.packs.packPath(id); p != "" {
-		return true, f.touch(p)
+		if ok, err := f.touch(p); ok || err != nil {
+			return ok, err
+		}
 	}
-	if err := os.Chtimes(r.loosePath(id), f.now, f.now); err == nil {
-		return true, nil
+	if !r.bad.has(looseRel(id)) {
+		if err := os.Chtimes(r.loosePath(id), f.now, f.now); err == nil {
+			return true, nil
+		}
 	}
 	if !f.refreshed {
 		if err := r.locator.refresh(r.gitDir); err != nil {
@@ -208,18 +218,12 @@ func (r *Repo) freshen(id OID, f *freshener) (bool, error) {
 		}
 		f.refreshed = true
 	}
-	if pack := r.locator.lookup(id); pack != "" {
-		return true, f.touch(pack)
+	for _, pack := range r.locator.lookup(id) {
+		if ok, err := f.touch(pack); ok || err != nil {
+			return ok, err
+		}
 	}
 	return false, nil
-}
-
-func touch(path string, t time.Time) error {
-	err := os.Chtimes(path, t, t)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // gone with a repack; the object lives on in the new pack
-	}
-	return err
 }
 
 // objectHeader is git's "<kind> <size>\x00" prefix of a loose object.
@@ -241,19 +245,43 @@ func (r *Repo) writeLoose(id OID, obj rawObject) error {
 	if err := mkdirDurable(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("write object %s: %w", id, err)
 	}
-	if err := writeFileDurableMode(path, buf.Bytes(), 0o444); err != nil {
+	if err := writeObjectFile(path, buf.Bytes()); err != nil {
 		return fmt.Errorf("write object %s: %w", id, err)
 	}
+	r.bad.set(looseRel(id), false)
 	return nil
 }
 
-// writePack writes objects as one undeltified pack with its index: the
-// pack is built in memory, written and fsynced, then the index; both are
-// renamed into place and the directory is fsynced once.
-func (r *Repo) writePack(ids []OID, objs []rawObject) error {
+// writeObjectFile writes a loose object as git does: a read-only
+// tmp_obj_* file beside it, fsynced, renamed into place, the directory
+// fsynced. A crash leaves at most the temporary file, which housekeeping
+// removes once it is old.
+func writeObjectFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := writeTempSynced(dir, "tmp_obj_", data)
+	if err != nil {
+		return err
+	}
+	failpoint.Hit(failpoint.ObjectsWritten)
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	failpoint.Hit(failpoint.DirSynced)
+	return nil
+}
+
+// writePack writes objects as one undeltified pack with its index and
+// returns the pack's base name: the pack is built in memory, written and
+// fsynced, then the index; both are renamed into place and the directory
+// is fsynced once.
+func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
 	packDir := filepath.Join(r.gitDir, "objects", "pack")
 	if err := mkdirDurable(packDir); err != nil {
-		return err
+		return "", err
 	}
 	size := 12 + OIDSize
 	for _, obj := range objs {
@@ -268,7 +296,7 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) error {
 	pack.Write(hdr)
 	idx := new(idxfile.Writer)
 	if err := idx.OnHeader(uint32(len(objs))); err != nil {
-		return err
+		return "", err
 	}
 	offsets := make([]int64, len(objs))
 	// One compressor per level for the whole pack: creating a deflate
@@ -287,52 +315,57 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) error {
 		zw.Reset(&pack)
 		zw.Write(obj.data)
 		if err := zw.Close(); err != nil {
-			return fmt.Errorf("write pack: %w", err)
+			return "", fmt.Errorf("write pack: %w", err)
 		}
 		crc := crc32.ChecksumIEEE(pack.Bytes()[offsets[i]:])
 		if err := idx.OnInflatedObjectContent(plumbing.Hash(ids[i]), offsets[i], crc, nil); err != nil {
-			return err
+			return "", err
 		}
 	}
 	packSum := plumbing.Hash(sha1.Sum(pack.Bytes()))
 	pack.Write(packSum[:])
 	if err := idx.OnFooter(packSum); err != nil {
-		return err
+		return "", err
 	}
 	mi, err := idx.Index()
 	if err != nil {
-		return err
+		return "", err
 	}
 	var ib bytes.Buffer
 	if _, err := idxfile.NewEncoder(&ib).Encode(mi); err != nil {
-		return fmt.Errorf("write pack index: %w", err)
+		return "", fmt.Errorf("write pack index: %w", err)
 	}
 	packTmp, err := writeTempSynced(packDir, "tmp_pack_", pack.Bytes())
 	if err != nil {
-		return fmt.Errorf("write pack: %w", err)
+		return "", fmt.Errorf("write pack: %w", err)
 	}
 	defer os.Remove(packTmp) // no-op once renamed
 	idxTmp, err := writeTempSynced(packDir, "tmp_idx_", ib.Bytes())
 	if err != nil {
-		return fmt.Errorf("write pack index: %w", err)
+		return "", fmt.Errorf("write pack index: %w", err)
 	}
 	defer os.Remove(idxTmp)
-	base := filepath.Join(packDir, "pack-"+packSum.String())
-	// The index goes first: go-git lists packs by their .pack file and
-	// fails on one without an index, while git lists them by .idx and
-	// skips an index whose pack is missing. Either reader then sees a
-	// complete pack or none.
-	if err := os.Rename(idxTmp, base+".idx"); err != nil {
-		return fmt.Errorf("write pack index: %w", err)
-	}
+	failpoint.Hit(failpoint.ObjectsWritten)
+	name := "pack-" + packSum.String()
+	base := filepath.Join(packDir, name)
+	// The pack goes first, then its index, as git's finish_tmp_packfile
+	// does: git lists packs by their index and objectFS hides a pack
+	// without one from go-git, so either reader sees a complete pack or
+	// none.
 	if err := os.Rename(packTmp, base+".pack"); err != nil {
-		return fmt.Errorf("write pack: %w", err)
+		return "", fmt.Errorf("write pack: %w", err)
 	}
+	failpoint.Hit(failpoint.PackRenamed)
+	if err := os.Rename(idxTmp, base+".idx"); err != nil {
+		return "", fmt.Errorf("write pack index: %w", err)
+	}
+	failpoint.Hit(failpoint.IndexRenamed)
 	if err := syncDir(packDir); err != nil {
-		return fmt.Errorf("write pack: %w", err)
+		return "", fmt.Errorf("write pack: %w", err)
 	}
+	failpoint.Hit(failpoint.DirSynced)
 	r.packs.add(base+".pack", int64(pack.Len()), ids, offsets, objs)
-	return nil
+	return name, nil
 }
 
 // writeTempSynced writes data to a new read-only temporary file in dir and
@@ -439,6 +472,7 @@ type ownPacks struct {
 }
 
 type packLoc struct {
+	id   OID
 	path string
 	off  int64
 	kind Kind
@@ -454,7 +488,7 @@ func (p *ownPacks) add(path string, size int64, ids []OID, offsets []int64, objs
 	defer p.mu.Unlock()
 	p.sizes[path] = size
 	for i, id := range ids {
-		p.index[id] = packLoc{path: path, off: offsets[i], kind: objs[i].kind, size: len(objs[i].data)}
+		p.index[id] = packLoc{id: id, path: path, off: offsets[i], kind: objs[i].kind, size: len(objs[i].data)}
 	}
 }
 
@@ -478,20 +512,38 @@ func (p *ownPacks) packPath(id OID) string {
 	return p.index[id].path
 }
 
-func (p *ownPacks) read(id OID) (rawObject, bool, error) {
-	for attempt := 0; ; attempt++ {
+// read reads id from the pack this process wrote it to. It reports false
+// when the process wrote no such object, or when that pack is gone or
+// unreadable (another process consolidated it): the caller then reads
+// through go-git, which finds the pack that holds the object now.
+func (p *ownPacks) read(id OID) (rawObject, bool) {
+	for attempt := 0; attempt < 2; attempt++ {
 		loc, ok := p.loc(id)
 		if !ok {
-			return rawObject{}, false, nil
+			return rawObject{}, false
 		}
 		obj, err := readPacked(loc)
-		if errors.Is(err, fs.ErrNotExist) && attempt == 0 {
-			continue // compacted under us: the index names the new pack
+		if err == nil {
+			return obj, true
 		}
-		if err != nil {
-			return rawObject{}, true, fmt.Errorf("read object %s: %w", id, err)
+		// Consolidated under us: this process may have re-pointed the
+		// index at the new pack meanwhile; else forget the pack.
+		if loc2, _ := p.loc(id); loc2.path == loc.path {
+			p.forget(loc.path)
 		}
-		return obj, true, nil
+	}
+	return rawObject{}, false
+}
+
+// forget drops a pack that is gone from the index.
+func (p *ownPacks) forget(path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.sizes, path)
+	for id, loc := range p.index {
+		if loc.path == path {
+			delete(p.index, id)
+		}
 	}
 }
 
@@ -519,80 +571,6 @@ func readPacked(loc packLoc) (rawObject, error) {
 		return rawObject{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
 	}
 	return rawObject{kind: loc.kind, data: data}, nil
-}
-
-// Pack compaction. Every multi-object batch writes a pack, so a busy
-// daemon would leave thousands of small packs, which slow every reader
-// (git's and go-git's look in each one). When smallPackLimit packs under
-// smallPackBytes exist, they are merged into one and deleted.
-const (
-	smallPackLimit = 32
-	smallPackBytes = 4 << 20
-)
-
-// smallPacks returns the packs eligible for compaction, if there are
-// enough of them.
-func (p *ownPacks) smallPacks() []string {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	var small []string
-	for path, size := range p.sizes {
-		if size < smallPackBytes {
-			small = append(small, path)
-		}
-	}
-	if len(small) < smallPackLimit {
-		return nil
-	}
-	return small
-}
-
-// compactPacks merges this process's small packs into one. Readers are
-// never left without an object: the new pack is durable and indexed
-// before the old files go, and a reader that opened an old path retries.
-func (r *Repo) compactPacks() error {
-	r.compactMu.Lock()
-	defer r.compactMu.Unlock()
-	small := r.packs.smallPacks()
-	if small == nil {
-		return nil
-	}
-	inSmall := make(map[string]bool, len(small))
-	for _, s := range small {
-		inSmall[s] = true
-	}
-	var ids []OID
-	r.packs.mu.RLock()
-	for id, loc := range r.packs.index {
-		if inSmall[loc.path] {
-			ids = append(ids, id)
-		}
-	}
-	r.packs.mu.RUnlock()
-	slices.SortFunc(ids, func(a, b OID) int { return bytes.Compare(a[:], b[:]) })
-	objs := make([]rawObject, len(ids))
-	for i, id := range ids {
-		obj, ok, err := r.packs.read(id)
-		if err != nil || !ok {
-			return fmt.Errorf("compact packs: %v", err)
-		}
-		objs[i] = obj
-	}
-	if err := r.writePack(ids, objs); err != nil {
-		return fmt.Errorf("compact packs: %w", err)
-	}
-	// writePack re-pointed every id at the new pack; drop the old ones.
-	r.packs.mu.Lock()
-	for _, s := range small {
-		delete(r.packs.sizes, s)
-	}
-	r.packs.mu.Unlock()
-	for _, s := range small {
-		base := strings.TrimSuffix(s, ".pack")
-		os.Remove(base + ".idx") // the index first, as git's repack does
-		os.Remove(s)
-	}
-	return syncDir(filepath.Dir(small[0]))
 }
 
 // packLocator finds which pack holds an object, for freshening it. It
@@ -640,15 +618,17 @@ func (l *packLocator) refresh(gitDir string) error {
 	return nil
 }
 
-func (l *packLocator) lookup(id OID) string {
+// lookup returns every pack whose index holds id.
+func (l *packLocator) lookup(id OID) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var packs []string
 	for pack, mi := range l.indexes {
 		if ok, _ := mi.Contains(plumbing.Hash(id)); ok {
-			return pack
+			packs = append(packs, pack)
 		}
 	}
-	return ""
+	return packs
 }
 
 func (p *ownPacks) withPrefix(prefix string) []OID {

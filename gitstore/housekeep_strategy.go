@@ -1,0 +1,160 @@
+package gitstore
+
+import (
+	"slices"
+	"time"
+)
+
+// Housekeeping, in the manner of Gitaly's: a strategy looks at what the
+// object directory holds and decides what to do; Repo.Housekeep gathers
+// the state, asks the strategy and carries the plan out. The strategy
+// does no I/O, so it is tested on its own.
+
+// PackInfo is one pack as the strategy sees it.
+type PackInfo struct {
+	// Name is the pack's base name, "pack-<checksum>".
+	Name    string
+	Size    int64 // bytes of the .pack
+	Objects int
+	// Own: the pack looks like one sessiond writes: every object whole
+	// (no deltas) and no .keep, .promisor, .bitmap or .mtimes beside it.
+	// Only such packs are ever merged; git's own packs are git gc's.
+	Own bool
+}
+
+// Debris is a file a crash may have left: a temporary object, pack or
+// index file (tmp_obj_*, tmp_pack_*, tmp_idx_*, .tmp-*), or a pack
+// without its index or an index without its pack.
+type Debris struct {
+	Path    string // relative to the objects directory
+	ModTime time.Time
+}
+
+// RepoState is what the object directory holds.
+type RepoState struct {
+	Now    time.Time
+	Packs  []PackInfo
+	Loose  int // loose objects
+	Debris []Debris
+}
+
+// Plan is what a housekeeping run does.
+type Plan struct {
+	// MergePacks are merged into one new pack (with the loose objects
+	// when PackLoose), after which they are deleted.
+	MergePacks []string
+	// PackLoose packs every loose object and deletes the loose files.
+	PackLoose bool
+	// RemoveDebris lists debris (relative to the objects directory) old
+	// enough to be no writer's work in progress.
+	RemoveDebris []string
+}
+
+// Empty reports whether the plan does nothing.
+func (p Plan) Empty() bool {
+	return len(p.MergePacks) == 0 && !p.PackLoose && len(p.RemoveDebris) == 0
+}
+
+// HeuristicStrategy keeps a repository under PackLimit packs between git
+// gc runs. Once MergeTrigger own packs exist, it merges them as `git
+// repack --geometric=2` would: packs are sorted by object count, the
+// largest that form a progression in which each holds at least twice the
+// objects of the next smaller one stay, and the rest are rolled into one,
+// so the own packs stay logarithmic in number and each object is rewritten
+// a logarithmic number of times. When the repository still holds more than
+// PackLimit packs, every own pack is merged. Loose objects are packed once
+// LooseLimit exist. Debris older than DebrisGrace is removed; younger
+// debris may be another writer's file mid-write.
+type HeuristicStrategy struct {
+	PackLimit    int           // default 50, git's gc.autoPackLimit
+	MergeTrigger int           // default 16
+	MaxPackBytes int64         // own packs this large are left to git gc; default 256 MiB
+	LooseLimit   int           // default 256
+	DebrisGrace  time.Duration // default 1 hour
+}
+
+func (s HeuristicStrategy) withDefaults() HeuristicStrategy {
+	if s.PackLimit <= 0 {
+		s.PackLimit = 50
+	}
+	if s.MergeTrigger <= 0 {
+		s.MergeTrigger = 16
+	}
+	if s.MaxPackBytes <= 0 {
+		s.MaxPackBytes = 256 << 20
+	}
+	if s.LooseLimit <= 0 {
+		s.LooseLimit = 256
+	}
+	if s.DebrisGrace <= 0 {
+		s.DebrisGrace = time.Hour
+	}
+	return s
+}
+
+// Plan decides what to do with st.
+func (s HeuristicStrategy) Plan(st RepoState) Plan {
+	s = s.withDefaults()
+	var p Plan
+	for _, d := range st.Debris {
+		if st.Now.Sub(d.ModTime) >= s.DebrisGrace {
+			p.RemoveDebris = append(p.RemoveDebris, d.Path)
+		}
+	}
+	var own []PackInfo
+	for _, pk := range st.Packs {
+		if pk.Own && pk.Size < s.MaxPackBytes {
+			own = append(own, pk)
+		}
+	}
+	switch {
+	case len(st.Packs) > s.PackLimit && len(own) > 1:
+		for _, pk := range own {
+			p.MergePacks = append(p.MergePacks, pk.Name)
+		}
+	case len(own) >= s.MergeTrigger:
+		p.MergePacks = geometricRollup(own, 2)
+	}
+	p.PackLoose = st.Loose >= s.LooseLimit
+	if len(p.MergePacks) == 1 && !p.PackLoose {
+		p.MergePacks = nil // one pack into one pack changes nothing
+	}
+	slices.Sort(p.MergePacks)
+	return p
+}
+
+// geometricRollup returns the packs git's repack --geometric=factor would
+// roll up: sorted by object count, the packs below the split.
+func geometricRollup(packs []PackInfo, factor int) []string {
+	ps := slices.Clone(packs)
+	slices.SortStableFunc(ps, func(a, b PackInfo) int { return a.Objects - b.Objects })
+	weight := func(i int) int64 { return int64(max(ps[i].Objects, 1)) }
+	i := len(ps) - 1
+	for ; i > 0; i-- {
+		if weight(i) < int64(factor)*weight(i-1) {
+			break
+		}
+	}
+	split := i
+	if split > 0 {
+		split++ // the larger of the pair that broke the progression rolls up too
+	}
+	var total int64
+	for j := 0; j < split; j++ {
+		total += weight(j)
+	}
+	for ; split < len(ps); split++ {
+		if weight(split) >= int64(factor)*total {
+			break
+		}
+		total += weight(split)
+	}
+	if split < 2 {
+		return nil
+	}
+	out := make([]string, split)
+	for j := range split {
+		out[j] = ps[j].Name
+	}
+	return out
+}

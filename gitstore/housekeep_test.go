@@ -1,0 +1,279 @@
+package gitstore_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testrepo"
+)
+
+func ownPacks(names ...int) []gitstore.PackInfo {
+	var ps []gitstore.PackInfo
+	for i, n := range names {
+		ps = append(ps, gitstore.PackInfo{Name: fmt.Sprintf("pack-%02d", i), Objects: n, Size: int64(n) * 100, Own: true})
+	}
+	return ps
+}
+
+func TestHeuristicStrategy(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := gitstore.HeuristicStrategy{}
+	many := func(n, objects int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = objects
+		}
+		return out
+	}
+	names := func(ps []gitstore.PackInfo) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	t.Run("few packs: nothing", func(t *testing.T) {
+		p := s.Plan(gitstore.RepoState{Now: now, Packs: ownPacks(many(15, 3)...)})
+		assert.True(t, p.Empty(), "%+v", p)
+	})
+	t.Run("trigger: equal packs all roll up", func(t *testing.T) {
+		ps := ownPacks(many(16, 3)...)
+		p := s.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Equal(t, names(ps), p.MergePacks)
+	})
+	t.Run("geometric: a large pack stays", func(t *testing.T) {
+		ps := ownPacks(append(many(16, 1), 1000)...)
+		p := s.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Equal(t, names(ps[:16]), p.MergePacks)
+	})
+	t.Run("geometric: a pack smaller than twice the rest rolls up", func(t *testing.T) {
+		ps := ownPacks(append(many(16, 3), 60)...)
+		p := s.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Len(t, p.MergePacks, 17)
+	})
+	t.Run("progression: nothing to roll", func(t *testing.T) {
+		ps := ownPacks(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+		p := s.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Empty(t, p.MergePacks)
+	})
+	t.Run("git's packs are never merged", func(t *testing.T) {
+		ps := ownPacks(many(20, 3)...)
+		for i := range ps {
+			ps[i].Own = false
+		}
+		p := s.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Empty(t, p.MergePacks)
+	})
+	t.Run("over the pack limit: every own pack", func(t *testing.T) {
+		ps := ownPacks(1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+		for range 45 {
+			ps = append(ps, gitstore.PackInfo{Name: "pack-git", Objects: 10})
+		}
+		p := s.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Len(t, p.MergePacks, 10)
+	})
+	t.Run("large own packs are left to git gc", func(t *testing.T) {
+		ps := ownPacks(many(16, 3)...)
+		ps[0].Size = 1 << 30
+		p := s.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Empty(t, p.MergePacks, "15 candidates are under the trigger")
+	})
+	t.Run("loose objects", func(t *testing.T) {
+		assert.False(t, s.Plan(gitstore.RepoState{Now: now, Loose: 255}).PackLoose)
+		p := s.Plan(gitstore.RepoState{Now: now, Loose: 256, Packs: ownPacks(3)})
+		assert.True(t, p.PackLoose)
+		assert.Empty(t, p.MergePacks)
+	})
+	t.Run("debris after the grace period", func(t *testing.T) {
+		p := s.Plan(gitstore.RepoState{Now: now, Debris: []gitstore.Debris{
+			{Path: "pack/tmp_pack_old", ModTime: now.Add(-2 * time.Hour)},
+			{Path: "pack/tmp_pack_young", ModTime: now.Add(-time.Minute)},
+			{Path: "ab/tmp_obj_1", ModTime: now.Add(-time.Hour)},
+		}})
+		assert.Equal(t, []string{"pack/tmp_pack_old", "ab/tmp_obj_1"}, p.RemoveDebris)
+	})
+}
+
+func gitMayFail(t *testing.T, dir string, args ...string) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = testrepo.Env()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Logf("git %v: %v: %s", args, err, out)
+	}
+}
+
+func packCount(t *testing.T, dir string) int {
+	t.Helper()
+	idx, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "pack-*.idx"))
+	return len(idx)
+}
+
+// TestHousekeepMergesEveryWritersPacks: two Repos on one repository (two
+// processes) each write packs; housekeeping in one merges them all, and
+// the other, whose own index names the deleted packs, still reads
+// everything. git fsck agrees.
+func TestHousekeepMergesEveryWritersPacks(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	a, b := quiet(t, dir), quiet(t, dir)
+	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
+	before := packCount(t, dir)
+	fa := writeFiles(t, a, base, 12, "a")
+	fb := writeFiles(t, b, base, 12, "b")
+	require.Equal(t, before+24, packCount(t, dir))
+
+	rep, err := a.Housekeep(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 24, rep.PacksMerged, "%+v", rep)
+	assert.Equal(t, before+1, packCount(t, dir))
+	for _, r := range []*gitstore.Repo{a, b, quiet(t, dir)} {
+		assert.Equal(t, 12, readAll(t, r, fa))
+		assert.Equal(t, 12, readAll(t, r, fb))
+	}
+	// The trees are unreferenced; pin them for fsck's connectivity walk.
+	for tree := range fa {
+		testrepo.Git(t, dir, "update-ref", "refs/keep/"+tree.String(), testrepo.GitInput(t, dir, []byte("k\n"), "commit-tree", tree.String()))
+	}
+	fsck(t, dir)
+	rep, err = a.Housekeep(t.Context())
+	require.NoError(t, err)
+	assert.Zero(t, rep.PacksMerged, "one pack is not merged again")
+}
+
+// TestHousekeepPacksLooseObjects: single-object writes are loose; once
+// enough exist they are packed and their files removed.
+func TestHousekeepPacksLooseObjects(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	r := quiet(t, dir)
+	var ids []gitstore.OID
+	for i := range 300 {
+		id, err := r.WriteBlob(t.Context(), fmt.Appendf(nil, "loose %d\n", i))
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	rep, err := r.Housekeep(t.Context())
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, rep.LoosePacked, 300)
+	assert.Contains(t, testrepo.Git(t, dir, "count-objects", "-v"), "count: 0\n")
+	for _, rr := range []*gitstore.Repo{r, quiet(t, dir)} {
+		for i, id := range ids {
+			data, err := rr.ReadBlob(t.Context(), id)
+			require.NoError(t, err)
+			assert.Equal(t, fmt.Sprintf("loose %d\n", i), string(data))
+		}
+	}
+	testrepo.Git(t, dir, "fsck", "--strict")
+}
+
+// TestHousekeepRemovesOldDebrisOnly: temporary files and orphan packs or
+// indexes older than the grace period go; younger ones may be another
+// writer's work in progress and stay.
+func TestHousekeepRemovesOldDebrisOnly(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	r := quiet(t, dir)
+	objDir := filepath.Join(dir, ".git", "objects")
+	require.NoError(t, os.MkdirAll(filepath.Join(objDir, "ab"), 0o755))
+	old := time.Now().Add(-2 * time.Hour)
+	debris := func(tag string) []string {
+		return []string{"pack/tmp_pack_" + tag, "pack/tmp_idx_" + tag, "ab/tmp_obj_" + tag, "tmp_obj_" + tag, "ab/.tmp-" + tag,
+			"pack/pack-" + strings.Repeat(tag, 40) + ".pack", "pack/pack-" + strings.Repeat(tag, 20) + strings.Repeat("0", 20) + ".idx"}
+	}
+	for _, d := range debris("1") {
+		p := filepath.Join(objDir, d)
+		require.NoError(t, os.WriteFile(p, []byte("x"), 0o444))
+		require.NoError(t, os.Chtimes(p, old, old))
+	}
+	for _, d := range debris("2") {
+		require.NoError(t, os.WriteFile(filepath.Join(objDir, d), []byte("x"), 0o444))
+	}
+	rep, err := r.Housekeep(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, len(debris("1")), rep.DebrisRemoved)
+	for _, d := range debris("1") {
+		assert.NoFileExists(t, filepath.Join(objDir, d))
+	}
+	for _, d := range debris("2") {
+		assert.FileExists(t, filepath.Join(objDir, d), "young debris may be a writer's work in progress")
+	}
+	fsck(t, dir)
+}
+
+// TestReadersNeverFailDuringHousekeeping: readers that listed the packs
+// before a consolidation removed them keep finding every object, while
+// another Repo writes and consolidates over and over.
+func TestReadersNeverFailDuringHousekeeping(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	w := quiet(t, dir)
+	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
+	files := writeFiles(t, w, base, 20, "first")
+	readers := []*gitstore.Repo{quiet(t, dir), quiet(t, dir)}
+	for _, r := range readers {
+		require.Equal(t, 20, readAll(t, r, files)) // the storages index the packs
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for _, r := range readers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if readAll(t, r, files) != 20 {
+					return
+				}
+			}
+		})
+	}
+	for round := range 5 {
+		writeFiles(t, w, base, 17, fmt.Sprint("round", round))
+		_, err := w.Housekeep(t.Context())
+		require.NoError(t, err)
+	}
+	close(stop)
+	wg.Wait()
+	assert.LessOrEqual(t, packCount(t, dir), 10)
+}
+
+// TestHousekeepBesideGitGC: git gc and sessiond's housekeeping on one
+// repository at once lose no referenced object.
+func TestHousekeepBesideGitGC(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	r := quiet(t, dir)
+	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
+	parent := testrepo.Git(t, dir, "rev-parse", "main")
+	var all []map[gitstore.OID][2]string
+	for round := range 4 {
+		files := writeFiles(t, r, base, 20, fmt.Sprint("gc", round))
+		all = append(all, files)
+		for tree := range files {
+			c := testrepo.GitInput(t, dir, []byte("k\n"), "commit-tree", tree.String(), "-p", strings.TrimSpace(parent))
+			testrepo.Git(t, dir, "update-ref", "refs/keep/"+tree.String(), strings.TrimSpace(c))
+		}
+		// A git gc that meets a pack deleted under it stops with an
+		// error, as beside any other repack; it loses nothing.
+		var wg sync.WaitGroup
+		wg.Go(func() { gitMayFail(t, dir, "gc", "--quiet") })
+		_, err := r.Housekeep(t.Context())
+		require.NoError(t, err)
+		wg.Wait()
+	}
+	testrepo.Git(t, dir, "gc", "--quiet")
+	fresh := quiet(t, dir)
+	for _, files := range all {
+		assert.Equal(t, 20, readAll(t, r, files))
+		assert.Equal(t, 20, readAll(t, fresh, files))
+	}
+	fsck(t, dir)
+}

@@ -83,9 +83,6 @@ func namedMissing(rev string, id OID, err error) error {
 	if named, perr := ParseOID(rev); perr == nil && named == id && errors.As(err, &oe) && oe.ID == id && errors.Is(err, ErrMissingObject) {
 		return notFound(rev)
 	}
-	if errors.As(err, &oe) {
-		return revError(rev, err)
-	}
 	return err
 }
 

@@ -476,9 +476,15 @@ func (s *store) insertMutation(ctx context.Context, m session.Mutation) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.r.exec(ctx, `INSERT INTO mutations (session_id, seq, op, paths, old_blobs, new_blobs, actor, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		m.Session.String(), m.Seq, string(m.Op), pj, oj, nj, m.Actor, timeArg(m.At))
+	var ej any
+	if m.Exec != nil {
+		if ej, err = jsonArg(m.Exec); err != nil {
+			return err
+		}
+	}
+	_, err = s.r.exec(ctx, `INSERT INTO mutations (session_id, seq, op, paths, old_blobs, new_blobs, actor, at, exec)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		m.Session.String(), m.Seq, string(m.Op), pj, oj, nj, m.Actor, timeArg(m.At), ej)
 	if err != nil {
 		return fmt.Errorf("session %s mutation %d: %w", m.Session, m.Seq, err)
 	}
@@ -688,11 +694,17 @@ func (s *store) ListOverlay(ctx context.Context, id uuid.UUID) ([]session.Overla
 func scanMutation(sc scanner) (session.Mutation, error) {
 	var (
 		m              session.Mutation
-		op, pj, oj, nj string
+		op, pj, oj, nj, ej string
 	)
-	err := sc.Scan(uuidCol{&m.Session}, &m.Seq, &op, textCol{&pj}, textCol{&oj}, textCol{&nj}, &m.Actor, timeCol{&m.At})
+	err := sc.Scan(uuidCol{&m.Session}, &m.Seq, &op, textCol{&pj}, textCol{&oj}, textCol{&nj}, &m.Actor, timeCol{&m.At}, textCol{&ej})
 	if err != nil {
 		return m, err
+	}
+	if ej != "" {
+		m.Exec = new(session.ExecInfo)
+		if err := json.Unmarshal([]byte(ej), m.Exec); err != nil {
+			return m, fmt.Errorf("db: mutation %d: %w", m.Seq, err)
+		}
 	}
 	m.Op = session.Op(op)
 	for _, c := range []struct {
@@ -716,7 +728,7 @@ func scanMutation(sc scanner) (session.Mutation, error) {
 }
 
 func (s *store) ListMutations(ctx context.Context, id uuid.UUID, after int64, limit int) ([]session.Mutation, error) {
-	rs, err := s.r.query(ctx, `SELECT session_id, seq, op, paths, old_blobs, new_blobs, actor, at
+	rs, err := s.r.query(ctx, `SELECT session_id, seq, op, paths, old_blobs, new_blobs, actor, at, exec
 		FROM mutations WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
 		id.String(), after, limitArg(limit))
 	if err != nil {

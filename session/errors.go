@@ -59,6 +59,11 @@ var (
 	ErrPrecondition = errors.New("precondition failed")
 	// ErrTooLarge: over a size or count limit (API too_large).
 	ErrTooLarge = errors.New("too large")
+	// ErrBusy: a write while a command runs on the session (API
+	// session_busy).
+	ErrBusy = errors.New("session busy: a command is running")
+	// ErrNoWorkdir: running commands is not configured (API unavailable).
+	ErrNoWorkdir = errors.New("running commands is not available")
 )
 
 // PreconditionError reports a write whose required version did not match.

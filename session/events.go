@@ -13,6 +13,7 @@ const (
 	EventFileDeleted       = "file.deleted"
 	EventCheckpointCreated = "checkpoint.created"
 	EventSessionState      = "session.state"
+	EventExecRecorded      = "exec.recorded"
 )
 
 // broker wakes subscribers when events were committed. Events live in the
@@ -112,4 +113,10 @@ func stateEvent(s Session, from State, at time.Time) Event {
 func checkpointEvent(s Session, c Checkpoint) Event {
 	return Event{Repo: s.Repo, Session: s.ID, Type: EventCheckpointCreated,
 		Payload: payload(map[string]any{"session": s.ID, "checkpoint": c.ID, "n": c.N, "commit": c.Commit.String(), "seq": c.Seq, "label": c.Label}), At: c.CreatedAt}
+}
+
+func execEvent(s Session, m Mutation, at time.Time) Event {
+	return Event{Repo: s.Repo, Session: s.ID, Type: EventExecRecorded,
+		Payload: payload(map[string]any{"session": s.ID, "seq": m.Seq, "argv": m.Exec.Argv,
+			"exit_code": m.Exec.ExitCode, "duration_ms": m.Exec.DurationMS, "paths": m.Paths}), At: at}
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -266,4 +267,15 @@ func narrow(parent Policy, req *Policy) Policy {
 	}
 	out.Parent = &p
 	return out
+}
+
+// checkReadAll refuses a command on the view unless the session may read
+// every path of it: a command reads the directory, not the API.
+func (p *policy) checkReadAll() error {
+	for q := p; q != nil; q = q.parent {
+		if len(q.deny) > 0 || (len(q.read) > 0 && !slices.ContainsFunc(q.read, func(g *Glob) bool { return g.pattern == "**" })) {
+			return fmt.Errorf("%w: running a command needs read access to every path (the policy limits reads)", ErrForbidden)
+		}
+	}
+	return nil
 }

@@ -40,6 +40,11 @@ type live struct {
 	// (the first read of a path wins). unsaved holds the reads not yet in
 	// the store; the next transaction of the session saves them.
 	reads, unsaved map[string]gitstore.OID
+
+	// busy is set while a command runs on the session's view: writes are
+	// refused (ErrBusy) so the view the command started from stays the
+	// record until its changes are captured.
+	busy bool
 }
 
 // lockLive returns the loaded session id with its lock held.
@@ -208,6 +213,9 @@ func (m *Manager) checkWritable(ctx context.Context, ls *live) error {
 	if err := m.checkOpen(ctx, ls); err != nil {
 		return err
 	}
+	if ls.busy {
+		return fmt.Errorf("session %s: %w", ls.meta.ID, ErrBusy)
+	}
 	if ls.meta.Mode == ModeReadOnly {
 		return fmt.Errorf("session %s: %w", ls.meta.ID, ErrReadOnly)
 	}
@@ -230,6 +238,8 @@ type mutation struct {
 	// repository cannot read until the batch is flushed.
 	pending map[gitstore.OID][]byte
 	repo    *gitstore.Repo
+	// exec, for an exec mutation, is recorded with it.
+	exec *ExecInfo
 }
 
 // addBlob queues a blob and keeps it readable within the mutation.
@@ -298,7 +308,7 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 	}
 	delta := overlayDelta(before, mu.ov.Entries())
 	now := m.now()
-	rec := Mutation{Session: ls.meta.ID, Op: op, Actor: actor, At: now}
+	rec := Mutation{Session: ls.meta.ID, Op: op, Actor: actor, At: now, Exec: mu.exec}
 	for _, c := range changes {
 		rec.Paths = append(rec.Paths, c.path)
 		rec.Old = append(rec.Old, c.old)
@@ -335,6 +345,11 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 		}
 		for _, c := range changes {
 			if _, err := tx.AppendEvent(ctx, fileEvent(ls.meta, rec.Seq, c, now)); err != nil {
+				return err
+			}
+		}
+		if rec.Exec != nil {
+			if _, err := tx.AppendEvent(ctx, execEvent(ls.meta, rec, now)); err != nil {
 				return err
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/workdir"
 )
 
 // Limits bound what one session may hold. Zero fields take the defaults of
@@ -53,6 +54,9 @@ type Config struct {
 	Observers []Observer
 	// Changesets is the accept policy of repositories without their own.
 	Changesets ChangesetConfig
+	// Workdirs runs commands on sessions' views; nil: Exec is refused.
+	Workdirs *workdir.Manager
+	Exec     ExecConfig
 }
 
 // Manager is the session engine. It is safe for concurrent use: many
@@ -69,6 +73,8 @@ type Manager struct {
 	observers []Observer
 	// changesets holds the accept defaults and the per-branch accept locks.
 	changesets changesets
+	workdirs   *workdir.Manager
+	exec       ExecConfig
 
 	mu    sync.Mutex // guards repos and live
 	repos map[string]*gitstore.Repo
@@ -78,6 +84,7 @@ type Manager struct {
 // NewManager returns an engine over cfg.Store.
 func NewManager(cfg Config) *Manager {
 	cfg.Limits.fill()
+	cfg.Exec.fill()
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
@@ -91,6 +98,8 @@ func NewManager(cfg Config) *Manager {
 		events:     newBroker(),
 		observers:  cfg.Observers,
 		changesets: changesets{cfg: cfg.Changesets},
+		workdirs:   cfg.Workdirs,
+		exec:       cfg.Exec,
 		repos:      make(map[string]*gitstore.Repo),
 		live:       make(map[uuid.UUID]*live),
 	}
@@ -454,6 +463,10 @@ func (m *Manager) setState(ctx context.Context, ls *live, to State) error {
 	m.events.notify()
 	if to.Terminal() {
 		m.observeClosed(ctx, ls.meta)
+		if m.workdirs != nil && !ls.busy {
+			// Its scratch directory is of no more use (best effort).
+			_ = m.workdirs.Remove(ls.meta.ID.String())
+		}
 	}
 	if to.Terminal() && to != StateAccepted {
 		// Nothing reads this overlay any more: let gc have what only it

@@ -283,6 +283,7 @@ const (
 	OpRebase   Op = "rebase"
 	OpMerge    Op = "merge"
 	OpFork     Op = "fork"
+	OpExec     Op = "exec"
 )
 
 // Mutation is one entry of a session's mutation log. Old[i] and New[i] are
@@ -296,6 +297,15 @@ type Mutation struct {
 	New     []gitstore.OID
 	Actor   string
 	At      time.Time
+	// Exec describes the command of an exec mutation; nil for other ops.
+	Exec *ExecInfo
+}
+
+// ExecInfo is what an exec mutation records of its command.
+type ExecInfo struct {
+	Argv       []string `json:"argv"`
+	ExitCode   int      `json:"exit_code"`
+	DurationMS int64    `json:"duration_ms"`
 }
 
 // Checkpoint is a commit of base tree plus overlay at mutation Seq.

@@ -1,0 +1,432 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/workdir"
+)
+
+// ExecConfig bounds commands run on sessions. Zero fields take the
+// defaults of the specification.
+type ExecConfig struct {
+	// DefaultTimeout applies when a command names none: 600 s.
+	DefaultTimeout time.Duration
+	// MaxTimeout is the daemon's limit; a longer timeout is refused: 1 h.
+	MaxTimeout time.Duration
+	// OutputCap is the output kept per stream (its tail): 1 MiB.
+	OutputCap int
+}
+
+func (c *ExecConfig) fill() {
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = 600 * time.Second
+	}
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = time.Hour
+	}
+	if c.DefaultTimeout > c.MaxTimeout {
+		c.DefaultTimeout = c.MaxTimeout
+	}
+	if c.OutputCap <= 0 {
+		c.OutputCap = 1 << 20
+	}
+}
+
+// RecordMode says when an exec's changes are recorded.
+type RecordMode string
+
+// Record modes.
+const (
+	RecordAlways    RecordMode = "always"
+	RecordOnSuccess RecordMode = "on_success"
+	RecordNever     RecordMode = "never"
+)
+
+// ExecOptions describe a command to run on a session's view.
+type ExecOptions struct {
+	// Argv is the program and its arguments; Command, instead, is shell
+	// text run by /bin/sh -c. Exactly one is given.
+	Argv    []string
+	Command string
+	// Cwd is a directory of the view; "" is its root.
+	Cwd string
+	// Env is added to the minimal environment.
+	Env   map[string]string
+	Stdin []byte
+	// Timeout: zero takes the default; over the daemon's limit is refused.
+	Timeout time.Duration
+	// NoNetwork runs the command without network interfaces.
+	NoNetwork bool
+	Record    RecordMode
+	Actor     string
+	// Output, when set, receives the output as it comes.
+	Output func(stream string, p []byte)
+}
+
+// ExecChange is one path a command changed.
+type ExecChange struct {
+	Path   string         `json:"path"`
+	Status overlay.Status `json:"status"`
+	Mode   gitstore.Mode  `json:"mode"`
+}
+
+// ExecRejection is a change that was not recorded, and undone.
+type ExecRejection struct {
+	Path    string `json:"path"`
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+// ExecResult is what a command did and what of it was recorded.
+type ExecResult struct {
+	Argv            []string
+	ExitCode        int
+	Signal          string
+	TimedOut        bool
+	Duration        time.Duration
+	Stdout, Stderr  []byte
+	OutputTruncated bool
+	// Changes are what the command changed and was recorded (or, when
+	// nothing was recorded, what it changed and was undone).
+	Changes  []ExecChange
+	Rejected []ExecRejection
+	// Mutation is the exec mutation, nil when nothing was recorded.
+	Mutation *Mutation
+	// Recorded is false when the session could not record (read-only,
+	// closed) or the record mode said not to; NotRecorded says why.
+	Recorded    bool
+	NotRecorded string
+	Isolated    bool
+	// ToStart is the time from the call to the command's start.
+	ToStart time.Duration
+}
+
+// Rules of rejected exec changes beside overlay's path rules.
+const (
+	RuleForbidden = "forbidden"
+	RuleTooLarge  = "too_large"
+	RuleSpecial   = "specialFile"
+	RuleInvalid   = "invalid"
+)
+
+// Exec runs a command on the session's view as a real directory and
+// records what it changed as one exec mutation. While it runs, writes to
+// the session are refused with ErrBusy and reads see the state before.
+// Bad input (an empty argv, a cwd outside the view, a timeout over the
+// limit) is refused before anything runs.
+func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (ExecResult, error) {
+	begin := time.Now()
+	if m.workdirs == nil {
+		return ExecResult{}, ErrNoWorkdir
+	}
+	argv, cwd, timeout, err := m.checkExec(&opts)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	if ls.busy {
+		ls.mu.Unlock()
+		return ExecResult{}, fmt.Errorf("session %s: %w", id, ErrBusy)
+	}
+	if err := ls.policy.checkReadAll(); err != nil {
+		ls.mu.Unlock()
+		return ExecResult{}, err
+	}
+	if cwd != "" {
+		n, err := ls.ov.Stat(ctx, cwd)
+		if err != nil || !n.IsDir() {
+			ls.mu.Unlock()
+			return ExecResult{}, fmt.Errorf("%w: cwd %q is not a directory of the view", ErrInvalid, cwd)
+		}
+	}
+	notRecorded := ""
+	if err := m.checkWritable(ctx, ls); err != nil {
+		notRecorded = err.Error()
+	}
+	ls.busy = true
+	view := m.execView(ls, ls.ov.Clone())
+	ls.mu.Unlock()
+	unbusy := func() {
+		ls.mu.Lock()
+		ls.busy = false
+		ls.mu.Unlock()
+	}
+
+	sc, err := m.workdirs.Prepare(ctx, view)
+	if err != nil {
+		unbusy()
+		return ExecResult{}, err
+	}
+	env := make([]string, 0, len(opts.Env))
+	for k, v := range opts.Env {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	run, err := sc.Run(ctx, workdir.Command{
+		Argv: argv, Cwd: cwd, Env: env, Stdin: opts.Stdin, Timeout: timeout,
+		Network: !opts.NoNetwork, OutputCap: m.exec.OutputCap, Output: opts.Output,
+	})
+	if err != nil {
+		sc.Abort()
+		unbusy()
+		return ExecResult{}, err
+	}
+	res := ExecResult{
+		Argv: argv, ExitCode: run.ExitCode, Signal: run.Signal, TimedOut: run.TimedOut, Duration: run.Duration,
+		Stdout: run.Stdout, Stderr: run.Stderr, OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,
+		ToStart: run.Started.Sub(begin),
+	}
+	// The view is the record's while busy: capture needs no lock. A
+	// cancelled request still captures, so the scratch is settled.
+	cctx := context.WithoutCancel(ctx)
+	changes, err := sc.Capture(cctx, view, m.limits.MaxFileBytes)
+	if err != nil {
+		sc.Abort()
+		unbusy()
+		return ExecResult{}, fmt.Errorf("capture: %w", err)
+	}
+
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.busy = false
+	switch {
+	case notRecorded != "":
+	case opts.Record == RecordNever:
+		notRecorded = "record is never"
+	case opts.Record == RecordOnSuccess && (run.ExitCode != 0 || run.TimedOut):
+		notRecorded = "record is on_success and the command failed"
+	case run.Canceled:
+		notRecorded = "the request was cancelled"
+	}
+	settle := make([]string, 0, len(changes))
+	for _, c := range changes {
+		settle = append(settle, c.Path)
+	}
+	if notRecorded == "" && len(changes) > 0 {
+		rec, applied, rejected, err := m.recordExec(cctx, ls, opts.Actor, argv, run, changes)
+		switch {
+		case err != nil:
+			notRecorded = err.Error()
+		default:
+			res.Rejected, res.Changes = rejected, applied
+			if rec.Seq > view.Seq {
+				res.Mutation = &rec
+			}
+		}
+	}
+	res.Recorded = notRecorded == ""
+	res.NotRecorded = notRecorded
+	if !res.Recorded {
+		for _, c := range changes {
+			res.Changes = append(res.Changes, ExecChange{Path: c.Path, Status: statusOf(ctx, view.Overlay, c), Mode: c.Mode})
+		}
+	}
+	if err := sc.Settle(cctx, m.execView(ls, ls.ov), settle); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// checkExec validates the options; nothing runs when they are wrong.
+func (m *Manager) checkExec(opts *ExecOptions) (argv []string, cwd string, timeout time.Duration, err error) {
+	argv = opts.Argv
+	switch {
+	case opts.Command != "" && len(argv) > 0:
+		return nil, "", 0, fmt.Errorf("%w: give argv or command, not both", ErrInvalid)
+	case opts.Command != "":
+		argv = []string{"/bin/sh", "-c", opts.Command}
+	case len(argv) == 0 || argv[0] == "":
+		return nil, "", 0, fmt.Errorf("%w: empty argv", ErrInvalid)
+	}
+	for _, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, "", 0, fmt.Errorf("%w: argv holds a NUL byte", ErrInvalid)
+		}
+	}
+	for k, v := range opts.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+			return nil, "", 0, fmt.Errorf("%w: environment variable %q", ErrInvalid, k)
+		}
+	}
+	switch opts.Record {
+	case "":
+		opts.Record = RecordAlways
+	case RecordAlways, RecordOnSuccess, RecordNever:
+	default:
+		return nil, "", 0, fmt.Errorf("%w: record %q: use always, on_success or never", ErrInvalid, opts.Record)
+	}
+	timeout = opts.Timeout
+	switch {
+	case timeout < 0:
+		return nil, "", 0, fmt.Errorf("%w: negative timeout", ErrInvalid)
+	case timeout == 0:
+		timeout = m.exec.DefaultTimeout
+	case timeout > m.exec.MaxTimeout:
+		return nil, "", 0, fmt.Errorf("%w: timeout %s is over the limit of %s", ErrInvalid, timeout, m.exec.MaxTimeout)
+	}
+	cwd = strings.TrimSuffix(opts.Cwd, "/")
+	if cwd == "." || cwd == "/" {
+		cwd = ""
+	}
+	if cwd != "" {
+		if err := overlay.ValidatePath(cwd); err != nil {
+			return nil, "", 0, err
+		}
+	}
+	return argv, cwd, timeout, nil
+}
+
+// execView is the session's view for the workdir; ls.mu must be held.
+func (m *Manager) execView(ls *live, ov *overlay.Overlay) workdir.View {
+	id := ls.meta.ID
+	return workdir.View{
+		Session: id.String(), Repo: ls.repo, BaseTree: ls.baseTree, Seq: ls.meta.Seq, Overlay: ov,
+		Changed: func(ctx context.Context, after int64) ([]string, bool, error) {
+			ms, err := m.store.ListMutations(ctx, id, after, 0)
+			if err != nil {
+				return nil, false, err
+			}
+			var paths []string
+			for _, mu := range ms {
+				if mu.Op == OpFork || mu.Op == OpRebase {
+					return nil, true, nil
+				}
+				paths = append(paths, mu.Paths...)
+			}
+			return paths, false, nil
+		},
+	}
+}
+
+// recordExec records the captured changes as one exec mutation, each
+// change checked by the rules every write follows; those refused come
+// back as rejections. ls.mu must be held.
+func (m *Manager) recordExec(ctx context.Context, ls *live, actor string, argv []string, run workdir.Result, changes []workdir.Change) (Mutation, []ExecChange, []ExecRejection, error) {
+	// Deletions first, so a file may replace a directory and the reverse.
+	cs := slices.Clone(changes)
+	slices.SortStableFunc(cs, func(a, b workdir.Change) int {
+		if a.Deleted != b.Deleted {
+			if a.Deleted {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	var applied []ExecChange
+	var rejected []ExecRejection
+	rec, _, err := m.mutate(ctx, ls, OpExec, actorOf(ls, actor), false, func(mu *mutation) error {
+		mu.exec = &ExecInfo{Argv: argv, ExitCode: run.ExitCode, DurationMS: run.Duration.Milliseconds()}
+		for _, c := range cs {
+			status := statusOf(ctx, mu.ov, c)
+			err := m.applyExecChange(ctx, ls, mu, c)
+			if err == nil {
+				applied = append(applied, ExecChange{Path: c.Path, Status: status, Mode: c.Mode})
+				continue
+			}
+			rj, ok := rejection(c.Path, err)
+			if !ok {
+				return err
+			}
+			rejected = append(rejected, rj)
+		}
+		return nil
+	})
+	if err != nil {
+		return Mutation{}, nil, nil, err
+	}
+	return rec, applied, rejected, nil
+}
+
+// statusOf says what change c is to the view ov.
+func statusOf(ctx context.Context, ov *overlay.Overlay, c workdir.Change) overlay.Status {
+	if c.Deleted {
+		return overlay.Deleted
+	}
+	if _, err := ov.Stat(ctx, c.Path); err == nil {
+		return overlay.Modified
+	}
+	return overlay.Added
+}
+
+func (m *Manager) applyExecChange(ctx context.Context, ls *live, mu *mutation, c workdir.Change) error {
+	if c.Special != "" {
+		return &overlay.PathError{Rule: RuleSpecial, Path: c.Path, Message: "a " + c.Special + " is not a file git can hold"}
+	}
+	if err := overlay.ValidatePath(c.Path); err != nil {
+		return err
+	}
+	if err := ls.policy.checkWrite(c.Path); err != nil {
+		return err
+	}
+	if c.Deleted {
+		err := m.remove(ctx, ls, mu, c.Path, true)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if c.Data == nil || c.Size > m.limits.MaxFileBytes {
+		return fmt.Errorf("%w: %q is %d bytes, the limit is %d", ErrTooLarge, c.Path, c.Size, m.limits.MaxFileBytes)
+	}
+	if _, exists := mu.ov.Get(c.Path); !exists && mu.ov.Len() >= m.limits.MaxEntries {
+		return fmt.Errorf("%w: %d overlay entries, the limit is %d", ErrTooLarge, mu.ov.Len(), m.limits.MaxEntries)
+	}
+	if mu.ov.ContentBytes()+c.Size > m.limits.MaxOverlayBytes {
+		return fmt.Errorf("%w: %d bytes of overlay content, the limit is %d", ErrTooLarge, mu.ov.ContentBytes()+c.Size, m.limits.MaxOverlayBytes)
+	}
+	data := c.Data
+	return m.put(ctx, ls, mu, c.Path, func([]byte) []byte { return data }, WriteOptions{Mode: c.Mode})
+}
+
+// rejection turns a refused change's error into its report; ok false for
+// an error that is not about the change (it fails the whole record).
+func rejection(p string, err error) (ExecRejection, bool) {
+	var pe *overlay.PathError
+	switch {
+	case errors.As(err, &pe):
+		return ExecRejection{Path: p, Rule: string(pe.Rule), Message: pe.Message}, true
+	case errors.Is(err, ErrForbidden), errors.Is(err, ErrReadOnly):
+		return ExecRejection{Path: p, Rule: RuleForbidden, Message: err.Error()}, true
+	case errors.Is(err, ErrTooLarge):
+		return ExecRejection{Path: p, Rule: RuleTooLarge, Message: err.Error()}, true
+	case errors.Is(err, ErrInvalid), errors.Is(err, ErrNotFound), errors.Is(err, ErrPrecondition):
+		return ExecRejection{Path: p, Rule: RuleInvalid, Message: err.Error()}, true
+	}
+	return ExecRejection{}, false
+}
+
+// WorkdirHidden lists what commands must not reach: the data directory
+// and every registered repository.
+func (m *Manager) WorkdirHidden(ctx context.Context) []string {
+	var out []string
+	if m.dataDir != "" {
+		out = append(out, m.dataDir)
+	}
+	repos, err := m.store.ListRepos(ctx)
+	if err != nil {
+		return out
+	}
+	for _, r := range repos {
+		out = append(out, path.Clean(r.Path))
+		m.mu.Lock()
+		if g := m.repos[r.Name]; g != nil {
+			out = append(out, g.GitDir())
+		}
+		m.mu.Unlock()
+	}
+	return out
+}

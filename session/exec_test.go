@@ -1,0 +1,260 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/workdir"
+)
+
+// execEnv is an engine with view directories in one mode, over a small Go
+// module built at run time.
+type execEnv struct {
+	*env
+	wd *workdir.Manager
+}
+
+var moduleFiles = map[string]string{
+	"go.mod":        "module example.com/m\n\ngo 1.21\n",
+	"add.go":        "package m\n\nfunc Add(a, b int) int { return a + b }\n",
+	"add_test.go":   "package m\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 2) != 4 {\n\t\tt.Fatal(\"2+2\")\n\t}\n}\n",
+	".gitignore":    "build/\n*.out\n",
+	"src/keep.txt":  "keep\n",
+	"docs/read.txt": "read me\n",
+}
+
+func newExecEnv(t *testing.T, mode workdir.Mode) *execEnv {
+	t.Helper()
+	repo := testrepo.Init(t)
+	for p, c := range moduleFiles {
+		full := filepath.Join(repo, p)
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(c), 0o644))
+	}
+	testrepo.Git(t, repo, "add", "-A")
+	testrepo.Git(t, repo, "commit", "-q", "-m", "module")
+	e := &env{t: t, dataDir: t.TempDir(), repoDir: repo}
+	st, err := db.OpenSQLite(context.Background(), filepath.Join(e.dataDir, "sessiond.db"))
+	require.NoError(t, err)
+	e.store = st
+	var m *session.Manager
+	wd, err := workdir.New(workdir.Config{Dir: filepath.Join(e.dataDir, "workdir"), Mode: mode,
+		Hide: func() []string { return m.WorkdirHidden(context.Background()) }})
+	if errors.Is(err, workdir.ErrUnsupported) {
+		t.Skipf("mode %s: %v", mode, err)
+	}
+	require.NoError(t, err)
+	m = session.NewManager(session.Config{Store: st, DataDir: e.dataDir, Workdirs: wd,
+		Exec: session.ExecConfig{MaxTimeout: time.Minute}})
+	e.m = m
+	t.Cleanup(func() { wd.Close(); m.Close(); st.Close() })
+	_, err = m.RegisterRepo(t.Context(), "r", repo)
+	require.NoError(t, err)
+	return &execEnv{env: e, wd: wd}
+}
+
+func forExecModes(t *testing.T, fn func(t *testing.T, e *execEnv)) {
+	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
+		t.Run(string(mode), func(t *testing.T) { fn(t, newExecEnv(t, mode)) })
+	}
+}
+
+func (e *execEnv) sh(id uuid.UUID, script string) session.ExecResult {
+	e.t.Helper()
+	res, err := e.m.Exec(e.t.Context(), id, session.ExecOptions{Command: script})
+	require.NoError(e.t, err)
+	return res
+}
+
+// goEnv lets `go` in the view reuse this machine's build cache (the
+// command's own HOME starts empty) and stay offline.
+func goEnv(t *testing.T) map[string]string {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	require.NoError(t, err)
+	return map[string]string{"GOCACHE": strings.TrimSpace(string(out)), "GOPROXY": "off", "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
+}
+
+func TestExecGoTestPassesAndFails(t *testing.T) {
+	forExecModes(t, func(t *testing.T, e *execEnv) {
+		s := e.create(session.CreateOptions{})
+		run := func() session.ExecResult {
+			res, err := e.m.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"go", "test", "./..."}, Env: goEnv(t)})
+			require.NoError(t, err)
+			return res
+		}
+		res := run()
+		require.Equal(t, 0, res.ExitCode, string(res.Stdout)+string(res.Stderr))
+		assert.Contains(t, string(res.Stdout), "ok  \texample.com/m")
+		assert.Nil(t, res.Mutation, "go test changes nothing tracked")
+
+		e.write(s.ID, "add.go", "package m\n\nfunc Add(a, b int) int { return a - b }\n")
+		res = run()
+		assert.Equal(t, 1, res.ExitCode)
+		assert.Contains(t, string(res.Stdout), "FAIL")
+		assert.True(t, res.Isolated == e.wd.Isolated())
+	})
+}
+
+func TestExecRecordsOneMutation(t *testing.T) {
+	forExecModes(t, func(t *testing.T, e *execEnv) {
+		s := e.create(session.CreateOptions{})
+		res := e.sh(s.ID, "echo new > new.txt && rm docs/read.txt && chmod +x add.go && mkdir -p build && echo o > build/o && echo x > a.out && exit 3")
+		assert.Equal(t, 3, res.ExitCode)
+		require.NotNil(t, res.Mutation)
+		assert.Equal(t, session.OpExec, res.Mutation.Op)
+		assert.ElementsMatch(t, []session.ExecChange{
+			{Path: "add.go", Status: overlay.Modified, Mode: 0o100755},
+			{Path: "docs/read.txt", Status: overlay.Deleted},
+			{Path: "new.txt", Status: overlay.Added, Mode: 0o100644},
+		}, res.Changes)
+		assert.Empty(t, res.Rejected)
+
+		ms, err := e.m.Mutations(t.Context(), s.ID, 0, 0)
+		require.NoError(t, err)
+		require.Len(t, ms, 1)
+		require.NotNil(t, ms[0].Exec)
+		assert.Equal(t, []string{"/bin/sh", "-c", "echo new > new.txt && rm docs/read.txt && chmod +x add.go && mkdir -p build && echo o > build/o && echo x > a.out && exit 3"}, ms[0].Exec.Argv)
+		assert.Equal(t, 3, ms[0].Exec.ExitCode)
+		// (A mode-only change is not in the log's paths yet: issue 13.)
+		assert.Subset(t, ms[0].Paths, []string{"docs/read.txt", "new.txt"})
+		evs, err := e.m.Events(t.Context(), session.EventFilter{Session: s.ID})
+		require.NoError(t, err)
+		var execEvents int
+		for _, ev := range evs {
+			if ev.Type == session.EventExecRecorded {
+				execEvents++
+				assert.Contains(t, string(ev.Payload), `"exit_code":3`)
+			}
+		}
+		assert.Equal(t, 1, execEvents)
+
+		// Ignored outputs stay in the scratch, never in the record.
+		assert.Equal(t, "new\n", e.read(s.ID, "new.txt"))
+		ok, err := e.m.Exists(t.Context(), s.ID, "build/o")
+		require.NoError(t, err)
+		assert.False(t, ok)
+		cp, err := e.m.Checkpoint(t.Context(), s.ID, "after", "")
+		require.NoError(t, err)
+		assert.NotContains(t, testrepo.Git(t, e.repoDir, "ls-tree", "-r", "--name-only", cp.Commit.String()), "build/")
+		res = e.sh(s.ID, "cat build/o a.out new.txt")
+		assert.Equal(t, "o\nx\nnew\n", string(res.Stdout))
+		assert.Nil(t, res.Mutation)
+
+		// The record survives a restart and the next command sees it.
+		e.restart()
+	})
+}
+
+func TestExecBusyAndReadsDuring(t *testing.T) {
+	forExecModes(t, func(t *testing.T, e *execEnv) {
+		s := e.create(session.CreateOptions{})
+		started := make(chan struct{})
+		done := make(chan session.ExecResult)
+		go func() {
+			var once bool
+			res, err := e.m.Exec(context.Background(), s.ID, session.ExecOptions{
+				Command: "echo go; sleep 1; echo late > late.txt",
+				Output: func(string, []byte) {
+					if !once {
+						once = true
+						close(started)
+					}
+				},
+			})
+			assert.NoError(t, err)
+			done <- res
+		}()
+		<-started
+		_, _, err := e.m.Write(t.Context(), s.ID, "x.txt", []byte("x"), session.WriteOptions{})
+		assert.ErrorIs(t, err, session.ErrBusy)
+		_, err = e.m.Exec(t.Context(), s.ID, session.ExecOptions{Command: "true"})
+		assert.ErrorIs(t, err, session.ErrBusy)
+		assert.Equal(t, "keep\n", e.read(s.ID, "src/keep.txt"))
+		res := <-done
+		require.NotNil(t, res.Mutation)
+		e.write(s.ID, "x.txt", "after\n")
+		res = e.sh(s.ID, "cat x.txt late.txt")
+		assert.Equal(t, "after\nlate\n", string(res.Stdout))
+	})
+}
+
+func TestExecRefusesBadInput(t *testing.T) {
+	e := newExecEnv(t, workdir.ModeCopy)
+	s := e.create(session.CreateOptions{})
+	for name, opts := range map[string]session.ExecOptions{
+		"empty argv":   {},
+		"both":         {Argv: []string{"true"}, Command: "true"},
+		"cwd escapes":  {Argv: []string{"true"}, Cwd: "../x"},
+		"cwd missing":  {Argv: []string{"true"}, Cwd: "nope"},
+		"cwd file":     {Argv: []string{"true"}, Cwd: "go.mod"},
+		"long timeout": {Argv: []string{"true"}, Timeout: time.Hour},
+		"bad record":   {Argv: []string{"true"}, Record: "sometimes"},
+		"bad env":      {Argv: []string{"true"}, Env: map[string]string{"A=B": "c"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := e.m.Exec(t.Context(), s.ID, opts)
+			require.Error(t, err)
+			var pe *overlay.PathError
+			assert.True(t, errors.Is(err, session.ErrInvalid) || errors.As(err, &pe), "%v", err)
+		})
+	}
+	ms, err := e.m.Mutations(t.Context(), s.ID, 0, 0)
+	require.NoError(t, err)
+	assert.Empty(t, ms)
+	_, err = os.Stat(filepath.Join(e.dataDir, "workdir", "sessions", s.ID.String()))
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was prepared")
+}
+
+func TestExecRejectsAndUndoes(t *testing.T) {
+	forExecModes(t, func(t *testing.T, e *execEnv) {
+		s := e.create(session.CreateOptions{Policy: session.Policy{Write: []string{"src/**"}}})
+		res := e.sh(s.ID, "echo ok > src/ok.txt && echo no > outside.txt && mkdir -p src/.git && echo x > src/.git/config && mkfifo src/pipe && ln -s '' src/empty 2>/dev/null; true")
+		require.NotNil(t, res.Mutation)
+		assert.Equal(t, []session.ExecChange{{Path: "src/ok.txt", Status: overlay.Added, Mode: 0o100644}}, res.Changes)
+		rules := map[string]string{}
+		for _, r := range res.Rejected {
+			rules[r.Path] = r.Rule
+		}
+		assert.Equal(t, map[string]string{"outside.txt": "forbidden", "src/.git/config": "hasDotgit", "src/pipe": "specialFile"}, rules)
+		res = e.sh(s.ID, "test ! -e outside.txt && test ! -e src/.git/config && test ! -e src/pipe && cat src/ok.txt")
+		assert.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, "ok\n", string(res.Stdout))
+	})
+}
+
+func TestExecReadOnlyAndClosedRecordNothing(t *testing.T) {
+	forExecModes(t, func(t *testing.T, e *execEnv) {
+		ro := e.create(session.CreateOptions{Mode: session.ModeReadOnly})
+		res := e.sh(ro.ID, "cat go.mod >/dev/null && echo x > new.txt")
+		assert.Equal(t, 0, res.ExitCode)
+		assert.False(t, res.Recorded)
+		assert.NotEmpty(t, res.NotRecorded)
+		assert.Nil(t, res.Mutation)
+		assert.Equal(t, []session.ExecChange{{Path: "new.txt", Status: overlay.Added, Mode: 0o100644}}, res.Changes)
+		res = e.sh(ro.ID, "test ! -e new.txt")
+		assert.Equal(t, 0, res.ExitCode, "what was not recorded is undone")
+
+		closed := e.create(session.CreateOptions{})
+		_, err := e.m.Abandon(t.Context(), closed.ID)
+		require.NoError(t, err)
+		res = e.sh(closed.ID, "echo y > y.txt")
+		assert.False(t, res.Recorded)
+		ms, err := e.m.Mutations(t.Context(), closed.ID, 0, 0)
+		require.NoError(t, err)
+		assert.Empty(t, ms)
+	})
+}

@@ -693,7 +693,7 @@ func (s *store) ListOverlay(ctx context.Context, id uuid.UUID) ([]session.Overla
 
 func scanMutation(sc scanner) (session.Mutation, error) {
 	var (
-		m              session.Mutation
+		m                  session.Mutation
 		op, pj, oj, nj, ej string
 	)
 	err := sc.Scan(uuidCol{&m.Session}, &m.Seq, &op, textCol{&pj}, textCol{&oj}, textCol{&nj}, &m.Actor, timeCol{&m.At}, textCol{&ej})

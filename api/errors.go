@@ -24,6 +24,7 @@ const (
 	CodePreconditionFailed = "precondition_failed"
 	CodeTooLarge           = "too_large"
 	CodeSessionClosed      = "session_closed"
+	CodeSessionBusy        = "session_busy"
 	CodeInternal           = "internal"
 	CodeUnavailable        = "unavailable"
 	CodeMethodNotAllowed   = "method_not_allowed"
@@ -102,6 +103,8 @@ func mapError(err error) *Error {
 		return newError(http.StatusPreconditionFailed, CodePreconditionFailed, "%s", err.Error())
 	case errors.Is(err, session.ErrSessionClosed):
 		return newError(http.StatusConflict, CodeSessionClosed, "%s", err.Error())
+	case errors.Is(err, session.ErrBusy):
+		return newError(http.StatusConflict, CodeSessionBusy, "%s", err.Error())
 	case errors.As(err, &mgErr):
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: err.Error(),
 			Details: map[string]any{"conflicts": toConflicts(mgErr.Conflicts)}}
@@ -125,7 +128,7 @@ func mapError(err error) *Error {
 	case errors.Is(err, gitstore.ErrInvalidMode):
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidPath, Message: err.Error(),
 			Details: map[string]any{"rule": string(overlay.RuleBadFilemode)}}
-	case errors.Is(err, session.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, session.ErrUnavailable), errors.Is(err, session.ErrNoWorkdir), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return newError(http.StatusServiceUnavailable, CodeUnavailable, "%s", err.Error())
 	}
 	return newError(http.StatusInternalServerError, CodeInternal, "internal error")

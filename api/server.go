@@ -119,6 +119,7 @@ var routes = []Route{
 	{"GET", "/v1/sessions/{id}/events", scopeSession, (*Server).sessionEvents},
 	{"POST", "/v1/sessions/{id}/rebase", scopeSession, (*Server).rebase},
 	{"POST", "/v1/sessions/{id}/merge", scopeSession, (*Server).merge},
+	{"POST", "/v1/sessions/{id}/exec", scopeSession, (*Server).exec},
 
 	// Changesets (api/changesets.go).
 	{"POST", "/v1/sessions/{id}/changesets", scopeSession, (*Server).submitChangeset},

@@ -22,6 +22,7 @@ import (
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/mcpserver"
 	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/workdir"
 )
 
 // serveConfig is the daemon's configuration: flags, each with the
@@ -29,20 +30,23 @@ import (
 // that does not parse, from either, stops start-up with a message naming
 // the flag or the variable.
 type serveConfig struct {
-	Addr            string        `help:"Listen address host:port (port 0 picks one)." env:"SESSIOND_ADDR" default:"127.0.0.1:7420" placeholder:"HOST:PORT"`
-	DataDir         string        `help:"Data directory: embedded store, created repositories, token key." env:"SESSIOND_DATA_DIR" default:"sessiond-data" placeholder:"DIR"`
-	DatabaseURL     string        `help:"Postgres URL; empty uses the embedded store in the data directory." name:"database-url" env:"SESSIOND_DATABASE_URL" placeholder:"URL"`
-	Repos           []string      `help:"Register the repository at PATH as NAME (repeatable; comma-separated in the variable)." name:"repo" env:"SESSIOND_REPOS" placeholder:"NAME=PATH"`
-	AdminToken      string        `help:"Admin bearer token; turns auth on and allows non-loopback addresses." env:"SESSIOND_ADMIN_TOKEN" placeholder:"T"`
-	MaxBodyBytes    byteSize      `help:"Request body limit after decompression (bytes, or a size such as 10MB or 128MiB)." env:"SESSIOND_MAX_BODY_BYTES" default:"128MiB" placeholder:"SIZE"`
-	MaxFileBytes    byteSize      `help:"File size limit." env:"SESSIOND_MAX_FILE_BYTES" default:"64MiB" placeholder:"SIZE"`
-	MaxEntries      int           `help:"Overlay entries per session." name:"max-overlay-entries" env:"SESSIOND_MAX_OVERLAY_ENTRIES" default:"100000" placeholder:"N"`
-	MaxOverlayBytes byteSize      `help:"Overlay content per session." env:"SESSIOND_MAX_OVERLAY_BYTES" default:"2GiB" placeholder:"SIZE"`
-	MaxLifetime     time.Duration `help:"Absolute session lifetime, 0 for none." name:"max-session-lifetime" env:"SESSIOND_MAX_SESSION_LIFETIME" default:"0s" placeholder:"DURATION"`
-	Heartbeat       time.Duration `help:"Interval of event-stream heartbeats." env:"SESSIOND_HEARTBEAT" default:"15s" placeholder:"DURATION"`
-	ShutdownTimeout time.Duration `help:"How long shutdown waits for in-flight requests." env:"SESSIOND_SHUTDOWN_TIMEOUT" default:"30s" placeholder:"DURATION"`
-	LogLevel        slog.Level    `help:"debug, info, warn or error." env:"SESSIOND_LOG_LEVEL" default:"info" placeholder:"LEVEL"`
-	LogFormat       logFormat     `help:"text or json." env:"SESSIOND_LOG_FORMAT" default:"text" placeholder:"FORMAT"`
+	Addr              string        `help:"Listen address host:port (port 0 picks one)." env:"SESSIOND_ADDR" default:"127.0.0.1:7420" placeholder:"HOST:PORT"`
+	DataDir           string        `help:"Data directory: embedded store, created repositories, token key." env:"SESSIOND_DATA_DIR" default:"sessiond-data" placeholder:"DIR"`
+	DatabaseURL       string        `help:"Postgres URL; empty uses the embedded store in the data directory." name:"database-url" env:"SESSIOND_DATABASE_URL" placeholder:"URL"`
+	Repos             []string      `help:"Register the repository at PATH as NAME (repeatable; comma-separated in the variable)." name:"repo" env:"SESSIOND_REPOS" placeholder:"NAME=PATH"`
+	AdminToken        string        `help:"Admin bearer token; turns auth on and allows non-loopback addresses." env:"SESSIOND_ADMIN_TOKEN" placeholder:"T"`
+	MaxBodyBytes      byteSize      `help:"Request body limit after decompression (bytes, or a size such as 10MB or 128MiB)." env:"SESSIOND_MAX_BODY_BYTES" default:"128MiB" placeholder:"SIZE"`
+	MaxFileBytes      byteSize      `help:"File size limit." env:"SESSIOND_MAX_FILE_BYTES" default:"64MiB" placeholder:"SIZE"`
+	MaxEntries        int           `help:"Overlay entries per session." name:"max-overlay-entries" env:"SESSIOND_MAX_OVERLAY_ENTRIES" default:"100000" placeholder:"N"`
+	MaxOverlayBytes   byteSize      `help:"Overlay content per session." env:"SESSIOND_MAX_OVERLAY_BYTES" default:"2GiB" placeholder:"SIZE"`
+	MaxLifetime       time.Duration `help:"Absolute session lifetime, 0 for none." name:"max-session-lifetime" env:"SESSIOND_MAX_SESSION_LIFETIME" default:"0s" placeholder:"DURATION"`
+	Heartbeat         time.Duration `help:"Interval of event-stream heartbeats." env:"SESSIOND_HEARTBEAT" default:"15s" placeholder:"DURATION"`
+	ShutdownTimeout   time.Duration `help:"How long shutdown waits for in-flight requests." env:"SESSIOND_SHUTDOWN_TIMEOUT" default:"30s" placeholder:"DURATION"`
+	WorkdirMode       string        `help:"How commands see a session's view: overlay (overlayfs in a user namespace), copy, or auto. Isolation for correctness, not a security boundary." env:"SESSIOND_WORKDIR_MODE" default:"auto" enum:"overlay,copy,auto" placeholder:"MODE"`
+	WorkdirCacheBytes byteSize      `help:"Disk for shared base checkouts; least recently used ones beyond it are removed." env:"SESSIOND_WORKDIR_CACHE_BYTES" default:"20GiB" placeholder:"SIZE"`
+	ExecMaxTimeout    time.Duration `help:"Longest timeout a command may ask for." env:"SESSIOND_EXEC_MAX_TIMEOUT" default:"1h" placeholder:"DURATION"`
+	LogLevel          slog.Level    `help:"debug, info, warn or error." env:"SESSIOND_LOG_LEVEL" default:"info" placeholder:"LEVEL"`
+	LogFormat         logFormat     `help:"text or json." env:"SESSIOND_LOG_FORMAT" default:"text" placeholder:"FORMAT"`
 }
 
 // serveCmd is `sessiond serve`: it runs the daemon until SIGINT or SIGTERM.
@@ -146,8 +150,13 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	// the store and wake the engine's subscribers.
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: store, Notify: func() { m.Notify() }, Logger: log})
+	wd, err := newWorkdirs(c.DataDir, c.WorkdirMode, int64(c.WorkdirCacheBytes), func() *session.Manager { return m }, log)
+	if err != nil {
+		return err
+	}
+	defer wd.Close()
 	m = session.NewManager(session.Config{
-		Store: store, DataDir: c.DataDir,
+		Store: store, DataDir: c.DataDir, Workdirs: wd, Exec: session.ExecConfig{MaxTimeout: c.ExecMaxTimeout},
 		Limits:    session.Limits{MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MaxOverlayBytes: int64(c.MaxOverlayBytes), MaxLifetime: c.MaxLifetime},
 		Observers: []session.Observer{g},
 	})
@@ -216,6 +225,9 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing in-flight requests")
+	// Running commands are killed (their whole process trees); their
+	// requests then answer and nothing of them is recorded.
+	wd.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(sctx)
@@ -304,4 +316,28 @@ func loadSecret(path string) ([]byte, error) {
 		d.Close()
 	}
 	return key, nil
+}
+
+// newWorkdirs opens the view directories under the data directory; the
+// paths hidden from commands are the data directory and the registered
+// repositories, asked of the engine before each command.
+func newWorkdirs(dataDir, mode string, cacheBytes int64, m func() *session.Manager, log *slog.Logger) (*workdir.Manager, error) {
+	md, err := workdir.ParseMode(mode)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	wd, err := workdir.New(workdir.Config{
+		Dir: filepath.Join(abs, "workdir"), Mode: md, CacheBytes: cacheBytes,
+		Hide: func() []string { return append([]string{abs}, m().WorkdirHidden(context.Background())...) },
+		Logf: func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("view directories: %w", err)
+	}
+	log.Info("view directories", "mode", wd.Mode(), "isolated", wd.Isolated())
+	return wd, nil
 }

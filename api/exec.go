@@ -1,0 +1,110 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/session"
+)
+
+// exec runs a command on the session's view (section 9). With Accept:
+// text/event-stream the output streams as stdout and stderr events and
+// the answer is one result event; bad input is still a plain error
+// answer, since nothing streams before the command starts.
+func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	var req ExecRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.TimeoutSeconds < 0 || math.IsNaN(req.TimeoutSeconds) || req.TimeoutSeconds > 1e7 {
+		return badRequest("timeout_seconds %v: want a number of seconds", req.TimeoutSeconds)
+	}
+	opts := session.ExecOptions{
+		Argv: req.Argv, Command: req.Command, Cwd: req.Cwd, Env: req.Env, Stdin: []byte(req.Stdin),
+		Timeout:   time.Duration(req.TimeoutSeconds * float64(time.Second)),
+		NoNetwork: req.Network != nil && !*req.Network, Record: session.RecordMode(req.Record),
+	}
+	stream := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	var (
+		mu      sync.Mutex
+		started bool
+	)
+	rc := http.NewResponseController(w)
+	// A command may run longer than the server's write timeout.
+	_ = rc.SetWriteDeadline(time.Time{})
+	startStream := func() {
+		if started {
+			return
+		}
+		started = true
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+	}
+	event := func(name string, v any) {
+		data, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data)
+		_ = rc.Flush()
+	}
+	if stream {
+		opts.Output = func(name string, p []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			startStream()
+			event(name, ExecOutput{Data: string(p)})
+		}
+	}
+	res, err := s.m.Exec(r.Context(), id, opts)
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil {
+		if !started {
+			return err
+		}
+		event("error", errorBody{Error: mapError(err)})
+		return nil
+	}
+	out := toExecResponse(res)
+	if !stream {
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+	startStream()
+	event("result", out)
+	return nil
+}
+
+func toExecResponse(res session.ExecResult) ExecResponse {
+	out := ExecResponse{
+		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, DurationMS: res.Duration.Milliseconds(),
+		Stdout: string(res.Stdout), Stderr: string(res.Stderr), OutputTruncated: res.OutputTruncated,
+		Changes: make([]ExecChange, 0, len(res.Changes)), Rejected: make([]ExecRejection, 0, len(res.Rejected)),
+		Recorded: res.Recorded, NotRecorded: res.NotRecorded, Isolated: res.Isolated,
+	}
+	for _, c := range res.Changes {
+		ec := ExecChange{Path: c.Path, Status: c.Status.String()}
+		if c.Mode != 0 {
+			ec.Mode = c.Mode.String()
+		}
+		out.Changes = append(out.Changes, ec)
+	}
+	for _, rj := range res.Rejected {
+		out.Rejected = append(out.Rejected, ExecRejection(rj))
+	}
+	if res.Mutation != nil {
+		m := toMutation(*res.Mutation)
+		out.Mutation = &m
+	}
+	return out
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/internal/testrepo"
+)
+
+func apiCode(err error) string {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	return ""
+}
+
+// TestExecOverHTTP runs commands through the API in both modes: streamed
+// output, the recorded mutation, API writes between commands, busy
+// writes, bad input and read-only sessions.
+func TestExecOverHTTP(t *testing.T) {
+	for _, mode := range []string{"overlay", "copy"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := t.Context()
+			repo := testrepo.Build(t, "small")
+			d := newDaemon(t, stores[0], "--repo", "r="+repo, "--workdir-mode", mode)
+			s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+			require.NoError(t, err)
+			_, err = d.C.WriteFile(ctx, s.ID, "api.txt", []byte("from the api\n"), client.WriteOptions{})
+			require.NoError(t, err)
+
+			var streamed strings.Builder
+			res, err := d.C.Exec(ctx, s.ID, api.ExecRequest{Command: "cat api.txt; echo made > made.txt; echo oops >&2"}, func(stream string, p []byte) {
+				if stream == "stdout" {
+					streamed.Write(p)
+				}
+			})
+			require.NoError(t, err)
+			assert.Equal(t, 0, res.ExitCode)
+			assert.Equal(t, "from the api\n", res.Stdout)
+			assert.Equal(t, "from the api\n", streamed.String())
+			assert.Equal(t, "oops\n", res.Stderr)
+			require.NotNil(t, res.Mutation)
+			assert.Equal(t, "exec", res.Mutation.Op)
+			require.NotNil(t, res.Mutation.Exec)
+			assert.Equal(t, []api.ExecChange{{Path: "made.txt", Status: "added", Mode: "100644"}}, res.Changes)
+			data, _, err := d.C.ReadFile(ctx, s.ID, "made.txt")
+			require.NoError(t, err)
+			assert.Equal(t, "made\n", string(data))
+			ms, err := d.C.Mutations(ctx, s.ID, 0, 0)
+			require.NoError(t, err)
+			require.Len(t, ms, 2)
+			assert.Equal(t, "exec", ms[1].Op)
+			assert.Equal(t, []string{"/bin/sh", "-c", "cat api.txt; echo made > made.txt; echo oops >&2"}, ms[1].Exec.Argv)
+
+			// Busy while a command runs; reads still answer.
+			var wg sync.WaitGroup
+			started := make(chan struct{})
+			wg.Go(func() {
+				var once sync.Once
+				_, err := d.C.Exec(ctx, s.ID, api.ExecRequest{Command: "echo go; sleep 1"}, func(string, []byte) { once.Do(func() { close(started) }) })
+				assert.NoError(t, err)
+			})
+			<-started
+			_, err = d.C.WriteFile(ctx, s.ID, "x.txt", []byte("x"), client.WriteOptions{})
+			assert.Equal(t, "session_busy", apiCode(err), "%v", err)
+			_, _, err = d.C.ReadFile(ctx, s.ID, "made.txt")
+			assert.NoError(t, err)
+			wg.Wait()
+
+			// Bad input: 400 and nothing run.
+			for name, req := range map[string]api.ExecRequest{
+				"empty":   {},
+				"cwd":     {Argv: []string{"true"}, Cwd: "../etc"},
+				"timeout": {Argv: []string{"true"}, TimeoutSeconds: 1e6},
+			} {
+				_, err := d.C.Exec(ctx, s.ID, req, nil)
+				var ce *client.Error
+				require.ErrorAs(t, err, &ce, name)
+				assert.Equal(t, 400, ce.Status, name)
+			}
+			ms2, err := d.C.Mutations(ctx, s.ID, 0, 0)
+			require.NoError(t, err)
+			assert.Len(t, ms2, len(ms))
+
+			// A read-only session runs, records nothing, and says so.
+			ro, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main", Mode: "read_only"})
+			require.NoError(t, err)
+			res, err = d.C.Exec(ctx, ro.ID, api.ExecRequest{Argv: []string{"sh", "-c", "echo x > x.txt"}}, nil)
+			require.NoError(t, err)
+			assert.False(t, res.Recorded)
+			assert.Nil(t, res.Mutation)
+			assert.NotEmpty(t, res.NotRecorded)
+		})
+	}
+}
+
+// TestExecDaemonKilledDuringCommand: kill -9 of the daemon while a
+// command runs records nothing of it, leaves no process of it (and so no
+// mount, which lives in its namespace), and the next command sees the
+// record.
+func TestExecDaemonKilledDuringCommand(t *testing.T) {
+	ctx := t.Context()
+	repo := testrepo.Build(t, "small")
+	d := newDaemon(t, stores[0], "--repo", "r="+repo)
+	s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+	require.NoError(t, err)
+	started := make(chan struct{})
+	go func() {
+		var once sync.Once
+		_, _ = d.C.Exec(ctx, s.ID, api.ExecRequest{Command: "echo partial > partial.txt; echo started; exec sleep 61.75"},
+			func(string, []byte) { once.Do(func() { close(started) }) })
+	}()
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command did not start")
+	}
+	d.kill()
+	// The helper dies with its parent and its PID namespace with it.
+	require.Eventually(t, func() bool { return !processWithArg("61.75") }, 10*time.Second, 50*time.Millisecond)
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	assert.NotContains(t, string(mounts), filepath.Join(d.dataDir, "workdir"))
+
+	d.start()
+	ms, err := d.C.Mutations(ctx, s.ID, 0, 0)
+	require.NoError(t, err)
+	assert.Empty(t, ms)
+	res, err := d.C.Exec(ctx, s.ID, api.ExecRequest{Command: "test ! -e partial.txt && echo clean"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "clean\n", res.Stdout, res.Stderr)
+	assert.Nil(t, res.Mutation)
+}
+
+// processWithArg reports whether any process has arg on its command line.
+func processWithArg(arg string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		for _, a := range strings.Split(string(b), "\x00") {
+			if a == arg {
+				return true
+			}
+		}
+	}
+	return false
+}

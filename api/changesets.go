@@ -37,6 +37,8 @@ type Changeset struct {
 	// Symbols lists, per changed source file, the symbols added, modified
 	// and removed (filled with Stats).
 	Symbols []graph.FileSummary `json:"symbols,omitempty"`
+	// Selection is what a partial accept took and left out.
+	Selection *session.AcceptedSelection `json:"selection,omitempty"`
 }
 
 // Review is one review of a changeset.
@@ -85,6 +87,11 @@ type AcceptRequest struct {
 	Message           string `json:"message,omitempty"`
 	Actor             string `json:"actor,omitempty"`
 	RequireFreshReads bool   `json:"require_fresh_reads,omitempty"`
+	// Select accepts only these files and hunks (indexes into a file's
+	// hunks in GET /v1/changesets/{id}/diff?format=json).
+	Select *changeset.Selection `json:"select,omitempty"`
+	// DryRun answers with the commit's diff and writes nothing.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // StaleRead is a file the session read that changed on the branch.
@@ -103,6 +110,19 @@ type AcceptResult struct {
 	StaleReads []StaleRead `json:"stale_reads"`
 	Layer      Layer       `json:"layer"`
 	Changeset  Changeset   `json:"changeset"`
+	// Selection is what a partial accept took and left out.
+	Selection *session.AcceptedSelection `json:"selection,omitempty"`
+	// SessionRebased: after a partial accept the session was moved onto
+	// the commit, its diff now what was left out; SessionConflicts and
+	// SessionError say why not.
+	SessionRebased   bool       `json:"session_rebased,omitempty"`
+	SessionConflicts []Conflict `json:"session_conflicts,omitempty"`
+	SessionError     string     `json:"session_error,omitempty"`
+	// DryRun: nothing was written; Head is the branch head the commit
+	// would go on and Diff the commit's diff against it.
+	DryRun bool   `json:"dry_run,omitempty"`
+	Head   string `json:"head,omitempty"`
+	Diff   *Diff  `json:"diff,omitempty"`
 }
 
 // Layer is an accepted changeset on a branch.
@@ -224,7 +244,7 @@ func toChangeset(c session.Changeset) Changeset {
 		ID: c.ID.String(), Session: c.Session.String(), Repo: c.Repo, TargetBranch: c.TargetBranch, Intent: c.Intent,
 		Status: string(c.Status), Revision: c.Revision, AgentID: c.AgentID, BaseCommit: oidText(c.BaseCommit),
 		HeadCommit: oidText(c.HeadCommit), AcceptedCommit: oidText(c.AcceptedCommit), ReadSet: []string{},
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Selection: c.Selection,
 	}
 	for p := range c.ReadSet {
 		out.ReadSet = append(out.ReadSet, p)
@@ -415,16 +435,28 @@ func (s *Server) acceptChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	opts := session.AcceptOptions{Message: req.Message, Actor: req.Actor, RequireFreshReads: req.RequireFreshReads}
+	opts := session.AcceptOptions{Message: req.Message, Actor: req.Actor, RequireFreshReads: req.RequireFreshReads,
+		Select: req.Select, DryRun: req.DryRun}
 	opts.ExpectedHeadRev = req.ExpectedHead
 	res, err := s.m.Accept(ctxWithoutCancel(r), id, opts)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, AcceptResult{
+	out := AcceptResult{
 		Commit: oidText(res.Commit), Branch: res.Branch, Rebased: res.Rebased, Recovered: res.Recovered,
 		StaleReads: toStaleReads(res.StaleReads), Layer: toLayer(res.Layer), Changeset: toChangeset(res.Changeset),
-	})
+		Selection: res.Selection, SessionRebased: res.SessionRebased, SessionError: res.SessionError,
+		DryRun: res.DryRun, Head: oidText(res.Head),
+	}
+	if len(res.SessionConflicts) > 0 {
+		out.SessionConflicts = toConflicts(res.SessionConflicts)
+	}
+	if res.Preview != nil {
+		d := toDiff(res.Head, res.Head, res.Preview)
+		d.To = ""
+		out.Diff = &d
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

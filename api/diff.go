@@ -128,6 +128,14 @@ func writeDiff(w http.ResponseWriter, format string, from, to gitstore.OID, patc
 		_, _ = w.Write(patch.Unified())
 		return nil
 	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	return json.NewEncoder(w).Encode(toDiff(from, to, patch))
+}
+
+// toDiff is a patch in its JSON form; a file's hunks are numbered by
+// their position, the indexes a partial accept selects.
+func toDiff(from, to gitstore.OID, patch *changeset.Patch) Diff {
 	out := Diff{From: oidText(from), To: oidText(to), Files: make([]FileDiff, 0, len(patch.Files)), Stats: patch.Stats}
 	for _, f := range patch.Files {
 		fd := FileDiff{
@@ -140,7 +148,5 @@ func writeDiff(w http.ResponseWriter, format string, from, to gitstore.OID, patc
 		}
 		out.Files = append(out.Files, fd)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	return json.NewEncoder(w).Encode(out)
+	return out
 }

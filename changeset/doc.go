@@ -3,8 +3,9 @@
 // with stats, a line diff and a three-way line merge that make git's
 // choices, the three-way tree merge with structured conflicts, and the
 // operations built on it (cherry-pick, revert, rebase, merge of one
-// session's changes into another), and the review state of a changeset
-// (review.go). Accept, layers and undo, which need the store and move
+// session's changes into another), selections of a patch's files and
+// hunks for a partial accept (select.go: the base with only the selected
+// hunks applied), and the review state of a changeset (review.go). Accept, layers and undo, which need the store and move
 // refs, live in package session (changesets*.go), built on Rebase and
 // Revert here.
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/session"
 )
@@ -45,6 +46,7 @@ func TestConformance(t *testing.T) {
 		{"Changesets", testChangesets},
 		{"Reviews", testReviews},
 		{"Layers", testLayers},
+		{"ChangesetSelection", testChangesetSelection},
 		{"ReviseChangeset", testReviseChangeset},
 		{"RepoPolicy", testRepoPolicy},
 		{"Events", testEvents},
@@ -1016,4 +1018,28 @@ func testReads(t *testing.T, _ backend, s session.Store) {
 	require.NoError(t, err)
 	assert.Len(t, got, 1201)
 	assert.ErrorIs(t, s.RecordReads(ctx, uuid.New(), map[string]gitstore.OID{"x": oid(1)}), session.ErrNotFound)
+}
+
+func testChangesetSelection(t *testing.T, _ backend, s session.Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r1")
+	c := mkChangeset(t, s, mkSession(t, s, "r1", nil), nil)
+	got, err := s.GetChangeset(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Nil(t, got.Selection, "a changeset starts without a selection")
+
+	sel := session.AcceptedSelection{
+		Taken:   changeset.Selection{Files: []string{"a.txt"}, Hunks: map[string][]int{"b.go": {0, 2}}},
+		LeftOut: changeset.Selection{Files: []string{"c.txt"}, Hunks: map[string][]int{"b.go": {1}}},
+	}
+	require.NoError(t, s.SetChangesetSelection(ctx, c.ID, sel))
+	got, err = s.GetChangeset(ctx, c.ID)
+	require.NoError(t, err)
+	require.NotNil(t, got.Selection)
+	assert.Equal(t, sel, *got.Selection)
+	list, err := s.ListChangesets(ctx, session.ChangesetFilter{Repo: "r1"})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, &sel, list[0].Selection)
+	assert.ErrorIs(t, s.SetChangesetSelection(ctx, uuid.New(), sel), session.ErrNotFound)
 }

@@ -808,7 +808,7 @@ func (s *store) ListCheckpoints(ctx context.Context, id uuid.UUID) ([]session.Ch
 // Changesets and reviews.
 
 const changesetCols = `id, session_id, repo, target_branch, intent, status, base_commit, head_commit,
-	accepted_commit, agent_id, created_at, updated_at, revision, read_set`
+	accepted_commit, agent_id, created_at, updated_at, revision, read_set, selection`
 
 // readSetArg encodes a read set as JSON: path → hex blob id.
 func readSetArg(rs map[string]gitstore.OID) (string, error) {
@@ -829,11 +829,15 @@ func (s *store) CreateChangeset(ctx context.Context, c session.Changeset) error 
 	if err != nil {
 		return err
 	}
+	sel, err := selectionArg(c.Selection)
+	if err != nil {
+		return err
+	}
 	_, err = s.r.exec(ctx, `INSERT INTO changesets (`+changesetCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 		c.ID.String(), c.Session.String(), c.Repo, c.TargetBranch, c.Intent, string(c.Status),
 		oidArg(c.BaseCommit), oidArg(c.HeadCommit), oidArg(c.AcceptedCommit), c.AgentID,
-		timeArg(c.CreatedAt), timeArg(c.UpdatedAt), c.Revision, reads)
+		timeArg(c.CreatedAt), timeArg(c.UpdatedAt), c.Revision, reads, sel)
 	if err != nil {
 		return fmt.Errorf("create changeset %s: %w", c.ID, err)
 	}
@@ -845,17 +849,47 @@ func scanChangeset(sc scanner) (session.Changeset, error) {
 		c      session.Changeset
 		status string
 		reads  string
+		sel    string
 	)
 	err := sc.Scan(uuidCol{&c.ID}, uuidCol{&c.Session}, &c.Repo, &c.TargetBranch, &c.Intent, &status,
 		oidCol{&c.BaseCommit}, oidCol{&c.HeadCommit}, oidCol{&c.AcceptedCommit}, &c.AgentID,
-		timeCol{&c.CreatedAt}, timeCol{&c.UpdatedAt}, &c.Revision, textCol{&reads})
+		timeCol{&c.CreatedAt}, timeCol{&c.UpdatedAt}, &c.Revision, textCol{&reads}, textCol{&sel})
 	c.Status = session.ChangesetStatus(status)
 	if err == nil && reads != "" && reads != "{}" {
 		if err := json.Unmarshal([]byte(reads), &c.ReadSet); err != nil {
 			return c, fmt.Errorf("db: changeset %s read set: %w", c.ID, err)
 		}
 	}
+	if err == nil && sel != "" {
+		c.Selection = &session.AcceptedSelection{}
+		if err := json.Unmarshal([]byte(sel), c.Selection); err != nil {
+			return c, fmt.Errorf("db: changeset %s selection: %w", c.ID, err)
+		}
+	}
 	return c, err
+}
+
+// selectionArg encodes a partial accept's selection as JSON; "" for none.
+func selectionArg(sel *session.AcceptedSelection) (string, error) {
+	if sel == nil {
+		return "", nil
+	}
+	return jsonArg(sel)
+}
+
+func (s *store) SetChangesetSelection(ctx context.Context, id uuid.UUID, sel session.AcceptedSelection) error {
+	arg, err := selectionArg(&sel)
+	if err != nil {
+		return err
+	}
+	n, err := s.r.exec(ctx, `UPDATE changesets SET selection = $2 WHERE id = $1`, id.String(), arg)
+	if err != nil {
+		return fmt.Errorf("changeset %s selection: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("changeset %s: %w", id, session.ErrNotFound)
+	}
+	return nil
 }
 
 func (s *store) ReviseChangeset(ctx context.Context, c session.Changeset, oldHead gitstore.OID) error {

@@ -33,6 +33,16 @@ type AcceptOptions struct {
 	// changed on the branch (a *StaleReadsError), as the repository
 	// policy RefuseStaleReads does.
 	RequireFreshReads bool
+	// Select, when set, accepts only part of the changeset: whole files
+	// and single hunks of its diff (changeset.Select). What is left out
+	// stays in the session, which is rebased onto the new head and stays
+	// open. A bad selection is ErrInvalid (wrapping a
+	// *changeset.SelectionError) and writes nothing.
+	Select *changeset.Selection
+	// DryRun computes the commit's tree (merged onto a moved branch) and
+	// returns its diff in Preview without writing a commit, moving the
+	// branch or recording anything.
+	DryRun bool
 }
 
 // AcceptResult is an accepted changeset.
@@ -52,6 +62,22 @@ type AcceptResult struct {
 	// accept moved the branch and failed before recording it) and was only
 	// recorded now.
 	Recovered bool
+	// Selection is what a partial accept took and left out; nil for a
+	// whole accept.
+	Selection *AcceptedSelection
+	// SessionRebased says the session was moved onto Commit after a
+	// partial accept, so its remaining diff is what was left out;
+	// SessionConflicts are the conflicts that kept it on its old base
+	// (then rebase it by hand).
+	SessionRebased   bool
+	SessionConflicts []changeset.Conflict
+	// SessionError says why the session was not rebased otherwise.
+	SessionError string
+	// DryRun results: Head is the branch head the commit would go on
+	// and Preview the commit's diff against it.
+	DryRun  bool
+	Head    gitstore.OID
+	Preview *changeset.Patch
 }
 
 // acceptMaxAttempts bounds the re-merges after losing the branch's
@@ -115,7 +141,15 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		return AcceptResult{}, fmt.Errorf("changeset %s head: %w", id, err)
 	}
 	ref := gitstore.BranchRef(c.TargetBranch)
-	res := AcceptResult{Branch: c.TargetBranch}
+	res := AcceptResult{Branch: c.TargetBranch, DryRun: opts.DryRun}
+	// The tree the changeset adds to its base: its head, or the base with
+	// the selected changes only.
+	changesTree := headCommit.Tree
+	if opts.Select != nil {
+		if changesTree, res.Selection, err = m.selectChanges(ctx, r, c, headCommit.Tree, *opts.Select); err != nil {
+			return AcceptResult{}, err
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		head, err := r.ReadRef(ctx, ref)
 		if err != nil && !errors.Is(err, gitstore.ErrNotFound) {
@@ -126,7 +160,7 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 			if err != nil {
 				return AcceptResult{}, err
 			}
-			if found != nil {
+			if found != nil && !opts.DryRun {
 				res.Commit, res.Recovered = found.OID, true
 				res.Rebased = len(found.Parents) == 0 || found.Parents[0] != c.BaseCommit
 				break
@@ -135,10 +169,10 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		if opts.ExpectedHead != nil && *opts.ExpectedHead != head {
 			return AcceptResult{}, fmt.Errorf("branch %s moved: %w", c.TargetBranch, &ConflictError{Field: "head", Current: oidString(head)})
 		}
-		tree := headCommit.Tree
+		tree := changesTree
 		res.Rebased, res.StaleReads = false, nil
 		if head != c.BaseCommit && !head.IsZero() {
-			merged, err := changeset.Rebase(ctx, r, c.BaseCommit, c.HeadCommit, head, changeset.MergeOptions{
+			merged, err := changeset.Rebase(ctx, r, c.BaseCommit, changesTree, head, changeset.MergeOptions{
 				OursLabel: c.TargetBranch, TheirsLabel: "changeset " + id.String()[:8], Render: true,
 			})
 			if err != nil {
@@ -155,6 +189,18 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		parent := head
 		if parent.IsZero() {
 			parent = c.BaseCommit
+		}
+		if opts.DryRun {
+			pc, err := r.Commit(ctx, parent)
+			if err != nil {
+				return AcceptResult{}, err
+			}
+			res.Head, res.Changeset = parent, c
+			res.Preview, err = changeset.Diff(ctx, r, pc.Tree, tree, changeset.DiffOptions{}, changeset.PatchOptions{})
+			if err != nil {
+				return AcceptResult{}, fmt.Errorf("accept %s: preview: %w", id, err)
+			}
+			return res, nil
 		}
 		now := m.now()
 		commit, err := r.WriteCommit(ctx, gitstore.NewCommit{
@@ -200,7 +246,14 @@ func (m *Manager) recordAccept(ctx context.Context, c Changeset, res *AcceptResu
 	defer ls.mu.Unlock()
 	now := m.now()
 	from := ls.meta.State
-	toAccepted := from == StateActive || from == StateSubmitted
+	partial := res.Selection != nil
+	// A whole accept closes the session; a partial one leaves it open with
+	// what was left out (submitted goes back to active, to revise).
+	toState := StateAccepted
+	if partial {
+		toState = StateActive
+	}
+	toAccepted := (from == StateActive || from == StateSubmitted) && from != toState
 	err = m.store.InTx(ctx, func(tx Tx) error {
 		// The commit is on the branch: whatever review happened since the
 		// check, the changeset is accepted now.
@@ -216,12 +269,17 @@ func (m *Manager) recordAccept(ctx context.Context, c Changeset, res *AcceptResu
 			return err
 		}
 		res.Layer = l
+		if partial {
+			if err := tx.SetChangesetSelection(ctx, c.ID, *res.Selection); err != nil {
+				return err
+			}
+		}
 		if toAccepted {
-			if err := tx.SetSessionState(ctx, c.Session, from, StateAccepted, now); err != nil {
+			if err := tx.SetSessionState(ctx, c.Session, from, toState, now); err != nil {
 				return err
 			}
 			next := ls.meta
-			next.State = StateAccepted
+			next.State = toState
 			if _, err := tx.AppendEvent(ctx, stateEvent(next, from, now)); err != nil {
 				return err
 			}
@@ -232,9 +290,11 @@ func (m *Manager) recordAccept(ctx context.Context, c Changeset, res *AcceptResu
 		for i, s := range res.StaleReads {
 			stale[i] = s.Path
 		}
-		_, err = tx.AppendEvent(ctx, changesetEvent(EventChangesetAccepted, acc, map[string]any{
-			"commit": res.Commit.String(), "rebased": res.Rebased, "layer": l.ID, "stale_reads": stale,
-		}, now))
+		extra := map[string]any{"commit": res.Commit.String(), "rebased": res.Rebased, "layer": l.ID, "stale_reads": stale}
+		if partial {
+			extra["selection"] = res.Selection
+		}
+		_, err = tx.AppendEvent(ctx, changesetEvent(EventChangesetAccepted, acc, extra, now))
 		return err
 	})
 	if err != nil {
@@ -242,15 +302,80 @@ func (m *Manager) recordAccept(ctx context.Context, c Changeset, res *AcceptResu
 	}
 	res.Changeset = c
 	res.Changeset.Status, res.Changeset.AcceptedCommit, res.Changeset.UpdatedAt = ChangesetAccepted, res.Commit, now
+	res.Changeset.Selection = res.Selection
 	if toAccepted {
-		ls.meta.State = StateAccepted
+		ls.meta.State = toState
 		ls.meta.LastActiveAt = now
 	}
+	if partial {
+		m.rebaseAfterPartial(ctx, ls, c, res)
+	}
 	m.events.notify()
-	if toAccepted {
+	if toAccepted && !partial {
 		m.observeClosed(ctx, ls.meta)
 	}
 	return nil
+}
+
+// selectChanges resolves a partial accept's selection against the
+// changeset's diff and writes the tree of the base with only the selected
+// changes. A selection of everything is a whole accept (nil selection).
+func (m *Manager) selectChanges(ctx context.Context, r *gitstore.Repo, c Changeset, headTree gitstore.OID, sel changeset.Selection) (gitstore.OID, *AcceptedSelection, error) {
+	base, err := r.Commit(ctx, c.BaseCommit)
+	if err != nil {
+		return gitstore.OID{}, nil, fmt.Errorf("changeset %s base: %w", c.ID, err)
+	}
+	patch, err := changeset.Diff(ctx, r, base.Tree, headTree, changeset.DiffOptions{}, changeset.PatchOptions{})
+	if err != nil {
+		return gitstore.OID{}, nil, fmt.Errorf("changeset %s: diff: %w", c.ID, err)
+	}
+	s, err := changeset.Select(patch, sel)
+	if err != nil {
+		return gitstore.OID{}, nil, fmt.Errorf("%w: changeset %s revision %d: %w", ErrInvalid, c.ID, c.Revision, err)
+	}
+	if s.All {
+		return headTree, nil, nil
+	}
+	tree, err := changeset.BuildSelected(ctx, r, base.Tree, s)
+	if err != nil {
+		return gitstore.OID{}, nil, fmt.Errorf("accept %s: %w", c.ID, err)
+	}
+	return tree, &AcceptedSelection{Taken: s.Taken, LeftOut: s.LeftOut}, nil
+}
+
+// rebaseAfterPartial moves the session of a partially accepted changeset
+// onto the accepted commit, so that its diff is what was left out. When
+// the branch was still at the session's base the view stays exactly as it
+// is (the commit holds a part of it); when the branch had moved, the
+// session's changes are merged onto the commit, and a conflict leaves the
+// session where it was, reported in res. ls.mu is held.
+func (m *Manager) rebaseAfterPartial(ctx context.Context, ls *live, c Changeset, res *AcceptResult) {
+	commit, err := ls.repo.Commit(ctx, res.Commit)
+	if err != nil {
+		res.SessionError = "read the accepted commit: " + err.Error()
+		return
+	}
+	target := ls.tree
+	if ls.meta.BaseCommit != c.BaseCommit || res.Rebased {
+		merged, err := changeset.Rebase(ctx, ls.repo, ls.baseTree, ls.tree, commit.Tree, changeset.MergeOptions{
+			OursLabel: c.TargetBranch, TheirsLabel: "session " + ls.meta.ID.String()[:8], Render: true,
+		})
+		var ce *changeset.ConflictError
+		if errors.As(err, &ce) {
+			res.SessionConflicts = ce.Conflicts
+			return
+		}
+		if err != nil {
+			res.SessionError = "rebase the session: " + err.Error()
+			return
+		}
+		target = merged.Tree
+	}
+	if _, err := m.replaceOverlay(ctx, ls, OpRebase, "accept "+c.ID.String()[:8], target, &newBase{commit: res.Commit, tree: commit.Tree}); err != nil {
+		res.SessionError = "rebase the session: " + err.Error()
+		return
+	}
+	res.SessionRebased = true
 }
 
 // acceptable checks that a changeset's status allows an accept.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 )
 
@@ -113,6 +114,10 @@ type Tx interface {
 	// "head") when the head is not oldHead or the changeset is accepted or
 	// undone. Its reviews stay.
 	ReviseChangeset(ctx context.Context, c Changeset, oldHead gitstore.OID) error
+	// SetChangesetSelection records what a partial accept took of the
+	// changeset and what it left out; ErrNotFound when there is no such
+	// changeset.
+	SetChangesetSelection(ctx context.Context, id uuid.UUID, sel AcceptedSelection) error
 	// AddReview records a review with its line comments. A zero r.ID gets a
 	// new UUID.
 	AddReview(ctx context.Context, r Review) (Review, error)
@@ -357,9 +362,20 @@ type Changeset struct {
 	Revision int
 	// ReadSet is the base blob id of every base file the session had read
 	// when it was (last) submitted; nil for none.
-	ReadSet   map[string]gitstore.OID
+	ReadSet map[string]gitstore.OID
+	// Selection is what a partial accept took and left out; nil when the
+	// changeset was accepted whole (or not yet).
+	Selection *AcceptedSelection
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// AcceptedSelection is the part of a changeset a partial accept took
+// (files whole, hunks by index into the revision's diff) and the part it
+// left out, which stays in the session.
+type AcceptedSelection struct {
+	Taken   changeset.Selection `json:"taken"`
+	LeftOut changeset.Selection `json:"left_out"`
 }
 
 // ChangesetFilter selects changesets; zero fields match everything.

@@ -1,0 +1,122 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/session"
+)
+
+// TestAcceptSelectHTTP: the accept route's select and dry_run on the wire:
+// hunk indexes are those of the JSON diff, a bad selection is 400
+// bad_request naming the file and nothing is written, a dry run answers
+// with the commit's diff, and the accepted changeset records what was
+// taken and left out.
+func TestAcceptSelectHTTP(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, err := db.OpenSQLiteDir(ctx, dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	m := session.NewManager(session.Config{Store: st, DataDir: dir})
+	t.Cleanup(func() { m.Close() })
+	bare := testrepo.BuildBare(t, "small")
+	_, err = m.RegisterRepo(ctx, "r", bare)
+	require.NoError(t, err)
+	srv := httptest.NewServer(New(Config{Manager: m}))
+	t.Cleanup(srv.Close)
+	call := func(method, path, body string, out any) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, srv.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		if out != nil {
+			require.NoError(t, json.Unmarshal(data, out), string(data))
+		}
+		return resp.StatusCode
+	}
+	text := func(edit map[int]string) string {
+		var b bytes.Buffer
+		for i := 1; i <= 30; i++ {
+			if s, ok := edit[i]; ok {
+				b.WriteString(s + "\n")
+			} else {
+				fmt.Fprintf(&b, "line %d\n", i)
+			}
+		}
+		return b.String()
+	}
+	s, err := m.Create(ctx, session.CreateOptions{Repo: "r", Base: "main"})
+	require.NoError(t, err)
+	_, _, err = m.Write(ctx, s.ID, "doc.txt", []byte(text(nil)), session.WriteOptions{})
+	require.NoError(t, err)
+	var c Changeset
+	require.Equal(t, 201, call("POST", "/v1/sessions/"+s.ID.String()+"/changesets", `{}`, &c))
+	require.Equal(t, 200, call("POST", "/v1/changesets/"+c.ID+"/accept", `{}`, nil))
+
+	s, err = m.Create(ctx, session.CreateOptions{Repo: "r", Base: "main"})
+	require.NoError(t, err)
+	_, _, err = m.Write(ctx, s.ID, "doc.txt", []byte(text(map[int]string{1: "one", 15: "fifteen", 30: "thirty"})), session.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 201, call("POST", "/v1/sessions/"+s.ID.String()+"/changesets", `{}`, &c))
+	var d Diff
+	require.Equal(t, 200, call("GET", "/v1/changesets/"+c.ID+"/diff?format=json", "", &d))
+	require.Len(t, d.Files, 1)
+	require.Len(t, d.Files[0].Hunks, 3)
+	head := testrepo.Git(t, bare, "rev-parse", "main")
+
+	var e errorBody
+	for _, body := range []string{
+		`{"select":{"hunks":{"doc.txt":[3]}}}`,
+		`{"select":{"files":["nope.txt"]}}`,
+		`{"select":{"hunks":{"doc.txt":[0]},"lines":[1]}}`,
+	} {
+		assert.Equal(t, 400, call("POST", "/v1/changesets/"+c.ID+"/accept", body, &e), body)
+		assert.Equal(t, CodeBadRequest, e.Error.Code, body)
+	}
+	assert.Contains(t, e.Error.Message, "lines")
+	assert.Equal(t, head, testrepo.Git(t, bare, "rev-parse", "main"), "nothing written")
+
+	var dry AcceptResult
+	require.Equal(t, 200, call("POST", "/v1/changesets/"+c.ID+"/accept", `{"select":{"hunks":{"doc.txt":[0,2]}},"dry_run":true}`, &dry))
+	assert.True(t, dry.DryRun)
+	assert.Equal(t, head, dry.Head)
+	require.NotNil(t, dry.Diff)
+	require.Len(t, dry.Diff.Files, 1)
+	assert.Len(t, dry.Diff.Files[0].Hunks, 2)
+	assert.Empty(t, dry.Commit)
+	assert.Equal(t, head, testrepo.Git(t, bare, "rev-parse", "main"), "a dry run writes nothing")
+
+	var res AcceptResult
+	require.Equal(t, 200, call("POST", "/v1/changesets/"+c.ID+"/accept", `{"select":{"hunks":{"doc.txt":[0,2]}}}`, &res))
+	assert.Equal(t, res.Commit, testrepo.Git(t, bare, "rev-parse", "main"))
+	assert.Equal(t, text(map[int]string{1: "one", 30: "thirty"}), testrepo.Git(t, bare, "show", "main:doc.txt")+"\n")
+	assert.True(t, res.SessionRebased)
+	require.NotNil(t, res.Selection)
+	assert.Equal(t, []int{1}, res.Selection.LeftOut.Hunks["doc.txt"])
+	var got Changeset
+	require.Equal(t, 200, call("GET", "/v1/changesets/"+c.ID, "", &got))
+	require.NotNil(t, got.Selection)
+	assert.Equal(t, []int{0, 2}, got.Selection.Taken.Hunks["doc.txt"])
+
+	var rest Diff
+	require.Equal(t, 200, call("GET", "/v1/sessions/"+s.ID.String()+"/diff?format=json", "", &rest))
+	require.Len(t, rest.Files, 1)
+	require.Len(t, rest.Files[0].Hunks, 1)
+	assert.Contains(t, rest.Files[0].Hunks[0].Lines, "+fifteen\n")
+}

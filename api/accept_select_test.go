@@ -120,3 +120,63 @@ func TestAcceptSelectHTTP(t *testing.T) {
 	require.Len(t, rest.Files[0].Hunks, 1)
 	assert.Contains(t, rest.Files[0].Hunks[0].Lines, "+fifteen\n")
 }
+
+// TestChangesetRevisionsHTTP: every submission is a revision with its
+// own diff, and the list counts the current revision's approvals.
+func TestChangesetRevisionsHTTP(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, err := db.OpenSQLiteDir(ctx, dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	m := session.NewManager(session.Config{Store: st, DataDir: dir})
+	t.Cleanup(func() { m.Close() })
+	_, err = m.RegisterRepo(ctx, "r", testrepo.BuildBare(t, "small"))
+	require.NoError(t, err)
+	srv := httptest.NewServer(New(Config{Manager: m}))
+	t.Cleanup(srv.Close)
+	getJSON := func(path string, out any) int {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+		return resp.StatusCode
+	}
+	s, err := m.Create(ctx, session.CreateOptions{Repo: "r", Base: "main"})
+	require.NoError(t, err)
+	_, _, err = m.Write(ctx, s.ID, "a.txt", []byte("first\n"), session.WriteOptions{})
+	require.NoError(t, err)
+	c1, err := m.Submit(ctx, s.ID, session.SubmitOptions{Intent: "a"})
+	require.NoError(t, err)
+	_, _, err = m.Review(ctx, c1.ID, session.ReviewInput{Verdict: session.VerdictApprove, Author: "ann"})
+	require.NoError(t, err)
+	var list struct{ Changesets []Changeset }
+	require.Equal(t, 200, getJSON("/v1/changesets", &list))
+	require.Len(t, list.Changesets, 1)
+	require.NotNil(t, list.Changesets[0].Approvals)
+	assert.Equal(t, 1, *list.Changesets[0].Approvals)
+
+	_, _, err = m.Write(ctx, s.ID, "b.txt", []byte("second\n"), session.WriteOptions{})
+	require.NoError(t, err)
+	c2, err := m.Submit(ctx, s.ID, session.SubmitOptions{})
+	require.NoError(t, err)
+	require.Equal(t, c1.ID, c2.ID)
+	require.Equal(t, 2, c2.Revision)
+
+	var revs struct{ Revisions []Revision }
+	require.Equal(t, 200, getJSON("/v1/changesets/"+c1.ID.String()+"/revisions", &revs))
+	require.Len(t, revs.Revisions, 2)
+	assert.Equal(t, c1.HeadCommit.String(), revs.Revisions[0].HeadCommit)
+	assert.Equal(t, c2.HeadCommit.String(), revs.Revisions[1].HeadCommit)
+	var d1, d2 Diff
+	require.Equal(t, 200, getJSON("/v1/changesets/"+c1.ID.String()+"/diff?format=json&revision=1", &d1))
+	require.Equal(t, 200, getJSON("/v1/changesets/"+c1.ID.String()+"/diff?format=json", &d2))
+	assert.Len(t, d1.Files, 1)
+	assert.Len(t, d2.Files, 2)
+	var e errorBody
+	assert.Equal(t, 404, getJSON("/v1/changesets/"+c1.ID.String()+"/diff?format=json&revision=3", &e))
+
+	require.Equal(t, 200, getJSON("/v1/changesets", &list))
+	assert.Equal(t, 0, *list.Changesets[0].Approvals, "approvals of an earlier revision do not count")
+}

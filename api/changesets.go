@@ -39,6 +39,17 @@ type Changeset struct {
 	Symbols []graph.FileSummary `json:"symbols,omitempty"`
 	// Selection is what a partial accept took and left out.
 	Selection *session.AcceptedSelection `json:"selection,omitempty"`
+	// Approvals is how many authors approve the current revision (in
+	// GET /v1/changesets).
+	Approvals *int `json:"approvals,omitempty"`
+}
+
+// Revision is one submission of a changeset.
+type Revision struct {
+	Revision   int       `json:"revision"`
+	BaseCommit string    `json:"base_commit"`
+	HeadCommit string    `json:"head_commit"`
+	At         time.Time `json:"at"`
 }
 
 // Review is one review of a changeset.
@@ -355,13 +366,14 @@ func (s *Server) listChangesets(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return badRequest("query status=%q: not a changeset status", f.Status)
 	}
-	cs, err := s.m.ListChangesets(r.Context(), f)
+	cs, err := s.m.ListChangesetListings(r.Context(), f)
 	if err != nil {
 		return err
 	}
 	out := make([]Changeset, len(cs))
 	for i, c := range cs {
-		out[i] = toChangeset(c)
+		out[i] = toChangeset(c.Changeset)
+		out[i].Approvals = &cs[i].Approvals
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"changesets": out})
 	return nil
@@ -394,11 +406,34 @@ func (s *Server) changesetDiff(w http.ResponseWriter, r *http.Request) error {
 	if format != "unified" && format != "json" {
 		return badRequest("format %q: use unified or json", format)
 	}
-	c, patch, err := s.m.ChangesetDiff(r.Context(), id)
+	rev, err := queryInt(r, "revision")
+	if err != nil {
+		return err
+	}
+	c, patch, err := s.m.ChangesetRevisionDiff(r.Context(), id, int(rev))
 	if err != nil {
 		return err
 	}
 	return writeDiff(w, format, c.BaseCommit, c.HeadCommit, patch)
+}
+
+// changesetRevisions serves GET /v1/changesets/{id}/revisions: every
+// submission, oldest first.
+func (s *Server) changesetRevisions(w http.ResponseWriter, r *http.Request) error {
+	id, err := changesetID(r)
+	if err != nil {
+		return err
+	}
+	revs, err := s.m.ChangesetRevisions(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	out := make([]Revision, len(revs))
+	for i, rv := range revs {
+		out[i] = Revision{Revision: rv.N, BaseCommit: oidText(rv.Base), HeadCommit: oidText(rv.Head), At: rv.At}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"revisions": out})
+	return nil
 }
 
 func (s *Server) reviewChangeset(w http.ResponseWriter, r *http.Request) error {

@@ -126,6 +126,7 @@ var routes = []Route{
 	{"GET", "/v1/changesets", scopeAdmin, (*Server).listChangesets},
 	{"GET", "/v1/changesets/{id}", scopeAdmin, (*Server).getChangeset},
 	{"GET", "/v1/changesets/{id}/diff", scopeAdmin, (*Server).changesetDiff},
+	{"GET", "/v1/changesets/{id}/revisions", scopeAdmin, (*Server).changesetRevisions},
 	{"POST", "/v1/changesets/{id}/reviews", scopeAdmin, (*Server).reviewChangeset},
 	{"POST", "/v1/changesets/{id}/accept", scopeAdmin, (*Server).acceptChangeset},
 	{"POST", "/v1/changesets/{id}/undo", scopeAdmin, (*Server).undoChangeset},

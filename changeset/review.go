@@ -77,3 +77,21 @@ func ReviewStatus(votes []Vote, required int) ReviewState {
 	}
 	return ReviewOpen
 }
+
+// Approvals counts the authors whose vote (latest non-comment verdict,
+// as in ReviewStatus) is approve.
+func Approvals(votes []Vote) int {
+	latest := map[string]Verdict{}
+	for _, v := range votes {
+		if v.Verdict != VerdictComment && v.Verdict != "" {
+			latest[v.Author] = v.Verdict
+		}
+	}
+	n := 0
+	for _, v := range latest {
+		if v == VerdictApprove {
+			n++
+		}
+	}
+	return n
+}

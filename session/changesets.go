@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -280,7 +281,7 @@ func (m *Manager) Submit(ctx context.Context, id uuid.UUID, opts SubmitOptions) 
 				return err
 			}
 		}
-		_, err := tx.AppendEvent(ctx, changesetEvent(typ, cs, map[string]any{"revision": cs.Revision, "head": cs.HeadCommit.String()}, now))
+		_, err := tx.AppendEvent(ctx, changesetEvent(typ, cs, map[string]any{"revision": cs.Revision, "head": cs.HeadCommit.String(), "base": cs.BaseCommit.String()}, now))
 		return err
 	})
 	if err != nil {
@@ -321,6 +322,137 @@ func (m *Manager) GetChangeset(ctx context.Context, id uuid.UUID) (Changeset, er
 // ListChangesets returns the changesets matching f, oldest first.
 func (m *Manager) ListChangesets(ctx context.Context, f ChangesetFilter) ([]Changeset, error) {
 	return m.store.ListChangesets(ctx, f)
+}
+
+// ChangesetListing is a changeset in a list, with how many approvals the
+// reviews of its current revision give it.
+type ChangesetListing struct {
+	Changeset
+	Approvals int
+}
+
+// ListChangesetListings is ListChangesets with each changeset's approvals.
+func (m *Manager) ListChangesetListings(ctx context.Context, f ChangesetFilter) ([]ChangesetListing, error) {
+	cs, err := m.store.ListChangesets(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ChangesetListing, len(cs))
+	for i, c := range cs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		reviews, err := m.store.ListReviews(ctx, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		var votes []changeset.Vote
+		for _, r := range reviews {
+			if r.Revision == c.Revision {
+				votes = append(votes, changeset.Vote{Author: r.Author, Verdict: changeset.Verdict(r.Verdict)})
+			}
+		}
+		out[i] = ChangesetListing{Changeset: c, Approvals: changeset.Approvals(votes)}
+	}
+	return out, nil
+}
+
+// Revision is one submission of a changeset: what it put under review.
+type Revision struct {
+	N    int
+	Base gitstore.OID
+	Head gitstore.OID
+	At   time.Time
+}
+
+// ChangesetRevisions returns a changeset's revisions, oldest first, from
+// its submitted and updated events (the current one from the changeset
+// itself, so it is there even when its event is not).
+func (m *Manager) ChangesetRevisions(ctx context.Context, id uuid.UUID) ([]Revision, error) {
+	c, err := m.GetChangeset(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := m.store.ListEvents(ctx, EventFilter{Repo: c.Repo, Session: c.Session})
+	if err != nil {
+		return nil, fmt.Errorf("changeset %s revisions: %w", id, err)
+	}
+	byN := map[int]Revision{}
+	for _, e := range evs {
+		if e.Type != EventChangesetSubmitted && e.Type != EventChangesetUpdated {
+			continue
+		}
+		var p struct {
+			Changeset uuid.UUID `json:"changeset"`
+			Revision  int       `json:"revision"`
+			Head      string    `json:"head"`
+			Base      string    `json:"base"`
+		}
+		if json.Unmarshal(e.Payload, &p) != nil || p.Changeset != id || p.Revision < 1 || p.Revision > c.Revision {
+			continue
+		}
+		rev := Revision{N: p.Revision, Base: c.BaseCommit, At: e.At}
+		if rev.Head, err = gitstore.ParseOID(p.Head); err != nil {
+			continue
+		}
+		if b, err := gitstore.ParseOID(p.Base); err == nil {
+			rev.Base = b
+		}
+		byN[rev.N] = rev
+	}
+	cur, ok := byN[c.Revision]
+	if !ok {
+		cur.At = c.UpdatedAt
+	}
+	cur.N, cur.Base, cur.Head = c.Revision, c.BaseCommit, c.HeadCommit
+	byN[c.Revision] = cur
+	out := make([]Revision, 0, len(byN))
+	for n := 1; n <= c.Revision; n++ {
+		if r, ok := byN[n]; ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// ChangesetRevisionDiff is the patch revision n of a changeset put under
+// review; 0 is the current revision (ChangesetDiff).
+func (m *Manager) ChangesetRevisionDiff(ctx context.Context, id uuid.UUID, n int) (Changeset, *changeset.Patch, error) {
+	if n == 0 {
+		return m.ChangesetDiff(ctx, id)
+	}
+	revs, err := m.ChangesetRevisions(ctx, id)
+	if err != nil {
+		return Changeset{}, nil, err
+	}
+	for _, r := range revs {
+		if r.N != n {
+			continue
+		}
+		c, err := m.GetChangeset(ctx, id)
+		if err != nil {
+			return Changeset{}, nil, err
+		}
+		repo, err := m.repo(ctx, c.Repo)
+		if err != nil {
+			return Changeset{}, nil, err
+		}
+		trees := [2]gitstore.OID{}
+		for i, id := range []gitstore.OID{r.Base, r.Head} {
+			cm, err := repo.Commit(ctx, id)
+			if err != nil {
+				return Changeset{}, nil, fmt.Errorf("changeset %s revision %d: %w", c.ID, n, err)
+			}
+			trees[i] = cm.Tree
+		}
+		p, err := changeset.Diff(ctx, repo, trees[0], trees[1], changeset.DiffOptions{}, changeset.PatchOptions{})
+		if err != nil {
+			return Changeset{}, nil, fmt.Errorf("changeset %s revision %d: diff: %w", id, n, err)
+		}
+		c.BaseCommit, c.HeadCommit, c.Revision = r.Base, r.Head, r.N
+		return c, p, nil
+	}
+	return Changeset{}, nil, fmt.Errorf("changeset %s has no revision %d: %w", id, n, ErrNotFound)
 }
 
 // Reviews returns a changeset's reviews, oldest first.

@@ -22,6 +22,7 @@ import (
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/mcpserver"
 	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/ui"
 	"github.com/sessiond/sessiond/workdir"
 )
 
@@ -180,7 +181,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		return err
 	}
 	srv := &http.Server{
-		Handler:           srvAPI,
+		Handler:           ui.Mount(srvAPI),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       5 * time.Minute,
 		WriteTimeout:      5 * time.Minute,

@@ -1,0 +1,339 @@
+// One changeset: what it is, its revisions and files, the diff with line
+// comments, the verdict form, warnings, the symbol summary, and accept
+// (whole or per file and hunk) with a dry-run preview.
+import { get, post, stream } from "./api.js";
+import { h, clear, short, age, badge, errorBox, notice } from "./dom.js";
+import { renderFile, statusLetter, partial } from "./diff.js";
+
+export async function changesetPage(id) {
+  const page = new ChangesetPage(id);
+  await page.load();
+  return page.root;
+}
+
+class ChangesetPage {
+  constructor(id) {
+    this.id = id;
+    this.mode = sessionStorage.getItem("sessiond.diffmode") || "unified";
+    this.drafts = [];
+    this.root = h("section", { class: "changeset" });
+    this.overlaps = new Map();
+    this.viewRev = 0;
+  }
+
+  async load() {
+    const id = encodeURIComponent(this.id);
+    const [cs, revs] = await Promise.all([get(`/v1/changesets/${id}`), get(`/v1/changesets/${id}/revisions`)]);
+    this.cs = cs;
+    this.revisions = revs.revisions || [];
+    if (!this.viewRev) this.viewRev = cs.revision;
+    await this.loadDiff();
+    this.session = await get(`/v1/sessions/${encodeURIComponent(cs.session)}`).catch(() => null);
+    document.title = `${cs.intent || "Changeset"} · sessiond`;
+    this.render();
+    if (!this.streaming) this.follow();
+  }
+
+  async loadDiff() {
+    const q = this.viewRev && this.viewRev !== this.cs.revision ? `&revision=${this.viewRev}` : "";
+    this.diff = await get(`/v1/changesets/${encodeURIComponent(this.id)}/diff?format=json${q}`);
+    this.resetSelection();
+  }
+
+  current() {
+    return this.viewRev === this.cs.revision;
+  }
+
+  resetSelection() {
+    this.sel = new Map(); // path → Set of hunk indexes, or "all"
+    for (const f of this.diff.files) this.sel.set(f.path, "all");
+  }
+
+  // follow reads the session's events (from the start, then live) for
+  // overlap warnings.
+  follow() {
+    this.streaming = new AbortController();
+    stream(`/v1/sessions/${encodeURIComponent(this.cs.session)}/events`, (ev) => {
+      if (ev.type !== "overlap.detected" || !ev.payload) return;
+      const p = ev.payload;
+      this.overlaps.set(p.other + "\0" + p.path, p);
+      this.renderWarnings();
+    }, this.streaming.signal);
+  }
+
+  render() {
+    const cs = this.cs;
+    this.warnings = h("div", { id: "warnings", "aria-live": "polite" });
+    this.diffs = h("div", { id: "diffs" });
+    this.fileList = h("div", { id: "files" });
+    this.acceptBox = h("div", { id: "accept-result", "aria-live": "polite" });
+    this.draftList = h("ul", { id: "drafts", class: "drafts" });
+    const revPicker = h("select", { id: "revision", onchange: async (ev) => {
+      this.viewRev = Number(ev.target.value);
+      try {
+        await this.loadDiff();
+        this.renderFiles();
+        this.renderDiffs();
+      } catch (err) { notice(err); }
+    } }, this.revisions.map((r) => h("option", { value: r.revision, selected: r.revision === this.viewRev },
+      `Revision ${r.revision}${r.revision === cs.revision ? " (current)" : ""} · ${age(r.at)}`)));
+    const modeRadios = h("fieldset", { class: "inline" }, h("legend", {}, "Diff view"),
+      ["unified", "split"].map((m) => h("label", {}, h("input", { type: "radio", name: "diff-mode", value: m, checked: this.mode === m,
+        onchange: () => { this.mode = m; sessionStorage.setItem("sessiond.diffmode", m); this.renderDiffs(); } }),
+      m === "unified" ? " Unified" : " Side by side")));
+    const agent = this.session ? `${this.session.agent_name || this.session.agent_id}${this.session.agent_name ? ` (${this.session.agent_id})` : ""}` : cs.agent_id;
+    clear(this.root,
+      h("p", { class: "crumbs" }, h("a", { href: "/ui/changesets" }, "Changesets"), " / ", cs.repo),
+      h("h1", {}, cs.intent || "(no intent)"),
+      h("dl", { class: "meta" },
+        h("dt", {}, "Status"), h("dd", { id: "cs-status" }, badge(cs.status)),
+        h("dt", {}, "Agent"), h("dd", {}, agent),
+        h("dt", {}, "Base → target"), h("dd", {}, h("code", { title: cs.base_commit }, short(cs.base_commit)), " → ",
+          h("a", { href: `/ui/repos/${encodeURIComponent(cs.repo)}/layers?branch=${encodeURIComponent(cs.target_branch)}` }, cs.target_branch)),
+        h("dt", {}, h("label", { for: "revision" }, "Revision")), h("dd", {}, revPicker),
+        h("dt", {}, "Changes"), h("dd", {}, cs.stats ? `${cs.stats.files} files, +${cs.stats.insertions} −${cs.stats.deletions}` : ""),
+        cs.accepted_commit ? [h("dt", {}, "Accepted as"), h("dd", {}, h("code", {}, short(cs.accepted_commit)))] : null,
+        cs.selection ? [h("dt", {}, "Left out"), h("dd", { id: "left-out" }, describeSelection(cs.selection.left_out))] : null),
+      this.warnings,
+      symbols(cs.symbols),
+      h("h2", {}, "Files"), this.fileList,
+      h("div", { class: "diff-controls" }, modeRadios),
+      this.diffs,
+      this.reviewForm(),
+      this.acceptForm(),
+      reviewsList(cs.reviews || []));
+    this.renderWarnings();
+    this.renderFiles();
+    this.renderDiffs();
+    this.renderDrafts();
+  }
+
+  renderWarnings() {
+    if (!this.warnings) return;
+    const items = [];
+    for (const o of this.overlaps.values()) {
+      items.push(h("li", { class: "overlap" }, "Overlap: ", h("code", {}, o.path), " is also changed by session ",
+        h("code", {}, short(o.other)), o.other_agent ? ` (${o.other_agent})` : "",
+        o.symbols && o.symbols.length ? `, same symbols: ${o.symbols.map((k) => k.name).join(", ")}` : "",
+        o.merge === "conflict" ? " — their versions conflict" : o.merge === "clean" ? " — their versions merge cleanly" : ""));
+    }
+    for (const s of this.staleReads || []) {
+      items.push(h("li", { class: "stale" }, "Stale read: ", h("code", {}, s.path), ` changed on ${this.cs.target_branch} since the session read it`));
+    }
+    clear(this.warnings, items.length ? [h("h2", {}, "Warnings"), h("ul", { class: "warnings" }, items)] : null);
+  }
+
+  fileState(f) {
+    const s = this.sel.get(f.path);
+    if (s === "all") return "all";
+    if (!s || s.size === 0) return "none";
+    return s.size === f.hunks.length ? "all" : "some";
+  }
+
+  renderFiles() {
+    const canAccept = this.current() && !["accepted", "undone", "rejected"].includes(this.cs.status);
+    const rows = this.diff.files.map((f, i) => {
+      const state = this.fileState(f);
+      const box = canAccept ? h("input", { type: "checkbox", class: "file-check", id: `file-${i}`, "data-path": f.path, checked: state !== "none",
+        onchange: (ev) => { this.sel.set(f.path, ev.target.checked ? "all" : new Set()); this.renderFiles(); this.renderDiffs(); } }) : null;
+      if (box && state === "some") box.indeterminate = true;
+      return h("tr", {},
+        canAccept ? h("td", {}, box, h("label", { for: `file-${i}`, class: "sr-only" }, `Accept ${f.path}`)) : null,
+        h("td", { class: "status-letter", title: f.status }, h("abbr", { title: f.status }, statusLetter(f.status))),
+        h("td", {}, h("a", { href: `#diff-${i}` }, f.path), f.old_path && f.old_path !== f.path ? h("span", { class: "muted" }, ` from ${f.old_path}`) : null),
+        h("td", { class: "num add" }, `+${f.insertions}`), h("td", { class: "num del" }, `−${f.deletions}`));
+    });
+    clear(this.fileList, this.diff.files.length ? h("table", { class: "files" },
+      h("thead", {}, h("tr", {}, canAccept ? h("th", { scope: "col" }, "Accept") : null, h("th", { scope: "col" }, "Status"),
+        h("th", { scope: "col" }, "Path"), h("th", { scope: "col" }, "Added"), h("th", { scope: "col" }, "Removed"))),
+      h("tbody", {}, rows)) : h("p", {}, "No changes."));
+  }
+
+  comments(path) {
+    const out = [];
+    for (const r of this.cs.reviews || []) {
+      for (const c of r.comments || []) {
+        if (c.path === path) out.push({ line: c.line, body: c.body, author: r.author, revision: r.revision });
+      }
+    }
+    for (const d of this.drafts) if (d.path === path) out.push({ ...d, draft: true });
+    return out;
+  }
+
+  renderDiffs() {
+    const canAccept = this.current() && !["accepted", "undone", "rejected"].includes(this.cs.status);
+    clear(this.diffs, this.diff.files.map((f, i) => {
+      const hunks = canAccept && partial(f) ? {
+        checked: (k) => { const s = this.sel.get(f.path); return s === "all" || (s && s.has(k)); },
+        onChange: (k, on) => {
+          let s = this.sel.get(f.path);
+          s = s === "all" ? new Set(f.hunks.map((_, j) => j)) : new Set(s || []);
+          if (on) s.add(k); else s.delete(k);
+          this.sel.set(f.path, s.size === f.hunks.length ? "all" : s);
+          this.renderFiles();
+        },
+      } : null;
+      return h("section", { class: "file", id: `diff-${i}`, "aria-labelledby": `diff-title-${i}` },
+        h("h3", { id: `diff-title-${i}` }, h("abbr", { title: f.status }, statusLetter(f.status)), " ", f.path,
+          h("span", { class: "muted" }, ` +${f.insertions} −${f.deletions}`)),
+        renderFile(f, { mode: this.mode, key: i, comments: this.comments(f.path), hunks,
+          onComment: (line, row) => this.openComment(f.path, line, row) }));
+    }));
+  }
+
+  openComment(path, line, row) {
+    const old = document.getElementById("comment-form");
+    if (old) old.closest("tr").remove();
+    const cols = row.children.length;
+    const ta = h("textarea", { id: "comment-body", rows: 3, required: true });
+    const form = h("form", { id: "comment-form", class: "comment-form" },
+      h("label", { for: "comment-body" }, `Comment on line ${line} of ${path}`), ta,
+      h("div", { class: "buttons" },
+        h("button", { type: "submit" }, "Add comment"),
+        h("button", { type: "button", onclick: () => { tr.remove(); row.querySelector("button")?.focus(); } }, "Cancel")));
+    const tr = h("tr", { class: "comment-row" }, h("td", { colspan: cols }, form));
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      if (!ta.value.trim()) return;
+      this.drafts.push({ path, line, body: ta.value.trim() });
+      this.renderDiffs();
+      this.renderDrafts();
+      document.getElementById("verdict-body")?.focus();
+    });
+    form.addEventListener("keydown", (ev) => { if (ev.key === "Escape") tr.remove(); });
+    row.after(tr);
+    ta.focus();
+  }
+
+  renderDrafts() {
+    clear(this.draftList, this.drafts.map((d, i) => h("li", {}, h("code", {}, `${d.path}:${d.line}`), " ", d.body, " ",
+      h("button", { type: "button", class: "link", "aria-label": `Remove the comment on ${d.path} line ${d.line}`,
+        onclick: () => { this.drafts.splice(i, 1); this.renderDrafts(); this.renderDiffs(); } }, "remove"))));
+  }
+
+  reviewForm() {
+    const out = h("div", { id: "review-result", "aria-live": "polite" });
+    const verdicts = [["approve", "Approve"], ["request_changes", "Request changes"], ["reject", "Reject"], ["comment", "Comment only"]];
+    const form = h("form", { id: "review-form", class: "panel", "aria-labelledby": "review-title" },
+      h("h2", { id: "review-title" }, "Review"),
+      h("fieldset", {}, h("legend", {}, "Verdict"), verdicts.map(([v, label], i) =>
+        h("label", { class: "radio" }, h("input", { type: "radio", name: "verdict", value: v, id: `verdict-${v}`, checked: i === 3 }), " ", label))),
+      h("label", { for: "verdict-body" }, "Message"), h("textarea", { id: "verdict-body", name: "body", rows: 3 }),
+      h("label", { for: "verdict-author" }, "Your name"), h("input", { id: "verdict-author", name: "author", value: sessionStorage.getItem("sessiond.author") || "reviewer" }),
+      h("h3", {}, "Line comments to send"), this.draftList,
+      h("p", { class: "muted" }, "Press a line number in the diff to comment on that line."),
+      h("div", { class: "buttons" }, h("button", { type: "submit", id: "review-submit" }, "Send review")), out);
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const fd = new FormData(form);
+      sessionStorage.setItem("sessiond.author", fd.get("author"));
+      try {
+        const res = await post(`/v1/changesets/${encodeURIComponent(this.id)}/reviews`, {
+          verdict: fd.get("verdict"), body: fd.get("body"), author: fd.get("author"), comments: this.drafts,
+        });
+        this.drafts = [];
+        this.cs = res.changeset;
+        await this.load();
+        const o = document.getElementById("review-result");
+        clear(o, h("p", { class: "ok" }, `Review recorded: ${res.review.verdict.replace(/_/g, " ")}; the changeset is ${res.changeset.status.replace(/_/g, " ")}.`));
+        document.getElementById("review-result")?.focus();
+      } catch (err) {
+        clear(out, errorBox(err));
+      }
+    });
+    return form;
+  }
+
+  // selection is the accept's select, or undefined for everything.
+  selection() {
+    const files = [], hunks = {};
+    let all = true;
+    for (const f of this.diff.files) {
+      const st = this.fileState(f);
+      if (st === "all") files.push(f.path);
+      else {
+        all = false;
+        if (st === "some") hunks[f.path] = [...this.sel.get(f.path)].sort((a, b) => a - b);
+      }
+    }
+    return all ? undefined : { files, hunks };
+  }
+
+  acceptForm() {
+    const out = this.acceptBox;
+    const msg = h("input", { id: "accept-message", name: "message", placeholder: "the intent" });
+    const run = async (dry) => {
+      const body = { message: msg.value || undefined, actor: document.getElementById("verdict-author")?.value || undefined, dry_run: dry || undefined };
+      const sel = this.selection();
+      if (sel) body.select = sel;
+      clear(out, h("p", {}, dry ? "Computing the preview…" : "Accepting…"));
+      try {
+        const res = await post(`/v1/changesets/${encodeURIComponent(this.id)}/accept`, body);
+        this.staleReads = res.stale_reads || [];
+        this.renderWarnings();
+        if (dry) {
+          clear(out, h("div", { id: "preview" }, h("h3", {}, "Preview: the commit would be"),
+            h("p", {}, `On ${res.branch} at `, h("code", {}, short(res.head)), res.rebased ? " (merged onto the moved branch)" : "",
+              sel ? " — only the selected changes" : " — the whole changeset"),
+            (res.diff.files || []).map((f, i) => h("section", { class: "file" }, h("h4", {}, statusLetter(f.status), " ", f.path),
+              renderFile(f, { mode: this.mode, key: "p" + i })))));
+          return;
+        }
+        await this.load();
+        clear(this.acceptBox, h("div", { id: "accept-done", class: "ok" },
+          h("p", {}, "Accepted as ", h("code", { id: "accepted-commit" }, short(res.commit)), ` on ${res.branch}`, res.rebased ? " (merged onto the moved branch)." : "."),
+          res.selection ? h("p", {}, "Left out, still in the session: ", describeSelection(res.selection.left_out),
+            res.session_rebased ? " (the session now holds just that)." : "") : null,
+          res.session_conflicts ? h("p", { class: "error" }, "The session could not be rebased: ", res.session_conflicts.map((c) => c.path).join(", ")) : null,
+          h("p", {}, h("a", { href: `/ui/repos/${encodeURIComponent(res.branch && this.cs.repo)}/layers?branch=${encodeURIComponent(res.branch)}` }, "See the branch's layers"))));
+      } catch (err) {
+        const parts = [errorBox(err)];
+        const d = err.details || {};
+        if (d.conflicts) parts.push(conflictsTable(d.conflicts));
+        if (d.stale_reads) { this.staleReads = d.stale_reads; this.renderWarnings(); }
+        clear(out, parts);
+      }
+    };
+    const closed = ["accepted", "undone"].includes(this.cs.status);
+    return h("form", { id: "accept-form", class: "panel", "aria-labelledby": "accept-title", onsubmit: (ev) => { ev.preventDefault(); run(false); } },
+      h("h2", { id: "accept-title" }, "Accept"),
+      closed ? h("p", {}, `This changeset is ${this.cs.status}.`) : [
+        h("p", { class: "muted" }, "Untick files or hunks above to accept only part; what is left out stays in the session."),
+        h("label", { for: "accept-message" }, "Commit message"), msg,
+        h("div", { class: "buttons" },
+          h("button", { type: "button", id: "accept-preview", onclick: () => run(true) }, "Preview (dry run)"),
+          h("button", { type: "submit", id: "accept-submit" }, "Accept"))],
+      out);
+  }
+}
+
+function describeSelection(s) {
+  if (!s) return "nothing";
+  const parts = [...(s.files || [])];
+  for (const [p, hs] of Object.entries(s.hunks || {})) parts.push(`${p} (hunk ${hs.map((i) => i + 1).join(", ")})`);
+  return parts.length ? parts.join(", ") : "nothing";
+}
+
+function symbols(list) {
+  if (!list || !list.length) return null;
+  const keys = (ks) => (ks || []).map((k) => (k.receiver ? `${k.receiver}.` : "") + k.name).join(", ");
+  return h("section", { id: "symbols" }, h("h2", {}, "Symbols"),
+    h("table", { class: "list" }, h("thead", {}, h("tr", {}, ["File", "Added", "Modified", "Removed"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, list.map((f) => h("tr", {}, h("td", { "data-label": "File" }, h("code", {}, f.path)),
+        h("td", { "data-label": "Added" }, keys(f.added)), h("td", { "data-label": "Modified" }, keys(f.modified)),
+        h("td", { "data-label": "Removed" }, f.parse_error ? `(${f.parse_error})` : keys(f.removed)))))));
+}
+
+export function conflictsTable(cs) {
+  return h("table", { class: "list conflicts" }, h("caption", {}, "Conflicts"),
+    h("thead", {}, h("tr", {}, ["Path", "Kind", "What"].map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", {}, cs.map((c) => h("tr", {}, h("td", {}, h("code", {}, c.path)), h("td", {}, c.kind), h("td", {}, c.message || "")))));
+}
+
+function reviewsList(reviews) {
+  if (!reviews.length) return h("section", { id: "reviews" }, h("h2", {}, "Reviews"), h("p", {}, "No reviews yet."));
+  return h("section", { id: "reviews" }, h("h2", {}, "Reviews"), h("ol", {}, reviews.map((r) => h("li", {},
+    badge(r.verdict), " ", h("strong", {}, r.author || "anonymous"), h("span", { class: "muted" }, ` on revision ${r.revision}, ${age(r.created_at)}`),
+    r.body ? h("p", {}, r.body) : null,
+    r.comments.length ? h("ul", {}, r.comments.map((c) => h("li", {}, h("code", {}, `${c.path}:${c.line}`), " ", c.body))) : null))));
+}

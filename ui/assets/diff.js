@@ -1,0 +1,122 @@
+// Renders one file of a JSON diff (GET …/diff?format=json) as rows of a
+// table, unified or side by side. Line numbers of the new file are
+// buttons that open a comment form for that line; comments already made
+// are shown under their line. With hunk selection on, each hunk header
+// has a checkbox.
+import { h } from "./dom.js";
+
+const STATUS_LETTER = { added: "A", modified: "M", deleted: "D", renamed: "R", copied: "C", mode_changed: "M", type_changed: "T" };
+
+export function statusLetter(status) {
+  return STATUS_LETTER[status] || "?";
+}
+
+// partial reports whether a file can be accepted hunk by hunk (the rule of
+// the accept API: text files modified in place).
+export function partial(f) {
+  return f.status === "modified" && !f.binary && f.old_mode !== "120000" && f.new_mode !== "120000" &&
+    f.old_mode !== "160000" && f.new_mode !== "160000" && f.hunks.length > 0;
+}
+
+function text(line) {
+  let t = line.slice(1);
+  let eof = false;
+  if (t.endsWith("\n")) t = t.slice(0, -1);
+  else eof = true;
+  return [t, eof];
+}
+
+function code(line, cls) {
+  const [t, eof] = text(line);
+  return h("td", { class: "code " + cls }, h("span", { class: "sign", "aria-hidden": "true" }, line[0] === " " ? " " : line[0]),
+    t, eof ? h("span", { class: "eof", title: "No newline at end of file" }, " ⏎̸") : null);
+}
+
+// rows walks a hunk: each entry {kind: ' '|'-'|'+', line, old, new}.
+function rows(hunk) {
+  let o = hunk.old_start, n = hunk.new_start;
+  if (hunk.old_lines === 0) o++;
+  if (hunk.new_lines === 0) n++;
+  const out = [];
+  for (const line of hunk.lines) {
+    const k = line[0];
+    if (k === " ") out.push({ kind: k, line, old: o++, new: n++ });
+    else if (k === "-") out.push({ kind: k, line, old: o++ });
+    else out.push({ kind: k, line, new: n++ });
+  }
+  return out;
+}
+
+// renderFile returns the table of one file's diff.
+//   opts.mode: "unified" | "split"
+//   opts.comments: [{line, body, author, revision, draft}] for this file
+//   opts.onComment(line, anchorRow): a line's comment button was pressed
+//   opts.hunks: null, or {checked(i) → bool, onChange(i, checked)}
+export function renderFile(f, opts) {
+  const split = opts.mode === "split";
+  const cols = split ? 4 : 3;
+  const byLine = new Map();
+  for (const c of opts.comments || []) {
+    if (!byLine.has(c.line)) byLine.set(c.line, []);
+    byLine.get(c.line).push(c);
+  }
+  const commentable = f.status !== "deleted";
+  const lnButton = (n, side) => {
+    if (n === undefined) return h("td", { class: "ln" });
+    if ((side === "new") !== commentable) return h("td", { class: "ln" }, String(n));
+    return h("td", { class: "ln" }, h("button", {
+      type: "button", class: "ln-btn", "data-line": n, "data-path": f.path,
+      "aria-label": `Comment on line ${n} of ${f.path}`,
+      onclick: (ev) => opts.onComment && opts.onComment(n, ev.currentTarget.closest("tr")),
+    }, String(n)));
+  };
+  const commentRows = (n) => (byLine.get(n) || []).map((c) => h("tr", { class: "comment-row" + (c.draft ? " draft" : "") },
+    h("td", { colspan: cols }, h("div", { class: "comment", "data-line": n },
+      h("strong", {}, c.draft ? "Draft" : (c.author || "anonymous")),
+      c.revision ? h("span", { class: "muted" }, ` on revision ${c.revision}`) : null,
+      `: `, c.body))));
+  const body = [];
+  f.hunks.forEach((hunk, i) => {
+    const header = `@@ -${hunk.old_start},${hunk.old_lines} +${hunk.new_start},${hunk.new_lines} @@`;
+    const box = opts.hunks ? h("input", {
+      type: "checkbox", class: "hunk-check", id: `hunk-${opts.key}-${i}`, "data-hunk": i, "data-path": f.path,
+      checked: opts.hunks.checked(i), onchange: (ev) => opts.hunks.onChange(i, ev.target.checked),
+    }) : null;
+    body.push(h("tr", { class: "hunk-header" }, h("td", { colspan: cols },
+      box, box ? h("label", { for: box.id }, `Accept hunk ${i + 1} `) : null, h("code", {}, header))));
+    const rs = rows(hunk);
+    if (!split) {
+      for (const r of rs) {
+        const cls = r.kind === "+" ? "add" : r.kind === "-" ? "del" : "ctx";
+        const tr = h("tr", { class: "line " + cls, "data-new": r.new, "data-old": r.old },
+          lnButton(r.old, "old"), lnButton(r.new, "new"), code(r.line, cls));
+        body.push(tr, commentRows(commentable ? r.new : r.old));
+      }
+      return;
+    }
+    for (let j = 0; j < rs.length;) {
+      if (rs[j].kind === " ") {
+        const r = rs[j++];
+        body.push(h("tr", { class: "line ctx", "data-new": r.new }, lnButton(r.old, "old"), code(r.line, "ctx"), lnButton(r.new, "new"), code(r.line, "ctx")),
+          commentRows(r.new));
+        continue;
+      }
+      const dels = [], adds = [];
+      while (j < rs.length && rs[j].kind === "-") dels.push(rs[j++]);
+      while (j < rs.length && rs[j].kind === "+") adds.push(rs[j++]);
+      for (let k = 0; k < Math.max(dels.length, adds.length); k++) {
+        const d = dels[k], a = adds[k];
+        body.push(h("tr", { class: "line", "data-new": a && a.new },
+          d ? lnButton(d.old, "old") : h("td", { class: "ln" }), d ? code(d.line, "del") : h("td", { class: "code empty" }),
+          a ? lnButton(a.new, "new") : h("td", { class: "ln" }), a ? code(a.line, "add") : h("td", { class: "code empty" })),
+          commentRows(commentable ? (a && a.new) : (d && d.old)));
+      }
+    }
+  });
+  if (f.binary) body.push(h("tr", {}, h("td", { colspan: cols, class: "muted" }, "Binary file")));
+  else if (!f.hunks.length) body.push(h("tr", {}, h("td", { colspan: cols, class: "muted" },
+    f.status === "renamed" ? `Renamed from ${f.old_path} without changes` : f.old_mode !== f.new_mode ? `Mode ${f.old_mode} → ${f.new_mode}` : "No content changes")));
+  return h("table", { class: "diff " + (split ? "split" : "unified"), "aria-label": `Diff of ${f.path}` },
+    h("colgroup", {}, split ? [h("col", { class: "ln" }), h("col"), h("col", { class: "ln" }), h("col")] : [h("col", { class: "ln" }), h("col", { class: "ln" }), h("col")]),
+    h("tbody", {}, body));
+}

@@ -1,0 +1,96 @@
+// Live sessions with their state, agent, intent, changed files and overlap
+// warnings, kept current by each repository's event stream.
+import { get, stream } from "./api.js";
+import { h, clear, short, age, badge, errorBox } from "./dom.js";
+
+const LIVE = new Set(["active", "submitted"]);
+
+export async function sessionsPage() {
+  document.title = "Sessions · sessiond";
+  const repos = (await get("/v1/repos")).repos || [];
+  const rows = new Map(); // id → {session, files, overlaps}
+  const tbody = h("tbody", { id: "sessions-body" });
+  const status = h("p", { class: "muted", id: "sessions-status", "aria-live": "polite" });
+  const root = h("section", {},
+    h("h1", {}, "Live sessions"), status,
+    h("table", { class: "list" }, h("caption", { class: "sr-only" }, "Live sessions"),
+      h("thead", {}, h("tr", {}, ["Session", "Repository", "State", "Agent", "Intent", "Changed files", "Overlaps", "Last active"].map((c) => h("th", { scope: "col" }, c)))),
+      tbody));
+
+  const draw = () => {
+    const live = [...rows.values()].filter((r) => LIVE.has(r.session.state)).sort((a, b) => b.session.last_active_at.localeCompare(a.session.last_active_at));
+    clear(tbody, live.length ? live.map(row) : h("tr", {}, h("td", { colspan: 8 }, "No live sessions.")));
+    status.textContent = `${live.length} live session${live.length === 1 ? "" : "s"}, updated ${new Date().toLocaleTimeString()}`;
+  };
+  const row = (r) => {
+    const s = r.session;
+    return h("tr", { "data-session": s.id },
+      h("td", { "data-label": "Session" }, h("code", { title: s.id }, short(s.id))),
+      h("td", { "data-label": "Repository" }, s.repo),
+      h("td", { "data-label": "State" }, badge(s.state)),
+      h("td", { "data-label": "Agent" }, s.agent_name || s.agent_id),
+      h("td", { "data-label": "Intent" }, s.intent),
+      h("td", { "data-label": "Changed files", class: "changed" }, r.error ? errorBox(r.error) :
+        r.files.length ? h("ul", { class: "paths" }, r.files.map((f) => h("li", {}, h("abbr", { title: f.status }, f.status[0].toUpperCase()), " ", h("code", {}, f.path)))) : "none"),
+      h("td", { "data-label": "Overlaps", class: "overlaps" }, r.overlaps.size ? h("ul", { class: "warnings" }, [...r.overlaps.values()].map((o) =>
+        h("li", { class: "overlap" }, h("code", {}, o.path), " with ", h("code", {}, short(o.other)), o.other_agent ? ` (${o.other_agent})` : "",
+          o.merge === "conflict" ? " — conflicts" : ""))) : "none"),
+      h("td", { "data-label": "Last active" }, h("time", { datetime: s.last_active_at }, age(s.last_active_at))));
+  };
+  const refresh = async (id) => {
+    const r = rows.get(id) || { overlaps: new Map(), files: [] };
+    try {
+      r.session = await get(`/v1/sessions/${id}`);
+      r.error = null;
+      if (LIVE.has(r.session.state)) {
+        const tree = await get(`/v1/sessions/${id}/tree?only_modified=true&recursive=true`);
+        r.files = (tree.entries || []).filter((e) => e.type !== "dir" || e.status === "deleted");
+      }
+    } catch (err) {
+      if (!r.session) return;
+      r.error = err;
+    }
+    rows.set(id, r);
+  };
+  // Each session refreshes at most once at a time; events that arrive
+  // meanwhile ask for one more.
+  const pending = new Map();
+  const schedule = (id) => {
+    if (pending.has(id)) { pending.set(id, true); return; }
+    pending.set(id, false);
+    (async () => {
+      do {
+        pending.set(id, false);
+        await refresh(id);
+        draw();
+      } while (pending.get(id));
+      pending.delete(id);
+    })();
+  };
+
+  const sessions = (await get("/v1/sessions")).sessions || [];
+  await Promise.all(sessions.filter((s) => LIVE.has(s.state)).map((s) => refresh(s.id)));
+  draw();
+  if (!repos.length) status.textContent = "No repositories.";
+  const ctl = new AbortController();
+  for (const repo of repos) {
+    stream(`/v1/repos/${encodeURIComponent(repo.name)}/events`, (ev) => {
+      const id = ev.session || (ev.payload && ev.payload.session);
+      if (!id) return;
+      if (ev.type === "overlap.detected" && ev.payload) {
+        const r = rows.get(id);
+        if (r) {
+          r.overlaps.set(ev.payload.other + "\0" + ev.payload.path, ev.payload);
+          draw();
+        }
+        return;
+      }
+      schedule(id);
+    }, ctl.signal, latestEventHint);
+  }
+  return root;
+}
+
+// Streams start after the events the first load already reflects; the
+// overlaps of the past come from replaying from 0, so start there.
+const latestEventHint = 0;

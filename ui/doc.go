@@ -1,0 +1,38 @@
+// Package ui is the review page: static assets embedded in the binary
+// (go:embed) and served at /ui/, with / redirecting there. It has no
+// server logic: the page is plain JavaScript modules and CSS, with no
+// build step and nothing fetched from elsewhere at run time, and it is a
+// client of API v1 only, so anything a reviewer does here a script can do
+// with curl. Where the page needed something the API lacked (a
+// changeset's revisions, approvals in the list), it went into the API.
+//
+// Pages (one index.html; the modules route on the path):
+//   - /ui/ and /ui/changesets: changesets, filtered by repository and
+//     status.
+//   - /ui/changesets/{id}: one changeset: its revisions, files, unified
+//     and side-by-side diffs with line comments, the verdict form, stale
+//     reads, overlap warnings, the symbol summary, and accept with
+//     per-file and per-hunk checkboxes, a dry-run preview, the result or
+//     the conflicts.
+//   - /ui/repos/{repo}/layers?branch=: the branch's layers newest first,
+//     an undo preview (what comes back, what stays, conflicts), undo.
+//   - /ui/sessions: live sessions kept current by the event stream.
+//
+// Diffs are rendered by the page itself from the JSON diff
+// (GET …/diff?format=json) instead of a vendored renderer such as
+// diff2html: the JSON already has the hunks and line numbers a renderer
+// would parse back out of unified text, a line comment needs the path and
+// the new-file line of the row clicked, and a partial accept needs each
+// hunk's index in that JSON, so rendering rows from it directly is less
+// code than adapting a renderer built for text, and there is no vendored
+// code to keep up to date.
+//
+// Auth: with an admin token configured the API answers 401; the page then
+// asks for the token once, keeps it in sessionStorage (this tab only) and
+// sends it as a bearer token. No cookies, so there is no CSRF surface. Event
+// streams are read with fetch, which can send that header (EventSource
+// cannot).
+//
+// The handler is safe for concurrent use; the assets never change while
+// the process runs.
+package ui

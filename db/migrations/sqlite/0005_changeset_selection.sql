@@ -1,2 +1,2 @@
--- The SQLite form of postgres/0004_changeset_selection.sql.
+-- The SQLite form of postgres/0005_changeset_selection.sql.
 ALTER TABLE changesets ADD COLUMN selection text NOT NULL DEFAULT '';

@@ -62,9 +62,8 @@ func (a *auth) authenticate(r *http.Request) (principal, *Error) {
 	if !a.enabled {
 		return principal{admin: true}, nil
 	}
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || tok == "" {
+	tok, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
 		return principal{}, newError(http.StatusUnauthorized, CodeUnauthorized, "a bearer token is required")
 	}
 	if sum := sha256.Sum256([]byte(tok)); subtle.ConstantTimeCompare(sum[:], a.adminHash[:]) == 1 {
@@ -78,6 +77,17 @@ func (a *auth) authenticate(r *http.Request) (principal, *Error) {
 		}
 	}
 	return principal{}, newError(http.StatusUnauthorized, CodeUnauthorized, "invalid token")
+}
+
+// bearer is the token of an Authorization header with the Bearer scheme,
+// whose name is case-insensitive (RFC 7235 §2.1).
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	tok = strings.TrimSpace(tok)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return "", false
+	}
+	return tok, true
 }
 
 // authorize checks that p may call a route of scope sc; sessionID is the

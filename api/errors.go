@@ -28,6 +28,9 @@ const (
 	CodeInternal           = "internal"
 	CodeUnavailable        = "unavailable"
 	CodeMethodNotAllowed   = "method_not_allowed"
+	// CodeRangeNotSatisfiable is a 416: a Range that no part of the file
+	// satisfies; Content-Range carries the size.
+	CodeRangeNotSatisfiable = "range_not_satisfiable"
 )
 
 // Error is an API error: an HTTP status, a stable code, a message for

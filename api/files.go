@@ -1,12 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -44,106 +46,69 @@ func (s *Server) statFile(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// readFile serves a file's content through http.ServeContent, which owns
+// ranges (one or several, as multipart/byteranges), If-Range and the
+// conditional GETs (If-None-Match → 304, If-Match → 412) against the ETag,
+// the blob id. Its error answers are turned into the API's JSON errors:
+// 416 with code range_not_satisfiable and Content-Range "bytes */size",
+// 412 with precondition_failed.
 func (s *Server) readFile(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionID(r)
 	if err != nil {
 		return err
 	}
 	p := r.PathValue("path")
-	rng := r.Header.Get("Range")
-	if rng == "" {
-		data, fi, err := s.m.Read(r.Context(), id, p, 0, -1)
-		if err != nil {
-			return err
-		}
-		setFileHeaders(w, fi)
-		if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, fi.OID) {
-			w.WriteHeader(http.StatusNotModified)
-			return nil
-		}
-		w.Header().Set("Accept-Ranges", "bytes")
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(data)
-		return nil
-	}
-	fi, err := s.m.Stat(r.Context(), id, p)
+	data, fi, err := s.m.Read(r.Context(), id, p, 0, -1)
 	if err != nil {
 		return err
 	}
-	off, n, ok := parseRange(rng, fi.Size)
-	if !ok {
-		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", fi.Size))
-		return &Error{Status: http.StatusRequestedRangeNotSatisfiable, Code: CodeBadRequest,
-			Message: fmt.Sprintf("range %q does not fit a file of %d bytes (one range only)", rng, fi.Size)}
-	}
-	data, fi2, err := s.m.Read(r.Context(), id, p, off, n)
-	if err != nil {
-		return err
-	}
-	if fi2.OID != fi.OID {
-		// Changed between stat and read: the client asked for a range of
-		// one version; serve it whole as the new version instead.
-		data, fi2, err = s.m.Read(r.Context(), id, p, 0, -1)
-		if err != nil {
-			return err
-		}
-		setFileHeaders(w, fi2)
-		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(data)
-		return nil
-	}
-	setFileHeaders(w, fi2)
+	setFileHeaders(w, fi)
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+int64(len(data))-1, fi.Size))
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	w.WriteHeader(http.StatusPartialContent)
-	_, _ = w.Write(data)
+	if rng := strings.TrimSpace(r.Header.Get("Range")); rng != "" && !strings.HasPrefix(rng, "bytes=") {
+		// A range unit the server does not know is ignored (RFC 9110
+		// §14.2): the whole file, 200.
+		r.Header.Del("Range")
+	}
+	cw := &contentWriter{ResponseWriter: w, path: p, rng: r.Header.Get("Range"), size: int64(len(data))}
+	http.ServeContent(cw, r, "", time.Time{}, bytes.NewReader(data))
 	return nil
 }
 
-// parseRange parses one byte range of a file of size bytes.
-func parseRange(h string, size int64) (off, n int64, ok bool) {
-	spec, found := strings.CutPrefix(h, "bytes=")
-	if !found || strings.Contains(spec, ",") {
-		return 0, 0, false
-	}
-	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
-	if !found {
-		return 0, 0, false
-	}
-	if first == "" { // suffix: the last N bytes
-		k, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || k <= 0 {
-			return 0, 0, false
-		}
-		k = min(k, size)
-		return size - k, k, size > 0
-	}
-	a, err := strconv.ParseInt(first, 10, 64)
-	if err != nil || a < 0 || a >= size {
-		return 0, 0, false
-	}
-	b := size - 1
-	if last != "" {
-		if b, err = strconv.ParseInt(last, 10, 64); err != nil || b < a {
-			return 0, 0, false
-		}
-		b = min(b, size-1)
-	}
-	return a, b - a + 1, true
+// contentWriter is the ResponseWriter of http.ServeContent: it passes
+// success through and replaces ServeContent's plain-text error answers with
+// the API's JSON errors.
+type contentWriter struct {
+	http.ResponseWriter
+	path, rng string
+	size      int64
+	swallowed bool // an error answer was written; ServeContent's body is dropped
 }
 
-func etagMatches(header string, oid gitstore.OID) bool {
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == "*" || t == `"`+oid.String()+`"` {
-			return true
-		}
+func (c *contentWriter) WriteHeader(code int) {
+	var e *Error
+	switch code {
+	case http.StatusRequestedRangeNotSatisfiable:
+		c.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", c.size))
+		e = &Error{Status: code, Code: CodeRangeNotSatisfiable,
+			Message: fmt.Sprintf("range %q does not fit %q, a file of %d bytes", c.rng, c.path, c.size),
+			Details: map[string]any{"size": c.size}}
+	case http.StatusPreconditionFailed:
+		e = &Error{Status: code, Code: CodePreconditionFailed, Message: fmt.Sprintf("%q is at version %s", c.path, strings.Trim(c.Header().Get("ETag"), `"`)),
+			Details: map[string]any{"path": c.path, "current": strings.Trim(c.Header().Get("ETag"), `"`)}}
+	default:
+		c.ResponseWriter.WriteHeader(code)
+		return
 	}
-	return false
+	c.swallowed = true
+	c.Header().Del("X-Content-Type-Options")
+	writeError(c.ResponseWriter, e)
+}
+
+func (c *contentWriter) Write(b []byte) (int, error) {
+	if c.swallowed {
+		return len(b), nil
+	}
+	return c.ResponseWriter.Write(b)
 }
 
 func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {

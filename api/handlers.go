@@ -184,8 +184,15 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	state := session.State(q.Get("state"))
+	switch state {
+	case "", session.StateActive, session.StateSubmitted, session.StateAccepted, session.StateRejected,
+		session.StateAbandoned, session.StateExpired:
+	default:
+		return badRequest("query state=%q: not a session state (active, submitted, accepted, rejected, abandoned, expired)", state)
+	}
 	ss, err := s.m.ListSessions(r.Context(), session.SessionFilter{
-		Repo: q.Get("repo"), State: session.State(q.Get("state")), AgentID: q.Get("agent_id"), Limit: int(limit),
+		Repo: q.Get("repo"), State: state, AgentID: q.Get("agent_id"), Limit: int(limit),
 	})
 	if err != nil {
 		return err
@@ -236,8 +243,11 @@ func (s *Server) edits(w http.ResponseWriter, r *http.Request) error {
 	edits := make([]session.Edit, len(req.Edits))
 	var written int64
 	for i, e := range req.Edits {
-		se := session.Edit{Op: e.Op, Path: e.Path, To: e.To, Content: e.Content, Recursive: e.Recursive,
-			Glob: e.Glob, Old: e.Old, New: e.New, Count: e.Count}
+		if e.Op == string(session.OpWrite) && !e.hasContent {
+			return badRequest("edit %d: write needs \"content\" (\"\" for an empty file)", i)
+		}
+		se := session.Edit{Op: session.Op(e.Op), Path: e.Path, To: e.To, Content: e.Content, Recursive: e.Recursive,
+			Glob: e.Glob, Old: e.Old, New: e.New, Count: e.Count, Overwrite: e.Overwrite}
 		if e.Mode != "" {
 			m, err := parseFileMode(e.Mode)
 			if err != nil {
@@ -372,10 +382,8 @@ func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	var req CheckpointRequest
-	if r.ContentLength != 0 {
-		if err := decodeJSON(r, &req); err != nil {
-			return err
-		}
+	if err := decodeJSON(r, &req); err != nil {
+		return err
 	}
 	start := time.Now()
 	cp, err := s.m.Checkpoint(ctxWithoutCancel(r), id, req.Label, req.Message)
@@ -430,10 +438,8 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req ForkRequest
-	if r.ContentLength != 0 {
-		if err := decodeJSON(r, &req); err != nil {
-			return err
-		}
+	if err := decodeJSON(r, &req); err != nil {
+		return err
 	}
 	mode, err := parseMode(req.Mode)
 	if err != nil {

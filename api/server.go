@@ -173,10 +173,34 @@ func New(cfg Config) *Server {
 		}
 		s.mux.Handle(rt.Method+" "+rt.Pattern, s.handlerFor(rt))
 	}
-	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
-	}))
+	s.mux.Handle("/", http.HandlerFunc(s.noRoute))
 	return s
+}
+
+// noRoute answers a request no route takes: 405 with Allow when the path
+// is a route's under another method, else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	if allow := s.allowed(r); len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
+	writeError(w, newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+}
+
+// allowed lists the methods whose routes match r's path, by asking the
+// mux about each method the route table uses.
+func (s *Server) allowed(r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // Shutdown ends the event streams, so that http.Server.Shutdown can wait
@@ -310,7 +334,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decodeJSON reads the body as exactly one JSON value of v's type;
-// unknown fields, wrong types and trailing data are bad requests.
+// unknown fields, wrong types and trailing data are bad requests. An empty
+// POST body is the empty object (SPEC §5): v keeps its zero value, and
+// the handler's own checks say which fields are required.
 func decodeJSON(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -320,6 +346,9 @@ func decodeJSON(r *http.Request, v any) error {
 			return err
 		}
 		if errors.Is(err, io.EOF) {
+			if r.Method == http.MethodPost {
+				return nil
+			}
 			return badRequest("empty request body, want JSON")
 		}
 		return badRequest("malformed JSON: %v", err)

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"time"
 
 	"github.com/sessiond/sessiond/gitstore"
@@ -120,6 +122,54 @@ type Edit struct {
 	New       string `json:"new,omitempty"`
 	Count     int    `json:"count,omitempty"`
 	IfMatch   string `json:"if_match,omitempty"`
+	// Overwrite lets a move or copy replace a file at To.
+	Overwrite bool `json:"overwrite,omitempty"`
+
+	hasContent bool // content was in the JSON: a write needs it, "" for an empty file
+}
+
+// editJSON is Edit's wire form: content is a pointer, so that an absent
+// content and an empty one differ.
+type editJSON struct {
+	Op        string  `json:"op"`
+	Path      string  `json:"path,omitempty"`
+	To        string  `json:"to,omitempty"`
+	Content   *string `json:"content,omitempty"`
+	Mode      string  `json:"mode,omitempty"`
+	Recursive bool    `json:"recursive,omitempty"`
+	Glob      string  `json:"glob,omitempty"`
+	Old       string  `json:"old,omitempty"`
+	New       string  `json:"new,omitempty"`
+	Count     int     `json:"count,omitempty"`
+	IfMatch   string  `json:"if_match,omitempty"`
+	Overwrite bool    `json:"overwrite,omitempty"`
+}
+
+// UnmarshalJSON decodes an edit strictly (unknown fields are errors, as
+// for every request body) and notes whether content was given.
+func (e *Edit) UnmarshalJSON(b []byte) error {
+	var w editJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return err
+	}
+	*e = Edit{Op: w.Op, Path: w.Path, To: w.To, Mode: w.Mode, Recursive: w.Recursive, Glob: w.Glob,
+		Old: w.Old, New: w.New, Count: w.Count, IfMatch: w.IfMatch, Overwrite: w.Overwrite, hasContent: w.Content != nil}
+	if w.Content != nil {
+		e.Content = *w.Content
+	}
+	return nil
+}
+
+// MarshalJSON sends content with every write and append, empty or not.
+func (e Edit) MarshalJSON() ([]byte, error) {
+	w := editJSON{Op: e.Op, Path: e.Path, To: e.To, Mode: e.Mode, Recursive: e.Recursive, Glob: e.Glob,
+		Old: e.Old, New: e.New, Count: e.Count, IfMatch: e.IfMatch, Overwrite: e.Overwrite}
+	if e.Content != "" || e.Op == string(session.OpWrite) || e.Op == string(session.OpAppend) {
+		w.Content = &e.Content
+	}
+	return json.Marshal(w)
 }
 
 // EditsRequest is an atomic batch of edits.

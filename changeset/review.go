@@ -48,7 +48,9 @@ type Vote struct {
 //   - else at least max(required, 1) authors approving: approved;
 //   - else open.
 //
-// Votes with an empty author count as one anonymous author.
+// A vote with an empty author is nobody's approval: it never counts
+// toward the required approvals (nor makes a changeset approved), while
+// an anonymous reject or request for changes still holds it back.
 func ReviewStatus(votes []Vote, required int) ReviewState {
 	latest := map[string]Verdict{}
 	for _, v := range votes {
@@ -59,14 +61,16 @@ func ReviewStatus(votes []Vote, required int) ReviewState {
 	}
 	approvals := 0
 	changes := false
-	for _, v := range latest {
+	for author, v := range latest {
 		switch v {
 		case VerdictReject:
 			return ReviewRejected
 		case VerdictRequestChanges:
 			changes = true
 		case VerdictApprove:
-			approvals++
+			if author != "" {
+				approvals++
+			}
 		}
 	}
 	switch {

@@ -25,6 +25,10 @@ func TestReviewStatus(t *testing.T) {
 		{"a comment does not withdraw", []Vote{v("b", VerdictRequestChanges), v("b", VerdictComment)}, 0, ReviewChangesRequested},
 		{"reject wins", []Vote{v("a", VerdictApprove), v("b", VerdictRequestChanges), v("c", VerdictReject)}, 0, ReviewRejected},
 		{"reject withdrawn", []Vote{v("c", VerdictReject), v("c", VerdictApprove)}, 0, ReviewApproved},
+		{"an approval without an author does not count", []Vote{v("", VerdictApprove)}, 0, ReviewOpen},
+		{"nor toward the required", []Vote{v("a", VerdictApprove), v("", VerdictApprove)}, 2, ReviewOpen},
+		{"anonymous approvals are not several", []Vote{v("", VerdictApprove), v("", VerdictApprove), v("a", VerdictApprove)}, 2, ReviewOpen},
+		{"an anonymous request for changes holds", []Vote{v("a", VerdictApprove), v("", VerdictRequestChanges)}, 0, ReviewChangesRequested},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

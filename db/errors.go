@@ -17,8 +17,10 @@ import (
 )
 
 // This file is the one boundary where driver errors become the session
-// package's sentinels. The driver error's text is kept in the message, but
-// never the error value, so no pgx or SQLite type escapes the package.
+// package's sentinels. Neither the driver's error value nor its text
+// escapes: a translated error says what happened in the store's own words
+// (the caller adds which row), and an error it does not know keeps only
+// the driver's code (SQLSTATE, SQLite result code) for the logs.
 
 // ctxError reports the context's error when err happened because ctx ended.
 func ctxError(ctx context.Context, err error) error {
@@ -64,28 +66,25 @@ func pgError(ctx context.Context, err error) error {
 	if errors.As(err, &pe) {
 		switch {
 		case pe.Code == pgUniqueViolation:
-			return fmt.Errorf("%w (%s)", session.ErrDuplicate, pe.ConstraintName)
+			return session.ErrDuplicate
 		case pe.Code == pgForeignKeyViolation:
-			return fmt.Errorf("%w: referenced row (%s)", session.ErrNotFound, pe.ConstraintName)
+			return errMissingReference
 		case pe.Code == pgSerializationFailure || pe.Code == pgDeadlockDetected:
-			return fmt.Errorf("%w: %s", errSerialization, pe.Message)
+			return errSerialization
 		case pe.Code == pgLockNotAvailable, pe.Code == pgAdminShutdown, pe.Code == pgCrashShutdown,
 			pe.Code == pgCannotConnectNow, pe.Code[:2] == "08", pe.Code[:2] == "53":
-			return fmt.Errorf("%w: %s", session.ErrUnavailable, pe.Message)
+			return fmt.Errorf("%w: postgres SQLSTATE %s", session.ErrUnavailable, pe.Code)
 		}
-		return fmt.Errorf("db: postgres: %s (SQLSTATE %s)", pe.Message, pe.Code)
+		return fmt.Errorf("db: postgres: SQLSTATE %s", pe.Code)
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	if errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.Is(err, errPoolClosed) {
-		return fmt.Errorf("%w: %s", session.ErrUnavailable, err.Error())
+		pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.Is(err, errPoolClosed) || isConnClosed(err) {
+		return errConnection
 	}
-	if isConnClosed(err) {
-		return fmt.Errorf("%w: %s", session.ErrUnavailable, err.Error())
-	}
-	return fmt.Errorf("db: postgres: %s", err.Error())
+	return fmt.Errorf("db: postgres: unexpected %T", err)
 }
 
 var (
@@ -94,6 +93,10 @@ var (
 	// errSerialization is a transaction the database gave up to keep
 	// concurrent ones serializable; InTx runs such a transaction again.
 	errSerialization = fmt.Errorf("%w: serialization failure", session.ErrConflict)
+	// errMissingReference is a foreign key pointing at no row.
+	errMissingReference = fmt.Errorf("%w: a row it refers to", session.ErrNotFound)
+	// errConnection is a connection to the database lost or refused.
+	errConnection = fmt.Errorf("%w: no connection to the database", session.ErrUnavailable)
 )
 
 // maxAttempts bounds how often a transaction runs after serialization
@@ -122,29 +125,30 @@ func sqliteError(ctx context.Context, err error) error {
 		return fmt.Errorf("db: %w", cerr)
 	}
 	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, errPoolClosed) || err.Error() == "sql: database is closed" {
-		return fmt.Errorf("%w: %s", session.ErrUnavailable, err.Error())
+		return fmt.Errorf("%w: the database is closed", session.ErrUnavailable)
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		code := se.Code()
 		switch code {
 		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return fmt.Errorf("%w: %s", session.ErrDuplicate, se.Error())
+			return session.ErrDuplicate
 		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-			return fmt.Errorf("%w: referenced row: %s", session.ErrNotFound, se.Error())
+			return errMissingReference
 		case sqlite3.SQLITE_BUSY_SNAPSHOT:
 			// A read transaction that tried to write after another
 			// writer committed: the serialization failure of WAL mode.
-			return fmt.Errorf("%w: %s", errSerialization, se.Error())
+			return errSerialization
 		}
 		switch code & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL,
-			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
-			return fmt.Errorf("%w: %s", session.ErrUnavailable, se.Error())
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("%w: the database is busy", session.ErrUnavailable)
+		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
+			return fmt.Errorf("%w: the database file cannot be written (sqlite result code %d)", session.ErrUnavailable, code)
 		case sqlite3.SQLITE_INTERRUPT:
 			return fmt.Errorf("db: %w", context.Canceled)
 		}
-		return fmt.Errorf("db: sqlite: %s", se.Error())
+		return fmt.Errorf("db: sqlite: result code %d", code)
 	}
-	return fmt.Errorf("db: sqlite: %s", err.Error())
+	return fmt.Errorf("db: sqlite: unexpected %T", err)
 }

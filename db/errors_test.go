@@ -43,8 +43,11 @@ func TestPgErrorTranslation(t *testing.T) {
 		})
 	}
 	assert.NoError(t, pgError(context.Background(), nil))
-	other := pgError(context.Background(), &pgconn.PgError{Code: "42601", Message: "syntax error"})
-	assert.ErrorContains(t, other, "syntax error")
+	other := pgError(context.Background(), &pgconn.PgError{Code: "42601", Message: "syntax error at or near"})
+	assert.ErrorContains(t, other, "SQLSTATE 42601")
+	assert.NotContains(t, other.Error(), "syntax error", "no driver text")
+	dup := pgError(context.Background(), &pgconn.PgError{Code: "23505", Message: "duplicate key value violates unique constraint", ConstraintName: "repos_pkey"})
+	assert.Equal(t, session.ErrDuplicate.Error(), dup.Error(), "no driver text")
 	for _, s := range []error{session.ErrNotFound, session.ErrConflict, session.ErrDuplicate, session.ErrUnavailable} {
 		assert.NotErrorIs(t, other, s)
 	}

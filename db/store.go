@@ -216,7 +216,7 @@ func (s *store) CreateRepo(ctx context.Context, r session.Repo) error {
 	_, err := s.r.exec(ctx, `INSERT INTO repos (name, path, created_at) VALUES ($1, $2, $3)`,
 		r.Name, r.Path, timeArg(r.CreatedAt))
 	if err != nil {
-		return fmt.Errorf("create repo %q: %w", r.Name, err)
+		return fmt.Errorf("repository %q: %w", r.Name, err)
 	}
 	return nil
 }
@@ -230,7 +230,7 @@ func scanRepo(sc scanner) (session.Repo, error) {
 func (s *store) GetRepo(ctx context.Context, name string) (session.Repo, error) {
 	r, err := scanRepo(s.r.queryRow(ctx, `SELECT name, path, created_at FROM repos WHERE name = $1`, name))
 	if err != nil {
-		return r, fmt.Errorf("repo %q: %w", name, err)
+		return r, fmt.Errorf("repository %q: %w", name, err)
 	}
 	return r, nil
 }

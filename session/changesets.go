@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -312,11 +313,7 @@ func changesetEvent(typ string, c Changeset, extra map[string]any, at time.Time)
 
 // GetChangeset returns a changeset.
 func (m *Manager) GetChangeset(ctx context.Context, id uuid.UUID) (Changeset, error) {
-	c, err := m.store.GetChangeset(ctx, id)
-	if err != nil {
-		return Changeset{}, fmt.Errorf("changeset %s: %w", id, err)
-	}
-	return c, nil
+	return m.store.GetChangeset(ctx, id) // the store's error names the changeset
 }
 
 // ListChangesets returns the changesets matching f, oldest first.
@@ -512,19 +509,8 @@ func (m *Manager) Review(ctx context.Context, id uuid.UUID, in ReviewInput) (Rev
 	if err != nil {
 		return Review{}, Changeset{}, err
 	}
-	if len(in.Comments) > 0 {
-		files := map[string]bool{}
-		for _, f := range patch.Files {
-			files[f.OldPath], files[f.NewPath] = true, true
-		}
-		for _, lc := range in.Comments {
-			if !files[lc.Path] || lc.Path == "" {
-				return Review{}, Changeset{}, fmt.Errorf("%w: comment on %q: not a file of the changeset", ErrInvalid, lc.Path)
-			}
-			if lc.Line < 1 {
-				return Review{}, Changeset{}, fmt.Errorf("%w: comment on %q: line %d, lines start at 1", ErrInvalid, lc.Path, lc.Line)
-			}
-		}
+	if err := m.checkComments(ctx, c, patch, in.Comments); err != nil {
+		return Review{}, Changeset{}, err
 	}
 	pol, err := m.RepoPolicy(ctx, c.Repo)
 	if err != nil {
@@ -580,6 +566,66 @@ func (m *Manager) Review(ctx context.Context, id uuid.UUID, in ReviewInput) (Rev
 	}
 	m.events.notify()
 	return rev, c, nil
+}
+
+// checkComments refuses a line comment that names no file of the patch, or
+// no line of it: a line from 1 to the file's line count on the side that
+// has more (the new one, or the old one of a deletion).
+func (m *Manager) checkComments(ctx context.Context, c Changeset, patch *changeset.Patch, comments []LineComment) error {
+	if len(comments) == 0 {
+		return nil
+	}
+	files := map[string]*changeset.FileDiff{}
+	for i := range patch.Files {
+		f := &patch.Files[i]
+		for _, p := range []string{f.OldPath, f.NewPath} {
+			if p != "" {
+				files[p] = f
+			}
+		}
+	}
+	r, err := m.repo(ctx, c.Repo)
+	if err != nil {
+		return err
+	}
+	lines := map[string]int{}
+	for _, lc := range comments {
+		f := files[lc.Path]
+		if f == nil {
+			return fmt.Errorf("%w: comment on %q: not a file of the changeset", ErrInvalid, lc.Path)
+		}
+		if f.Binary {
+			return fmt.Errorf("%w: comment on %q: a binary file has no lines", ErrInvalid, lc.Path)
+		}
+		n, ok := lines[lc.Path]
+		if !ok {
+			for _, oid := range []gitstore.OID{f.OldOID, f.NewOID} {
+				if oid.IsZero() {
+					continue
+				}
+				data, err := r.ReadBlob(ctx, oid)
+				if err != nil {
+					return err
+				}
+				n = max(n, countLines(data))
+			}
+			lines[lc.Path] = n
+		}
+		if lc.Line < 1 || lc.Line > n {
+			return fmt.Errorf("%w: comment on %q: line %d, the file has lines 1 to %d", ErrInvalid, lc.Path, lc.Line, n)
+		}
+	}
+	return nil
+}
+
+// countLines is the number of lines of data, a last one without a newline
+// included.
+func countLines(data []byte) int {
+	n := bytes.Count(data, []byte("\n"))
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // reviewStatus is the status the reviews of revision rev give.

@@ -16,7 +16,7 @@ import (
 // Mutations returns up to limit mutations after sequence number after.
 func (m *Manager) Mutations(ctx context.Context, id uuid.UUID, after int64, limit int) ([]Mutation, error) {
 	if _, err := m.store.GetSession(ctx, id); err != nil {
-		return nil, fmt.Errorf("session %s: %w", id, err)
+		return nil, err // the store's error names the session
 	}
 	return m.store.ListMutations(ctx, id, after, limit)
 }
@@ -109,7 +109,7 @@ func (m *Manager) checkpoint(ctx context.Context, ls *live, label, message strin
 // Checkpoints lists a session's checkpoints in order.
 func (m *Manager) Checkpoints(ctx context.Context, id uuid.UUID) ([]Checkpoint, error) {
 	if _, err := m.store.GetSession(ctx, id); err != nil {
-		return nil, fmt.Errorf("session %s: %w", id, err)
+		return nil, err // the store's error names the session
 	}
 	return m.store.ListCheckpoints(ctx, id)
 }

@@ -15,7 +15,8 @@ import (
 // replace (Path or Glob, Old → New, at most Count times per file; 0 is
 // all).
 type Edit struct {
-	Op        string        `json:"op"`
+	// Op is one of OpWrite, OpAppend, OpDelete, OpMove, OpCopy, OpReplace.
+	Op        Op            `json:"op"`
 	Path      string        `json:"path,omitempty"`
 	To        string        `json:"to,omitempty"`
 	Content   string        `json:"content,omitempty"`
@@ -25,6 +26,9 @@ type Edit struct {
 	Old       string        `json:"old,omitempty"`
 	New       string        `json:"new,omitempty"`
 	Count     int           `json:"count,omitempty"`
+	// Overwrite lets a move or copy replace a file at To (never a
+	// directory); without it an existing To is a conflict.
+	Overwrite bool `json:"overwrite,omitempty"`
 	// IfMatch requires the file at Path to be this version: the file
 	// written, appended to, deleted or replaced in, or the source of a
 	// move or copy. A directory (a recursive delete or move) and a glob
@@ -67,28 +71,37 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 	}
 	var paths, reads []string
 	for i, e := range edits {
+		if e.To != "" && e.Op != OpMove && e.Op != OpCopy {
+			return BatchResult{}, fmt.Errorf("%w: edit %d: %s takes no \"to\" (only move and copy do)", ErrInvalid, i, e.Op)
+		}
+		if e.Overwrite && e.Op != OpMove && e.Op != OpCopy {
+			return BatchResult{}, fmt.Errorf("%w: edit %d: %s takes no \"overwrite\" (only move and copy do)", ErrInvalid, i, e.Op)
+		}
 		switch e.Op {
-		case "write", "append":
+		case OpWrite, OpAppend:
 			paths = append(paths, e.Path)
 			if int64(len(e.Content)) > m.limits.MaxFileBytes {
 				return BatchResult{}, fmt.Errorf("%w: edit %d: %q is %d bytes, the limit is %d", ErrTooLarge, i, e.Path, len(e.Content), m.limits.MaxFileBytes)
 			}
-		case "delete":
+		case OpDelete:
 			paths = append(paths, e.Path)
-		case "move", "copy":
+		case OpMove, OpCopy:
 			if e.To == "" {
 				return BatchResult{}, fmt.Errorf("%w: edit %d: %s needs \"to\"", ErrInvalid, i, e.Op)
 			}
 			// A copy reads its source; a move writes it too.
 			paths = append(paths, e.To)
-			if e.Op == "move" {
+			if e.Op == OpMove {
 				paths = append(paths, e.Path)
 			} else {
 				reads = append(reads, e.Path)
 			}
-		case "replace":
+		case OpReplace:
 			if e.Old == "" {
 				return BatchResult{}, fmt.Errorf("%w: edit %d: replace needs \"old\"", ErrInvalid, i)
+			}
+			if e.Count < 0 {
+				return BatchResult{}, fmt.Errorf("%w: edit %d: count %d: want 0 (all) or more", ErrInvalid, i, e.Count)
 			}
 			if (e.Path == "") == (e.Glob == "") {
 				return BatchResult{}, fmt.Errorf("%w: edit %d: replace needs exactly one of \"path\" and \"glob\"", ErrInvalid, i)
@@ -119,7 +132,7 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 			if err != nil {
 				return fmt.Errorf("edit %d (%s): %w", i, e.Op, err)
 			}
-			r.Index, r.Op = i, e.Op
+			r.Index, r.Op = i, string(e.Op)
 			res.Results[i] = r
 		}
 		return nil
@@ -141,25 +154,25 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit) (EditResult, error) {
 	r := EditResult{Paths: []string{e.Path}}
 	switch e.Op {
-	case "write":
+	case OpWrite:
 		data := []byte(e.Content)
 		return r, m.put(ctx, ls, mu, e.Path, func([]byte) []byte { return data }, WriteOptions{Mode: e.Mode, IfMatch: e.IfMatch})
-	case "append":
+	case OpAppend:
 		return r, m.put(ctx, ls, mu, e.Path, func(old []byte) []byte {
 			return append(append(make([]byte, 0, len(old)+len(e.Content)), old...), e.Content...)
 		}, WriteOptions{Mode: e.Mode, IfMatch: e.IfMatch})
-	case "delete":
+	case OpDelete:
 		if err := checkIfMatch(ctx, mu, e.Path, e.IfMatch); err != nil {
 			return r, err
 		}
 		return r, m.remove(ctx, ls, mu, e.Path, e.Recursive)
-	case "move", "copy":
+	case OpMove, OpCopy:
 		r.Paths = []string{e.Path, e.To}
 		if err := checkIfMatch(ctx, mu, e.Path, e.IfMatch); err != nil {
 			return r, err
 		}
-		return r, m.relocateIn(ctx, ls, mu, e.Path, e.To, e.Op == "move")
-	case "replace":
+		return r, m.relocateIn(ctx, ls, mu, e.Path, e.To, e.Op == OpMove, e.Overwrite)
+	case OpReplace:
 		if err := checkIfMatch(ctx, mu, e.Path, e.IfMatch); err != nil {
 			return r, err
 		}

@@ -49,13 +49,20 @@ func typeOf(m gitstore.Mode) string {
 }
 
 // notFound turns the overlay's (gitstore's) not-found into the engine's,
-// keeping both in the chain.
+// keeping both in the chain and the overlay's message as it is (which
+// already says "not found").
 func notFound(err error) error {
 	if errors.Is(err, overlay.ErrNotFound) && !errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return &notFoundError{err}
 	}
 	return err
 }
+
+// notFoundError is an overlay not-found seen as the engine's ErrNotFound.
+type notFoundError struct{ err error }
+
+func (e *notFoundError) Error() string   { return e.err.Error() }
+func (e *notFoundError) Unwrap() []error { return []error{ErrNotFound, e.err} }
 
 func (m *Manager) info(ctx context.Context, ls *live, n overlay.Node) (FileInfo, error) {
 	fi := FileInfo{Path: n.Path, Type: typeOf(n.Mode), Mode: n.Mode, OID: n.OID, Status: n.Status, Source: SourceBase}
@@ -419,12 +426,14 @@ func (m *Manager) relocate(ctx context.Context, id uuid.UUID, src, dst, actor st
 		op = OpMove
 	}
 	rec, _, err := m.mutate(ctx, ls, op, actorOf(ls, actor), false, func(mu *mutation) error {
-		return m.relocateIn(ctx, ls, mu, src, dst, move)
+		return m.relocateIn(ctx, ls, mu, src, dst, move, false)
 	})
 	return rec, err
 }
 
-func (m *Manager) relocateIn(ctx context.Context, ls *live, mu *mutation, src, dst string, move bool) error {
+// relocateIn moves or copies src to dst. An existing dst is a conflict,
+// unless overwrite is set and dst is a file, which is then replaced.
+func (m *Manager) relocateIn(ctx context.Context, ls *live, mu *mutation, src, dst string, move, overwrite bool) error {
 	if src == dst || strings.HasPrefix(dst, src+"/") {
 		return fmt.Errorf("%w: cannot move or copy %q into itself (%q)", ErrInvalid, src, dst)
 	}
@@ -435,8 +444,20 @@ func (m *Manager) relocateIn(ctx context.Context, ls *live, mu *mutation, src, d
 	if err != nil {
 		return notFound(err)
 	}
-	if _, err := mu.ov.Stat(ctx, dst); err == nil {
-		return &PreconditionError{Path: dst, Current: "exists"}
+	if dn, err := mu.ov.Stat(ctx, dst); err == nil {
+		switch {
+		case dn.IsDir():
+			return fmt.Errorf("%w: %q is a directory; move or copy into a path below it, or delete it first", ErrConflict, dst)
+		case !overwrite:
+			return fmt.Errorf("%w: %q exists; set overwrite to replace it", ErrConflict, dst)
+		}
+		if err := ls.policy.checkWrite(dst); err != nil {
+			return err
+		}
+		if err := mu.ov.Delete(ctx, dst); err != nil {
+			return err
+		}
+		mu.touch(dst)
 	}
 	var files []overlay.Node
 	if n.IsDir() {

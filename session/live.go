@@ -79,7 +79,7 @@ func (m *Manager) lockLive(ctx context.Context, id uuid.UUID) (*live, error) {
 func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	s, err := m.store.GetSession(ctx, id)
 	if err != nil {
-		return fmt.Errorf("session %s: %w", id, err)
+		return err // the store's error names the session
 	}
 	r, err := m.repo(ctx, s.Repo)
 	if err != nil {

@@ -161,7 +161,7 @@ func (m *Manager) addRepo(ctx context.Context, name, path string, r *gitstore.Re
 	rec := Repo{Name: name, Path: path, CreatedAt: m.now()}
 	if err := m.store.CreateRepo(ctx, rec); err != nil {
 		r.Close()
-		return Repo{}, fmt.Errorf("register repository %q: %w", name, err)
+		return Repo{}, err // the store's error names the repository
 	}
 	m.mu.Lock()
 	if old := m.repos[name]; old != nil {
@@ -376,7 +376,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 func (m *Manager) Get(ctx context.Context, id uuid.UUID) (Session, error) {
 	s, err := m.store.GetSession(ctx, id)
 	if err != nil {
-		return Session{}, fmt.Errorf("session %s: %w", id, err)
+		return Session{}, err // the store's error names the session
 	}
 	if m.expired(s) {
 		if err := m.expire(ctx, s); err != nil {

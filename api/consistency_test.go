@@ -1,0 +1,416 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/session"
+)
+
+// testServer is the API over a real engine on the embedded store, with a
+// registered repository "r" (internal/testrepo's "small").
+type testServer struct {
+	t    *testing.T
+	URL  string
+	m    *session.Manager
+	repo string // the repository's path
+	auth string // Authorization header sent by call; "" for none
+}
+
+func newTestServer(t *testing.T, adminToken string) *testServer {
+	t.Helper()
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, err := db.OpenSQLiteDir(ctx, dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	m := session.NewManager(session.Config{Store: st, DataDir: dir})
+	t.Cleanup(func() { m.Close() })
+	repo := testrepo.Build(t, "small")
+	_, err = m.RegisterRepo(ctx, "r", repo)
+	require.NoError(t, err)
+	srv := httptest.NewServer(New(Config{Manager: m, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef")}))
+	t.Cleanup(srv.Close)
+	ts := &testServer{t: t, URL: srv.URL, m: m, repo: repo}
+	if adminToken != "" {
+		ts.auth = "Bearer " + adminToken
+	}
+	return ts
+}
+
+// response is an answer with its body read.
+type response struct {
+	*http.Response
+	body []byte
+}
+
+// errorOf decodes the body as the API's error shape.
+func (r response) errorOf(t *testing.T) map[string]any {
+	t.Helper()
+	var e struct {
+		Error map[string]any `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &e), "%d %s", r.StatusCode, r.body)
+	require.NotNil(t, e.Error, "%s", r.body)
+	return e.Error
+}
+
+// call sends a request; body nil sends none at all (Content-Length 0).
+func (ts *testServer) call(method, path string, body []byte, headers ...string) response {
+	ts.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ts.t.Context(), method, ts.URL+path, rd)
+	require.NoError(ts.t, err)
+	if ts.auth != "" {
+		req.Header.Set("Authorization", ts.auth)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(ts.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(ts.t, err)
+	return response{resp, b}
+}
+
+func (ts *testServer) newSession() string {
+	ts.t.Helper()
+	r := ts.call("POST", "/v1/sessions", []byte(`{"repo":"r","base":"main"}`))
+	require.Equal(ts.t, 201, r.StatusCode, "%s", r.body)
+	var s Session
+	require.NoError(ts.t, json.Unmarshal(r.body, &s))
+	return s.ID
+}
+
+// TestBodylessPost: a POST without a body is the empty object, on every
+// route that takes one.
+func TestBodylessPost(t *testing.T) {
+	ts := newTestServer(t, "")
+	id := ts.newSession()
+	r := ts.call("PUT", "/v1/sessions/"+id+"/files/new.txt", []byte("x\n"))
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{
+		{"/v1/sessions/" + id + "/checkpoints", 201},
+		{"/v1/sessions/" + id + "/rebase", 200},
+		{"/v1/sessions/" + id + "/fork", 201},
+		{"/v1/sessions/" + id + "/changesets", 201},
+	} {
+		r := ts.call("POST", tc.path, nil)
+		assert.Equal(t, tc.status, r.StatusCode, "POST %s: %s", tc.path, r.body)
+	}
+	var cs []Changeset
+	r = ts.call("GET", "/v1/changesets?repo=r", nil)
+	require.NoError(t, json.Unmarshal(r.body, &struct {
+		Changesets *[]Changeset `json:"changesets"`
+	}{&cs}))
+	require.Len(t, cs, 1)
+	r = ts.call("PUT", "/v1/repos/r/policy", []byte(`{"allow_checked_out":true}`))
+	require.Equal(t, 200, r.StatusCode, "%s", r.body)
+	r = ts.call("POST", "/v1/changesets/"+cs[0].ID+"/accept", nil)
+	assert.Equal(t, 200, r.StatusCode, "accept: %s", r.body)
+	r = ts.call("POST", "/v1/changesets/"+cs[0].ID+"/undo", nil)
+	assert.Equal(t, 200, r.StatusCode, "undo: %s", r.body)
+
+	// Required fields are still required, with a message naming them.
+	for _, path := range []string{"/v1/sessions/" + id + "/rollback", "/v1/sessions/" + id + "/merge", "/v1/sessions/" + id + "/edits",
+		"/v1/sessions/" + id + "/search", "/v1/sessions", "/v1/repos"} {
+		r := ts.call("POST", path, nil)
+		assert.Equal(t, 400, r.StatusCode, "POST %s: %s", path, r.body)
+		assert.NotContains(t, string(r.body), "empty request body", path)
+	}
+	// A PUT still needs its body.
+	r = ts.call("PUT", "/v1/repos/r/policy", nil)
+	assert.Equal(t, 400, r.StatusCode, "%s", r.body)
+}
+
+// TestMethodNotAllowed: a known route with another method is 405 with
+// Allow; an unknown path is 404.
+func TestMethodNotAllowed(t *testing.T) {
+	ts := newTestServer(t, "")
+	id := ts.newSession()
+	for _, tc := range []struct {
+		method, path, allow string
+	}{
+		{"PATCH", "/v1/sessions/" + id, "GET, HEAD, DELETE"},
+		{"PUT", "/v1/sessions", "GET, HEAD, POST"},
+		{"DELETE", "/v1/repos/r", "GET, HEAD"},
+		{"GET", "/v1/sessions/" + id + "/rebase", "POST"},
+		{"POST", "/v1/sessions/" + id + "/files/a.txt", "GET, HEAD, PUT, DELETE"},
+		{"GET", "/v1/repos/r/undo", "POST"},
+	} {
+		r := ts.call(tc.method, tc.path, nil)
+		assert.Equal(t, 405, r.StatusCode, "%s %s: %s", tc.method, tc.path, r.body)
+		assert.Equal(t, tc.allow, r.Header.Get("Allow"), "%s %s", tc.method, tc.path)
+		assert.Equal(t, CodeMethodNotAllowed, r.errorOf(t)["code"])
+	}
+	r := ts.call("GET", "/v1/nothing/here", nil)
+	assert.Equal(t, 404, r.StatusCode)
+	assert.Empty(t, r.Header.Get("Allow"))
+}
+
+// TestUnknownFilterValues: a filter value that names nothing is 400 on
+// every listing.
+func TestUnknownFilterValues(t *testing.T) {
+	ts := newTestServer(t, "")
+	id := ts.newSession()
+	for _, path := range []string{
+		"/v1/sessions?state=bogus",
+		"/v1/changesets?status=bogus",
+		"/v1/sessions/" + id + "/diff?format=bogus",
+		"/v1/sessions/" + id + "/tree?recursive=maybe",
+		"/v1/sessions/" + id + "/mutations?after=-1",
+	} {
+		r := ts.call("GET", path, nil)
+		assert.Equal(t, 400, r.StatusCode, "%s: %s", path, r.body)
+		assert.Equal(t, CodeBadRequest, r.errorOf(t)["code"], path)
+	}
+	for _, path := range []string{"/v1/sessions?state=active", "/v1/sessions?state=expired", "/v1/changesets?status=open"} {
+		r := ts.call("GET", path, nil)
+		assert.Equal(t, 200, r.StatusCode, "%s: %s", path, r.body)
+	}
+}
+
+// TestBearerSchemeCaseInsensitive: RFC 7235 makes the scheme name
+// case-insensitive.
+func TestBearerSchemeCaseInsensitive(t *testing.T) {
+	ts := newTestServer(t, "admin-secret")
+	for _, h := range []string{"Bearer admin-secret", "bearer admin-secret", "BEARER admin-secret", "Bearer  admin-secret"} {
+		ts.auth = h
+		r := ts.call("GET", "/v1/repos", nil)
+		assert.Equal(t, 200, r.StatusCode, "%q: %s", h, r.body)
+	}
+	for _, h := range []string{"Basic admin-secret", "Bearer", "Bearer ", "admin-secret", "Bearer wrong", "Bearerx admin-secret"} {
+		ts.auth = h
+		r := ts.call("GET", "/v1/repos", nil)
+		assert.Equal(t, 401, r.StatusCode, "%q: %s", h, r.body)
+	}
+}
+
+// TestRanges: ranges and conditional GETs as http.ServeContent serves
+// them, with the API's JSON errors.
+func TestRanges(t *testing.T) {
+	ts := newTestServer(t, "")
+	id := ts.newSession()
+	content := "0123456789abcdef"
+	r := ts.call("PUT", "/v1/sessions/"+id+"/files/f.txt", []byte(content))
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+	f := "/v1/sessions/" + id + "/files/f.txt"
+	whole := ts.call("GET", f, nil)
+	require.Equal(t, 200, whole.StatusCode)
+	etag := whole.Header.Get("ETag")
+	require.NotEmpty(t, etag)
+	assert.Equal(t, "bytes", whole.Header.Get("Accept-Ranges"))
+
+	r = ts.call("GET", f, nil, "Range", "bytes=2-5")
+	assert.Equal(t, 206, r.StatusCode)
+	assert.Equal(t, "2345", string(r.body))
+	assert.Equal(t, "bytes 2-5/16", r.Header.Get("Content-Range"))
+	assert.Equal(t, etag, r.Header.Get("ETag"))
+
+	r = ts.call("GET", f, nil, "Range", "bytes=-3")
+	assert.Equal(t, 206, r.StatusCode)
+	assert.Equal(t, "def", string(r.body))
+
+	// Several ranges: multipart/byteranges.
+	r = ts.call("GET", f, nil, "Range", "bytes=0-1,4-5")
+	assert.Equal(t, 206, r.StatusCode)
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	require.NoError(t, err)
+	assert.Equal(t, "multipart/byteranges", mt)
+	assert.NotEmpty(t, params["boundary"])
+	assert.Contains(t, string(r.body), "01")
+	assert.Contains(t, string(r.body), "45")
+
+	// Not satisfiable: 416 with the size, in the API's error shape.
+	r = ts.call("GET", f, nil, "Range", "bytes=100-200")
+	assert.Equal(t, 416, r.StatusCode)
+	assert.Equal(t, "bytes */16", r.Header.Get("Content-Range"))
+	e := r.errorOf(t)
+	assert.Equal(t, CodeRangeNotSatisfiable, e["code"])
+	assert.Contains(t, e["message"], "bytes=100-200")
+	assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
+
+	// A unit the server does not know is ignored: the whole file.
+	r = ts.call("GET", f, nil, "Range", "items=0-1")
+	assert.Equal(t, 200, r.StatusCode)
+	assert.Equal(t, content, string(r.body))
+
+	// Conditional GETs.
+	r = ts.call("GET", f, nil, "If-None-Match", etag)
+	assert.Equal(t, 304, r.StatusCode)
+	assert.Empty(t, r.body)
+	r = ts.call("GET", f, nil, "If-None-Match", `"`+strings.Repeat("0", 40)+`"`)
+	assert.Equal(t, 200, r.StatusCode)
+	r = ts.call("GET", f, nil, "If-Match", `"`+strings.Repeat("0", 40)+`"`)
+	assert.Equal(t, 412, r.StatusCode)
+	assert.Equal(t, CodePreconditionFailed, r.errorOf(t)["code"])
+	r = ts.call("GET", f, nil, "If-Match", etag)
+	assert.Equal(t, 200, r.StatusCode)
+	// If-Range with another version: the whole (new) file, not a range of
+	// the old one.
+	r = ts.call("GET", f, nil, "Range", "bytes=0-1", "If-Range", `"`+strings.Repeat("0", 40)+`"`)
+	assert.Equal(t, 200, r.StatusCode)
+	assert.Equal(t, content, string(r.body))
+	r = ts.call("GET", f, nil, "Range", "bytes=0-1", "If-Range", etag)
+	assert.Equal(t, 206, r.StatusCode)
+	assert.Equal(t, "01", string(r.body))
+}
+
+// TestErrorMessages: errors from the store carry no driver text, and a
+// message says each thing once.
+func TestErrorMessages(t *testing.T) {
+	ts := newTestServer(t, "")
+	r := ts.call("POST", "/v1/repos", []byte(`{"name":"r","path":"`+ts.repo+`"}`))
+	assert.Equal(t, 409, r.StatusCode, "%s", r.body)
+	e := r.errorOf(t)
+	assert.Equal(t, CodeConflict, e["code"])
+	msg := e["message"].(string)
+	assert.Contains(t, msg, `repository "r"`)
+	assert.Contains(t, msg, "already")
+	for _, leak := range []string{"constraint", "UNIQUE", "1555", "2067", "repos.name", "sqlite", "SQLSTATE"} {
+		assert.NotContains(t, msg, leak)
+	}
+
+	id := ts.newSession()
+	missing := "00000000-0000-0000-0000-000000000000"
+	for _, path := range []string{
+		"/v1/sessions/" + missing,
+		"/v1/sessions/" + missing + "/checkpoints",
+		"/v1/sessions/" + missing + "/tree",
+		"/v1/sessions/" + missing + "/mutations",
+		"/v1/sessions/" + id + "/files/no/such.txt",
+		"/v1/sessions/" + id + "/diff?against=7",
+		"/v1/repos/nosuch",
+		"/v1/repos/nosuch/branches",
+		"/v1/changesets/" + missing,
+	} {
+		r := ts.call("GET", path, nil)
+		assert.Equal(t, 404, r.StatusCode, "%s: %s", path, r.body)
+		msg := r.errorOf(t)["message"].(string)
+		assert.Equal(t, 1, strings.Count(msg, "not found"), "%s: %q", path, msg)
+		if strings.Contains(path, missing) {
+			assert.LessOrEqual(t, strings.Count(msg, missing), 1, "%s: %q", path, msg)
+		}
+	}
+	for _, body := range []string{`{"checkpoint":"9"}`, `{"checkpoint":"nolabel"}`} {
+		r := ts.call("POST", "/v1/sessions/"+id+"/rollback", []byte(body))
+		assert.Equal(t, 404, r.StatusCode, "%s", r.body)
+		msg := r.errorOf(t)["message"].(string)
+		assert.Equal(t, 1, strings.Count(msg, "not found"), "%q", msg)
+		assert.LessOrEqual(t, strings.Count(msg, id), 1, "%q", msg)
+	}
+}
+
+// TestEditValidation: edits that do not say what they mean are refused,
+// and change nothing.
+func TestEditValidation(t *testing.T) {
+	ts := newTestServer(t, "")
+	id := ts.newSession()
+	edits := "/v1/sessions/" + id + "/edits"
+	r := ts.call("PUT", "/v1/sessions/"+id+"/files/src.txt", []byte("from src\n"))
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+	r = ts.call("PUT", "/v1/sessions/"+id+"/files/dst.txt", []byte("old dst\n"))
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+	seq := func() int64 {
+		t.Helper()
+		r := ts.call("GET", "/v1/sessions/"+id, nil)
+		var s Session
+		require.NoError(t, json.Unmarshal(r.body, &s))
+		return s.Seq
+	}
+	before := seq()
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		code, says string
+	}{
+		{"negative count", `{"edits":[{"op":"replace","path":"src.txt","old":"src","new":"x","count":-1}]}`, 400, CodeBadRequest, "count -1"},
+		{"write without content", `{"edits":[{"op":"write","path":"new.txt"}]}`, 400, CodeBadRequest, `write needs "content"`},
+		{"to on delete", `{"edits":[{"op":"delete","path":"src.txt","to":"elsewhere.txt"}]}`, 400, CodeBadRequest, `takes no "to"`},
+		{"to on write", `{"edits":[{"op":"write","path":"n.txt","content":"x","to":"m.txt"}]}`, 400, CodeBadRequest, `takes no "to"`},
+		{"overwrite on write", `{"edits":[{"op":"write","path":"n.txt","content":"x","overwrite":true}]}`, 400, CodeBadRequest, `takes no "overwrite"`},
+		{"move onto a file", `{"edits":[{"op":"move","path":"src.txt","to":"dst.txt"}]}`, 409, CodeConflict, `"dst.txt" exists; set overwrite`},
+		{"copy onto a file", `{"edits":[{"op":"copy","path":"src.txt","to":"dst.txt"}]}`, 409, CodeConflict, `"dst.txt" exists`},
+		{"move onto a directory", `{"edits":[{"op":"move","path":"src.txt","to":"src","overwrite":true}]}`, 409, CodeConflict, `"src" is a directory`},
+	} {
+		r := ts.call("POST", edits, []byte(tc.body))
+		assert.Equal(t, tc.status, r.StatusCode, "%s: %s", tc.name, r.body)
+		if r.StatusCode >= 400 {
+			e := r.errorOf(t)
+			assert.Equal(t, tc.code, e["code"], tc.name)
+			assert.Contains(t, e["message"], tc.says, tc.name)
+		}
+	}
+	assert.Equal(t, before, seq(), "nothing changed")
+
+	// An empty content is an empty file, not a missing one.
+	r = ts.call("POST", edits, []byte(`{"edits":[{"op":"write","path":"empty.txt","content":""}]}`))
+	assert.Equal(t, 200, r.StatusCode, "%s", r.body)
+	r = ts.call("GET", "/v1/sessions/"+id+"/files/empty.txt", nil)
+	assert.Equal(t, 200, r.StatusCode)
+	assert.Empty(t, r.body)
+
+	// overwrite replaces the file at "to".
+	r = ts.call("POST", edits, []byte(`{"edits":[{"op":"move","path":"src.txt","to":"dst.txt","overwrite":true}]}`))
+	require.Equal(t, 200, r.StatusCode, "%s", r.body)
+	r = ts.call("GET", "/v1/sessions/"+id+"/files/dst.txt", nil)
+	assert.Equal(t, "from src\n", string(r.body))
+	r = ts.call("GET", "/v1/sessions/"+id+"/files/src.txt", nil)
+	assert.Equal(t, 404, r.StatusCode)
+}
+
+// TestReviewValidation: a line comment must name a line the file has, and
+// an approval without an author does not count.
+func TestReviewValidation(t *testing.T) {
+	ts := newTestServer(t, "")
+	id := ts.newSession()
+	r := ts.call("PUT", "/v1/sessions/"+id+"/files/three.txt", []byte("1\n2\n3"))
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+	r = ts.call("POST", "/v1/sessions/"+id+"/changesets", nil)
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+	var cs Changeset
+	require.NoError(t, json.Unmarshal(r.body, &cs))
+	reviews := "/v1/changesets/" + cs.ID + "/reviews"
+
+	for _, line := range []int{0, 4, 999} {
+		body := `{"verdict":"comment","author":"lead","comments":[{"path":"three.txt","line":` + itoa(line) + `,"body":"?"}]}`
+		r := ts.call("POST", reviews, []byte(body))
+		assert.Equal(t, 400, r.StatusCode, "line %d: %s", line, r.body)
+		assert.Contains(t, r.errorOf(t)["message"], "the file has lines 1 to 3", "line %d", line)
+	}
+	r = ts.call("POST", reviews, []byte(`{"verdict":"comment","author":"lead","comments":[{"path":"three.txt","line":3,"body":"last"}]}`))
+	assert.Equal(t, 201, r.StatusCode, "%s", r.body)
+
+	r = ts.call("PUT", "/v1/repos/r/policy", []byte(`{"required_approvals":1,"allow_checked_out":true}`))
+	require.Equal(t, 200, r.StatusCode, "%s", r.body)
+	r = ts.call("POST", reviews, []byte(`{"verdict":"approve"}`))
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+	var res ReviewResult
+	require.NoError(t, json.Unmarshal(r.body, &res))
+	assert.Equal(t, "open", res.Changeset.Status, "an approval without an author does not count")
+	r = ts.call("POST", "/v1/changesets/"+cs.ID+"/accept", nil)
+	assert.Equal(t, 409, r.StatusCode, "not approved yet: %s", r.body)
+	r = ts.call("POST", reviews, []byte(`{"verdict":"approve","author":"lead"}`))
+	require.NoError(t, json.Unmarshal(r.body, &res))
+	assert.Equal(t, "approved", res.Changeset.Status)
+}

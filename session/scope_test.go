@@ -166,7 +166,7 @@ func TestConditionsOnEveryChange(t *testing.T) {
 		{Op: "replace", Path: "README.md", Old: "small", New: "big"},
 	}
 	for _, op := range ops {
-		t.Run(op.Op, func(t *testing.T) {
+		t.Run(string(op.Op), func(t *testing.T) {
 			// A first edit in the batch succeeds, so a refusal must undo it.
 			first := session.Edit{Op: "write", Path: "first.txt", Content: "1"}
 			op.IfMatch = &stale

@@ -54,7 +54,7 @@ func (x *cli) fail(err error) int {
 			fmt.Fprintf(x.stderr, "sessiond: %s: %s\n", ae.Code, ae.Message)
 		}
 		switch ae.Code {
-		case api.CodeConflict, api.CodePreconditionFailed, api.CodeSessionClosed:
+		case api.CodeConflict, api.CodePreconditionFailed, api.CodeSessionClosed, api.CodeSessionBusy:
 			return exitConflict
 		}
 		return exitError

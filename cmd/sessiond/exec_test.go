@@ -159,3 +159,48 @@ func processWithArg(arg string) bool {
 	}
 	return false
 }
+
+// TestExecCLI: `sessiond exec` streams the output, lists what it recorded
+// on standard error and exits with the command's code; `sessiond
+// checkout` writes the view into a new directory, as git would check out
+// the same tree.
+func TestExecCLI(t *testing.T) {
+	ctx := t.Context()
+	repo := testrepo.Build(t, "small")
+	d := newDaemon(t, stores[0], "--repo", "r="+repo)
+	s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+	require.NoError(t, err)
+	clientEnv(t, d, s.ID)
+
+	r := runCLI(t, "", "exec", "--", "sh", "-c", "echo hi; echo x > made.txt; chmod +x made.txt; exit 4")
+	assert.Equal(t, 4, r.code, r.stderr)
+	assert.Equal(t, "hi\n", r.stdout)
+	assert.Contains(t, r.stderr, "recorded as mutation 1")
+	assert.Contains(t, r.stderr, "A made.txt")
+
+	r = runCLI(t, "", "exec", "--no-network", "-e", "GREETING=a,b", "--", "sh", "-c", `echo "$GREETING"`)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "a,b\n", r.stdout)
+	assert.Contains(t, r.stderr, "no changes")
+
+	r = runCLI(t, "", "exec", "--cwd", "nope", "--", "true")
+	assert.Equal(t, exitError, r.code)
+	assert.Contains(t, r.stderr, "bad_request")
+	r = runCLI(t, "", "exec")
+	assert.Equal(t, exitUsage, r.code)
+
+	dir := filepath.Join(t.TempDir(), "view")
+	r = runCLI(t, "", "checkout", dir)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	st, err := os.Stat(filepath.Join(dir, "made.txt"))
+	require.NoError(t, err)
+	assert.True(t, st.Mode()&0o100 != 0)
+	// The same tree as the session's checkpoint, by git's own reckoning.
+	cp, err := d.C.Checkpoint(ctx, s.ID, "", "")
+	require.NoError(t, err)
+	git(t, dir, "init", "-q")
+	git(t, dir, "add", "-A")
+	assert.Equal(t, cp.Tree, git(t, dir, "write-tree"))
+	r = runCLI(t, "", "checkout", dir)
+	assert.Equal(t, exitUsage, r.code, "not into a directory that is not empty")
+}

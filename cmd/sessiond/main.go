@@ -67,6 +67,9 @@ type cliRoot struct {
 	Diff   diffCmd   `cmd:"" help:"Print the session's changes as a unified diff." group:"files"`
 	Events eventsCmd `cmd:"" help:"Follow a session's (or, with --repo, a repository's) events." group:"files"`
 
+	Exec     execCmd     `cmd:"" help:"Run a command on the session's view (after --); what it changes is recorded. Exits with the command's code." group:"run"`
+	Checkout checkoutCmd `cmd:"" help:"Write the session's view into a new directory." group:"run"`
+
 	Checkpoint checkpointCmd `cmd:"" help:"Take a checkpoint (checkpoint ls lists them)." group:"history"`
 	Rollback   rollbackCmd   `cmd:"" help:"Roll the session back to a checkpoint or to its base." group:"history"`
 	Fork       forkCmd       `cmd:"" help:"Fork the session into a new one." group:"history"`
@@ -105,6 +108,7 @@ func newParser(root *cliRoot, stdout, stderr io.Writer) (*kong.Kong, error) {
 			{Key: "files", Title: "Files of a session"},
 			{Key: "history", Title: "Checkpoints, forks, rebase and merge"},
 			{Key: "changesets", Title: "Changesets"},
+			{Key: "run", Title: "Running commands on a session"},
 		}),
 	)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/failpoint"
 	"github.com/sessiond/sessiond/overlay"
 )
 
@@ -329,6 +330,7 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 		return Mutation{}, nil, fmt.Errorf("pin overlay: %w", err)
 	}
 	ls.pinned = tree
+	failpoint.Hit(failpoint.RefMoved)
 	expires := m.nextExpiry(ls, now)
 	err = m.store.InTx(ctx, func(tx Tx) error {
 		var err error
@@ -358,6 +360,7 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 	if err != nil {
 		return Mutation{}, nil, fmt.Errorf("record mutation: %w", err)
 	}
+	failpoint.Hit(failpoint.StoreCommitted)
 	ls.ov = mu.ov
 	ls.tree = tree
 	clear(ls.unsaved)

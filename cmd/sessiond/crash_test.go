@@ -2,7 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -15,8 +21,22 @@ import (
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
-// TestCrash writes in a loop from several clients, kills the daemon with
-// SIGKILL, restarts it, and finds every acknowledged write.
+// Knobs of the long variant (make crash): SESSIOND_CRASH_ROUNDS kills per
+// store (default 2, as in make test) and SESSIOND_CRASH_LOAD busy
+// goroutines spinning beside the daemon, so kills land under CPU load.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// TestCrash writes from several clients, kills the daemon with SIGKILL at
+// a random moment, restarts it and reads back every write acknowledged in
+// any round so far, over many rounds on one repository. A write in flight
+// at the kill may or may not have landed; every acknowledged one must read
+// back as written (else it is lost) and read at all (else unreadable).
+// It ends with the figures and git fsck --strict.
 func TestCrash(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
@@ -28,6 +48,11 @@ func TestCrash(t *testing.T) {
 
 func testCrash(t *testing.T, st store) {
 	ctx := t.Context()
+	rounds := envInt("SESSIOND_CRASH_ROUNDS", 2)
+	if load := envInt("SESSIOND_CRASH_LOAD", 0); load > 0 {
+		stopLoad := cpuLoad(load)
+		defer stopLoad()
+	}
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, st, "--repo", "r="+repo)
 	const writers = 4
@@ -37,74 +62,119 @@ func testCrash(t *testing.T, st store) {
 		require.NoError(t, err)
 		ids[i] = s.ID
 	}
-
-	var mu sync.Mutex
-	acked := map[string]map[string]string{} // session → path → content
-	// inflight is each writer's unacknowledged write: it may or may not
-	// have landed when the daemon died.
-	inflight := make([][2]string, writers)
-	wctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for w := range writers {
-		acked[ids[w]] = map[string]string{}
-		wg.Go(func() {
-			c := client.New(d.URL, "")
-			for i := 0; wctx.Err() == nil; i++ {
-				// Rewrites of a few paths and new paths both.
-				p := fmt.Sprintf("crash/%d/f%d.txt", w, i%20)
-				if i%3 == 0 {
-					p = fmt.Sprintf("crash/%d/new%d.txt", w, i)
-				}
-				content := fmt.Sprintf("writer %d write %d\n", w, i)
-				mu.Lock()
-				inflight[w] = [2]string{p, content}
-				mu.Unlock()
-				if _, err := c.WriteFile(wctx, ids[w], p, []byte(content), client.WriteOptions{}); err != nil {
-					return // the daemon is gone
-				}
-				mu.Lock()
-				acked[ids[w]][p] = content
-				mu.Unlock()
-			}
-		})
+	rng := rand.New(rand.NewPCG(uint64(len(st.name)), 7))
+	acked := make([]map[string]string, writers) // writer → path → content
+	for w := range acked {
+		acked[w] = map[string]string{}
 	}
-	deadline := time.After(10 * time.Second)
-	for {
-		mu.Lock()
+	var acknowledged, lost, unreadable int
+	for round := range rounds {
+		var mu sync.Mutex
+		// inflight is each writer's unacknowledged write: it may or may
+		// not have landed when the daemon died.
+		inflight := make([][2]string, writers)
 		n := 0
-		for _, m := range acked {
-			n += len(m)
-		}
-		mu.Unlock()
-		if n >= 120 {
-			break
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("only %d writes acknowledged", n)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	d.kill()
-	stop()
-	wg.Wait()
-
-	d.start()
-	for w, id := range ids {
-		for p, want := range acked[id] {
-			data, _, err := d.C.ReadFile(ctx, id, p)
-			if assert.NoError(t, err, "%s %s", id, p) {
-				if inflight[w][0] == p && string(data) == inflight[w][1] {
-					continue // the unacknowledged write landed: allowed
+		wctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				c := client.New(d.URL, "")
+				for i := 0; wctx.Err() == nil; i++ {
+					// Rewrites of a few paths and new paths both.
+					p := fmt.Sprintf("crash/%d/f%d.txt", w, i%20)
+					if i%3 == 0 {
+						p = fmt.Sprintf("crash/%d/new%d.txt", w, (round*1000+i)%40)
+					}
+					content := fmt.Sprintf("round %d writer %d write %d\n", round, w, i)
+					mu.Lock()
+					inflight[w] = [2]string{p, content}
+					mu.Unlock()
+					if _, err := c.WriteFile(wctx, ids[w], p, []byte(content), client.WriteOptions{}); err != nil {
+						return // the daemon is gone
+					}
+					mu.Lock()
+					acked[w][p] = content
+					inflight[w] = [2]string{}
+					n++
+					mu.Unlock()
 				}
-				assert.Equal(t, want, string(data), "%s %s", id, p)
+			})
+		}
+		// Kill after a random number of acknowledgements, between writes
+		// or in the middle of one.
+		target := 4 + rng.IntN(60)
+		deadline := time.After(30 * time.Second)
+		for {
+			mu.Lock()
+			got := n
+			mu.Unlock()
+			if got >= target {
+				break
+			}
+			select {
+			case <-deadline:
+				t.Fatalf("round %d: only %d writes acknowledged", round, got)
+			case <-time.After(time.Millisecond):
 			}
 		}
-		// The session works after the crash: write and checkpoint.
+		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+		d.kill()
+		stop()
+		wg.Wait()
+		acknowledged += n
+
+		d.start()
+		for w, id := range ids {
+			for p, want := range acked[w] {
+				data, _, err := d.C.ReadFile(ctx, id, p)
+				var ce *client.Error
+				switch {
+				case err == nil && string(data) == want:
+				case err == nil && inflight[w][0] == p && string(data) == inflight[w][1]:
+					acked[w][p] = inflight[w][1] // the unacknowledged write landed: allowed
+				case err == nil, errors.As(err, &ce) && ce.Status == 404:
+					lost++
+					t.Errorf("round %d: %s %s lost: %q, %v", round, id, p, data, err)
+				default:
+					unreadable++
+					t.Errorf("round %d: %s %s unreadable: %v", round, id, p, err)
+				}
+			}
+		}
+	}
+	// The sessions work after the crashes: write and checkpoint.
+	for _, id := range ids {
 		_, err := d.C.WriteFile(ctx, id, "after.txt", []byte("after\n"), client.WriteOptions{})
 		require.NoError(t, err)
 		_, err = d.C.Checkpoint(ctx, id, "", "")
 		require.NoError(t, err)
 	}
-	assert.Empty(t, git(t, repo, "fsck", "--strict", "--no-dangling"))
+	d.stop()
+	packs, _ := filepath.Glob(filepath.Join(repo, ".git", "objects", "pack", "pack-*.idx"))
+	fmt.Printf("crash: store=%s rounds=%d acknowledged=%d lost=%d unreadable=%d packs=%d\n", st.name, rounds, acknowledged, lost, unreadable, len(packs))
+	assert.LessOrEqual(t, len(packs), 50, "housekeeping keeps the packs under git's gc.autoPackLimit")
+	assert.Zero(t, lost+unreadable)
+	git(t, repo, "fsck", "--strict")
+}
+
+// cpuLoad spins n goroutines until the returned function is called.
+func cpuLoad(n int) func() {
+	done := make(chan struct{})
+	for range n {
+		go func() {
+			runtime.LockOSThread()
+			x := 0
+			for {
+				select {
+				case <-done:
+					return
+				default:
+					for i := range 1 << 16 {
+						x += i
+					}
+				}
+			}
+		}()
+	}
+	return func() { close(done) }
 }

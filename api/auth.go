@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -66,17 +67,66 @@ func (a *auth) authenticate(r *http.Request) (principal, *Error) {
 	if !ok {
 		return principal{}, newError(http.StatusUnauthorized, CodeUnauthorized, "a bearer token is required")
 	}
+	if p, ok := a.principalOf(tok); ok {
+		return p, nil
+	}
+	return principal{}, newError(http.StatusUnauthorized, CodeUnauthorized, "invalid token")
+}
+
+// principalOf is who token stands for: the admin, a session, or nobody.
+func (a *auth) principalOf(tok string) (principal, bool) {
 	if sum := sha256.Sum256([]byte(tok)); subtle.ConstantTimeCompare(sum[:], a.adminHash[:]) == 1 {
-		return principal{admin: true}, nil
+		return principal{admin: true}, true
 	}
 	if rest, ok := strings.CutPrefix(tok, sessionTokenPrefix); ok {
 		idText, _, _ := strings.Cut(rest, ".")
 		if id, err := uuid.Parse(idText); err == nil && len(a.secret) > 0 &&
 			subtle.ConstantTimeCompare([]byte(a.sessionToken(id)), []byte(tok)) == 1 {
-			return principal{session: id}, nil
+			return principal{session: id}, true
 		}
 	}
-	return principal{}, newError(http.StatusUnauthorized, CodeUnauthorized, "invalid token")
+	return principal{}, false
+}
+
+// FromTokenHeader carries the token of a second session an operation
+// reads: a merge's "from". A session token reaches only its own session,
+// so merging another session with one needs that session's token here
+// too (or the admin token as the bearer).
+const FromTokenHeader = "X-Sessiond-From-Token"
+
+// authorizeFrom checks that the request may read session from as well as
+// its route's own: the admin may, and so may a request whose
+// FromTokenHeader is from's token (or the admin token).
+func (a *auth) authorizeFrom(r *http.Request, from uuid.UUID) *Error {
+	if p := principalFrom(r.Context()); p.admin {
+		return nil
+	}
+	tok := strings.TrimSpace(r.Header.Get(FromTokenHeader))
+	if tok == "" {
+		return newError(http.StatusForbidden, CodeForbidden,
+			"this token reaches only its own session; to read session %s as well, send its token in %s", from, FromTokenHeader)
+	}
+	p, ok := a.principalOf(tok)
+	if !ok {
+		return newError(http.StatusUnauthorized, CodeUnauthorized, "invalid token in %s", FromTokenHeader)
+	}
+	if !p.admin && p.session != from {
+		return newError(http.StatusForbidden, CodeForbidden, "the token in %s is for another session than %s", FromTokenHeader, from)
+	}
+	return nil
+}
+
+type principalKey struct{}
+
+func withPrincipal(ctx context.Context, p principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// principalFrom is who the request authenticated as; the admin when auth
+// is off (handlerFor stores it on every authenticated route).
+func principalFrom(ctx context.Context) principal {
+	p, _ := ctx.Value(principalKey{}).(principal)
+	return p
 }
 
 // bearer is the token of an Authorization header with the Bearer scheme,

@@ -612,6 +612,9 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return badRequest("from %q: not a session id", req.From)
 	}
+	if aerr := s.auth.authorizeFrom(r, from); aerr != nil {
+		return aerr
+	}
 	mu, err := s.m.MergeFrom(ctxWithoutCancel(r), id, from, req.Actor)
 	if err != nil {
 		return err

@@ -1,11 +1,9 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 
-	"github.com/google/uuid"
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 )
@@ -43,9 +41,7 @@ func modeText(m gitstore.Mode) string {
 }
 
 // diff serves GET /v1/sessions/{id}/diff?against=base|<checkpoint>&format=unified|json.
-//
-// It compares the trees the engine already keeps (nothing is written for
-// a read) and leaves out the files the session's policy does not let it
+// The engine leaves out the files the session's policy does not let it
 // read.
 func (s *Server) diff(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionID(r)
@@ -60,63 +56,11 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) error {
 	if format != "unified" && format != "json" {
 		return badRequest("format %q: use unified or json", format)
 	}
-	ctx := r.Context()
-	ss, err := s.m.Get(ctx, id)
+	d, err := s.m.Diff(r.Context(), id, q.Get("against"))
 	if err != nil {
 		return err
 	}
-	repo, err := s.m.GitRepo(ctx, ss.Repo)
-	if err != nil {
-		return err
-	}
-	to, baseTree, err := s.m.Tree(ctx, id)
-	if err != nil {
-		return err
-	}
-	from := baseTree
-	if against := q.Get("against"); against != "" && against != "base" {
-		if from, err = s.m.AgainstTree(ctx, id, against); err != nil {
-			return err
-		}
-	}
-	patch, err := changeset.Diff(ctx, repo, from, to, changeset.DiffOptions{}, changeset.PatchOptions{})
-	if err != nil {
-		return err
-	}
-	if err := s.hideUnreadable(ctx, id, patch); err != nil {
-		return err
-	}
-	return writeDiff(w, format, from, to, patch)
-}
-
-// hideUnreadable drops from patch the files the session may not read
-// (on either side of a rename) and sums the stats again.
-func (s *Server) hideUnreadable(ctx context.Context, id uuid.UUID, patch *changeset.Patch) error {
-	kept := patch.Files[:0]
-	var stats changeset.Stats
-	for _, f := range patch.Files {
-		visible := true
-		for _, p := range []string{f.OldPath, f.NewPath} {
-			if p == "" || !visible {
-				continue
-			}
-			ok, err := s.m.CanRead(ctx, id, p)
-			if err != nil {
-				return err
-			}
-			visible = ok
-		}
-		if visible {
-			kept = append(kept, f)
-			stats.Files++
-			stats.Insertions += f.Insertions
-			stats.Deletions += f.Deletions
-		}
-	}
-	if len(kept) < len(patch.Files) {
-		patch.Files, patch.Stats = kept, stats
-	}
-	return nil
+	return writeDiff(w, format, d.From, d.To, d.Patch)
 }
 
 // writeDiff answers with patch as unified text (what git apply takes) or

@@ -278,6 +278,7 @@ func (s *Server) handlerFor(rt *Route) http.Handler {
 				writeError(w, aerr)
 				return
 			}
+			r = r.WithContext(withPrincipal(r.Context(), p))
 		}
 		if err := s.limitBody(w, r); err != nil {
 			writeError(w, mapError(err))

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -145,4 +147,27 @@ func (c *Client) Merge(ctx context.Context, session, from string) (api.MutationR
 	var out api.MutationResult
 	err := c.do(ctx, "POST", sessionPath(session, "merge"), nil, api.MergeRequest{From: from}, &out)
 	return out, err
+}
+
+// MergeWithToken is Merge for a caller holding session tokens rather than
+// the admin token: fromToken is the token of session from, which a
+// session token alone does not reach.
+func (c *Client) MergeWithToken(ctx context.Context, session, from, fromToken string) (api.MutationResult, error) {
+	var out api.MutationResult
+	data, err := json.Marshal(api.MergeRequest{From: from})
+	if err != nil {
+		return out, err
+	}
+	req, err := c.newRequest(ctx, "POST", sessionPath(session, "merge"), nil, bytes.NewReader(data))
+	if err != nil {
+		return out, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(api.FromTokenHeader, fromToken)
+	resp, err := c.send(req)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	return out, json.NewDecoder(resp.Body).Decode(&out)
 }

@@ -140,6 +140,9 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	if err != nil {
 		return AcceptResult{}, fmt.Errorf("changeset %s head: %w", id, err)
 	}
+	if err := checkChangesetWrites(ctx, r, sess, c); err != nil {
+		return AcceptResult{}, err
+	}
 	ref := gitstore.BranchRef(c.TargetBranch)
 	res := AcceptResult{Branch: c.TargetBranch, DryRun: opts.DryRun}
 	// The tree the changeset adds to its base: its head, or the base with
@@ -489,4 +492,28 @@ func resolveExpectedHead(ctx context.Context, r *gitstore.Repo, rev string) (git
 		return gitstore.OID{}, err
 	}
 	return h, nil
+}
+
+// checkChangesetWrites holds a changeset to its session's write policy:
+// every path it changes against its base must be one the session may
+// write, or the accept is refused (ErrForbidden) before anything is
+// written. The engine keeps such paths out of a session in the first
+// place; this keeps them off the branch whatever got them there.
+func checkChangesetWrites(ctx context.Context, r *gitstore.Repo, sess Session, c Changeset) error {
+	pol, err := compilePolicy(sess.Policy)
+	if err != nil {
+		return err
+	}
+	base, err := r.TreeOf(ctx, c.BaseCommit)
+	if err != nil {
+		return fmt.Errorf("changeset %s base: %w", c.ID, err)
+	}
+	head, err := r.TreeOf(ctx, c.HeadCommit)
+	if err != nil {
+		return fmt.Errorf("changeset %s head: %w", c.ID, err)
+	}
+	if err := pol.checkTreeWrites(ctx, r, base, head, nil); err != nil {
+		return fmt.Errorf("accept changeset %s of session %s: %w", c.ID, sess.ID, err)
+	}
+	return nil
 }

@@ -262,6 +262,9 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	if err := m.checkWritable(ctx, ls); err != nil {
 		return Mutation{}, err
 	}
+	if err := m.checkReplaceWrites(ctx, ls, target, nb); err != nil {
+		return Mutation{}, fmt.Errorf("%s: %w", op, err)
+	}
 	baseView, baseTree := ls.ov.Base(), ls.baseTree
 	if nb != nil {
 		baseView, baseTree = ls.repo.View(nb.tree), nb.tree
@@ -353,6 +356,27 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	return rec, nil
 }
 
+// checkReplaceWrites applies the session's write policy to every path
+// that replacing its view with target writes, before anything is
+// written: the paths whose content changes. On a rebase (nb set) a path
+// that comes out equal to the new base is upstream's change, not the
+// session's, and is not a write. ls.mu must be held.
+func (m *Manager) checkReplaceWrites(ctx context.Context, ls *live, target gitstore.OID, nb *newBase) error {
+	var keep func(string) bool
+	if nb != nil {
+		own := map[string]bool{}
+		err := ls.repo.DiffTrees(ctx, nb.tree, target, func(c gitstore.TreeChange) error {
+			own[c.Path] = true
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		keep = func(p string) bool { return own[p] }
+	}
+	return ls.policy.checkTreeWrites(ctx, ls.repo, ls.tree, target, keep)
+}
+
 // ForkOptions describe a fork.
 type ForkOptions struct {
 	AgentID   string
@@ -361,13 +385,32 @@ type ForkOptions struct {
 	// Checkpoint forks from that checkpoint (id, number or commit) instead
 	// of the current view.
 	Checkpoint string
-	Mode       Mode
-	Policy     *Policy // the source's policy when nil
+	// Mode is the source's when empty; read_write from a read_only source
+	// is refused (ErrReadOnly).
+	Mode Mode
+	// Policy narrows the source's policy (see narrow); the source's when
+	// nil. It never widens it.
+	Policy *Policy
 }
 
 // Fork starts a new session on the same base whose view equals the
 // source's current view, or one of its checkpoints.
 func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Session, error) {
+	// A fork never widens what its source may do: a read_only source
+	// forks read_only (checked before anything is loaded or written), and
+	// the fork's policy is its source's narrowed by what it asks for.
+	meta, err := m.store.GetSession(ctx, id)
+	if err != nil {
+		return Session{}, fmt.Errorf("session %s: %w", id, err)
+	}
+	if meta.Mode == ModeReadOnly && opts.Mode != "" && opts.Mode != ModeReadOnly {
+		return Session{}, fmt.Errorf("fork %s as %s: %w: a fork may only narrow its source's mode", id, opts.Mode, ErrReadOnly)
+	}
+	if opts.Policy != nil {
+		if _, err := compilePolicy(*opts.Policy); err != nil {
+			return Session{}, err
+		}
+	}
 	var target gitstore.OID
 	if opts.Checkpoint != "" {
 		cp, err := m.FindCheckpoint(ctx, id, opts.Checkpoint)
@@ -394,14 +437,14 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 	for _, e := range ov.Entries() {
 		entries = append(entries, toStoreEntry(e))
 	}
-	policy := src.Policy
-	if opts.Policy != nil {
-		policy = *opts.Policy
-	}
 	mode := opts.Mode
 	if mode == "" {
 		mode = src.Mode
 	}
+	if src.Mode == ModeReadOnly && mode != ModeReadOnly {
+		return Session{}, fmt.Errorf("fork %s as %s: %w: a fork may only narrow its source's mode", id, mode, ErrReadOnly)
+	}
+	policy := narrow(src.Policy, opts.Policy)
 	base := src.BaseCommit.String()
 	s, err := m.create(ctx, CreateOptions{
 		Repo: src.Repo, Base: base, AgentID: opts.AgentID, AgentName: opts.AgentName,

@@ -55,12 +55,16 @@ func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) 
 // MergeFrom brings another session's changes (its view against its own
 // base) into this session's overlay by three-way merge. A conflict returns
 // a *changeset.ConflictError and changes nothing. The other session is
-// read as it is at the start; it is not changed.
+// read as it is at the start; it is not changed. Every path the merge
+// changes must pass the other session's read policy and this session's
+// write policy, or the merge is refused (ErrForbidden) and changes
+// nothing. Whether the caller may read the other session at all is the
+// API's to decide (its token).
 func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor string) (Mutation, error) {
 	if id == from {
 		return Mutation{}, fmt.Errorf("%w: a session cannot merge itself", ErrInvalid)
 	}
-	theirs, theirBase, err := m.Tree(ctx, from)
+	theirs, theirBase, theirPolicy, err := m.readView(ctx, from)
 	if err != nil {
 		return Mutation{}, err
 	}
@@ -85,5 +89,28 @@ func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor strin
 	if err != nil {
 		return Mutation{}, err
 	}
+	// What the merge brings in is read from the other session, through
+	// its policy; replaceOverlay then holds it to this session's write
+	// policy.
+	err = ls.repo.DiffTrees(ctx, ls.tree, res.Tree, func(c gitstore.TreeChange) error {
+		if err := theirPolicy.checkRead(c.Path); err != nil {
+			return fmt.Errorf("merge from session %s: %w", from, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Mutation{}, err
+	}
 	return m.replaceOverlay(ctx, ls, OpMerge, actorOf(ls, actor), res.Tree, nil)
+}
+
+// readView returns the tree of a session's view, of its base, and its
+// policy, read under its lock.
+func (m *Manager) readView(ctx context.Context, id uuid.UUID) (tree, base gitstore.OID, pol *policy, err error) {
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return gitstore.ZeroOID, gitstore.ZeroOID, nil, err
+	}
+	defer ls.mu.Unlock()
+	return ls.tree, ls.baseTree, ls.policy, nil
 }

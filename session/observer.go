@@ -64,13 +64,3 @@ func (m *Manager) Tree(ctx context.Context, id uuid.UUID) (tree, base gitstore.O
 	defer ls.mu.Unlock()
 	return ls.tree, ls.baseTree, nil
 }
-
-// CanRead reports whether the session's policy lets it read path p.
-func (m *Manager) CanRead(ctx context.Context, id uuid.UUID, p string) (bool, error) {
-	ls, err := m.lockLive(ctx, id)
-	if err != nil {
-		return false, err
-	}
-	defer ls.mu.Unlock()
-	return ls.policy.canRead(p), nil
-}

@@ -1,6 +1,8 @@
 package session_test
 
 import (
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/google/uuid"
@@ -8,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -199,4 +202,175 @@ func TestConditionsOnEveryChange(t *testing.T) {
 	ok, err := e.m.Exists(ctx, s.ID, "README.md")
 	require.NoError(t, err)
 	assert.False(t, ok)
+}
+
+// TestForkNeverWidens: a fork inherits its source's mode and policy and
+// may only narrow them (issue: a read_only session with a read policy
+// forked itself read_write with no policy).
+func TestForkNeverWidens(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	ro := e.create(session.CreateOptions{Mode: session.ModeReadOnly, Policy: session.Policy{Read: []string{"README.md"}, Deny: []string{"a/**"}}})
+	count := func() int {
+		ss, err := e.m.ListSessions(ctx, session.SessionFilter{})
+		require.NoError(t, err)
+		return len(ss)
+	}
+	n, refs := count(), e.git("for-each-ref")
+	_, err := e.m.Fork(ctx, ro.ID, session.ForkOptions{Mode: session.ModeReadWrite, Policy: &session.Policy{}})
+	assert.ErrorIs(t, err, session.ErrReadOnly)
+	assert.Equal(t, n, count(), "a refused fork creates no session")
+	assert.Equal(t, refs, e.git("for-each-ref"), "and no ref")
+
+	for _, req := range []*session.Policy{nil, {}, {Read: []string{"**"}, Write: []string{"**"}}, {Read: []string{"a/**", "README.md"}}} {
+		f, err := e.m.Fork(ctx, ro.ID, session.ForkOptions{Policy: req})
+		require.NoError(t, err)
+		assert.Equal(t, session.ModeReadOnly, f.Mode)
+		_, _, err = e.m.Read(ctx, f.ID, "README.md", 0, -1)
+		assert.NoError(t, err, "%+v", req)
+		for _, hidden := range []string{"a/b/sibling.txt", "a.txt"} {
+			_, _, err = e.m.Read(ctx, f.ID, hidden, 0, -1)
+			assert.ErrorIs(t, err, session.ErrForbidden, "fork with %+v reads %q", req, hidden)
+		}
+		_, _, err = e.m.Write(ctx, f.ID, "README.md", []byte("x"), session.WriteOptions{})
+		assert.ErrorIs(t, err, session.ErrReadOnly)
+		// A fork of the fork is no wider either.
+		ff, err := e.m.Fork(ctx, f.ID, session.ForkOptions{Policy: &session.Policy{Read: []string{"**"}}})
+		require.NoError(t, err)
+		_, _, err = e.m.Read(ctx, ff.ID, "a.txt", 0, -1)
+		assert.ErrorIs(t, err, session.ErrForbidden)
+	}
+
+	rw := e.create(session.CreateOptions{Policy: session.Policy{Write: []string{"src/**"}}})
+	f, err := e.m.Fork(ctx, rw.ID, session.ForkOptions{Policy: &session.Policy{Write: []string{"**"}, Deny: []string{"src/private/**"}}})
+	require.NoError(t, err)
+	_, _, err = e.m.Write(ctx, f.ID, "README.md", []byte("x"), session.WriteOptions{})
+	assert.ErrorIs(t, err, session.ErrForbidden, "the parent cannot write README.md")
+	_, _, err = e.m.Write(ctx, f.ID, "src/private/k", []byte("x"), session.WriteOptions{})
+	assert.ErrorIs(t, err, session.ErrForbidden, "the fork's own deny applies")
+	e.write(f.ID, "src/ok.go", "package ok\n")
+	ro2, err := e.m.Fork(ctx, rw.ID, session.ForkOptions{Mode: session.ModeReadOnly})
+	require.NoError(t, err, "narrowing the mode is fine")
+	assert.Equal(t, session.ModeReadOnly, ro2.Mode)
+	// The fork's policy survives a restart.
+	e.restart()
+	_, _, err = e.m.Write(ctx, f.ID, "README.md", []byte("x"), session.WriteOptions{})
+	assert.ErrorIs(t, err, session.ErrForbidden)
+}
+
+// TestMergeHoldsToBothPolicies: a merge brings in only paths this session
+// may write and the other session may read; otherwise it is refused and
+// changes nothing.
+func TestMergeHoldsToBothPolicies(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	a := e.create(session.CreateOptions{Policy: session.Policy{Write: []string{"src/**"}, Deny: []string{"secret/**"}}})
+	e.write(a.ID, "src/mine.go", "package mine\n")
+
+	for name, files := range map[string][]string{
+		"under a deny glob":    {"src/theirs.go", "secret/key"},
+		"outside write globs":  {"src/theirs.go", "README.md"},
+		"only a denied delete": {"src/x.go"},
+	} {
+		b := e.create(session.CreateOptions{})
+		for _, p := range files {
+			e.write(b.ID, p, p+"\n")
+		}
+		if name == "only a denied delete" {
+			_, err := e.m.Delete(ctx, b.ID, "a.txt", false, "")
+			require.NoError(t, err)
+		}
+		before := e.state(a.ID)
+		_, err := e.m.MergeFrom(ctx, a.ID, b.ID, "")
+		assert.ErrorIs(t, err, session.ErrForbidden, name)
+		assert.Equal(t, before, e.state(a.ID), name)
+	}
+
+	// What the other session cannot read (a fork's inherited, hidden
+	// entries) does not come in through it.
+	p := e.create(session.CreateOptions{})
+	e.write(p.ID, "src/hidden/x.go", "package hidden\n")
+	b, err := e.m.Fork(ctx, p.ID, session.ForkOptions{Policy: &session.Policy{Deny: []string{"src/hidden/**"}}})
+	require.NoError(t, err)
+	before := e.state(a.ID)
+	_, err = e.m.MergeFrom(ctx, a.ID, b.ID, "")
+	assert.ErrorIs(t, err, session.ErrForbidden)
+	assert.Equal(t, before, e.state(a.ID))
+
+	ok := e.create(session.CreateOptions{})
+	e.write(ok.ID, "src/theirs.go", "package theirs\n")
+	_, err = e.m.MergeFrom(ctx, a.ID, ok.ID, "")
+	require.NoError(t, err)
+	assert.Equal(t, "package theirs\n", e.read(a.ID, "src/theirs.go"))
+}
+
+// TestRebaseAndRollbackHoldToPolicy: a rebase writes only the session's
+// own changes (upstream's are the new base, not writes); a rollback that
+// would write a path the session may not write is refused, never
+// silently applied.
+func TestRebaseAndRollbackHoldToPolicy(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	s := e.create(session.CreateOptions{Policy: session.Policy{Write: []string{"src/**"}}})
+	e.write(s.ID, "src/a.go", "package a\n")
+	cp, err := e.m.Checkpoint(ctx, s.ID, "one", "")
+	require.NoError(t, err)
+
+	// Upstream changes README.md, which the session may not write.
+	commitOnMain(t, e, "README.md", "upstream readme\n")
+
+	_, _, err = e.m.Rebase(ctx, s.ID, "main", "")
+	require.NoError(t, err, "upstream's README.md is not the session's write")
+	assert.Equal(t, "upstream readme\n", e.read(s.ID, "README.md"))
+
+	before := e.state(s.ID)
+	_, _, err = e.m.Rollback(ctx, s.ID, strconv.Itoa(cp.N), "")
+	if err != nil {
+		assert.Equal(t, before, e.state(s.ID), "a refused rollback changes nothing")
+	} else {
+		assert.Equal(t, "upstream readme\n", e.read(s.ID, "README.md"), "a rollback never writes upstream's README.md back")
+	}
+}
+
+// TestAcceptHoldsToSessionPolicy: a changeset carrying a path its session
+// may not write (a fork's inherited change under its deny glob) is not
+// accepted; the branch does not move.
+func TestAcceptHoldsToSessionPolicy(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	_, err := e.m.SetRepoPolicy(ctx, session.RepoPolicy{Repo: "r", AllowCheckedOut: true})
+	require.NoError(t, err)
+	p := e.create(session.CreateOptions{})
+	e.write(p.ID, "secret/key", "k\n")
+	e.write(p.ID, "src/ok.go", "package ok\n")
+	f, err := e.m.Fork(ctx, p.ID, session.ForkOptions{Policy: &session.Policy{Deny: []string{"secret/**"}}})
+	require.NoError(t, err)
+	c, err := e.m.Submit(ctx, f.ID, session.SubmitOptions{})
+	require.NoError(t, err)
+	main := e.git("rev-parse", "main")
+	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{})
+	assert.ErrorIs(t, err, session.ErrForbidden)
+	assert.Equal(t, main, e.git("rev-parse", "main"), "the branch did not move")
+	got, err := e.m.GetChangeset(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Equal(t, session.ChangesetOpen, got.Status)
+
+	// The parent, which may write both, can.
+	cp, err := e.m.Submit(ctx, p.ID, session.SubmitOptions{})
+	require.NoError(t, err)
+	_, err = e.m.Accept(ctx, cp.ID, session.AcceptOptions{})
+	require.NoError(t, err)
+}
+
+// commitOnMain commits content at p on top of main with the git CLI,
+// through a temporary index, as another user of the repository would.
+func commitOnMain(t testing.TB, e *env, p, content string) {
+	t.Helper()
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(t.TempDir(), "index")}
+	blob := testrepo.GitInput(t, e.repoDir, []byte(content), "hash-object", "-w", "--stdin")
+	testrepo.GitEnv(t, e.repoDir, env, nil, "read-tree", "main")
+	testrepo.GitEnv(t, e.repoDir, env, nil, "update-index", "--add", "--cacheinfo", "100644,"+blob+","+p)
+	tree := testrepo.GitEnv(t, e.repoDir, env, nil, "write-tree")
+	commit := e.git("commit-tree", tree, "-p", "main", "-m", "upstream "+p)
+	e.git("update-ref", "refs/heads/main", commit)
 }

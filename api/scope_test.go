@@ -147,3 +147,45 @@ func mustUUID(t testing.TB, s string) uuid.UUID {
 	require.NoError(t, err)
 	return id
 }
+
+// TestMergeNeedsReadOnFrom: a session token reaches only its own session,
+// so merging another one needs the admin token or from's token too
+// (issue: A's token merged any session B of the repository).
+func TestMergeNeedsReadOnFrom(t *testing.T) {
+	e := newScopeEnv(t)
+	a := e.session(CreateSessionRequest{})
+	b := e.session(CreateSessionRequest{})
+	c := e.session(CreateSessionRequest{})
+	status, body := e.call("PUT", "/v1/sessions/"+b.ID+"/files/private.txt", b.Token, "b's secret\n")
+	require.Equal(t, http.StatusCreated, status, "%s", body)
+	merge := "/v1/sessions/" + a.ID + "/merge"
+	from := MergeRequest{From: b.ID}
+	unchanged := func(msg string) {
+		t.Helper()
+		status, _ := e.call("GET", "/v1/sessions/"+a.ID+"/files/private.txt", a.Token, nil)
+		assert.Equal(t, http.StatusNotFound, status, msg)
+	}
+
+	status, body = e.call("POST", merge, a.Token, from)
+	assert.Equal(t, http.StatusForbidden, status, "%s", body)
+	assert.Contains(t, string(body), FromTokenHeader)
+	unchanged("a's token alone")
+	status, _ = e.call("POST", merge, a.Token, from, FromTokenHeader, c.Token)
+	assert.Equal(t, http.StatusForbidden, status)
+	unchanged("another session's token as from's")
+	status, _ = e.call("POST", merge, a.Token, from, FromTokenHeader, "sst.bogus")
+	assert.Equal(t, http.StatusUnauthorized, status)
+	unchanged("an invalid from token")
+	status, _ = e.call("POST", merge, b.Token, from, FromTokenHeader, b.Token)
+	assert.Equal(t, http.StatusForbidden, status)
+	unchanged("b's token on a's route")
+
+	status, body = e.call("POST", merge, a.Token, from, FromTokenHeader, b.Token)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	status, body = e.call("GET", "/v1/sessions/"+a.ID+"/files/private.txt", a.Token, nil)
+	assert.Equal(t, http.StatusOK, status)
+	assert.Equal(t, "b's secret\n", string(body))
+
+	status, body = e.call("POST", "/v1/sessions/"+c.ID+"/merge", testAdminToken, MergeRequest{From: b.ID})
+	assert.Equal(t, http.StatusOK, status, "the admin reaches every session: %s", body)
+}

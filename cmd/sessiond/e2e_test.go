@@ -261,6 +261,8 @@ func testChangesetWorkflow(t *testing.T, d *daemon, repo, id, token string) {
 	_, err = c.WithToken(other.Token).WriteFile(ctx, other.ID, "merged.txt", []byte("from agent-9\n"), client.WriteOptions{})
 	require.NoError(t, err)
 	_, err = sc.Merge(ctx, id, other.ID)
+	require.Error(t, err, "a session token alone does not reach the other session")
+	_, err = sc.MergeWithToken(ctx, id, other.ID, other.Token)
 	require.NoError(t, err)
 	data, _, err := sc.ReadFile(ctx, id, "merged.txt")
 	require.NoError(t, err)

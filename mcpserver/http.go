@@ -12,21 +12,41 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// boundHeader carries the session of /mcp/sessions/{id} from the route to
+// the tool calls; the handler sets it on every request, over anything a
+// client sent.
+const boundHeader = "X-Sessiond-Mcp-Session"
+
 // NewHTTPHandler serves MCP over streamable HTTP. It sits behind the API's
 // auth, which has already checked the bearer token against the route:
-// /mcp/sessions/{id} binds the server to that session, /mcp leaves it
+// /mcp/sessions/{id} binds the tools to that session, /mcp leaves them
 // unbound (every tool takes `session`). backend gives the engine that acts
 // with a request's token, so every tool call is authorized again by the
 // API exactly as an HTTP request with that token would be.
 //
-// An MCP session belongs to the token that started it: a request carrying
-// another token (another session's, or none) cannot use its
+// Two servers serve every request (bound and unbound), built once: the
+// token and the bound session come with each request, so a client of the
+// sessionless protocol revision costs no server construction per call.
+// An MCP session of the older, stateful revisions belongs to the token
+// that started it: a request with another token cannot use its
 // Mcp-Session-Id.
 func NewHTTPHandler(backend func(token string) Backend, opts Options) http.Handler {
+	per := func(req *mcp.CallToolRequest) (Backend, string) {
+		var h http.Header
+		if req.Extra != nil {
+			h = req.Extra.Header
+		}
+		return backend(bearerOf(h)), h.Get(boundHeader)
+	}
+	unboundOpts := opts
+	unboundOpts.Session = ""
+	bound := newServer(&server{per: per, boundPer: true}, unboundOpts)
+	unbound := newServer(&server{per: per}, unboundOpts)
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		o := opts
-		o.Session = r.PathValue("id")
-		return New(backend(bearer(r)), o)
+		if r.PathValue("id") != "" {
+			return bound
+		}
+		return unbound
 	}, &mcp.StreamableHTTPOptions{
 		// The API's body limit already applies.
 		MaxRequestBodyBytes: -1,
@@ -39,7 +59,11 @@ func NewHTTPHandler(backend func(token string) Backend, opts Options) http.Handl
 		return &auth.TokenInfo{UserID: hex.EncodeToString(sum[:]), Expiration: time.Now().Add(time.Hour)}, nil
 	}, nil)(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if bearer(r) == "" { // auth is off: there is no owner to tell apart
+		r.Header.Del(boundHeader)
+		if id := r.PathValue("id"); id != "" {
+			r.Header.Set(boundHeader, id)
+		}
+		if bearerOf(r.Header) == "" { // auth is off: there is no owner to tell apart
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -47,7 +71,7 @@ func NewHTTPHandler(backend func(token string) Backend, opts Options) http.Handl
 	})
 }
 
-func bearer(r *http.Request) string {
-	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+func bearerOf(h http.Header) string {
+	tok, _ := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
 	return strings.TrimSpace(tok)
 }

@@ -26,14 +26,22 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// server holds what the tool handlers share.
+// server holds what the tool handlers share. A handler runs on a server
+// whose b is the backend of its call.
 type server struct {
 	b    Backend
 	opts Options
+	// per, when set, gives each call its backend and bound session (the
+	// HTTP handler: both come with each request).
+	per func(req *mcp.CallToolRequest) (Backend, string)
+	// boundPer: per gives the bound session (/mcp/sessions/{id}).
+	boundPer bool
 }
 
 // New returns an MCP server with the sixteen tools over b.
-func New(b Backend, opts Options) *mcp.Server {
+func New(b Backend, opts Options) *mcp.Server { return newServer(&server{b: b}, opts) }
+
+func newServer(s *server, opts Options) *mcp.Server {
 	if opts.MaxResultBytes <= 0 {
 		opts.MaxResultBytes = DefaultMaxResultBytes
 	}
@@ -45,7 +53,7 @@ func New(b Backend, opts Options) *mcp.Server {
 	}
 	ms := mcp.NewServer(&mcp.Implementation{Name: "sessiond", Title: "sessiond session workspace", Version: opts.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: opts.Logger})
-	s := &server{b: b, opts: opts}
+	s.opts = opts
 	ms.AddReceivingMiddleware(coded)
 	s.fileTools(ms)
 	s.treeTools(ms)
@@ -124,12 +132,12 @@ type toolSpec struct {
 // addTool registers a tool whose handler gets the session id it works on
 // (the bound one, or the validated `session` argument) and the typed
 // input; its errors become tool errors.
-func addTool[In sessioned](s *server, ms *mcp.Server, spec toolSpec, h func(ctx context.Context, req *mcp.CallToolRequest, sid string, in In) (result, error)) {
+func addTool[In sessioned](s *server, ms *mcp.Server, spec toolSpec, h func(s *server, ctx context.Context, req *mcp.CallToolRequest, sid string, in In) (result, error)) {
 	schema, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: %v", spec.name, err))
 	}
-	if s.opts.Session != "" {
+	if s.bound() {
 		delete(schema.Properties, "session")
 		schema.PropertyOrder = slices.DeleteFunc(schema.PropertyOrder, func(p string) bool { return p == "session" })
 	} else {
@@ -151,14 +159,22 @@ func addTool[In sessioned](s *server, ms *mcp.Server, spec toolSpec, h func(ctx 
 	}
 	tool := &mcp.Tool{Name: spec.name, Title: spec.title, Description: spec.description, InputSchema: schema, Annotations: ann}
 	mcp.AddTool(ms, tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+		call := s
 		sid := s.opts.Session
-		if sid == "" {
+		if s.per != nil {
+			b, bound := s.per(req)
+			call, sid = &server{b: b, opts: s.opts}, bound
+		}
+		if !s.bound() {
 			sid = strings.TrimSpace(in.sessionID())
 			if sid == "" {
 				return s.fail(badRequest("the session argument is required on this endpoint")), nil, nil
 			}
 		}
-		res, err := h(ctx, req, sid, in)
+		if sid == "" {
+			return s.fail(newError(CodeInternal, "no session is bound to this call")), nil, nil
+		}
+		res, err := h(call, ctx, req, sid, in)
 		if err != nil {
 			return s.fail(toolError(err)), nil, nil
 		}
@@ -184,6 +200,10 @@ func coded(next mcp.MethodHandler) mcp.MethodHandler {
 		return res, err
 	}
 }
+
+// bound reports whether the server's tools work on one session given by
+// the server, not by a `session` argument.
+func (s *server) bound() bool { return s.opts.Session != "" || s.boundPer }
 
 // finish caps the text and attaches the structured content.
 func (s *server) finish(r result) *mcp.CallToolResult {

@@ -25,6 +25,9 @@ type Backend interface {
 	Rollback(ctx context.Context, id, checkpoint string) (api.RollbackResult, error)
 	Submit(ctx context.Context, id string, req api.SubmitRequest) (api.Changeset, error)
 	EventList(ctx context.Context, id string, after int64, limit int) ([]api.Event, error)
+	// Exec runs a command on the session's view; with output set, the
+	// output streams to it as the command writes it.
+	Exec(ctx context.Context, id string, in api.ExecRequest, output func(stream string, data []byte)) (api.ExecResponse, error)
 }
 
 var _ Backend = (*client.Client)(nil)

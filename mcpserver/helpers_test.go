@@ -18,6 +18,7 @@ import (
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/mcpserver"
 	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/workdir"
 )
 
 const adminToken = "admin-secret"
@@ -43,6 +44,9 @@ var repoFiles = map[string]string{
 	"docs/deep/a/b.md": "# deep\n",
 	"bin/blob.dat":     "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00",
 	"secrets/key.txt":  "hunter2\n",
+	// The project's tests, as a script (a Go toolchain with an empty build
+	// cache takes a minute per run on a small machine).
+	"test.sh": "#!/bin/sh\nif grep -q 'return a + b' calc.go; then echo 'ok  calc'; else echo '--- FAIL: TestAdd: Add(2, 3) = -1, want 5' >&2; exit 1; fi\n",
 }
 
 func newEnv(t testing.TB) *env {
@@ -62,7 +66,11 @@ func newEnv(t testing.TB) *env {
 	t.Cleanup(func() { st.Close() })
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: st, Notify: func() { m.Notify() }})
-	m = session.NewManager(session.Config{Store: st, DataDir: data, Observers: []session.Observer{g}})
+	wd, err := workdir.New(workdir.Config{Dir: filepath.Join(data, "workdir"),
+		Hide: func() []string { return append([]string{data}, m.WorkdirHidden(context.Background())...) }})
+	require.NoError(t, err)
+	t.Cleanup(func() { wd.Close() })
+	m = session.NewManager(session.Config{Store: st, DataDir: data, Workdirs: wd, Observers: []session.Observer{g}})
 	t.Cleanup(func() { m.Close() })
 	_, err = m.RegisterRepo(ctx, "calc", repo)
 	require.NoError(t, err)

@@ -1,9 +1,11 @@
 package mcpserver_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -472,9 +474,76 @@ func TestResultCap(t *testing.T) {
 	assert.Equal(t, true, data["truncated"])
 }
 
-func TestRunWithoutExec(t *testing.T) {
+func TestRun(t *testing.T) {
 	e := newEnv(t)
-	cs := e.connect(t, e.newSession(t, api.CreateSessionRequest{}), mcpserver.Options{})
+	s := e.newSession(t, api.CreateSessionRequest{})
+	cs := e.connect(t, s, mcpserver.Options{})
 	_, code, _ := fails(t, cs, "run", map[string]any{"command": "true", "argv": []string{"true"}})
 	assert.Equal(t, "bad_request", code)
+
+	text, data := ok(t, cs, "run", map[string]any{"command": "sh test.sh"})
+	assert.Contains(t, text, "exit code 1 after ")
+	assert.Contains(t, text, "--- stderr:\n--- FAIL: TestAdd")
+	assert.EqualValues(t, 1, data["exit_code"])
+	assert.Contains(t, text, "The command changed no files of the session.")
+
+	text, data = ok(t, cs, "run", map[string]any{"argv": []string{"sh", "-c", "echo generated > gen.txt && mkdir -p out && echo x > out/y && rm go.mod"}})
+	assert.Contains(t, text, "exit code 0")
+	assert.Contains(t, text, "Recorded as change 1: 3 path(s) changed")
+	assert.Contains(t, text, "added gen.txt")
+	assert.Contains(t, text, "deleted go.mod")
+	assert.NotNil(t, data["mutation"])
+	got, _, err := e.admin.ReadFile(t.Context(), s.ID, "gen.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "generated\n", string(got))
+
+	text, _ = ok(t, cs, "run", map[string]any{"command": "pwd; ls", "cwd": "docs"})
+	assert.Contains(t, text, "crlf.txt")
+	_, code, _ = fails(t, cs, "run", map[string]any{"command": "true", "cwd": "../.."})
+	assert.Equal(t, "invalid_path", code)
+	text, data = ok(t, cs, "run", map[string]any{"command": "sleep 5", "timeout_seconds": 1})
+	assert.Contains(t, text, "Timed out after")
+	assert.Equal(t, true, data["timed_out"])
+}
+
+// TestRunProgressAndCancel: a long command reports progress, and
+// cancelling the call stops it (the session takes the next command at
+// once instead of answering session_busy).
+func TestRunProgressAndCancel(t *testing.T) {
+	e := newEnv(t)
+	s := e.newSession(t, api.CreateSessionRequest{})
+	progressed := make(chan string, 16)
+	cs := connectServer(t, mcpserver.New(client.NewInProcess(e.api, s.Token), mcpserver.Options{Session: s.ID}), &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			select {
+			case progressed <- req.Params.Message:
+			default:
+			}
+		}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		params := &mcp.CallToolParams{Name: "run", Arguments: map[string]any{"command": "echo started; sleep 60"}}
+		params.SetProgressToken("run-1")
+		_, err := cs.CallTool(ctx, params)
+		done <- err
+	}()
+	select {
+	case msg := <-progressed:
+		assert.Contains(t, msg, "running for ")
+	case <-time.After(30 * time.Second):
+		t.Fatal("no progress notification")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		assert.Error(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call did not end when cancelled")
+	}
+	// The command is gone: the session runs the next one.
+	require.Eventually(t, func() bool {
+		_, isErr, _ := call(t, cs, "run", map[string]any{"command": "true"})
+		return !isErr
+	}, 20*time.Second, 100*time.Millisecond, "the 60 s command was stopped")
 }

@@ -35,6 +35,9 @@ type mcpCmd struct {
 	DataDir  string        `help:"Data directory of the in-process engine (default: sessiond/ in the repository's git directory)." env:"SESSIOND_MCP_DATA_DIR" placeholder:"DIR"`
 	Probe    time.Duration `help:"How long to wait for the daemon to answer before running the engine in-process." default:"1s" placeholder:"DURATION"`
 	LogLevel slog.Level    `help:"debug, info, warn or error (logs go to standard error)." env:"SESSIOND_LOG_LEVEL" default:"warn" placeholder:"LEVEL"`
+	// The in-process engine's view directories, as serve's.
+	WorkdirMode       string   `help:"In-process: how commands (the run tool) see the session's view: overlay, copy or auto." env:"SESSIOND_WORKDIR_MODE" default:"auto" enum:"overlay,copy,auto" placeholder:"MODE"`
+	WorkdirCacheBytes byteSize `help:"In-process: disk for shared base checkouts." env:"SESSIOND_WORKDIR_CACHE_BYTES" default:"20GiB" placeholder:"SIZE"`
 }
 
 func (c *mcpCmd) Run(ctx context.Context, x *cli) error {
@@ -132,7 +135,12 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	defer store.Close()
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: store, Notify: func() { m.Notify() }, Logger: log})
-	m = session.NewManager(session.Config{Store: store, DataDir: dataDir, Observers: []session.Observer{g}})
+	wd, err := newWorkdirs(dataDir, c.WorkdirMode, int64(c.WorkdirCacheBytes), func() *session.Manager { return m }, log)
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	defer wd.Close()
+	m = session.NewManager(session.Config{Store: store, DataDir: dataDir, Workdirs: wd, Observers: []session.Observer{g}})
 	defer m.Close()
 	name := repoName(repoPath)
 	if err := registerRepos(ctx, m, []string{name + "=" + repoPath}, log); err != nil {

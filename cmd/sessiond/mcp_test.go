@@ -33,6 +33,11 @@ func calcRepo(t *testing.T) string {
 		"go.mod":       "module example.com/calc\n\ngo 1.22\n",
 		"calc.go":      "package calc\n\n// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b\n}\n\n// Sub returns a minus b.\nfunc Sub(a, b int) int {\n\treturn a - b\n}\n",
 		"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n",
+		// The project's test command for the agent: it checks what
+		// calc_test.go checks without a Go toolchain, whose empty build
+		// cache in a fresh session costs a minute on a small machine.
+		"test.sh": "#!/bin/sh\ngrep -q 'return a + b' calc.go && echo 'ok  example.com/calc' && exit 0\n" +
+			"echo \"--- FAIL: TestAdd: Add(2, 3) = $(sed -n 's/.*return a \\(.\\) b/2 \\1 3/p' calc.go | head -1 | awk '{ if ($2 == \"*\") print $1*$3; else if ($2 == \"-\") print $1-$3; else print \"?\" }'), want 5\" >&2\nexit 1\n",
 	}
 	for p, c := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(repo, p), []byte(c), 0o644))
@@ -96,19 +101,17 @@ func agentLoop(t *testing.T, cs *mcp.ClientSession) string {
 	// A precise edit that is still wrong, so the tests fail first.
 	toolOK(t, cs, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{
 		"old_text": "func Add(a, b int) int {\n\treturn a - b", "new_text": "func Add(a, b int) int {\n\treturn a * b"}}})
-	if text, isErr, _ := callTool(t, cs, "run", map[string]any{"argv": []string{"go", "test", "./..."}}); !isErr {
-		assert.Contains(t, text, "exit code 1")
-		assert.Contains(t, text, "Add(2, 3) = 6, want 5")
-	} else {
-		t.Logf("run is not available: %s", text)
-	}
+	text, data = toolOK(t, cs, "run", map[string]any{"argv": []string{"sh", "test.sh"}})
+	assert.Contains(t, text, "exit code 1")
+	assert.Contains(t, text, "Add(2, 3) = 6, want 5")
+	assert.EqualValues(t, 1, data["exit_code"])
 	text, _ = toolOK(t, cs, "read_file", map[string]any{"path": "calc.go", "offset": 4, "limit": 3})
 	require.Contains(t, text, "     5\t\treturn a * b\n")
 	toolOK(t, cs, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{
 		"old_text": "\treturn a * b", "new_text": "\treturn a + b"}}})
-	if text, isErr, _ := callTool(t, cs, "run", map[string]any{"command": "go test ./..."}); !isErr {
-		assert.Contains(t, text, "exit code 0")
-	}
+	text, _ = toolOK(t, cs, "run", map[string]any{"command": "sh test.sh"})
+	assert.Contains(t, text, "exit code 0")
+	assert.Contains(t, text, "ok  example.com/calc")
 	text, _ = toolOK(t, cs, "diff", nil)
 	assert.Contains(t, text, "-\treturn a - b\n+\treturn a + b\n")
 	text, data = toolOK(t, cs, "submit", map[string]any{"intent": "fix Add"})

@@ -128,7 +128,9 @@ func streamOf(r api.ExecResponse, name string) string {
 	return r.Stderr
 }
 
-func dur(ms int64) string { return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String() }
+func dur(ms int64) string {
+	return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String()
+}
 
 // tail is the last n bytes of s, from a line start where one is near.
 func tail(s string, n int) string {

@@ -45,9 +45,11 @@ crash:
 	  status=$$?; grep -E '^(crash:|--- FAIL|FAIL|ok|panic)' crash.out; exit $$status
 
 # Each fuzz target in turn, FUZZTIME each: the path validator, the
-# three-way line merge and the glob matcher.
+# .gitmodules parser and rules, the three-way line merge and the glob
+# matcher.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzValidatePath -fuzztime $(FUZZTIME) ./overlay/
+	$(GO) test -run '^$$' -fuzz FuzzCheckContent -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzMergeLines -fuzztime $(FUZZTIME) ./changeset/
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime $(FUZZTIME) ./session/
 

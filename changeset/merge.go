@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/overlay"
 )
 
 // ConflictKind names the way two sides of a merge disagree about a path.
@@ -175,7 +176,9 @@ type merger struct {
 // Merge merges trees ours and theirs, both descended from base, the way
 // git merge-tree --write-tree does (merge-ort with its default options,
 // without directory rename detection): it returns the merged tree, or a
-// *ConflictError (errors.Is ErrConflict) and writes nothing. Arguments may
+// *ConflictError (errors.Is ErrConflict) and writes nothing; a result
+// holding a .gitmodules or .gitattributes that git fsck refuses is an
+// *overlay.PathError naming the rule, and writes nothing. Arguments may
 // be tree or commit ids (a commit stands for its tree); ZeroOID is the
 // empty tree. Its cost is proportional to the paths that differ.
 func Merge(ctx context.Context, repo *gitstore.Repo, base, ours, theirs gitstore.OID, opts MergeOptions) (*MergeResult, error) {
@@ -846,6 +849,9 @@ func (m *merger) finish() (*MergeResult, error) {
 		}
 		changes = append(changes, c)
 	}
+	if err := m.checkContents(changes); err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
 	b := m.repo.NewBatch()
 	for _, c := range changes {
 		if c.Delete {
@@ -865,6 +871,29 @@ func (m *merger) finish() (*MergeResult, error) {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
 	return &MergeResult{Tree: tree, Merged: merged}, nil
+}
+
+// checkContents applies overlay's content rules to the files the merge
+// puts: a merge can make a .gitmodules git fsck refuses out of two sides
+// it accepts (one renames a file to .gitmodules, the other changes the
+// file), and the tree naming it must not be written.
+func (m *merger) checkContents(changes []gitstore.Change) error {
+	for _, c := range changes {
+		if c.Delete || !overlay.ContentChecked(c.Path, c.Mode) {
+			continue
+		}
+		data, ok := m.blobs[c.OID]
+		if !ok {
+			var err error
+			if data, err = m.repo.ReadBlob(m.ctx, c.OID); err != nil {
+				return fmt.Errorf("read %q for its content rules: %w", c.Path, err)
+			}
+		}
+		if err := overlay.CheckContent(c.Path, c.Mode, data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (m *merger) conflict(ci *pathInfo) Conflict {

@@ -41,6 +41,19 @@ const (
 	// .gitattributes and .gitignore) may not be a directory.
 	RuleGitmodulesBlob Rule = "gitmodulesBlob"
 	RuleCaseCollision  Rule = "caseCollision"
+
+	// The content rules (CheckContent), named like the git fsck messages.
+	// gitmodulesParse is only a warning in git fsck; sessiond refuses it.
+	RuleGitmodulesName   Rule = "gitmodulesName"
+	RuleGitmodulesPath   Rule = "gitmodulesPath"
+	RuleGitmodulesURL    Rule = "gitmodulesUrl"
+	RuleGitmodulesUpdate Rule = "gitmodulesUpdate"
+	RuleGitmodulesParse  Rule = "gitmodulesParse"
+	RuleGitmodulesLarge  Rule = "gitmodulesLarge"
+	// Additions to the section's list: the git fsck errors for
+	// .gitattributes, which git 2.39 checks too.
+	RuleGitattributesLineLength Rule = "gitattributesLineLength"
+	RuleGitattributesLarge      Rule = "gitattributesLarge"
 )
 
 // PathError reports a path that breaks Rule. errors.Is(err, ErrInvalidPath)

@@ -32,6 +32,9 @@ type model struct {
 	base     map[string]fileVal
 	baseDirs map[string]gitstore.OID
 	files    map[string]fileVal
+	// blobs holds the content of every blob the test writes, for the
+	// content rules of .gitmodules and .gitattributes.
+	blobs map[gitstore.OID][]byte
 }
 
 // world is what a property test draws from: a fixture, its model at the
@@ -48,7 +51,7 @@ func newWorld(tb testing.TB, name string) *world {
 	tb.Helper()
 	ctx := context.Background()
 	f := openFixture(tb, name)
-	m := &model{base: map[string]fileVal{}, baseDirs: map[string]gitstore.OID{}}
+	m := &model{base: map[string]fileVal{}, baseDirs: map[string]gitstore.OID{}, blobs: map[gitstore.OID][]byte{}}
 	require.NoError(tb, f.view.List(ctx, "", true, func(e gitstore.Entry) error {
 		if e.Mode.IsDir() {
 			m.baseDirs[e.Path] = e.OID
@@ -87,13 +90,23 @@ func newWorld(tb testing.TB, name string) *world {
 			vals[v] = true
 		}
 	}
+	contents := []string{"[submodule \"x\"]\n\tpath = x\n", "[submodule \"x\"]\n\tpath = -x\n"}
 	for i := range 3 {
-		content := fmt.Sprintf("new content %d\n", i)
+		contents = append(contents, fmt.Sprintf("new content %d\n", i))
+	}
+	for _, content := range contents {
 		id := f.blob(tb, content)
 		// The blob id is the one git gives the same content.
 		require.Equal(tb, testrepo.GitInput(tb, f.dir, []byte(content), "hash-object", "-w", "--stdin"), id.String())
 		for _, mode := range []gitstore.Mode{gitstore.ModeFile, gitstore.ModeExec, gitstore.ModeSymlink} {
 			vals[fileVal{mode, id}] = true
+		}
+	}
+	for v := range vals {
+		if _, ok := m.blobs[v.OID]; !ok {
+			data, err := f.repo.ReadBlob(ctx, v.OID)
+			require.NoError(tb, err)
+			m.blobs[v.OID] = data
 		}
 	}
 	w.vals = slices.SortedFunc(maps.Keys(vals), func(a, b fileVal) int {
@@ -103,7 +116,7 @@ func newWorld(tb testing.TB, name string) *world {
 }
 
 func (m *model) clone() *model {
-	return &model{base: m.base, baseDirs: m.baseDirs, files: maps.Clone(m.files)}
+	return &model{base: m.base, baseDirs: m.baseDirs, files: maps.Clone(m.files), blobs: m.blobs}
 }
 
 // isDir reports whether the merged view has a directory at p.
@@ -153,6 +166,14 @@ func (m *model) put(p string, v fileVal) overlay.Rule {
 	}
 	if m.isDir(p) {
 		return overlay.RuleFileDirectoryCollision
+	}
+	if m.base[p] != v {
+		// Not a revert: the content rules (tested against git fsck on
+		// their own) apply.
+		var pe *overlay.PathError
+		if errors.As(overlay.CheckContent(p, v.Mode, m.blobs[v.OID]), &pe) {
+			return pe.Rule
+		}
 	}
 	m.files[p] = v
 	return ""

@@ -119,7 +119,19 @@ type Overlay struct {
 	// operation that fails halfway (a base read error) changes nothing.
 	undo      []undoRecord
 	recording bool
+	// blobs reads the blobs the content rules check (nil: the base); see
+	// ReadBlobsWith.
+	blobs BlobReader
 }
+
+// BlobReader reads a blob's content.
+type BlobReader func(ctx context.Context, id gitstore.OID) ([]byte, error)
+
+// ReadBlobsWith makes PutSized read the blobs the content rules check
+// (.gitmodules, .gitattributes) through r instead of the base, so that a
+// caller can write blobs it has queued but not yet stored; nil restores
+// the base. Clone does not carry it over.
+func (o *Overlay) ReadBlobsWith(r BlobReader) { o.blobs = r }
 
 type undoRecord struct {
 	path string
@@ -324,9 +336,11 @@ func (o *Overlay) Put(ctx context.Context, p string, id gitstore.OID, m gitstore
 }
 
 // PutSized writes a blob of size bytes with mode m at p, after CheckPut
-// accepts it. The blob must already be in the repository. The entry is
-// added or modified relative to the base; writing exactly the base's blob
-// and mode removes the entry instead. A rejected write changes nothing.
+// accepts it and, for the files they govern, the content rules accept the
+// blob (CheckContent). The blob must already be in the repository (or be
+// readable through ReadBlobsWith). The entry is added or modified
+// relative to the base; writing exactly the base's blob and mode removes
+// the entry instead. A rejected write changes nothing.
 func (o *Overlay) PutSized(ctx context.Context, p string, id gitstore.OID, m gitstore.Mode, size int64) (err error) {
 	if err := o.CheckPut(ctx, p, m); err != nil {
 		return err
@@ -335,13 +349,27 @@ func (o *Overlay) PutSized(ctx context.Context, p string, id gitstore.OID, m git
 	if err != nil {
 		return err
 	}
+	revert := inBase && raw.Mode == m && raw.OID == id
+	if !revert && ContentChecked(p, m) {
+		read := o.blobs
+		if read == nil {
+			read = o.base.ReadBlob
+		}
+		data, err := read(ctx, id)
+		if err != nil {
+			return fmt.Errorf("read %q for its content rules: %w", p, err)
+		}
+		if err := CheckContent(p, m, data); err != nil {
+			return err
+		}
+	}
 	o.begin()
 	defer o.end(&err)
 	// Nothing can remain below a file; leftovers would be whiteouts of a
 	// base directory the merged view no longer has.
 	o.removeUnder(p)
 	a, _, shadowed := o.ancestorEntry(p)
-	if inBase && raw.Mode == m && raw.OID == id {
+	if revert {
 		o.remove(p)
 		if shadowed {
 			// The base file is hidden by a deleted ancestor: reopen the

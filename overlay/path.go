@@ -136,14 +136,18 @@ func isDotgit(c string) bool {
 // isGitSpecialFile reports whether component c names .gitmodules,
 // .gitattributes or .gitignore under the same HFS+ and NTFS spellings,
 // including NTFS 8.3 short names (GITMOD~1, GI7EBA~1, …).
-func isGitSpecialFile(c string) bool {
+func isGitSpecialFile(c string) bool { return specialKind(c) != "" }
+
+// specialKind is the special file component c names under those
+// spellings ("gitmodules", "gitattributes", "gitignore"), or "".
+func specialKind(c string) string {
 	n := ntfsName(hfsName(c))
 	for _, f := range specialFiles {
 		if strings.EqualFold(n, "."+f.name) || isNTFSShortName(n, f.name, f.hash) {
-			return true
+			return f.name
 		}
 	}
-	return false
+	return ""
 }
 
 var specialFiles = []struct{ name, hash string }{
@@ -199,7 +203,8 @@ func foldName(s string) string {
 // accepted, without changing anything: the syntactic rules of ValidatePath,
 // badFilemode, gitmodulesSymlink, gitmodulesBlob, and against the merged view
 // fileDirectoryCollision, read-only gitlinks and (unless
-// Options.AllowCaseCollisions) caseCollision. Put calls it first.
+// Options.AllowCaseCollisions) caseCollision. Put calls it first, then the
+// content rules (CheckContent), which need the blob.
 func (o *Overlay) CheckPut(ctx context.Context, p string, m gitstore.Mode) error {
 	if err := ValidatePath(p); err != nil {
 		return err

@@ -293,6 +293,8 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 		return Mutation{}, nil, err
 	}
 	mu := &mutation{ov: ls.ov.Clone(), batch: ls.repo.NewBatch(), pending: map[gitstore.OID][]byte{}, repo: ls.repo}
+	// The content rules read the blobs this mutation queues.
+	mu.ov.ReadBlobsWith(mu.readBlob)
 	before := ls.ov.Entries()
 	if err := fn(mu); err != nil {
 		return Mutation{}, nil, err
@@ -362,6 +364,7 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 	}
 	failpoint.Hit(failpoint.StoreCommitted)
 	ls.ov = mu.ov
+	ls.ov.ReadBlobsWith(nil) // let the mutation's pending blobs go
 	ls.tree = tree
 	clear(ls.unsaved)
 	ls.meta.Seq = rec.Seq

@@ -24,7 +24,8 @@ type ListOptions struct {
 	// contain them.
 	OnlyModified bool
 	// IncludeDeleted also reports deleted paths in a full listing. A
-	// deleted directory is one node; what it hid is not listed.
+	// recursive listing reports a deleted directory and every file and
+	// directory it hid; one level reports the deleted directory alone.
 	IncludeDeleted bool
 }
 
@@ -80,7 +81,6 @@ func (o *Overlay) List(ctx context.Context, opts ListOptions, fn func(Node) erro
 		baseDir = found && raw.Mode.IsDir()
 	}
 	if baseDir && (withDeleted || !o.hidesBase(prefix)) {
-		parents := map[string]bool{prefix: true}
 		err := o.base.List(ctx, prefix, opts.Recursive, func(b gitstore.Entry) error {
 			k := gitKey(b.Path, b.Mode)
 			for ; i < len(ov) && ov[i].key < k; i++ {
@@ -92,11 +92,10 @@ func (o *Overlay) List(ctx context.Context, opts ListOptions, fn func(Node) erro
 				i++
 				return emit(ov[i-1].node)
 			}
-			n, ok, err := o.classify(ctx, b, withDeleted, parents)
-			if err != nil || !ok {
-				return err
+			if n, ok := o.classify(b, withDeleted); ok {
+				return emit(n)
 			}
-			return emit(n)
+			return nil
 		})
 		if err != nil {
 			return err
@@ -120,43 +119,25 @@ func (o *Overlay) hidesBase(p string) bool {
 }
 
 // classify gives the node for base entry b that no overlay node replaces.
-// ok is false when b is not reported: hidden below a file, or hidden
-// inside a deleted directory (which is the one node reported for it).
-func (o *Overlay) classify(ctx context.Context, b gitstore.Entry, withDeleted bool, parents map[string]bool) (Node, bool, error) {
-	hidden := false
-	if _, ok := o.entries[b.Path]; ok {
-		hidden = true // a file where the base has a directory
-	} else if _, e, ok := o.ancestorEntry(b.Path); ok {
-		if e.Status != Deleted {
-			return Node{}, false, nil
-		}
-		hidden = true
-	}
-	if !hidden {
+// ok is false when b is not reported: hidden and deletions not wanted, or
+// its path holds something else now (a file where b was a directory, a
+// directory where b was a file), which is what the listing reports, so
+// that a path appears once. A recursive listing reports every base entry
+// a deletion hid, files included, whether or not its directory still
+// exists; one level reports the hidden entries at that level.
+func (o *Overlay) classify(b gitstore.Entry, withDeleted bool) (Node, bool) {
+	e, atP := o.entries[b.Path]
+	_, _, underEntry := o.ancestorEntry(b.Path)
+	if !atP && !underEntry {
 		if b.Mode.IsDir() && o.below[b.Path] > 0 {
-			return Node{Path: b.Path, Mode: gitstore.ModeDir, Status: Modified}, true, nil
+			return Node{Path: b.Path, Mode: gitstore.ModeDir, Status: Modified}, true
 		}
-		return Node{Path: b.Path, Mode: b.Mode, OID: b.OID, Status: Unchanged}, true, nil
+		return Node{Path: b.Path, Mode: b.Mode, OID: b.OID, Status: Unchanged}, true
 	}
-	if !withDeleted {
-		return Node{}, false, nil
+	if !withDeleted || atP && e.Status != Deleted || o.live[b.Path] > 0 {
+		return Node{}, false
 	}
-	// Report a hidden entry only where its parent still exists: it is then
-	// the top of what was deleted.
-	d := parentDir(b.Path)
-	exists, ok := parents[d]
-	if !ok {
-		n, err := o.Stat(ctx, d)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return Node{}, false, err
-		}
-		exists = err == nil && n.IsDir()
-		parents[d] = exists
-	}
-	if !exists {
-		return Node{}, false, nil
-	}
-	return Node{Path: b.Path, Mode: b.Mode, OID: b.OID, Status: Deleted}, true, nil
+	return Node{Path: b.Path, Mode: b.Mode, OID: b.OID, Status: Deleted}, true
 }
 
 type keyedNode struct {
@@ -208,8 +189,9 @@ func (o *Overlay) overlayNodes(ctx context.Context, prefix string, recursive boo
 			out = append(out, keyedNode{ks[i], Node{Path: p, Mode: e.Mode, OID: e.OID, Status: e.Status}})
 			continue
 		}
-		if !(e.Mode.IsDir() && o.live[p] > 0) {
-			// A recreated directory is reported through its children.
+		if o.live[p] == 0 {
+			// A path recreated as a directory is reported as that
+			// directory, through its children.
 			out = append(out, keyedNode{ks[i], Node{Path: p, Mode: e.Mode, OID: e.OID, Status: Deleted}})
 		} else if !recursive && !seen[p] {
 			seen[p] = true

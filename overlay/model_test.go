@@ -305,14 +305,15 @@ func (m *model) expectedNodes(withDeleted bool) []overlay.Node {
 		out = append(out, n)
 	}
 	if withDeleted {
-		parentExists := func(p string) bool { d := filepath.Dir(p); return d == "." || dirs[d] }
+		// Every base file and directory that is gone, unless its path
+		// holds the other kind now (then that is listed, once).
 		for p, v := range m.base {
-			if _, ok := m.files[p]; !ok && parentExists(p) {
+			if _, ok := m.files[p]; !ok && !dirs[p] {
 				out = append(out, overlay.Node{Path: p, Mode: v.Mode, OID: v.OID, Status: overlay.Deleted})
 			}
 		}
 		for d, id := range m.baseDirs {
-			if !dirs[d] && parentExists(d) {
+			if _, file := m.files[d]; !dirs[d] && !file {
 				out = append(out, overlay.Node{Path: d, Mode: gitstore.ModeDir, OID: id, Status: overlay.Deleted})
 			}
 		}

@@ -144,6 +144,9 @@ func TestListMergesInGitOrder(t *testing.T) {
 		{"a/0.txt", overlay.Added},
 		{"a0", overlay.Deleted},
 		{"src", overlay.Deleted},
+		{"src/lib", overlay.Deleted},
+		{"src/lib/lib.go", overlay.Deleted},
+		{"src/main.go", overlay.Deleted},
 	}, rows(overlay.ListOptions{Recursive: true, OnlyModified: true}))
 	assert.Equal(t, []row{{"a/0.txt", overlay.Added}}, rows(overlay.ListOptions{Prefix: "a", OnlyModified: true}))
 
@@ -151,6 +154,66 @@ func TestListMergesInGitOrder(t *testing.T) {
 	assert.ErrorIs(t, err, overlay.ErrNotFound)
 	err = o.List(ctx, overlay.ListOptions{Prefix: "a.txt"}, func(overlay.Node) error { return nil })
 	assert.ErrorIs(t, err, overlay.ErrNotDir)
+}
+
+// TestListKeepsDeletions: a deleted file is listed whether or not its
+// directory still has files, and a path whose kind changed is listed
+// once (issue 13, wrong results 2).
+func TestListKeepsDeletions(t *testing.T) {
+	ctx := t.Context()
+	f := openFixture(t, "small")
+	type row struct {
+		Path   string
+		Status overlay.Status
+		Dir    bool
+	}
+	rows := func(o *overlay.Overlay, opts overlay.ListOptions) []row {
+		var out []row
+		for _, n := range listAll(t, o, opts) {
+			out = append(out, row{n.Path, n.Status, n.IsDir()})
+		}
+		return out
+	}
+	only := overlay.ListOptions{Recursive: true, OnlyModified: true}
+
+	// The only file of a/b/c/: its directory goes, the file is listed.
+	o := overlay.New(f.view, overlay.Options{})
+	require.NoError(t, o.Delete(ctx, "a/b/c/deep.txt"))
+	assert.Equal(t, []row{
+		{"a", overlay.Modified, true},
+		{"a/b", overlay.Modified, true},
+		{"a/b/c", overlay.Deleted, true},
+		{"a/b/c/deep.txt", overlay.Deleted, false},
+	}, rows(o, only))
+	assert.Contains(t, rows(o, overlay.ListOptions{Recursive: true, IncludeDeleted: true}), row{"a/b/c/deep.txt", overlay.Deleted, false})
+
+	// A directory replaced by a file: the path once, as the file, and
+	// what the directory held as deleted.
+	o = overlay.New(f.view, overlay.Options{})
+	require.NoError(t, o.Delete(ctx, "a/b"))
+	require.NoError(t, o.Put(ctx, "a/b", f.blob(t, "x\n"), gitstore.ModeFile))
+	assert.Equal(t, []row{
+		{"a", overlay.Modified, true},
+		{"a/b", overlay.Added, false},
+		{"a/b/c", overlay.Deleted, true},
+		{"a/b/c/deep.txt", overlay.Deleted, false},
+		{"a/b/sibling.txt", overlay.Deleted, false},
+	}, rows(o, only))
+	assert.Equal(t, []row{{"a/b", overlay.Added, false}, {"a/moved.txt", overlay.Unchanged, false}},
+		rows(o, overlay.ListOptions{Prefix: "a", IncludeDeleted: true}))
+
+	// A file replaced by a directory: once, as the directory.
+	o = overlay.New(f.view, overlay.Options{})
+	require.NoError(t, o.Delete(ctx, "a0"))
+	require.NoError(t, o.Put(ctx, "a0/x", f.blob(t, "x\n"), gitstore.ModeFile))
+	assert.Equal(t, []row{{"a0", overlay.Added, true}, {"a0/x", overlay.Added, false}}, rows(o, only))
+	var top []row
+	for _, r := range rows(o, overlay.ListOptions{IncludeDeleted: true}) {
+		if r.Path == "a0" {
+			top = append(top, r)
+		}
+	}
+	assert.Equal(t, []row{{"a0", overlay.Added, true}}, top)
 }
 
 func TestCloneAndRestore(t *testing.T) {

@@ -736,7 +736,9 @@ func (m *Manager) TreeSummary(ctx context.Context, id uuid.UUID) (Summary, error
 			return nil
 		}
 		if n.Status == overlay.Deleted {
-			s.Deleted++
+			if !n.IsDir() {
+				s.Deleted++ // deleted files, each one (the listing reports them all)
+			}
 			return nil
 		}
 		for d := path.Dir(n.Path); d != "." && !dirs[d]; d = path.Dir(d) {

@@ -43,6 +43,18 @@ type EditResult struct {
 	Op           string   `json:"op"`
 	Paths        []string `json:"paths"`
 	Replacements int      `json:"replacements,omitempty"`
+	// Skipped lists what a replace by glob left alone: binary files and
+	// symlinks (rewrite them by naming them in "path"), and base files
+	// whose names the write rules refuse.
+	Skipped []Skipped `json:"skipped,omitempty"`
+}
+
+// Skipped is a file a replace by glob matched and did not touch, and why:
+// "binary", "symlink" or "invalid_path" (with the rule the name breaks).
+type Skipped struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+	Rule   string `json:"rule,omitempty"`
 }
 
 // BatchResult is what a batch did (or, in a dry run, would do).
@@ -177,19 +189,34 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 			return r, err
 		}
 		targets := []string{e.Path}
+		var symlinks map[string]bool
 		if e.Glob != "" {
 			g, _ := CompileGlob(e.Glob)
-			targets = nil
-			err := m.listFilesIn(ctx, ls, mu, g, func(p string) { targets = append(targets, p) })
+			targets, symlinks = nil, map[string]bool{}
+			err := m.listFilesIn(ctx, ls, mu, g, func(n overlayNode) {
+				targets = append(targets, n.Path)
+				if n.Mode == gitstore.ModeSymlink {
+					symlinks[n.Path] = true
+				}
+			})
 			if err != nil {
 				return r, err
 			}
 		}
 		r.Paths = []string{}
 		for _, p := range targets {
+			if symlinks[p] {
+				// A glob never rewrites where a link points.
+				r.Skipped = append(r.Skipped, Skipped{Path: p, Reason: "symlink"})
+				continue
+			}
 			cur, err := mu.read(ctx, p)
 			if err != nil {
 				return r, err
+			}
+			if e.Glob != "" && IsBinary(cur) {
+				r.Skipped = append(r.Skipped, Skipped{Path: p, Reason: "binary"})
+				continue
 			}
 			out, n := replaceN(cur, []byte(e.Old), []byte(e.New), e.Count)
 			if n == 0 {
@@ -211,10 +238,10 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 
 // listFilesIn calls fn for the files of the mutation's view matching g
 // that the policy lets the session write.
-func (m *Manager) listFilesIn(ctx context.Context, ls *live, mu *mutation, g *Glob, fn func(string)) error {
+func (m *Manager) listFilesIn(ctx context.Context, ls *live, mu *mutation, g *Glob, fn func(overlayNode)) error {
 	err := listGlob(ctx, mu.ov, listAll(g.Prefix()), func(n overlayNode) error {
 		if !n.IsDir() && n.Mode != gitstore.ModeGitlink && g.Match(n.Path) && ls.policy.canWrite(n.Path) {
-			fn(n.Path)
+			fn(n)
 		}
 		return nil
 	})

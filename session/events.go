@@ -101,6 +101,7 @@ func fileEvent(s Session, seq int64, c change, at time.Time) Event {
 		typ = EventFileDeleted
 	} else {
 		p["oid"] = c.new.String()
+		p["mode"] = c.newMode.String()
 	}
 	return Event{Repo: s.Repo, Session: s.ID, Type: typ, Payload: payload(p), At: at}
 }

@@ -227,7 +227,10 @@ func (m *Manager) checkWritable(ctx context.Context, ls *live) error {
 type change struct {
 	path     string
 	old, new gitstore.OID
-	deleted  bool
+	// oldMode and newMode are the file's modes before and after (zero
+	// for none): a change of mode alone is a change.
+	oldMode, newMode gitstore.Mode
+	deleted          bool
 }
 
 // mutation is an operation in progress on a copy of the overlay.
@@ -454,41 +457,48 @@ func (m *Manager) describe(ctx context.Context, before, after *overlay.Overlay, 
 		var c change
 		c.path = p
 		if n, err := before.Stat(ctx, p); err == nil && n.Mode.IsBlob() {
-			c.old = n.OID
+			c.old, c.oldMode = n.OID, n.Mode
 		} else if err != nil && !errors.Is(err, overlay.ErrNotFound) {
 			return err
 		}
 		n, err := after.Stat(ctx, p)
 		switch {
 		case err == nil && n.Mode.IsBlob():
-			c.new = n.OID
+			c.new, c.newMode = n.OID, n.Mode
 		case err == nil && n.IsDir():
 		case errors.Is(err, overlay.ErrNotFound):
 			c.deleted = true
 		default:
 			return err
 		}
-		if c.old != c.new {
+		if c.old != c.new || c.oldMode != c.newMode {
+			if c.new.IsZero() {
+				c.deleted = true // a file became a directory
+			}
 			out = append(out, c)
 		}
 		return nil
 	}
 	for _, p := range paths {
-		n, err := before.Stat(ctx, p)
-		if err == nil && n.IsDir() {
-			// A directory: every file below it on either side.
-			for _, o := range []*overlay.Overlay{before, after} {
-				err := o.List(ctx, overlay.ListOptions{Prefix: p, Recursive: true}, func(n overlay.Node) error {
-					if n.IsDir() {
-						return nil
-					}
-					return add(n.Path)
-				})
+		// A directory on either side (a batch may turn one into a file
+		// or back): every file below it on that side, and p itself.
+		for _, o := range []*overlay.Overlay{before, after} {
+			n, err := o.Stat(ctx, p)
+			if err != nil || !n.IsDir() {
 				if err != nil && !errors.Is(err, overlay.ErrNotFound) {
 					return nil, err
 				}
+				continue
 			}
-			continue
+			err = o.List(ctx, overlay.ListOptions{Prefix: p, Recursive: true}, func(n overlay.Node) error {
+				if n.IsDir() {
+					return nil
+				}
+				return add(n.Path)
+			})
+			if err != nil && !errors.Is(err, overlay.ErrNotFound) {
+				return nil, err
+			}
 		}
 		if err := add(p); err != nil {
 			return nil, err

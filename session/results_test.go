@@ -6,7 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -47,4 +49,75 @@ func TestReplaceSkipsBinaryAndSymlinks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, gitstore.ModeSymlink, fi.Mode)
 	assert.Equal(t, "/Etc/passwd", e.read(s.ID, "elink"))
+}
+
+// TestBatchAppliesInOrder: each edit sees the view the earlier ones left,
+// so a directory can become a file (and back) in one batch (issue 13,
+// wrong results 5).
+func TestBatchAppliesInOrder(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	s := e.create(session.CreateOptions{})
+	_, err := e.m.Edits(ctx, s.ID, []session.Edit{
+		{Op: "delete", Path: "a/b", Recursive: true},
+		{Op: "write", Path: "a/b", Content: "x"},
+	}, false, "")
+	require.NoError(t, err)
+	assert.Equal(t, "x", e.read(s.ID, "a/b"))
+	_, err = e.m.Stat(ctx, s.ID, "a/b/sibling.txt")
+	assert.ErrorIs(t, err, session.ErrNotFound)
+
+	_, err = e.m.Edits(ctx, s.ID, []session.Edit{
+		{Op: "delete", Path: "a/b"},
+		{Op: "write", Path: "a/b/new.txt", Content: "y"},
+		{Op: "move", Path: "a/b/new.txt", To: "a/b/moved.txt"},
+		{Op: "replace", Glob: "a/b/*", Old: "y", New: "z"},
+	}, false, "")
+	require.NoError(t, err)
+	assert.Equal(t, "z", e.read(s.ID, "a/b/moved.txt"))
+	tree, _, err := e.m.Tree(ctx, s.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "z", e.git("show", tree.String()+":a/b/moved.txt"))
+}
+
+// TestModeOnlyChange: the same content with a new mode is a change:
+// recorded with its path, evented, and in the diff as git shows it
+// (issue 13, wrong results 4).
+func TestModeOnlyChange(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	s := e.create(session.CreateOptions{})
+	content := e.read(s.ID, "README.md")
+	_, mu, err := e.m.Write(ctx, s.ID, "README.md", []byte(content), session.WriteOptions{Mode: gitstore.ModeExec})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"README.md"}, mu.Paths)
+	evs, err := e.m.Events(ctx, session.EventFilter{Session: s.ID})
+	require.NoError(t, err)
+	last := evs[len(evs)-1]
+	assert.Equal(t, session.EventFileWritten, last.Type)
+	assert.Contains(t, string(last.Payload), `"mode":"100755"`)
+	assert.Contains(t, string(last.Payload), `"path":"README.md"`)
+
+	tree, base, err := e.m.Tree(ctx, s.ID)
+	require.NoError(t, err)
+	assert.Equal(t, e.git("diff", "--raw", "--no-abbrev", base.String(), tree.String()), ":100644 100755 "+e.git("rev-parse", "main:README.md")+" "+e.git("rev-parse", "main:README.md")+" M\tREADME.md")
+	r, err := e.m.GitRepo(ctx, "r")
+	require.NoError(t, err)
+	patch, err := changeset.Diff(ctx, r, base, tree, changeset.DiffOptions{}, changeset.PatchOptions{})
+	require.NoError(t, err)
+	unified := string(patch.Unified())
+	assert.Contains(t, unified, "old mode 100644\nnew mode 100755\n")
+	// The unified text applies with git apply on the base.
+	e.git("checkout", "-q", "main")
+	testrepo.GitInput(t, e.repoDir, patch.Unified(), "apply", "--check", "-")
+	testrepo.GitInput(t, e.repoDir, patch.Unified(), "apply", "-")
+	assert.Contains(t, e.git("diff", "--summary"), "mode change 100644 => 100755 README.md")
+
+	// Back to the base mode: a change again, and the overlay is empty.
+	_, mu, err = e.m.Write(ctx, s.ID, "README.md", []byte(content), session.WriteOptions{Mode: gitstore.ModeFile})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"README.md"}, mu.Paths)
+	mods, err := e.m.ListFiles(ctx, s.ID, session.ListOptions{Recursive: true, OnlyModified: true})
+	require.NoError(t, err)
+	assert.Empty(t, mods)
 }

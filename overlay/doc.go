@@ -8,8 +8,9 @@
 //
 // This package is also the one place where paths are validated: every rule
 // of the specification's "bad input" section is checked by ValidatePath
-// (syntax) and Overlay.CheckPut / Overlay.Delete (rules that depend on the
-// merged view), and a violation is a *PathError naming the rule. The
+// (syntax), ValidateSymlinkTarget (an empty symlink target) and
+// Overlay.CheckPut / Overlay.Delete (rules that depend on the merged
+// view), and a violation is a *PathError naming the rule. The
 // content rules of .gitmodules and .gitattributes (CheckContent, git
 // fsck's gitmodules* and gitattributes* checks, with a config parser that
 // follows git's) live here too: PutSized runs them on every blob it puts

@@ -54,6 +54,9 @@ const (
 	// .gitattributes, which git 2.39 checks too.
 	RuleGitattributesLineLength Rule = "gitattributesLineLength"
 	RuleGitattributesLarge      Rule = "gitattributesLarge"
+	// RuleSymlinkTarget: a symlink with an empty target, which no file
+	// system can create and git apply refuses.
+	RuleSymlinkTarget Rule = "symlinkTarget"
 )
 
 // PathError reports a path that breaks Rule. errors.Is(err, ErrInvalidPath)

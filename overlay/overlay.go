@@ -336,13 +336,16 @@ func (o *Overlay) Put(ctx context.Context, p string, id gitstore.OID, m gitstore
 }
 
 // PutSized writes a blob of size bytes with mode m at p, after CheckPut
-// accepts it and, for the files they govern, the content rules accept the
-// blob (CheckContent). The blob must already be in the repository (or be
-// readable through ReadBlobsWith). The entry is added or modified
-// relative to the base; writing exactly the base's blob and mode removes
-// the entry instead. A rejected write changes nothing.
+// and ValidateSymlinkTarget accept it and, for the files they govern, the
+// content rules accept the blob (CheckContent). The blob must already be
+// in the repository (or be readable through ReadBlobsWith). The entry is
+// added or modified relative to the base; writing exactly the base's blob
+// and mode removes the entry instead. A rejected write changes nothing.
 func (o *Overlay) PutSized(ctx context.Context, p string, id gitstore.OID, m gitstore.Mode, size int64) (err error) {
 	if err := o.CheckPut(ctx, p, m); err != nil {
+		return err
+	}
+	if err := ValidateSymlinkTarget(p, m, id); err != nil {
 		return err
 	}
 	raw, inBase, err := o.rawBase(ctx, p)

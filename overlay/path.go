@@ -87,6 +87,18 @@ func ValidateMode(p string, m gitstore.Mode) error {
 	return nil
 }
 
+// emptyBlob is the id of the empty blob.
+var emptyBlob = gitstore.HashObject(gitstore.KindBlob, nil)
+
+// ValidateSymlinkTarget refuses a symlink whose target (blob id) is
+// empty: rule symlinkTarget. Other modes always pass.
+func ValidateSymlinkTarget(p string, m gitstore.Mode, id gitstore.OID) error {
+	if m == gitstore.ModeSymlink && id == emptyBlob {
+		return pathErr(RuleSymlinkTarget, p, "a symlink needs a target; this one is empty")
+	}
+	return nil
+}
+
 // hfsIgnorable reports the code points HFS+ drops when comparing names, as
 // git's is_hfs_dotgit does.
 func hfsIgnorable(r rune) bool {

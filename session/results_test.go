@@ -9,6 +9,7 @@ import (
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -120,4 +121,19 @@ func TestModeOnlyChange(t *testing.T) {
 	mods, err := e.m.ListFiles(ctx, s.ID, session.ListOptions{Recursive: true, OnlyModified: true})
 	require.NoError(t, err)
 	assert.Empty(t, mods)
+}
+
+// TestEmptySymlinkRefused: a symlink with an empty target is refused with
+// rule symlinkTarget and records nothing (issue 13, wrong results 8).
+func TestEmptySymlinkRefused(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	s := e.create(session.CreateOptions{})
+	_, _, err := e.m.Write(ctx, s.ID, "l", nil, session.WriteOptions{Mode: gitstore.ModeSymlink})
+	var pe *overlay.PathError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, overlay.RuleSymlinkTarget, pe.Rule)
+	muts, err := e.m.Mutations(ctx, s.ID, 0, 10)
+	require.NoError(t, err)
+	assert.Empty(t, muts)
 }

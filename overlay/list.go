@@ -38,7 +38,7 @@ func (o *Overlay) List(ctx context.Context, opts ListOptions, fn func(Node) erro
 	prefix := opts.Prefix
 	withDeleted := opts.IncludeDeleted || opts.OnlyModified
 	if prefix != "" {
-		if err := ValidatePath(prefix); err != nil {
+		if err := o.CheckExisting(ctx, prefix); err != nil {
 			return err
 		}
 		n, err := o.Stat(ctx, prefix)

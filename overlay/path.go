@@ -87,6 +87,50 @@ func ValidateMode(p string, m gitstore.Mode) error {
 	return nil
 }
 
+// validName checks only what git itself requires of a path in a tree:
+// no empty, "." or ".." component, no leading or trailing slash, no NUL,
+// and no .git component. Names git allows but ValidatePath refuses (a
+// tab, a backslash, a long component) pass.
+func validName(p string) error {
+	if p == "" || p[0] == '/' || p[len(p)-1] == '/' || strings.Contains(p, "//") {
+		return pathErr(RuleFullPathname, p, "not a path git allows")
+	}
+	if i := strings.IndexByte(p, 0); i >= 0 {
+		return pathErr(RuleBadPathChar, p, "NUL byte at offset %d", i)
+	}
+	for _, c := range strings.Split(p, "/") {
+		switch {
+		case c == ".":
+			return pathErr(RuleHasDot, p, "component %q", c)
+		case c == "..":
+			return pathErr(RuleHasDotdot, p, "component %q", c)
+		case isDotgit(c):
+			return pathErr(RuleHasDotgit, p, "component %q names the .git directory on some file system", c)
+		}
+	}
+	return nil
+}
+
+// CheckExisting validates a path that is read, listed, deleted or moved
+// away from: one ValidatePath accepts, or one the base holds under a name
+// git allows but the write rules refuse (a tab, a backslash), which stays
+// reachable. Anything else is ValidatePath's error. Writes still go
+// through CheckPut, which takes no such path.
+func (o *Overlay) CheckExisting(ctx context.Context, p string) error {
+	err := ValidatePath(p)
+	if err == nil || validName(p) != nil {
+		return err
+	}
+	_, found, berr := o.rawBase(ctx, p)
+	if berr != nil {
+		return berr
+	}
+	if found {
+		return nil
+	}
+	return err
+}
+
 // emptyBlob is the id of the empty blob.
 var emptyBlob = gitstore.HashObject(gitstore.KindBlob, nil)
 
@@ -221,6 +265,11 @@ func (o *Overlay) CheckPut(ctx context.Context, p string, m gitstore.Mode) error
 	if err := ValidatePath(p); err != nil {
 		return err
 	}
+	return o.checkPutView(ctx, p, m)
+}
+
+// checkPutView is CheckPut without the syntax of ValidatePath.
+func (o *Overlay) checkPutView(ctx context.Context, p string, m gitstore.Mode) error {
 	if err := ValidateMode(p, m); err != nil {
 		return err
 	}

@@ -3,11 +3,13 @@ package session
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/overlay"
 )
 
 // Edit is one step of a batch. Ops: write (Path, Content, Mode), append
@@ -43,9 +45,9 @@ type EditResult struct {
 	Op           string   `json:"op"`
 	Paths        []string `json:"paths"`
 	Replacements int      `json:"replacements,omitempty"`
-	// Skipped lists what a replace by glob left alone: binary files and
-	// symlinks (rewrite them by naming them in "path"), and base files
-	// whose names the write rules refuse.
+	// Skipped lists what a replace by glob matched and would have changed
+	// but left alone: binary files and symlinks (rewrite them by naming
+	// them in "path"), and base files whose names the write rules refuse.
 	Skipped []Skipped `json:"skipped,omitempty"`
 }
 
@@ -205,28 +207,39 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 		}
 		r.Paths = []string{}
 		for _, p := range targets {
-			if symlinks[p] {
-				// A glob never rewrites where a link points.
-				r.Skipped = append(r.Skipped, Skipped{Path: p, Reason: "symlink"})
-				continue
-			}
 			cur, err := mu.read(ctx, p)
 			if err != nil {
 				return r, err
 			}
-			if e.Glob != "" && IsBinary(cur) {
-				r.Skipped = append(r.Skipped, Skipped{Path: p, Reason: "binary"})
-				continue
-			}
 			out, n := replaceN(cur, []byte(e.Old), []byte(e.New), e.Count)
 			if n == 0 {
 				continue
+			}
+			if e.Glob != "" {
+				// A glob never rewrites where a link points, bytes of a
+				// binary file, or a base file it may not write; it says
+				// which files it left.
+				var pe *overlay.PathError
+				switch {
+				case symlinks[p]:
+					r.Skipped = append(r.Skipped, Skipped{Path: p, Reason: "symlink"})
+					continue
+				case IsBinary(cur):
+					r.Skipped = append(r.Skipped, Skipped{Path: p, Reason: "binary"})
+					continue
+				case errors.As(overlay.ValidatePath(p), &pe):
+					r.Skipped = append(r.Skipped, Skipped{Path: p, Reason: "invalid_path", Rule: string(pe.Rule)})
+					continue
+				}
 			}
 			if err := m.put(ctx, ls, mu, p, func([]byte) []byte { return out }, WriteOptions{}); err != nil {
 				return r, err
 			}
 			r.Paths = append(r.Paths, p)
 			r.Replacements += n
+		}
+		if r.Replacements == 0 && len(r.Skipped) > 0 {
+			return r, fmt.Errorf("%w: %q found only in files a glob replace skips (binary, symlinks, names the write rules refuse), such as %q", ErrInvalid, e.Old, r.Skipped[0].Path)
 		}
 		if r.Replacements == 0 {
 			return r, fmt.Errorf("%w: %q not found", ErrInvalid, e.Old)

@@ -81,11 +81,13 @@ func (m *Manager) info(ctx context.Context, ls *live, n overlay.Node) (FileInfo,
 
 // readLocked is the session's view of p, with its policy applied.
 func (m *Manager) openRead(ctx context.Context, id uuid.UUID, p string) (*live, error) {
-	if err := overlay.ValidatePath(p); err != nil {
-		return nil, err
-	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
+		return nil, err
+	}
+	// A base file whose name the write rules refuse is still readable.
+	if err := ls.ov.CheckExisting(ctx, p); err != nil {
+		ls.mu.Unlock()
 		return nil, err
 	}
 	if err := ls.policy.checkRead(p); err != nil {
@@ -198,14 +200,17 @@ func (m *Manager) openWrite(ctx context.Context, id uuid.UUID, paths ...string) 
 // reads reads (the source of a copy) and writes writes; the policy is
 // checked for each before anything runs.
 func (m *Manager) openEdit(ctx context.Context, id uuid.UUID, reads, writes []string) (*live, error) {
-	for _, p := range append(slices.Clip(reads), writes...) {
-		if err := overlay.ValidatePath(p); err != nil {
-			return nil, err
-		}
-	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	// A base path whose name the write rules refuse may be read, deleted
+	// or moved away from; writing it is refused by the overlay (CheckPut).
+	for _, p := range append(slices.Clip(reads), writes...) {
+		if err := ls.ov.CheckExisting(ctx, p); err != nil {
+			ls.mu.Unlock()
+			return nil, err
+		}
 	}
 	for _, p := range reads {
 		if err := ls.policy.checkRead(p); err != nil {
@@ -532,16 +537,16 @@ func (m *Manager) ListFiles(ctx context.Context, id uuid.UUID, opts ListOptions)
 			opts.Prefix, globPrefix = g.Prefix(), true
 		}
 	}
-	if opts.Prefix != "" {
-		if err := overlay.ValidatePath(opts.Prefix); err != nil {
-			return nil, err
-		}
-	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer ls.mu.Unlock()
+	if opts.Prefix != "" {
+		if err := ls.ov.CheckExisting(ctx, opts.Prefix); err != nil {
+			return nil, err
+		}
+	}
 	var out []FileInfo
 	lopts := overlay.ListOptions{Prefix: opts.Prefix, Recursive: opts.Recursive, OnlyModified: opts.OnlyModified}
 	visit := func(n overlay.Node) error {
@@ -653,16 +658,16 @@ func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) 
 			return SearchResult{}, err
 		}
 	}
-	if opts.Prefix != "" {
-		if err := overlay.ValidatePath(opts.Prefix); err != nil {
-			return SearchResult{}, err
-		}
-	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
 		return SearchResult{}, err
 	}
 	defer ls.mu.Unlock()
+	if opts.Prefix != "" {
+		if err := ls.ov.CheckExisting(ctx, opts.Prefix); err != nil {
+			return SearchResult{}, err
+		}
+	}
 	res := SearchResult{Matches: []Match{}}
 	errStop := errors.New("stop")
 	err = ls.ov.List(ctx, overlay.ListOptions{Prefix: opts.Prefix, Recursive: true}, func(n overlay.Node) error {

@@ -112,7 +112,10 @@ func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	if err != nil {
 		return fmt.Errorf("session %s: restore overlay: %w", id, err)
 	}
-	tree, err := ov.BuildTree(ctx, r, c.Tree)
+	// The tree is computed without writing: when the live ref already
+	// names it, its objects are durable and loading writes nothing.
+	rebuilt := r.NewBatch()
+	tree, err := ov.BuildTree(ctx, rebuilt, c.Tree)
 	if err != nil {
 		return fmt.Errorf("session %s: rebuild tree: %w", id, err)
 	}
@@ -125,7 +128,12 @@ func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	if err != nil && !errors.Is(err, gitstore.ErrNotFound) {
 		return err
 	}
-	if !s.State.Terminal() && pinned != tree {
+	// A session with no changes needs no live ref (its base ref pins the
+	// base tree), so a request that changes nothing creates none.
+	if !s.State.Terminal() && pinned != tree && !(pinned.IsZero() && tree == c.Tree) {
+		if err := rebuilt.Flush(ctx); err != nil {
+			return fmt.Errorf("session %s: rebuild tree: %w", id, err)
+		}
 		if err := setRef(ctx, r, liveRef(id), tree); err != nil {
 			return fmt.Errorf("session %s: pin overlay: %w", id, err)
 		}

@@ -1,6 +1,11 @@
 package session_test
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -222,4 +227,167 @@ func TestOddBaseNamesReachable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "tab\n", e.read(s.ID, "tab\there.txt"))
 	assert.Equal(t, "inner\n", e.read(s.ID, "odd\tdir/inner.txt"))
+}
+
+// repoState is every file under a repository's refs and objects (and
+// packed-refs), with size and modification time: what a request that
+// changes nothing must leave as it was.
+func repoState(t *testing.T, gitDir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, top := range []string{"refs", "objects", "packed-refs"} {
+		root := filepath.Join(gitDir, top)
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(gitDir, p)
+			if d.IsDir() {
+				out[rel+"/"] = ""
+				return nil
+			}
+			out[rel] = fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano())
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	return out
+}
+
+// TestRejectedRequestsWriteNothing: a request that is refused or changes
+// nothing leaves the repository's refs and objects as they were; a new
+// session has no live ref until it has a change (issue 13, wrong results
+// 12).
+func TestRejectedRequestsWriteNothing(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	gitDir := filepath.Join(e.repoDir, ".git")
+	s := e.create(session.CreateOptions{})
+	other := e.create(session.CreateOptions{})
+	e.write(other.ID, "a.txt", "other's a.txt\n")
+	// Someone moves main with a change that conflicts with other's.
+	e.git("checkout", "-q", "main")
+	writeWorkFile(t, e, "a.txt", "upstream's a.txt\n")
+	e.git("commit", "-q", "-am", "upstream")
+	e.restart() // no session loaded: the first request loads it
+
+	cur := e.read(s.ID, "README.md")
+	readmeOID := gitstore.HashObject(gitstore.KindBlob, []byte(cur))
+	wrong := gitstore.HashObject(gitstore.KindBlob, []byte("not it"))
+	before := repoState(t, gitDir)
+	_, hasLive := before["refs/sessions/"+s.ID.String()+"/live"]
+	assert.False(t, hasLive, "a session without changes has no live ref")
+
+	requests := map[string]func() error{
+		"PUT with a stale If-Match": func() error {
+			_, _, err := e.m.Write(ctx, s.ID, "README.md", []byte("x"), session.WriteOptions{IfMatch: &wrong})
+			return err
+		},
+		"PUT with If-None-Match over a file": func() error {
+			_, _, err := e.m.Write(ctx, s.ID, "README.md", []byte("x"), session.WriteOptions{IfNoneMatch: true})
+			return err
+		},
+		"PUT of an invalid path": func() error {
+			_, _, err := e.m.Write(ctx, s.ID, "a/../b", []byte("x"), session.WriteOptions{})
+			return err
+		},
+		"PUT of an empty symlink": func() error {
+			_, _, err := e.m.Write(ctx, s.ID, "l", nil, session.WriteOptions{Mode: gitstore.ModeSymlink})
+			return err
+		},
+		"PUT through a file": func() error {
+			_, _, err := e.m.Write(ctx, s.ID, "README.md/x", []byte("x"), session.WriteOptions{})
+			return err
+		},
+		"delete of a missing file": func() error {
+			_, err := e.m.Delete(ctx, s.ID, "absent", false, "")
+			return err
+		},
+		"move onto an existing file": func() error {
+			_, err := e.m.Move(ctx, s.ID, "a.txt", "README.md", "")
+			return err
+		},
+		"a batch whose last edit fails": func() error {
+			_, err := e.m.Edits(ctx, s.ID, []session.Edit{{Op: "write", Path: "new.txt", Content: "new"}, {Op: "replace", Path: "README.md", Old: "absent", New: "x"}}, false, "")
+			return err
+		},
+		"rebase onto a missing revision": func() error {
+			_, _, err := e.m.Rebase(ctx, s.ID, "main~99", "")
+			return err
+		},
+		"rebase that conflicts": func() error {
+			_, _, err := e.m.Rebase(ctx, other.ID, "main", "")
+			return err
+		},
+		"rollback to a missing checkpoint": func() error {
+			_, _, err := e.m.Rollback(ctx, s.ID, "7", "")
+			return err
+		},
+	}
+	for _, name := range sortedKeys(requests) {
+		require.Error(t, requests[name](), name)
+		assertSameState(t, gitDir, before, name)
+	}
+	unchanged := map[string]func() error{
+		"PUT of the same content": func() error {
+			_, _, err := e.m.Write(ctx, s.ID, "README.md", []byte(cur), session.WriteOptions{IfMatch: &readmeOID})
+			return err
+		},
+		"a dry run": func() error {
+			_, err := e.m.Edits(ctx, s.ID, []session.Edit{{Op: "write", Path: "new.txt", Content: "new"}}, true, "")
+			return err
+		},
+		"reads": func() error {
+			if _, err := e.m.ListFiles(ctx, s.ID, session.ListOptions{Recursive: true}); err != nil {
+				return err
+			}
+			_, err := e.m.Search(ctx, s.ID, session.SearchOptions{Pattern: "a"})
+			return err
+		},
+	}
+	for _, name := range sortedKeys(unchanged) {
+		require.NoError(t, unchanged[name](), name)
+		assertSameState(t, gitDir, before, name)
+	}
+	// The first change pins the view.
+	e.write(s.ID, "new.txt", "new\n")
+	live := e.git("rev-parse", "refs/sessions/"+s.ID.String()+"/live")
+	tree, _, err := e.m.Tree(ctx, s.ID)
+	require.NoError(t, err)
+	assert.Equal(t, tree.String(), live)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// assertSameState fails with the files that differ from before.
+func assertSameState(t *testing.T, gitDir string, before map[string]string, what string) {
+	t.Helper()
+	after := repoState(t, gitDir)
+	var diff []string
+	for k, v := range after {
+		if before[k] != v {
+			diff = append(diff, "changed or new: "+k)
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			diff = append(diff, "gone: "+k)
+		}
+	}
+	slices.Sort(diff)
+	assert.Empty(t, diff, what)
 }

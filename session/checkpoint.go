@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
 )
@@ -70,7 +71,8 @@ func (m *Manager) checkpoint(ctx context.Context, ls *live, label, message strin
 	commit, err := ls.repo.WriteCommit(ctx, gitstore.NewCommit{
 		Tree: ls.tree, Parents: []gitstore.OID{ls.meta.Head},
 		Author: sig, Committer: sig,
-		Message: message + "\n\nSessiond-Session: " + ls.meta.ID.String() + "\nSessiond-Seq: " + strconv.FormatInt(ls.meta.Seq, 10) + "\n",
+		Message: message + "\n\nSessiond-Session: " + ls.meta.ID.String() + "\nSessiond-Seq: " + strconv.FormatInt(ls.meta.Seq, 10) +
+			"\n" + trailerBase + ls.meta.BaseCommit.String() + "\n",
 	})
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
@@ -222,9 +224,53 @@ func (m *Manager) overlayFromTree(ctx context.Context, r *gitstore.Repo, base ov
 // session's own changes are all undone.
 const RollbackBase = "base"
 
-// Rollback restores the session's overlay to a checkpoint exactly (ref as
+// trailerBase names, in a checkpoint's message, the base commit the
+// session had when it was taken.
+const trailerBase = "Sessiond-Base: "
+
+// checkpointBase returns the base commit session ls had when checkpoint
+// cp was taken: its Sessiond-Base trailer, or for checkpoints written
+// before it had one, the first commit down the parent chain that is not
+// one of the session's checkpoints.
+func (m *Manager) checkpointBase(ctx context.Context, ls *live, cp Checkpoint) (gitstore.OID, error) {
+	c, err := ls.repo.Commit(ctx, cp.Commit)
+	if err != nil {
+		return gitstore.OID{}, fmt.Errorf("checkpoint %d: %w", cp.N, err)
+	}
+	for _, line := range strings.Split(c.Message, "\n") {
+		if v, ok := strings.CutPrefix(line, trailerBase); ok {
+			if id, err := gitstore.ParseOID(strings.TrimSpace(v)); err == nil {
+				return id, nil
+			}
+		}
+	}
+	cps, err := m.store.ListCheckpoints(ctx, ls.meta.ID)
+	if err != nil {
+		return gitstore.OID{}, err
+	}
+	parent := map[gitstore.OID]gitstore.OID{}
+	for _, c := range cps {
+		parent[c.Commit] = c.Parent
+	}
+	id := cp.Parent
+	for range len(cps) + 1 {
+		p, ok := parent[id]
+		if !ok {
+			return id, nil
+		}
+		id = p
+	}
+	return id, nil
+}
+
+// Rollback restores the session's overlay to a checkpoint (ref as
 // FindCheckpoint takes it), or with RollbackBase to its base. It is
-// recorded as a mutation, and a new checkpoint marks the result.
+// recorded as a mutation, and a new checkpoint marks the result. A
+// checkpoint taken on another base (before a rebase) keeps the current
+// base: the session's own changes as of the checkpoint are merged onto
+// it, three ways, as the rebase did; a conflict is a
+// *changeset.ConflictError and changes nothing. Upstream's work is never
+// reverted.
 func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string) (Checkpoint, Mutation, error) {
 	var cp Checkpoint
 	if ref != RollbackBase {
@@ -241,6 +287,27 @@ func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string)
 	target, what := cp.Tree, fmt.Sprintf("rollback to checkpoint %d", cp.N)
 	if ref == RollbackBase {
 		target, what = ls.baseTree, "rollback to the base"
+	} else {
+		if err := m.checkWritable(ctx, ls); err != nil {
+			return Checkpoint{}, Mutation{}, err
+		}
+		cpBase, err := m.checkpointBase(ctx, ls, cp)
+		if err != nil {
+			return Checkpoint{}, Mutation{}, err
+		}
+		if cpBase != ls.meta.BaseCommit {
+			oldBaseTree, err := ls.repo.TreeOf(ctx, cpBase)
+			if err != nil {
+				return Checkpoint{}, Mutation{}, fmt.Errorf("checkpoint %d base: %w", cp.N, err)
+			}
+			res, err := changeset.Rebase(ctx, ls.repo, oldBaseTree, cp.Tree, ls.baseTree, changeset.MergeOptions{
+				OursLabel: "base " + ls.meta.BaseCommit.String()[:12], TheirsLabel: fmt.Sprintf("checkpoint %d", cp.N), Render: true,
+			})
+			if err != nil {
+				return Checkpoint{}, Mutation{}, fmt.Errorf("rollback to checkpoint %d onto the current base: %w", cp.N, err)
+			}
+			target = res.Tree
+		}
 	}
 	rec, err := m.replaceOverlay(ctx, ls, OpRollback, actorOf(ls, actor), target, nil)
 	if err != nil {
@@ -288,6 +355,14 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 		if err := setRef(ctx, ls.repo, baseRef(ls.meta.ID), nb.commit); err != nil {
 			return Mutation{}, fmt.Errorf("pin base: %w", err)
 		}
+		// The next checkpoint builds on the new base, so git log does
+		// not attribute upstream's changes to the session; the earlier
+		// checkpoints stay under their own refs.
+		if ls.meta.Checkpoints > 0 {
+			if err := setRef(ctx, ls.repo, headRef(ls.meta.ID), nb.commit); err != nil {
+				return Mutation{}, fmt.Errorf("move head: %w", err)
+			}
+		}
 	}
 	var paths []string
 	var olds, news []gitstore.OID
@@ -319,6 +394,9 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 			if err := tx.SetSessionBase(ctx, ls.meta.ID, ls.meta.BaseCommit, nb.commit); err != nil {
 				return err
 			}
+			if err := tx.SetSessionHead(ctx, ls.meta.ID, ls.meta.Head, nb.commit); err != nil {
+				return err
+			}
 		}
 		if rec, err = tx.ReplaceOverlay(ctx, rec, entries); err != nil {
 			return err
@@ -343,7 +421,7 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	ls.ov, ls.tree = ov, tree
 	clear(ls.unsaved)
 	if nb != nil {
-		ls.baseTree, ls.meta.BaseCommit = nb.tree, nb.commit
+		ls.baseTree, ls.meta.BaseCommit, ls.meta.Head = nb.tree, nb.commit, nb.commit
 	}
 	ls.meta.Seq = rec.Seq
 	ls.meta.LastActiveAt = now
@@ -412,9 +490,10 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 		}
 	}
 	var target gitstore.OID
+	var cp Checkpoint
 	if opts.Checkpoint != "" {
-		cp, err := m.FindCheckpoint(ctx, id, opts.Checkpoint)
-		if err != nil {
+		var err error
+		if cp, err = m.FindCheckpoint(ctx, id, opts.Checkpoint); err != nil {
 			return Session{}, err
 		}
 		target = cp.Tree
@@ -424,10 +503,22 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 		return Session{}, err
 	}
 	src := ls.meta
+	baseCommit, baseView, baseTree := src.BaseCommit, ls.ov.Base(), ls.baseTree
 	if target.IsZero() {
 		target = ls.tree
+	} else if cpBase, err := m.checkpointBase(ctx, ls, cp); err != nil {
+		ls.mu.Unlock()
+		return Session{}, err
+	} else if cpBase != baseCommit {
+		// A checkpoint from before a rebase: the fork starts on the base
+		// it was taken on, so its diff holds only the session's changes.
+		if baseTree, err = ls.repo.TreeOf(ctx, cpBase); err != nil {
+			ls.mu.Unlock()
+			return Session{}, fmt.Errorf("checkpoint %d base: %w", cp.N, err)
+		}
+		baseCommit, baseView = cpBase, ls.repo.View(baseTree)
 	}
-	ov, err := m.overlayFromTree(ctx, ls.repo, ls.ov.Base(), ls.baseTree, target)
+	ov, err := m.overlayFromTree(ctx, ls.repo, baseView, baseTree, target)
 	ttl := ls.ttl
 	ls.mu.Unlock()
 	if err != nil {
@@ -445,7 +536,7 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 		return Session{}, fmt.Errorf("fork %s as %s: %w: a fork may only narrow its source's mode", id, mode, ErrReadOnly)
 	}
 	policy := narrow(src.Policy, opts.Policy)
-	base := src.BaseCommit.String()
+	base := baseCommit.String()
 	s, err := m.create(ctx, CreateOptions{
 		Repo: src.Repo, Base: base, AgentID: opts.AgentID, AgentName: opts.AgentName,
 		Intent: opts.Intent, Mode: mode, TTL: ttl, Policy: policy,

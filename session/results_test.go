@@ -391,3 +391,81 @@ func assertSameState(t *testing.T, gitDir string, before map[string]string, what
 	slices.Sort(diff)
 	assert.Empty(t, diff, what)
 }
+
+// TestRollbackAndCheckpointAfterRebase: rolling back to a checkpoint taken
+// before a rebase keeps the new base (the session's changes as of the
+// checkpoint, rebased) or refuses with conflicts; the first checkpoint
+// after a rebase has the new base as parent (issue 13, wrong results 6
+// and 7).
+func TestRollbackAndCheckpointAfterRebase(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	s := e.create(session.CreateOptions{Base: "main"})
+	e.write(s.ID, "notes.txt", "mine\n")
+	e.write(s.ID, "a.txt", "session's a.txt\n")
+	cp1, err := e.m.Checkpoint(ctx, s.ID, "one", "")
+	require.NoError(t, err)
+	// Back to the base's a.txt, so the rebase below is clean.
+	e.write(s.ID, "a.txt", e.git("show", "main:a.txt")+"\n")
+
+	// main moves with the git CLI: a new file, and a change to a.txt.
+	e.git("checkout", "-q", "main")
+	writeWorkFile(t, e, "upstream.txt", "upstream\n")
+	writeWorkFile(t, e, "a.txt", "upstream's a.txt\n")
+	e.git("add", "upstream.txt", "a.txt")
+	e.git("commit", "-q", "-m", "upstream")
+	up := e.oid("main")
+	_, _, err = e.m.Rebase(ctx, s.ID, "", "")
+	require.NoError(t, err)
+
+	// The first checkpoint after the rebase builds on the new base.
+	cp2, err := e.m.Checkpoint(ctx, s.ID, "two", "")
+	require.NoError(t, err)
+	assert.Equal(t, up.String(), e.git("rev-parse", cp2.Commit.String()+"^"))
+	assert.Equal(t, "A\tnotes.txt", e.git("diff", "--name-status", cp2.Commit.String()+"^", cp2.Commit.String()),
+		"git log attributes only the session's own change to it")
+	assert.Equal(t, cp2.Commit.String(), e.git("rev-parse", "refs/sessions/"+s.ID.String()+"/head"))
+
+	// Rolling back to checkpoint 1 conflicts: it changed a.txt, and so did
+	// upstream. Nothing changes.
+	view := e.view(s.ID)
+	_, _, err = e.m.Rollback(ctx, s.ID, "1", "")
+	var ce *changeset.ConflictError
+	require.ErrorAs(t, err, &ce)
+	require.Len(t, ce.Conflicts, 1)
+	assert.Equal(t, "a.txt", ce.Conflicts[0].Path)
+	assert.Equal(t, view, e.view(s.ID))
+
+	// Without the conflict: checkpoint 3 has only notes.txt; later
+	// writes; rolling back to it keeps upstream's work.
+	e.write(s.ID, "later.txt", "later\n")
+	cur, err := e.m.Get(ctx, s.ID)
+	require.NoError(t, err)
+	assert.Equal(t, up, cur.BaseCommit)
+	e.git("checkout", "-q", "main")
+	writeWorkFile(t, e, "upstream2.txt", "more upstream\n")
+	e.git("add", "upstream2.txt")
+	e.git("commit", "-q", "-m", "upstream 2")
+	_, _, err = e.m.Rebase(ctx, s.ID, "", "")
+	require.NoError(t, err)
+	_, _, err = e.m.Rollback(ctx, s.ID, cp2.ID.String(), "")
+	require.NoError(t, err)
+	got := e.view(s.ID)
+	assert.Equal(t, "upstream\n", got["upstream.txt"])
+	assert.Equal(t, "more upstream\n", got["upstream2.txt"], "upstream's later work is kept")
+	assert.Equal(t, "upstream's a.txt\n", got["a.txt"])
+	assert.Equal(t, "mine\n", got["notes.txt"])
+	assert.NotContains(t, got, "later.txt")
+	tree, base, err := e.m.Tree(ctx, s.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "A\tnotes.txt", e.git("diff", "--name-status", base.String(), tree.String()),
+		"the diff shows only the session's change; submitting would delete nothing of main's")
+
+	// A fork from checkpoint 1 starts on the base it was taken on.
+	f, err := e.m.Fork(ctx, s.ID, session.ForkOptions{AgentID: "b", Checkpoint: cp1.ID.String()})
+	require.NoError(t, err)
+	assert.Equal(t, e.oid("main~2"), f.BaseCommit)
+	ftree, fbase, err := e.m.Tree(ctx, f.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "M\ta.txt\nA\tnotes.txt", e.git("diff", "--name-status", fbase.String(), ftree.String()))
+}

@@ -10,7 +10,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 BENCHCOUNT ?= 5
 
-.PHONY: build run test test-race bench fuzz lint clean crash
+.PHONY: build run test test-race bench fuzz lint tidy-check clean crash
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sessiond
@@ -20,8 +20,9 @@ build:
 run: build
 	$(BIN) quickstart --data-dir .cache/run
 
-test:
-	$(GO) vet $(PKGS)
+# The checks come first: go.mod and go.sum must be what `go mod tidy`
+# writes, and the tree must pass make lint (gofmt, vet, staticcheck).
+test: tidy-check lint
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
 	$(GO) test -count=1 -race -short -timeout 20m ./session/
@@ -45,13 +46,17 @@ crash:
 	  status=$$?; grep -E '^(crash:|--- FAIL|FAIL|ok|panic)' crash.out; exit $$status
 
 # Each fuzz target in turn, FUZZTIME each: the path validator, the
-# .gitmodules parser and rules, the three-way line merge and the glob
-# matcher.
+# .gitmodules parser and rules, the three-way line merge, the glob
+# matcher and the size parser of flags.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzValidatePath -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzCheckContent -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzMergeLines -fuzztime $(FUZZTIME) ./changeset/
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime $(FUZZTIME) ./session/
+	$(GO) test -run '^$$' -fuzz FuzzParseByteSize -fuzztime $(FUZZTIME) ./cmd/sessiond/
+
+tidy-check:
+	$(GO) mod tidy -diff
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

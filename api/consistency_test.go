@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -393,7 +394,7 @@ func TestReviewValidation(t *testing.T) {
 	reviews := "/v1/changesets/" + cs.ID + "/reviews"
 
 	for _, line := range []int{0, 4, 999} {
-		body := `{"verdict":"comment","author":"lead","comments":[{"path":"three.txt","line":` + itoa(line) + `,"body":"?"}]}`
+		body := `{"verdict":"comment","author":"lead","comments":[{"path":"three.txt","line":` + strconv.Itoa(line) + `,"body":"?"}]}`
 		r := ts.call("POST", reviews, []byte(body))
 		assert.Equal(t, 400, r.StatusCode, "line %d: %s", line, r.body)
 		assert.Contains(t, r.errorOf(t)["message"], "the file has lines 1 to 3", "line %d", line)

@@ -395,8 +395,6 @@ func (r *recorder) Flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-func itoa(n int) string { return strconv.Itoa(n) }
-
 // query helpers.
 
 func queryBool(r *http.Request, name string) (bool, error) {

@@ -345,7 +345,7 @@ func toMutation(m session.Mutation) Mutation {
 func toCheckpoint(c session.Checkpoint) Checkpoint {
 	return Checkpoint{
 		ID: c.ID.String(), N: c.N, Commit: oidText(c.Commit), Tree: oidText(c.Tree), Parent: oidText(c.Parent),
-		Seq: c.Seq, Ref: "refs/sessions/" + c.Session.String() + "/checkpoints/" + itoa(c.N),
+		Seq: c.Seq, Ref: string(session.CheckpointRef(c.Session, c.N)),
 		Label: c.Label, Message: c.Message, CreatedAt: c.CreatedAt,
 	}
 }

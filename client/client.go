@@ -327,20 +327,28 @@ func (c *Client) StatFile(ctx context.Context, id, path string) (FileMeta, error
 // codeForStatus guesses the code of a body-less (HEAD) error answer.
 func codeForStatus(status int) string {
 	switch status {
-	case 400:
-		return "bad_request"
-	case 401:
-		return "unauthorized"
-	case 403:
-		return "forbidden"
-	case 404:
-		return "not_found"
-	case 409:
-		return "conflict"
-	case 503:
-		return "unavailable"
+	case http.StatusBadRequest:
+		return api.CodeBadRequest
+	case http.StatusUnauthorized:
+		return api.CodeUnauthorized
+	case http.StatusForbidden:
+		return api.CodeForbidden
+	case http.StatusNotFound:
+		return api.CodeNotFound
+	case http.StatusMethodNotAllowed:
+		return api.CodeMethodNotAllowed
+	case http.StatusConflict:
+		return api.CodeConflict
+	case http.StatusPreconditionFailed:
+		return api.CodePreconditionFailed
+	case http.StatusRequestEntityTooLarge:
+		return api.CodeTooLarge
+	case http.StatusRequestedRangeNotSatisfiable:
+		return api.CodeRangeNotSatisfiable
+	case http.StatusServiceUnavailable:
+		return api.CodeUnavailable
 	}
-	return "internal"
+	return api.CodeInternal
 }
 
 // WriteOptions qualify a file write.

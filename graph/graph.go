@@ -3,7 +3,6 @@ package graph
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
@@ -148,12 +147,4 @@ func (g *Graph) Closed(_ context.Context, s session.Session) {
 		rs.unlink(p, st.id)
 	}
 	delete(rs.sessions, s.ID)
-}
-
-func payload(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // only plain values built here reach this
-	}
-	return b
 }

@@ -80,7 +80,7 @@ func (g *Graph) report(ctx context.Context, rs *repoState, ev session.MutationEv
 		theirs.Session, theirs.Other, theirs.OtherAgent = ov.other, me.ID, me.AgentID
 		theirs.Ours, theirs.Theirs = mine.Theirs, mine.Ours
 		for _, o := range []Overlap{mine, theirs} {
-			e := session.Event{Repo: me.Repo, Session: o.Session, Type: EventOverlapDetected, Payload: payload(o), At: now}
+			e := session.Event{Repo: me.Repo, Session: o.Session, Type: EventOverlapDetected, Payload: session.Payload(o), At: now}
 			if _, err := g.cfg.Events.AppendEvent(ctx, e); err != nil {
 				g.cfg.Logger.Warn("session graph: record overlap", "session", o.Session, "path", o.Path, "error", err)
 				continue

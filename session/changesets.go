@@ -306,7 +306,7 @@ func cmpOr(a, b string) string {
 func changesetEvent(typ string, c Changeset, extra map[string]any, at time.Time) Event {
 	p := map[string]any{"changeset": c.ID, "session": c.Session, "status": c.Status, "target_branch": c.TargetBranch}
 	maps.Copy(p, extra)
-	return Event{Repo: c.Repo, Session: c.Session, Type: typ, Payload: payload(p), At: at}
+	return Event{Repo: c.Repo, Session: c.Session, Type: typ, Payload: Payload(p), At: at}
 }
 
 // Reading changesets.

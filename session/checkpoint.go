@@ -77,7 +77,7 @@ func (m *Manager) checkpoint(ctx context.Context, ls *live, label, message strin
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := setRef(ctx, ls.repo, checkpointRef(ls.meta.ID, n), commit); err != nil {
+	if err := setRef(ctx, ls.repo, CheckpointRef(ls.meta.ID, n), commit); err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := setRef(ctx, ls.repo, headRef(ls.meta.ID), commit); err != nil {

@@ -86,10 +86,13 @@ func (m *Manager) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	return m.store.ListEvents(ctx, f)
 }
 
-func payload(v any) json.RawMessage {
+// Payload is an event's payload: v as JSON. Only plain values built by
+// the engine and its observers (maps, structs of strings and numbers)
+// reach it, which always encode; anything else is a programming error.
+func Payload(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic(err) // only engine-built maps of plain values reach here
+		panic(err)
 	}
 	return b
 }
@@ -103,21 +106,21 @@ func fileEvent(s Session, seq int64, c change, at time.Time) Event {
 		p["oid"] = c.new.String()
 		p["mode"] = c.newMode.String()
 	}
-	return Event{Repo: s.Repo, Session: s.ID, Type: typ, Payload: payload(p), At: at}
+	return Event{Repo: s.Repo, Session: s.ID, Type: typ, Payload: Payload(p), At: at}
 }
 
 func stateEvent(s Session, from State, at time.Time) Event {
 	return Event{Repo: s.Repo, Session: s.ID, Type: EventSessionState,
-		Payload: payload(map[string]any{"session": s.ID, "state": s.State, "from": from, "seq": s.Seq}), At: at}
+		Payload: Payload(map[string]any{"session": s.ID, "state": s.State, "from": from, "seq": s.Seq}), At: at}
 }
 
 func checkpointEvent(s Session, c Checkpoint) Event {
 	return Event{Repo: s.Repo, Session: s.ID, Type: EventCheckpointCreated,
-		Payload: payload(map[string]any{"session": s.ID, "checkpoint": c.ID, "n": c.N, "commit": c.Commit.String(), "seq": c.Seq, "label": c.Label}), At: c.CreatedAt}
+		Payload: Payload(map[string]any{"session": s.ID, "checkpoint": c.ID, "n": c.N, "commit": c.Commit.String(), "seq": c.Seq, "label": c.Label}), At: c.CreatedAt}
 }
 
 func execEvent(s Session, m Mutation, at time.Time) Event {
 	return Event{Repo: s.Repo, Session: s.ID, Type: EventExecRecorded,
-		Payload: payload(map[string]any{"session": s.ID, "seq": m.Seq, "argv": m.Exec.Argv,
+		Payload: Payload(map[string]any{"session": s.ID, "seq": m.Seq, "argv": m.Exec.Argv,
 			"exit_code": m.Exec.ExitCode, "duration_ms": m.Exec.DurationMS, "paths": m.Paths}), At: at}
 }

@@ -121,7 +121,7 @@ func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	}
 	// Only the engine writes a session's refs, and a session is loaded
 	// once per process: a lock there now was left by a crash.
-	if _, err := r.RemoveStaleLocks(gitstore.RefName("refs/sessions/" + id.String())); err != nil {
+	if _, err := r.RemoveStaleLocks(sessionRefs(id)); err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
 	pinned, err := r.ReadRef(ctx, liveRef(id))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -232,18 +233,19 @@ func (m *Manager) repo(ctx context.Context, name string) (*gitstore.Repo, error)
 }
 
 // Refs a session keeps in its repository, so that `git gc` never prunes
-// what it references.
-func baseRef(id uuid.UUID) gitstore.RefName {
-	return gitstore.RefName("refs/sessions/" + id.String() + "/base")
+// what it references: all under refs/sessions/<id>/, its base, live view,
+// head and checkpoints/<n>. These functions are the one place that spells
+// the layout.
+func sessionRefs(id uuid.UUID) gitstore.RefName {
+	return gitstore.RefName("refs/sessions/" + id.String())
 }
-func liveRef(id uuid.UUID) gitstore.RefName {
-	return gitstore.RefName("refs/sessions/" + id.String() + "/live")
-}
-func headRef(id uuid.UUID) gitstore.RefName {
-	return gitstore.RefName("refs/sessions/" + id.String() + "/head")
-}
-func checkpointRef(id uuid.UUID, n int) gitstore.RefName {
-	return gitstore.RefName(fmt.Sprintf("refs/sessions/%s/checkpoints/%d", id, n))
+func baseRef(id uuid.UUID) gitstore.RefName { return sessionRefs(id) + "/base" }
+func liveRef(id uuid.UUID) gitstore.RefName { return sessionRefs(id) + "/live" }
+func headRef(id uuid.UUID) gitstore.RefName { return sessionRefs(id) + "/head" }
+
+// CheckpointRef is the ref of checkpoint n of session id.
+func CheckpointRef(id uuid.UUID, n int) gitstore.RefName {
+	return sessionRefs(id) + gitstore.RefName("/checkpoints/"+strconv.Itoa(n))
 }
 
 // setRef moves ref to id whatever it holds now (the engine owns its

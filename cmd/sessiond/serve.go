@@ -121,14 +121,6 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// openStore opens Postgres for a URL, else the embedded store in dataDir.
-func openStore(ctx context.Context, databaseURL, dataDir string) (session.Store, error) {
-	if databaseURL != "" {
-		return db.OpenPostgres(ctx, databaseURL)
-	}
-	return db.OpenSQLiteDir(ctx, dataDir)
-}
-
 func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Writer, ready func(string)) error {
 	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
 		return err
@@ -142,7 +134,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
-	store, err := openStore(ctx, c.DatabaseURL, c.DataDir)
+	store, err := db.Open(ctx, c.DatabaseURL, c.DataDir)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}

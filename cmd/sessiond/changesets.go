@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/graph"
 )
@@ -167,28 +168,110 @@ func (c *changesetReviewCmd) Run(ctx context.Context, x *cli) error {
 	})
 }
 
+// selectFlag is one --select: a whole file (PATH) or some of its hunks
+// (PATH:N,M with hunk numbers from 1, as the review page counts them; the
+// API's indexes are one less).
+type selectFlag struct {
+	path  string
+	hunks []int // API indexes; nil for the whole file
+}
+
+func (f *selectFlag) UnmarshalText(b []byte) error {
+	v := string(b)
+	f.path, f.hunks = v, nil
+	i := strings.LastIndex(v, ":")
+	if i <= 0 {
+		return nil
+	}
+	var hunks []int
+	for _, part := range strings.Split(v[i+1:], ",") {
+		n, err := strconv.Atoi(part)
+		if err != nil {
+			return nil // a path with a colon in its name
+		}
+		if n < 1 {
+			return fmt.Errorf("select %q: hunk %d: hunks are numbered from 1", v, n)
+		}
+		hunks = append(hunks, n-1)
+	}
+	f.path, f.hunks = v[:i], hunks
+	return nil
+}
+
 type changesetAcceptCmd struct {
-	ID                string `arg:"" help:"Changeset id."`
-	ExpectedHead      string `help:"Fail unless the branch is at this commit (no rebase)." placeholder:"OID"`
-	Message           string `help:"Commit message (default: the intent)." short:"m" placeholder:"TEXT"`
-	Actor             string `help:"Committer name." placeholder:"NAME"`
-	RequireFreshReads bool   `help:"Refuse when files the session read changed on the branch."`
+	ID                string       `arg:"" help:"Changeset id."`
+	ExpectedHead      string       `help:"Fail unless the branch is at this commit (no rebase)." placeholder:"OID"`
+	Message           string       `help:"Commit message (default: the intent)." short:"m" placeholder:"TEXT"`
+	Actor             string       `help:"Committer name." placeholder:"NAME"`
+	RequireFreshReads bool         `help:"Refuse when files the session read changed on the branch."`
+	Select            []selectFlag `help:"Accept only this file, or only these hunks of it (numbered from 1 in the file's diff); repeatable. What is left out stays in the session." sep:"none" placeholder:"PATH[:N,…]"`
+	DryRun            bool         `help:"Show the commit's diff and write nothing."`
 }
 
 func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
-	res, err := x.c.Accept(ctx, c.ID, api.AcceptRequest{ExpectedHead: c.ExpectedHead, Message: c.Message,
-		Actor: c.Actor, RequireFreshReads: c.RequireFreshReads})
+	req := api.AcceptRequest{ExpectedHead: c.ExpectedHead, Message: c.Message,
+		Actor: c.Actor, RequireFreshReads: c.RequireFreshReads, DryRun: c.DryRun}
+	if len(c.Select) > 0 {
+		req.Select = &changeset.Selection{}
+		for _, s := range c.Select {
+			if s.hunks == nil {
+				req.Select.Files = append(req.Select.Files, s.path)
+				continue
+			}
+			if req.Select.Hunks == nil {
+				req.Select.Hunks = map[string][]int{}
+			}
+			req.Select.Hunks[s.path] = append(req.Select.Hunks[s.path], s.hunks...)
+		}
+	}
+	res, err := x.c.Accept(ctx, c.ID, req)
 	if err != nil {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		how := "committed"
-		if res.Rebased {
-			how = "rebased and committed"
+		if res.DryRun {
+			fmt.Fprintf(w, "dry run: nothing written; the commit on %s at %s would change:\n", res.Branch, short(res.Head))
+			if res.Diff != nil {
+				for _, f := range res.Diff.Files {
+					fmt.Fprintf(w, "  %-12s %s +%d -%d\n", f.Status, f.Path, f.Insertions, f.Deletions)
+					for _, h := range f.Hunks {
+						fmt.Fprintf(w, "    @@ -%d,%d +%d,%d @@\n", h.OldStart, h.OldLines, h.NewStart, h.NewLines)
+						for _, l := range h.Lines {
+							fmt.Fprintf(w, "    %s\n", strings.TrimSuffix(l, "\n"))
+						}
+					}
+				}
+			}
+		} else {
+			how := "committed"
+			if res.Rebased {
+				how = "rebased and committed"
+			}
+			fmt.Fprintf(w, "%s %s on %s\n", how, res.Commit, res.Branch)
 		}
-		fmt.Fprintf(w, "%s %s on %s\n", how, res.Commit, res.Branch)
 		for _, s := range res.StaleReads {
 			fmt.Fprintf(w, "  stale read: %s changed on %s since the session read it\n", s.Path, res.Branch)
+		}
+		if res.Selection != nil {
+			left := res.Selection.LeftOut
+			for _, p := range left.Files {
+				fmt.Fprintf(w, "  left out: %s\n", p)
+			}
+			for _, p := range left.SortedPaths() {
+				if hs := left.Hunks[p]; len(hs) > 0 {
+					nums := make([]string, len(hs))
+					for i, h := range hs {
+						nums[i] = strconv.Itoa(h + 1)
+					}
+					fmt.Fprintf(w, "  left out: %s hunks %s\n", p, strings.Join(nums, ","))
+				}
+			}
+			if res.SessionRebased {
+				fmt.Fprintf(w, "  the session keeps what was left out, on %s\n", short(res.Commit))
+			}
+			if res.SessionError != "" || len(res.SessionConflicts) > 0 {
+				fmt.Fprintf(w, "  the session was not rebased (%d conflicts) %s: rebase it by hand\n", len(res.SessionConflicts), res.SessionError)
+			}
 		}
 	})
 }

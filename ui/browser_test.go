@@ -257,9 +257,19 @@ func TestReviewPage(t *testing.T) {
 	// The changeset under review: three hunks in doc.txt.
 	s, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-7", AgentName: "Seven", Intent: "tidy the doc"})
 	require.NoError(t, err)
-	_, err = c.WriteFile(ctx, s.ID, "doc.txt", []byte(docLines(map[int]string{2: "two", 20: "twenty", 38: "thirty-eight"})), client.WriteOptions{})
+	_, err = c.WriteFile(ctx, s.ID, "doc.txt", []byte(docLines(map[int]string{2: "two"})), client.WriteOptions{})
 	require.NoError(t, err)
 	cs, err := c.Submit(ctx, s.ID, api.SubmitRequest{Intent: "tidy the doc"})
+	require.NoError(t, err)
+	_, err = c.WriteFile(ctx, s.ID, "doc.txt", []byte(docLines(map[int]string{2: "two", 20: "twenty", 38: "thirty-eight"})), client.WriteOptions{})
+	require.NoError(t, err)
+	cs, err = c.Submit(ctx, s.ID, api.SubmitRequest{})
+	require.NoError(t, err)
+	require.Equal(t, 2, cs.Revision)
+	// Another agent changes the same file: an overlap for both.
+	other, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-8"})
+	require.NoError(t, err)
+	_, err = c.WriteFile(ctx, other.ID, "doc.txt", []byte(docLines(map[int]string{10: "ten"})), client.WriteOptions{})
 	require.NoError(t, err)
 
 	b := newBrowser(t)
@@ -268,6 +278,7 @@ func TestReviewPage(t *testing.T) {
 	step(t, b, "open the page", chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.ID("token-input")))
 	step(t, b, "give the token", chromedp.SendKeys(chromedp.ID("token-input"), token), chromedp.Click(chromedp.CSS("#token-form button[type=submit]")))
 	waitFor(t, b, "the changesets list", `document.querySelectorAll("a.cs-link").length === 2`)
+	assert.Contains(t, eval[string](t, b, `document.querySelector("#changesets").innerText`), "2", "the revision")
 	assert.True(t, strings.HasPrefix(eval[string](t, b, "location.pathname"), "/ui/"), "/ redirects to /ui/")
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := noFollow.Get(url + "/")
@@ -291,8 +302,15 @@ func TestReviewPage(t *testing.T) {
 	waitFor(t, b, "the diff", `document.querySelectorAll("#diffs tr.hunk-header").length === 3`)
 	page := eval[string](t, b, `document.querySelector("main").innerText`)
 	assert.Contains(t, page, "Seven (agent-7)")
-	assert.Contains(t, page, "Revision 1 (current)")
+	assert.Contains(t, page, "Revision 2 (current)")
 	assert.Contains(t, page, "doc.txt")
+	waitFor(t, b, "the overlap warning", `[...document.querySelectorAll("#warnings li.overlap")].some(li => li.innerText.includes("doc.txt") && li.innerText.includes("agent-8"))`)
+
+	// The first revision, and back.
+	step(t, b, "revision 1", chromedp.SetValue(chromedp.ID("revision"), "1"), chromedp.Evaluate[chromedp.Void](`document.getElementById("revision").dispatchEvent(new Event("change"))`))
+	waitFor(t, b, "revision 1's diff", `document.querySelectorAll("#diffs tr.hunk-header").length === 1 && document.querySelector("input.hunk-check") === null`)
+	step(t, b, "revision 2", chromedp.SetValue(chromedp.ID("revision"), "2"), chromedp.Evaluate[chromedp.Void](`document.getElementById("revision").dispatchEvent(new Event("change"))`))
+	waitFor(t, b, "revision 2's diff", `document.querySelectorAll("#diffs tr.hunk-header").length === 3`)
 	assert.Equal(t, "M", eval[string](t, b, `document.querySelector("#files .status-letter").innerText`))
 	assert.Equal(t, "+3", eval[string](t, b, `document.querySelector("#files td.num.add").innerText`))
 
@@ -374,6 +392,7 @@ func TestReviewPage(t *testing.T) {
 	step(t, b, "open the sessions", chromedp.Navigate(url+"/ui/sessions"))
 	waitFor(t, b, "the session", `document.querySelector('tr[data-session="`+s.ID+`"]') !== null`)
 	assert.Contains(t, eval[string](t, b, `document.querySelector('tr[data-session="`+s.ID+`"]').innerText`), "doc.txt")
+	waitFor(t, b, "the overlap with the other session", `document.querySelector('tr[data-session="`+s.ID+`"] td.overlaps').innerText.includes("agent-8")`)
 	_, err = c.WriteFile(ctx, s.ID, "notes/live.txt", []byte("written while the page is open\n"), client.WriteOptions{})
 	require.NoError(t, err)
 	waitFor(t, b, "the write on the page", `document.querySelector('tr[data-session="`+s.ID+`"] td.changed').innerText.includes("notes/live.txt")`)

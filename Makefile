@@ -46,12 +46,13 @@ crash:
 	  status=$$?; grep -E '^(crash:|--- FAIL|FAIL|ok|panic)' crash.out; exit $$status
 
 # Each fuzz target in turn, FUZZTIME each: the path validator, the
-# .gitmodules parser and rules, the three-way line merge, the glob
-# matcher and the size parser of flags.
+# .gitmodules parser and rules, the three-way line merge, a partial
+# accept's selection, the glob matcher and the size parser of flags.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzValidatePath -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzCheckContent -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzMergeLines -fuzztime $(FUZZTIME) ./changeset/
+	$(GO) test -run '^$$' -fuzz FuzzSelect -fuzztime $(FUZZTIME) ./changeset/
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime $(FUZZTIME) ./session/
 	$(GO) test -run '^$$' -fuzz FuzzParseByteSize -fuzztime $(FUZZTIME) ./cmd/sessiond/
 

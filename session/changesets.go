@@ -36,6 +36,15 @@ import (
 //     again finds the commit by its Sessiond-Changeset trailer on the
 //     branch and only records it. Undo does the same with its
 //     Sessiond-Undo trailer.
+//   - A partial accept (AcceptOptions.Select) commits the base with only
+//     the selected files and hunks of the changeset's diff (hunks by their
+//     index in that diff, which is the same on every read of a revision),
+//     merged onto a moved branch as any accept. The changeset is accepted
+//     and records what was taken and left out; the session is not closed
+//     but moved onto the new commit (its view unchanged when the branch
+//     had not moved, otherwise rebased by merge; a conflict there leaves
+//     it on its old base and is reported), so what was left out is its
+//     diff, to revise and submit as a new changeset, or abandon.
 //   - In this process accepts and undos on one branch are serialized by a
 //     lock per branch, so concurrent accepts land one after the other;
 //     against other writers (the git CLI, another sessiond) the

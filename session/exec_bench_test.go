@@ -1,0 +1,117 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/workdir"
+)
+
+// execBench is an engine with view directories over a clone of the
+// 100,000-file repository, its base checkout already built.
+type execBench struct {
+	m       *session.Manager
+	dataDir string
+}
+
+func newExecBench(b *testing.B, mode workdir.Mode) *execBench {
+	b.Helper()
+	ctx := context.Background()
+	br := loadBenchRepo(b, 100_000)
+	repo := testrepo.CloneLocal(b, br.dir)
+	data := b.TempDir()
+	st, err := db.OpenSQLite(ctx, filepath.Join(data, "sessiond.db"))
+	require.NoError(b, err)
+	wd, err := workdir.New(workdir.Config{Dir: filepath.Join(data, "workdir"), Mode: mode})
+	if err != nil {
+		b.Skipf("mode %s: %v", mode, err)
+	}
+	m := session.NewManager(session.Config{Store: st, DataDir: data, Workdirs: wd})
+	b.Cleanup(func() { wd.Close(); m.Close(); st.Close() })
+	_, err = m.RegisterRepo(ctx, "r", repo)
+	require.NoError(b, err)
+	e := &execBench{m: m, dataDir: data}
+	e.exec(b, e.create(b), "true") // builds the shared base checkout
+	return e
+}
+
+func (e *execBench) create(b *testing.B) session.Session {
+	s, err := e.m.Create(context.Background(), session.CreateOptions{Repo: "r", Base: "main", AgentID: "bench"})
+	require.NoError(b, err)
+	return s
+}
+
+func (e *execBench) exec(b *testing.B, s session.Session, script string) session.ExecResult {
+	res, err := e.m.Exec(context.Background(), s.ID, session.ExecOptions{Argv: []string{"/bin/sh", "-c", script}})
+	require.NoError(b, err)
+	require.Equal(b, 0, res.ExitCode, string(res.Stderr))
+	return res
+}
+
+// BenchmarkExecFresh is a fresh session's first command, `echo x > f`,
+// recorded as a mutation: the whole engine call (prepare the scratch,
+// start the command in its namespaces, capture, record durably, settle).
+// to-start-ms is the part from the call to the command's start.
+func BenchmarkExecFresh(b *testing.B) {
+	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
+		b.Run(fmt.Sprintf("mode=%s/files=100000", mode), func(b *testing.B) {
+			e := newExecBench(b, mode)
+			var toStart time.Duration
+			for range b.N {
+				b.StopTimer()
+				s := e.create(b)
+				b.StartTimer()
+				res := e.exec(b, s, "echo x > f")
+				b.StopTimer()
+				require.NotNil(b, res.Mutation)
+				toStart += res.ToStart
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(toStart.Microseconds())/1000/float64(b.N), "to-start-ms")
+		})
+	}
+}
+
+// BenchmarkExecDisk reports the disk ten sessions take after each ran a
+// command that changes a file and leaves an ignored build output, beside
+// the one shared base checkout.
+func BenchmarkExecDisk(b *testing.B) {
+	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
+		b.Run(fmt.Sprintf("mode=%s/sessions=10/files=100000", mode), func(b *testing.B) {
+			e := newExecBench(b, mode)
+			var perSession, bases int64
+			for range b.N {
+				b.StopTimer()
+				before := diskBytes(b, filepath.Join(e.dataDir, "workdir", "sessions"))
+				b.StartTimer()
+				for range 10 {
+					e.exec(b, e.create(b), "echo x > f && mkdir -p d && echo out > d/o.txt")
+				}
+				b.StopTimer()
+				perSession = (diskBytes(b, filepath.Join(e.dataDir, "workdir", "sessions")) - before) / 10
+				bases = diskBytes(b, filepath.Join(e.dataDir, "workdir", "bases"))
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(perSession), "bytes/session")
+			b.ReportMetric(float64(bases)/1e6, "base-MB")
+		})
+	}
+}
+
+// diskBytes is the disk du counts below dir (allocated blocks).
+func diskBytes(b *testing.B, dir string) int64 {
+	out, err := exec.Command("du", "-sk", dir).Output()
+	require.NoError(b, err)
+	var kb int64
+	fmt.Sscan(string(out), &kb)
+	return kb * 1024
+}

@@ -33,7 +33,7 @@ test-race:
 # Benchmarks side by side with the git CLI on a generated 100,000-file
 # repository (built once, cached under .cache/). Results: BENCHMARKS.md.
 bench:
-	$(GO) test -p 1 -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -timeout 60m ./gitstore/ ./db/ ./overlay/ ./session/ ./changeset/ ./graph/ ./cmd/sessiond/ | tee bench.out
+	$(GO) test -p 1 -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -timeout 60m ./gitstore/ ./db/ ./overlay/ ./session/ ./changeset/ ./graph/ ./workdir/ ./cmd/sessiond/ | tee bench.out
 
 # The long kill -9 test: CRASH_ROUNDS kills of the daemon per store (SQLite
 # and Postgres at once) under CPU load (CRASH_LOAD spinning goroutines),

@@ -153,6 +153,16 @@ func TestExecRecordsOneMutation(t *testing.T) {
 		res = e.sh(s.ID, "cat build/o a.out new.txt")
 		assert.Equal(t, "o\nx\nnew\n", string(res.Stdout))
 		assert.Nil(t, res.Mutation)
+		cs, err := e.m.Submit(t.Context(), s.ID, session.SubmitOptions{})
+		require.NoError(t, err)
+		_, patch, err := e.m.ChangesetDiff(t.Context(), cs.ID)
+		require.NoError(t, err)
+		var diffed []string
+		for _, f := range patch.Files {
+			diffed = append(diffed, f.NewPath+f.OldPath)
+		}
+		assert.NotContains(t, strings.Join(diffed, " "), "build/")
+		assert.NotContains(t, strings.Join(diffed, " "), "a.out")
 
 		// The record survives a restart and the next command sees it.
 		e.restart()

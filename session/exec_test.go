@@ -37,7 +37,7 @@ var moduleFiles = map[string]string{
 	"docs/read.txt": "read me\n",
 }
 
-func newExecEnv(t *testing.T, mode workdir.Mode) *execEnv {
+func newExecEnv(t *testing.T, mode workdir.Mode, limits ...session.Limits) *execEnv {
 	t.Helper()
 	repo := testrepo.Init(t)
 	for p, c := range moduleFiles {
@@ -58,7 +58,11 @@ func newExecEnv(t *testing.T, mode workdir.Mode) *execEnv {
 		t.Skipf("mode %s: %v", mode, err)
 	}
 	require.NoError(t, err)
-	m = session.NewManager(session.Config{Store: st, DataDir: e.dataDir, Workdirs: wd,
+	var lim session.Limits
+	if len(limits) > 0 {
+		lim = limits[0]
+	}
+	m = session.NewManager(session.Config{Store: st, DataDir: e.dataDir, Workdirs: wd, Limits: lim,
 		Exec: session.ExecConfig{MaxTimeout: time.Minute}})
 	e.m = m
 	t.Cleanup(func() { wd.Close(); m.Close(); st.Close() })
@@ -267,4 +271,40 @@ func TestExecReadOnlyAndClosedRecordNothing(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, ms)
 	})
+}
+
+func TestExecLimits(t *testing.T) {
+	e := newExecEnv(t, workdir.ModeOverlay, session.Limits{MaxFileBytes: 1000, MaxEntries: 3})
+	s := e.create(session.CreateOptions{})
+	res := e.sh(s.ID, "head -c 2000 /dev/zero > big.bin && echo 1 > a1 && echo 2 > a2 && echo 3 > a3 && echo 4 > a4")
+	require.NotNil(t, res.Mutation)
+	assert.Len(t, res.Changes, 3, "three entries fit")
+	rules := map[string]string{}
+	for _, r := range res.Rejected {
+		rules[r.Path] = r.Rule
+	}
+	assert.Equal(t, map[string]string{"big.bin": "too_large", "a4": "too_large"}, rules)
+	res = e.sh(s.ID, "test ! -e big.bin && test ! -e a4 && cat a1 a2 a3")
+	assert.Equal(t, "1\n2\n3\n", string(res.Stdout), string(res.Stderr))
+}
+
+func TestExecEnvironment(t *testing.T) {
+	e := newExecEnv(t, workdir.ModeOverlay)
+	s := e.create(session.CreateOptions{})
+	res, err := e.m.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"env"}, Env: map[string]string{"EXTRA": "1"}})
+	require.NoError(t, err)
+	env := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	assert.Equal(t, "dumb", env["TERM"])
+	assert.Equal(t, "1", env["EXTRA"])
+	assert.Equal(t, os.Getenv("PATH"), env["PATH"])
+	assert.True(t, strings.HasPrefix(env["HOME"], filepath.Join(e.dataDir, "workdir", "sessions", s.ID.String())), env["HOME"])
+	assert.NotEmpty(t, env["GIT_CEILING_DIRECTORIES"])
+	assert.NotEmpty(t, env["LANG"])
+	for k := range env {
+		assert.Contains(t, []string{"PATH", "HOME", "LANG", "TERM", "TMPDIR", "GIT_CEILING_DIRECTORIES", "EXTRA", "PWD", "SHLVL", "_", "OLDPWD"}, k, "nothing of the daemon's environment leaks")
+	}
 }

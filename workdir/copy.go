@@ -97,11 +97,11 @@ func (l *copyLayer) sync(ctx context.Context, v View, paths []string) error {
 	return nil
 }
 
-func (l *copyLayer) capture(ctx context.Context, v View, maxFile int64) ([]Change, error) {
+func (l *copyLayer) capture(ctx context.Context, v View, since, maxFile int64) ([]Change, error) {
 	ig := newIgnorer(func(dir string) []byte { return readIgnoreFile(filepath.Join(l.root, dir, ".gitignore")) })
 	seen := make(map[string]bool, len(l.cache))
 	var out []Change
-	if err := l.walk(ctx, v, ig, "", maxFile, seen, &out); err != nil {
+	if err := l.walk(ctx, v, ig, "", since, maxFile, seen, &out); err != nil {
 		return nil, err
 	}
 	var gone []string
@@ -122,7 +122,7 @@ func (l *copyLayer) capture(ctx context.Context, v View, maxFile int64) ([]Chang
 	return dedupe(out), nil
 }
 
-func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, maxFile int64, seen map[string]bool, out *[]Change) error {
+func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, since, maxFile int64, seen map[string]bool, out *[]Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, m
 					continue
 				}
 			}
-			if err := l.walk(ctx, v, ig, p, maxFile, seen, out); err != nil {
+			if err := l.walk(ctx, v, ig, p, since, maxFile, seen, out); err != nil {
 				return err
 			}
 			continue
@@ -170,7 +170,7 @@ func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, m
 				continue
 			}
 		}
-		c, changed, err := examine(ctx, v, p, fp, &st, now, l.cache, maxFile)
+		c, changed, err := examine(ctx, v, p, fp, &st, now, since, l.cache, maxFile)
 		if err != nil {
 			return err
 		}

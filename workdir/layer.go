@@ -88,7 +88,9 @@ type layer interface {
 	// capture lists every path whose content differs from v and that the
 	// view's .gitignore files do not ignore (a tracked path counts even
 	// when ignored).
-	capture(ctx context.Context, v View, maxFile int64) ([]Change, error)
+	// since is when the command started (wall clock, ns), for the stat
+	// cache's racy rule.
+	capture(ctx context.Context, v View, since, maxFile int64) ([]Change, error)
 	// present says how the command is shown the view.
 	present() presentation
 	// cacheState is the stat cache to persist; setCacheState restores it.
@@ -130,15 +132,17 @@ func statEntryOf(st *unix.Stat_t, seen int64) statEntry {
 	}
 }
 
-// clean reports whether st matches the entry and the entry is not racy:
-// a file modified within the timestamp granularity of the moment its
-// stat was taken may have changed again with the same stat data, so, as
-// git does, it is hashed again.
-func (e statEntry) clean(st *unix.Stat_t) bool {
+// clean reports whether st matches the entry and the entry is not racy.
+// since is when the command that may have changed the file started: a
+// change after it gets a timestamp of at least since minus the clock's
+// granularity, so an entry whose own timestamp is that late could have
+// changed again with the same stat data and, as git does with entries as
+// new as its index, is hashed again.
+func (e statEntry) clean(st *unix.Stat_t, since int64) bool {
 	if e.Size != st.Size || e.Mtime != st.Mtim.Nano() || e.Ctime != st.Ctim.Nano() || e.Ino != st.Ino || e.Mode != st.Mode {
 		return false
 	}
-	return e.Mtime < e.Seen-int64(racyWindow)
+	return e.Mtime < since-int64(racyWindow)
 }
 
 // gitModeOf is the git mode of a file with stat st; 0 for a directory or
@@ -171,18 +175,24 @@ func specialName(st *unix.Stat_t) string {
 // examine compares the file at full (view path p, stat st) with the
 // view, using and refreshing the stat cache. It returns the change, or
 // ok false when the file is what the view holds.
-func examine(ctx context.Context, v View, p, full string, st *unix.Stat_t, seen int64, cache map[string]statEntry, maxFile int64) (Change, bool, error) {
+//
+// A cache entry always describes a file equal to the view (sync writes
+// them, capture keeps only unchanged files, and sync drops the entries of
+// every path it changes), so a clean entry needs no look at the view.
+func examine(ctx context.Context, v View, p, full string, st *unix.Stat_t, seen, since int64, cache map[string]statEntry, maxFile int64) (Change, bool, error) {
 	if sp := specialName(st); sp != "" {
+		delete(cache, p)
 		return Change{Path: p, Special: sp}, true, nil
 	}
+	if e, ok := cache[p]; ok && e.clean(st, since) {
+		return Change{}, false, nil
+	}
+	delete(cache, p)
 	n, err := v.Overlay.Stat(ctx, p)
 	if err != nil && !errors.Is(err, overlay.ErrNotFound) {
 		return Change{}, false, err
 	}
 	tracked := err == nil && n.Mode.IsBlob()
-	if e, ok := cache[p]; ok && e.clean(st) && tracked && e.OID == n.OID && e.Git == n.Mode {
-		return Change{}, false, nil
-	}
 	gm := gitModeOf(st)
 	c := Change{Path: p, Mode: gm, Size: st.Size}
 	if maxFile > 0 && st.Size > maxFile {
@@ -199,10 +209,10 @@ func examine(ctx context.Context, v View, p, full string, st *unix.Stat_t, seen 
 		return Change{}, false, err
 	}
 	c.Data, c.Size, c.OID = data, int64(len(data)), gitstore.HashObject(gitstore.KindBlob, data)
-	e := statEntryOf(st, seen)
-	e.Git, e.OID = gm, c.OID
-	cache[p] = e
 	if tracked && n.OID == c.OID && n.Mode == gm {
+		e := statEntryOf(st, seen)
+		e.Git, e.OID = gm, c.OID
+		cache[p] = e
 		return Change{}, false, nil
 	}
 	return c, true, nil

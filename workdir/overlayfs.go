@@ -186,7 +186,7 @@ func (l *overlayLayer) rebuild(ctx context.Context, v View, r string, ents []ove
 	return nil
 }
 
-func (l *overlayLayer) capture(ctx context.Context, v View, maxFile int64) ([]Change, error) {
+func (l *overlayLayer) capture(ctx context.Context, v View, since, maxFile int64) ([]Change, error) {
 	ig := newIgnorer(func(dir string) []byte {
 		up := filepath.Join(l.upper, dir, ".gitignore")
 		var st unix.Stat_t
@@ -203,7 +203,7 @@ func (l *overlayLayer) capture(ctx context.Context, v View, maxFile int64) ([]Ch
 	})
 	var out []Change
 	seen := map[string]bool{}
-	if err := l.walk(ctx, v, ig, "", false, maxFile, seen, &out); err != nil {
+	if err := l.walk(ctx, v, ig, "", false, since, maxFile, seen, &out); err != nil {
 		return nil, err
 	}
 	// A file the upper directory held (the overlay's, or a copied-up one)
@@ -227,7 +227,7 @@ func (l *overlayLayer) capture(ctx context.Context, v View, maxFile int64) ([]Ch
 			if err := unix.Lstat(full, &st); err != nil {
 				return nil, err
 			}
-			c, changed, err := examine(ctx, v, p, full, &st, time.Now().UnixNano(), map[string]statEntry{}, maxFile)
+			c, changed, err := examine(ctx, v, p, full, &st, time.Now().UnixNano(), since, map[string]statEntry{}, maxFile)
 			if err != nil {
 				return nil, err
 			}
@@ -276,7 +276,7 @@ func dedupe(cs []Change) []Change {
 	return out
 }
 
-func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, opaque bool, maxFile int64, seenPaths map[string]bool, out *[]Change) error {
+func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, opaque bool, since, maxFile int64, seenPaths map[string]bool, out *[]Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -341,7 +341,7 @@ func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, dir string
 			if !inView && ig.match(p, true) {
 				continue
 			}
-			if err := l.walk(ctx, v, ig, p, isOpaque(fp), maxFile, seenPaths, out); err != nil {
+			if err := l.walk(ctx, v, ig, p, isOpaque(fp), since, maxFile, seenPaths, out); err != nil {
 				return err
 			}
 			continue
@@ -358,7 +358,7 @@ func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, dir string
 		if !inView && ig.match(p, false) {
 			continue
 		}
-		c, changed, err := examine(ctx, v, p, fp, &st, seen, l.cache, maxFile)
+		c, changed, err := examine(ctx, v, p, fp, &st, seen, since, l.cache, maxFile)
 		if err != nil {
 			return err
 		}

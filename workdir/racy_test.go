@@ -20,11 +20,13 @@ func TestStatCacheRacy(t *testing.T) {
 	var st unix.Stat_t
 	require.NoError(t, unix.Lstat(p, &st))
 
-	racy := statEntryOf(&st, st.Mtim.Nano())
-	assert.False(t, racy.clean(&st), "stat taken in the same instant as the write")
-
-	settled := statEntryOf(&st, st.Mtim.Nano()+int64(time.Second))
-	assert.True(t, settled.clean(&st))
+	e := statEntryOf(&st, st.Mtim.Nano())
+	// A command that started in the same instant as the write: racy.
+	racyStart := st.Mtim.Nano()
+	// One that started a second later: the entry is settled.
+	laterStart := st.Mtim.Nano() + int64(time.Second)
+	assert.False(t, e.clean(&st, racyStart), "written within the clock's granularity of the command's start")
+	assert.True(t, e.clean(&st, laterStart))
 
 	// Same size, same timestamps, new content: only the racy rule can
 	// tell, and it does, because the entry was racy.
@@ -33,10 +35,10 @@ func TestStatCacheRacy(t *testing.T) {
 	var st2 unix.Stat_t
 	require.NoError(t, unix.Lstat(p, &st2))
 	st2.Ctim = st.Ctim // what a same-tick rewrite looks like
-	assert.False(t, racy.clean(&st2))
-	assert.True(t, settled.clean(&st2), "a non-racy entry trusts equal stat data")
+	assert.False(t, e.clean(&st2, racyStart))
+	assert.True(t, e.clean(&st2, laterStart), "a non-racy entry trusts equal stat data")
 
 	changed := st2
 	changed.Size++
-	assert.False(t, settled.clean(&changed))
+	assert.False(t, e.clean(&changed, laterStart))
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/sessiond/sessiond/gitstore"
 )
@@ -204,6 +205,8 @@ type Scratch struct {
 	st      scratchState
 	loaded  bool
 	release func()
+	// ranAt is when the last Run began (wall clock, ns); zero before one.
+	ranAt int64
 }
 
 // scratchState is saved in the scratch directory after every command.
@@ -341,13 +344,18 @@ func (s *Scratch) save() error {
 
 // Run runs c on the view.
 func (s *Scratch) Run(ctx context.Context, c Command) (Result, error) {
+	s.ranAt = time.Now().UnixNano()
 	return s.m.run(ctx, s, c)
 }
 
 // Capture lists what the command changed against v, the view it was
 // prepared for. Files over maxFile bytes come back without their data.
 func (s *Scratch) Capture(ctx context.Context, v View, maxFile int64) ([]Change, error) {
-	return s.layer.capture(ctx, v, maxFile)
+	since := s.ranAt
+	if since == 0 {
+		since = time.Now().UnixNano()
+	}
+	return s.layer.capture(ctx, v, since, maxFile)
 }
 
 // Settle brings paths in step with v (the view after the command was

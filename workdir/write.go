@@ -32,7 +32,10 @@ func fileMode(m gitstore.Mode) os.FileMode {
 // become directories. It returns the bytes of content written; onFile,
 // when set, is called for each file written (from several goroutines).
 func writeEntries(ctx context.Context, r blobReader, root string, entries []gitstore.Entry, onFile func(e gitstore.Entry, full string)) (int64, error) {
-	var files []gitstore.Entry
+	// Work is handed out a directory at a time: writers in one directory
+	// contend for its lock, writers in different ones do not.
+	var jobs [][]gitstore.Entry
+	dirIndex := map[string]int{}
 	for _, e := range entries {
 		if e.Mode.IsDir() || e.Mode == gitstore.ModeGitlink {
 			if err := os.MkdirAll(filepath.Join(root, e.Path), 0o755); err != nil {
@@ -40,9 +43,16 @@ func writeEntries(ctx context.Context, r blobReader, root string, entries []gits
 			}
 			continue
 		}
-		files = append(files, e)
+		d := parentOf(e.Path)
+		i, ok := dirIndex[d]
+		if !ok {
+			i = len(jobs)
+			dirIndex[d] = i
+			jobs = append(jobs, nil)
+		}
+		jobs[i] = append(jobs[i], e)
 	}
-	workers := min(max(2*runtime.NumCPU(), 4), 16, len(files))
+	workers := min(max(2*runtime.NumCPU(), 4), 8, len(jobs))
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -50,29 +60,31 @@ func writeEntries(ctx context.Context, r blobReader, root string, entries []gits
 		first  error
 		failed atomic.Bool
 	)
-	next := make(chan gitstore.Entry)
+	next := make(chan []gitstore.Entry)
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var n int64
-			for e := range next {
-				if failed.Load() {
-					continue
-				}
-				size, err := writeEntry(ctx, r, root, e)
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
+			for job := range next {
+				for _, e := range job {
+					if failed.Load() {
+						break
 					}
-					failed.Store(true)
-					mu.Unlock()
-					continue
-				}
-				n += size
-				if onFile != nil {
-					onFile(e, filepath.Join(root, e.Path))
+					size, err := writeEntry(ctx, r, root, e)
+					if err != nil {
+						mu.Lock()
+						if first == nil {
+							first = err
+						}
+						failed.Store(true)
+						mu.Unlock()
+						break
+					}
+					n += size
+					if onFile != nil {
+						onFile(e, filepath.Join(root, e.Path))
+					}
 				}
 			}
 			mu.Lock()
@@ -80,11 +92,11 @@ func writeEntries(ctx context.Context, r blobReader, root string, entries []gits
 			mu.Unlock()
 		}()
 	}
-	for _, e := range files {
-		if ctx.Err() != nil {
+	for _, job := range jobs {
+		if ctx.Err() != nil || failed.Load() {
 			break
 		}
-		next <- e
+		next <- job
 	}
 	close(next)
 	wg.Wait()
@@ -129,14 +141,14 @@ func writeFile(full string, m gitstore.Mode, data []byte) error {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
 	// The umask may have cut the execute bits.
 	if m == gitstore.ModeExec {
-		return os.Chmod(full, 0o755)
+		if err := f.Chmod(0o755); err != nil {
+			f.Close()
+			return err
+		}
 	}
-	return nil
+	return f.Close()
 }
 
 // removeAll removes path and everything below it, making read-only

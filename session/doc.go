@@ -29,6 +29,14 @@
 //     test).
 //   - Heads and bases move only by compare-and-swap, in git (refs) and in
 //     the store.
+//   - Exec (a command on the session's view, package workdir) marks the
+//     session busy while the command runs, without holding its lock: reads
+//     go on and see the state before, every write is ErrBusy. What the
+//     command changed is then recorded as one exec mutation by the same
+//     path as every write (path rules, policy, limits), and what was
+//     refused is undone in the scratch directory before the lock is let
+//     go, so the directory and the record agree. Anything that drops a
+//     loaded session (unloading, expiry) must leave a busy one alone.
 //
 // Concurrency: a Manager is safe for concurrent use. Each loaded session
 // has one lock that serializes every operation on it, reads included (an

@@ -103,6 +103,9 @@ type AcceptRequest struct {
 	Select *changeset.Selection `json:"select,omitempty"`
 	// DryRun answers with the commit's diff and writes nothing.
 	DryRun bool `json:"dry_run,omitempty"`
+	// Revision: the revision reviewed; 409 when the changeset was revised
+	// since.
+	Revision int `json:"revision,omitempty"`
 }
 
 // StaleRead is a file the session read that changed on the branch.
@@ -471,7 +474,7 @@ func (s *Server) acceptChangeset(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	opts := session.AcceptOptions{Message: req.Message, Actor: req.Actor, RequireFreshReads: req.RequireFreshReads,
-		Select: req.Select, DryRun: req.DryRun}
+		Select: req.Select, DryRun: req.DryRun, Revision: req.Revision}
 	opts.ExpectedHeadRev = req.ExpectedHead
 	res, err := s.m.Accept(ctxWithoutCancel(r), id, opts)
 	if err != nil {

@@ -321,6 +321,14 @@ func TestAcceptSelect(t *testing.T) {
 		})
 	}
 
+	// A selection made on another revision is refused.
+	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{Select: &changeset.Selection{Hunks: map[string][]int{"doc.txt": {0}}}, Revision: 2})
+	var rce *session.ConflictError
+	require.ErrorAs(t, err, &rce)
+	assert.Equal(t, "revision", rce.Field)
+	assert.Equal(t, "1", rce.Current)
+	assert.Equal(t, before, e.head(), "nothing written")
+
 	// The branch moves: another change to other.txt lands first.
 	o := e.session(map[string]string{"other.txt": "changed elsewhere\n"})
 	e.accept(e.submit(o, "elsewhere"))
@@ -340,7 +348,7 @@ func TestAcceptSelect(t *testing.T) {
 	assert.Equal(t, session.ChangesetOpen, got.Status)
 	assert.Nil(t, got.Selection)
 
-	res, err := e.m.Accept(ctx, c.ID, session.AcceptOptions{Select: &sel})
+	res, err := e.m.Accept(ctx, c.ID, session.AcceptOptions{Select: &sel, Revision: 1})
 	require.NoError(t, err)
 	assert.True(t, res.Rebased)
 	assert.Equal(t, moved.String(), e.bgit("rev-parse", "main^"))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,11 @@ type AcceptOptions struct {
 	// open. A bad selection is ErrInvalid (wrapping a
 	// *changeset.SelectionError) and writes nothing.
 	Select *changeset.Selection
+	// Revision, when not 0, is the revision the caller reviewed (and made
+	// the selection on): an accept of a changeset revised since fails with
+	// a *ConflictError (Field "revision") and writes nothing, so hunk
+	// indexes never land on another revision's hunks.
+	Revision int
 	// DryRun computes the commit's tree (merged onto a moved branch) and
 	// returns its diff in Preview without writing a commit, moving the
 	// branch or recording anything.
@@ -131,6 +137,10 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	}
 	if err := acceptable(c, pol); err != nil {
 		return AcceptResult{}, err
+	}
+	if opts.Revision != 0 && opts.Revision != c.Revision {
+		return AcceptResult{}, fmt.Errorf("changeset %s is at revision %d, not %d: %w", id, c.Revision, opts.Revision,
+			&ConflictError{Field: "revision", Current: strconv.Itoa(c.Revision)})
 	}
 	sess, err := m.store.GetSession(ctx, c.Session)
 	if err != nil {

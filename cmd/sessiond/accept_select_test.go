@@ -69,7 +69,10 @@ func TestCLIAcceptSelect(t *testing.T) {
 	assert.Contains(t, r.stdout, "new.txt")
 	assert.Equal(t, head, testrepo.Git(t, repo, "rev-parse", "main"), "a dry run writes nothing")
 
-	r = cli("changeset", "accept", cs.ID, "--select", "doc.txt:1,3", "--select", "new.txt", "--json")
+	r = cli("changeset", "accept", cs.ID, "--select", "doc.txt:1,3", "--revision", "2")
+	assert.Equal(t, exitConflict, r.code, "another revision: %s", r.stderr)
+
+	r = cli("changeset", "accept", cs.ID, "--select", "doc.txt:1,3", "--select", "new.txt", "--revision", "1", "--json")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	var res api.AcceptResult
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))

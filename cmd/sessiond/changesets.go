@@ -206,11 +206,12 @@ type changesetAcceptCmd struct {
 	RequireFreshReads bool         `help:"Refuse when files the session read changed on the branch."`
 	Select            []selectFlag `help:"Accept only this file, or only these hunks of it (numbered from 1 in the file's diff); repeatable. What is left out stays in the session." sep:"none" placeholder:"PATH[:N,…]"`
 	DryRun            bool         `help:"Show the commit's diff and write nothing."`
+	Revision          int          `help:"Fail unless the changeset is still at this revision (the one reviewed)." placeholder:"N"`
 }
 
 func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
 	req := api.AcceptRequest{ExpectedHead: c.ExpectedHead, Message: c.Message,
-		Actor: c.Actor, RequireFreshReads: c.RequireFreshReads, DryRun: c.DryRun}
+		Actor: c.Actor, RequireFreshReads: c.RequireFreshReads, DryRun: c.DryRun, Revision: c.Revision}
 	if len(c.Select) > 0 {
 		req.Select = &changeset.Selection{}
 		for _, s := range c.Select {

@@ -263,7 +263,8 @@ class ChangesetPage {
     const out = this.acceptBox;
     const msg = h("input", { id: "accept-message", name: "message", placeholder: "the intent" });
     const run = async (dry) => {
-      const body = { message: msg.value || undefined, actor: document.getElementById("verdict-author")?.value || undefined, dry_run: dry || undefined };
+      const body = { message: msg.value || undefined, actor: document.getElementById("verdict-author")?.value || undefined,
+        dry_run: dry || undefined, revision: this.cs.revision };
       const sel = this.selection();
       if (sel) body.select = sel;
       clear(out, h("p", {}, dry ? "Computing the preview…" : "Accepting…"));

@@ -406,10 +406,30 @@ func TestReviewPage(t *testing.T) {
 }
 
 // TestReviewPageErrors: an error from the API is shown with its message;
-// a wrong token is asked for again.
+// a wrong token is asked for again; an accept that conflicts with the
+// moved branch shows the conflicts and writes nothing.
 func TestReviewPageErrors(t *testing.T) {
+	ctx := t.Context()
 	repo := testrepo.BuildBare(t, "small")
 	url := startDaemon(t, repo, "right-token")
+	c := client.New(url, "right-token")
+	changeOn := func(edit map[int]string) api.Changeset {
+		t.Helper()
+		s, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+		require.NoError(t, err)
+		_, err = c.WriteFile(ctx, s.ID, "doc.txt", []byte(docLines(edit)), client.WriteOptions{})
+		require.NoError(t, err)
+		cs, err := c.Submit(ctx, s.ID, api.SubmitRequest{Intent: fmt.Sprint(edit)})
+		require.NoError(t, err)
+		return cs
+	}
+	_, err := c.Accept(ctx, changeOn(nil).ID, api.AcceptRequest{})
+	require.NoError(t, err)
+	mine, theirs := changeOn(map[int]string{5: "mine"}), changeOn(map[int]string{5: "theirs"})
+	_, err = c.Accept(ctx, theirs.ID, api.AcceptRequest{})
+	require.NoError(t, err)
+	head := testrepo.Git(t, repo, "rev-parse", "main")
+
 	b := newBrowser(t)
 	step(t, b, "open a changeset that does not exist", chromedp.Navigate(url+"/ui/changesets/00000000-0000-0000-0000-000000000000"),
 		chromedp.WaitVisible(chromedp.ID("token-input")), chromedp.SendKeys(chromedp.ID("token-input"), "wrong-token"),
@@ -418,4 +438,13 @@ func TestReviewPageErrors(t *testing.T) {
 	step(t, b, "the right token", chromedp.SendKeys(chromedp.ID("token-input"), "right-token"), chromedp.Click(chromedp.CSS("#token-form button[type=submit]")))
 	waitFor(t, b, "the error", `document.querySelector("#notice .error") !== null`)
 	assert.Contains(t, eval[string](t, b, `document.querySelector("#notice").innerText`), "not_found")
+
+	step(t, b, "open the conflicting changeset", chromedp.Navigate(url+"/ui/changesets/"+mine.ID))
+	waitFor(t, b, "the diff", `document.querySelector("#diffs table.diff") !== null`)
+	step(t, b, "accept", chromedp.Click(chromedp.ID("accept-submit")))
+	waitFor(t, b, "the conflicts", `document.querySelector("#accept-result table.conflicts") !== null`)
+	out := eval[string](t, b, `document.querySelector("#accept-result").innerText`)
+	assert.Contains(t, out, "doc.txt")
+	assert.Contains(t, out, "conflict")
+	assert.Equal(t, head, testrepo.Git(t, repo, "rev-parse", "main"), "a conflicting accept writes nothing")
 }

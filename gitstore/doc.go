@@ -65,6 +65,9 @@
 // holding every object it held is durable and in place; the new pack's
 // objects are sorted by id, so two runs merging the same set write the
 // same pack, and a pack is never deleted when it is the one just written.
+// Merged packs are retired, not deleted at once: they stay beside the new
+// pack for RetireDelay (a minute), so a git command that listed them just
+// before still finds them, and Close deletes them.
 // Readers never fail: this process's own index is re-pointed at the new
 // pack before the old ones go; a reader that opened an old pack keeps its
 // descriptor; one that listed the packs before they went finds its object
@@ -77,9 +80,9 @@
 // finds one of its packs deleted under it (by git or by another sessiond)
 // stops and deletes nothing. Housekeeping merges nothing while git gc
 // holds gc.pid. A git command that lists packs and does not re-scan (git
-// fsck, a git gc that started first) may stop with an error when a
-// consolidation deletes a pack under it, as beside any concurrent repack;
-// it loses nothing and succeeds when run again. Beside a second sessiond
+// fsck, a git gc that started first) and runs longer than RetireDelay may
+// stop with an error when the retired packs go under it, as beside any
+// concurrent repack; it loses nothing and succeeds when run again. Beside a second sessiond
 // on the same repository: each process's housekeeping merges every own
 // pack, whoever wrote it; two runs at once either write the same pack or
 // one stops when the other deletes a pack it reads; a process whose own

@@ -19,7 +19,8 @@ import (
 // HousekeepReport says what one housekeeping run did.
 type HousekeepReport struct {
 	PacksBefore   int // packs with an index before the run
-	PacksMerged   int // packs merged and deleted
+	PacksMerged   int // packs merged into the new pack
+	PacksDeleted  int // merged packs deleted, by this run or after their delay
 	LoosePacked   int // loose objects packed and deleted
 	DebrisRemoved int
 	NewPack       string // base name of the pack written, if any
@@ -41,12 +42,13 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 		return HousekeepReport{}, nil
 	}
 	defer r.hkMu.Unlock()
+	rep := HousekeepReport{PacksDeleted: r.deleteRetired(time.Now().Add(-r.opts.RetireDelay))}
 	st, own, err := r.repoState(ctx)
 	if err != nil {
 		return HousekeepReport{}, fmt.Errorf("housekeep: %w", err)
 	}
 	plan := r.opts.Housekeeping.Plan(st)
-	rep := HousekeepReport{PacksBefore: len(st.Packs)}
+	rep.PacksBefore = len(st.Packs)
 	objDir := filepath.Join(r.gitDir, "objects")
 	for _, d := range plan.RemoveDebris {
 		if err := os.Remove(filepath.Join(objDir, d)); err == nil {
@@ -69,18 +71,18 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 	}
 	rep.NewPack = name
 	packDir := filepath.Join(objDir, "pack")
+	if r.retired == nil {
+		r.retired = map[string]time.Time{}
+	}
 	for _, p := range plan.MergePacks {
 		if p == name {
 			continue // the same objects in the same order: it is the new pack
 		}
-		base := filepath.Join(packDir, p)
-		// The index first, as git's repack does: a reader lists packs by
-		// their index (git) or sees only packs with one (objectFS).
-		for _, ext := range []string{".idx", ".rev", ".pack"} {
-			_ = os.Remove(base + ext)
-		}
-		r.packs.forget(base + ".pack")
+		r.retired[filepath.Join(packDir, p)] = st.Now
 		rep.PacksMerged++
+	}
+	if r.opts.RetireDelay < 0 {
+		rep.PacksDeleted += r.deleteRetired(time.Time{})
 	}
 	for _, id := range loose {
 		if err := os.Remove(r.loosePath(id)); err == nil {
@@ -90,10 +92,32 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 	if err := syncDir(packDir); err != nil {
 		return rep, fmt.Errorf("housekeep: %w", err)
 	}
-	if rep.PacksMerged > 0 {
-		r.refreshStorages(ctx, true)
-	}
 	return rep, nil
+}
+
+// deleteRetired deletes the retired packs retired before cutoff (all of
+// them for the zero time) and reports how many. r.hkMu must be held.
+func (r *Repo) deleteRetired(cutoff time.Time) int {
+	n := 0
+	for base, at := range r.retired {
+		if !cutoff.IsZero() && at.After(cutoff) {
+			continue
+		}
+		// The index first, as git's repack does: a reader lists packs by
+		// their index (git) or sees only packs with one (objectFS).
+		for _, ext := range []string{".idx", ".rev", ".pack"} {
+			_ = os.Remove(base + ext)
+		}
+		r.packs.forget(base + ".pack")
+		delete(r.retired, base)
+		n++
+	}
+	if n > 0 {
+		_ = syncDir(filepath.Join(r.gitDir, "objects", "pack"))
+		// Let the storages go of the deleted packs' descriptors.
+		r.refreshStorages(context.Background(), true)
+	}
+	return n
 }
 
 // gitGCRunning reports whether git gc holds its lock (gc.pid), which it
@@ -140,6 +164,9 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, map[string]ownPackScan
 		case strings.HasPrefix(n, "pack-") && ext == "idx" && !names[base+".pack"]:
 			st.Debris = appendDebris(st.Debris, filepath.Join("pack", n), e)
 		case strings.HasPrefix(n, "pack-") && ext == "idx":
+			if _, gone := r.retired[filepath.Join(packDir, base)]; gone {
+				continue // merged already; deleted after the delay
+			}
 			path := filepath.Join(packDir, base+".pack")
 			if checkPack(path, filepath.Join(packDir, n)) != nil {
 				continue // skipped by readers; not ours to delete

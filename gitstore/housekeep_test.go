@@ -277,3 +277,27 @@ func TestHousekeepBesideGitGC(t *testing.T) {
 	}
 	fsck(t, dir)
 }
+
+// TestMergedPacksRetireBeforeDeletion: merged packs stay beside the new
+// one for RetireDelay, so a git command that listed them just before
+// (git fsck, say) still finds them; Close deletes them.
+func TestMergedPacksRetireBeforeDeletion(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, RetireDelay: time.Hour})
+	require.NoError(t, err)
+	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
+	before := packCount(t, dir)
+	files := writeFiles(t, r, base, 16, "retire")
+	rep, err := r.Housekeep(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 16, rep.PacksMerged)
+	assert.Zero(t, rep.PacksDeleted)
+	assert.Equal(t, before+17, packCount(t, dir), "the merged packs wait beside the new one")
+	rep, err = r.Housekeep(t.Context())
+	require.NoError(t, err)
+	assert.Zero(t, rep.PacksMerged, "retired packs are not merged again")
+	assert.Equal(t, 16, readAll(t, r, files))
+	require.NoError(t, r.Close())
+	assert.Equal(t, before+1, packCount(t, dir), "Close deletes them")
+	assert.Equal(t, 16, readAll(t, quiet(t, dir), files))
+}

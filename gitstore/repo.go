@@ -41,6 +41,11 @@ type Options struct {
 	// every housekeepEvery packs this Repo writes. Negative: never in the
 	// background, only when Housekeep is called.
 	HousekeepInterval time.Duration
+	// RetireDelay is how long packs a consolidation merged stay beside
+	// the new pack before they are deleted (default 1 minute; negative:
+	// at once), so a git command that listed them just before, such as a
+	// running git fsck, still finds them. Close deletes them.
+	RetireDelay time.Duration
 }
 
 func (o *Options) fill() {
@@ -58,6 +63,9 @@ func (o *Options) fill() {
 	}
 	if o.HousekeepInterval == 0 {
 		o.HousekeepInterval = 10 * time.Minute
+	}
+	if o.RetireDelay == 0 {
+		o.RetireDelay = time.Minute
 	}
 }
 
@@ -83,8 +91,12 @@ type Repo struct {
 	bad     badLoose    // loose objects found corrupt
 	locator packLocator // which pack holds an object, for freshening
 
-	// hkMu is held by the one housekeeping run in progress.
+	// hkMu is held by the one housekeeping run in progress; it guards
+	// retired.
 	hkMu sync.Mutex
+	// retired: packs (path without extension) merged into a newer pack,
+	// and when; deleted once RetireDelay passed.
+	retired map[string]time.Time
 	// written counts packs written since housekeeping last ran.
 	written atomic.Int32
 	// hkKick wakes the background housekeeper; hkStop ends it (and a run
@@ -266,6 +278,9 @@ func (r *Repo) Close() error {
 	r.closeOnce.Do(func() {
 		r.hkStop()
 		<-r.hkDone
+		r.hkMu.Lock()
+		r.deleteRetired(time.Time{})
+		r.hkMu.Unlock()
 		for i := 0; i < r.opts.Readers; i++ {
 			s := <-r.readers
 			if err := s.Close(); err != nil {

@@ -1,0 +1,54 @@
+package ui
+
+import (
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The page loads nothing from elsewhere: no asset names another origin.
+func TestAssetsAreSelfContained(t *testing.T) {
+	external := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}|@import|url\(`)
+	err := fs.WalkDir(assets, "assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(assets, p)
+		require.NoError(t, err)
+		assert.Empty(t, external.FindAllString(string(data), -1), "%s refers to another origin", p)
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+func TestHandler(t *testing.T) {
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	h := Mount(api)
+	get := func(method, path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+		return rec
+	}
+	r := get("GET", "/")
+	assert.Equal(t, http.StatusFound, r.Code)
+	assert.Equal(t, "/ui/", r.Header().Get("Location"))
+	assert.Equal(t, http.StatusFound, get("GET", "/ui").Code)
+	for _, p := range []string{"/ui/", "/ui/changesets/x", "/ui/repos/r/layers", "/ui/sessions"} {
+		r = get("GET", p)
+		assert.Equal(t, http.StatusOK, r.Code, p)
+		assert.Contains(t, r.Body.String(), `<script type="module" src="/ui/assets/app.js">`, p)
+		assert.Contains(t, r.Header().Get("Content-Security-Policy"), "default-src 'self'", p)
+	}
+	r = get("GET", "/ui/assets/app.js")
+	assert.Equal(t, http.StatusOK, r.Code)
+	assert.Equal(t, "text/javascript; charset=utf-8", r.Header().Get("Content-Type"))
+	assert.Equal(t, http.StatusNotFound, get("GET", "/ui/assets/nope.js").Code)
+	assert.Equal(t, http.StatusMethodNotAllowed, get("POST", "/ui/").Code)
+	assert.Equal(t, http.StatusTeapot, get("GET", "/v1/repos").Code, "everything else is the API's")
+	assert.Equal(t, http.StatusTeapot, get("GET", "/uix").Code)
+}

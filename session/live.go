@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,9 +18,17 @@ import (
 // live is a session loaded in memory: its metadata, its overlay and the
 // tree of its current view.
 type live struct {
+	id uuid.UUID
 	// mu serializes every operation on the session and guards all fields
 	// below. Reads take it too: an overlay is not safe for concurrent use.
-	mu sync.Mutex
+	// Waiting for it honours the caller's context; see sessionLock.
+	mu sessionLock
+
+	// dead: unloaded (dropped from Manager.live); whoever waited for mu
+	// looks the session up again. used: when an operation last released
+	// mu, for the idle unloader.
+	dead bool
+	used time.Time
 
 	loaded   bool
 	meta     Session
@@ -48,28 +55,19 @@ type live struct {
 	busy bool
 }
 
-// lockLive returns the loaded session id with its lock held.
+// lockLive returns the loaded session id with its lock held, loading it
+// from the store if it is not in memory. It gives up when ctx ends while
+// it waits for the lock.
 func (m *Manager) lockLive(ctx context.Context, id uuid.UUID) (*live, error) {
-	m.mu.Lock()
-	ls := m.live[id]
-	if ls == nil {
-		ls = &live{}
-		m.live[id] = ls
+	ls, err := m.lockEntry(ctx, id)
+	if err != nil {
+		return nil, err
 	}
-	m.mu.Unlock()
-	ls.mu.Lock()
 	if ls.loaded {
 		return ls, nil
 	}
 	if err := m.load(ctx, id, ls); err != nil {
-		ls.mu.Unlock()
-		if errors.Is(err, ErrNotFound) {
-			m.mu.Lock()
-			if m.live[id] == ls {
-				delete(m.live, id)
-			}
-			m.mu.Unlock()
-		}
+		ls.mu.Unlock() // drops the entry: nothing is loaded
 		return nil, err
 	}
 	return ls, nil
@@ -78,6 +76,7 @@ func (m *Manager) lockLive(ctx context.Context, id uuid.UUID) (*live, error) {
 // load reads a session from the store, rebuilds its overlay and tree, and
 // repairs its refs after a crash: the store is the truth, refs follow it.
 func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
+	m.loads.Add(1)
 	s, err := m.store.GetSession(ctx, id)
 	if err != nil {
 		return err // the store's error names the session

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -58,6 +59,11 @@ type Config struct {
 	// Workdirs runs commands on sessions' views; nil: Exec is refused.
 	Workdirs *workdir.Manager
 	Exec     ExecConfig
+	// IdleUnload is how long a loaded session may go unused before it is
+	// unloaded from memory (it is loaded again from the store when next
+	// used): DefaultIdleUnload when zero, never when negative. Finished
+	// sessions are unloaded at once.
+	IdleUnload time.Duration
 }
 
 // Manager is the session engine. It is safe for concurrent use: many
@@ -79,7 +85,12 @@ type Manager struct {
 
 	mu    sync.Mutex // guards repos and live
 	repos map[string]*gitstore.Repo
-	live  map[uuid.UUID]*live
+	// live holds the sessions in memory: loaded ones, and entries being
+	// loaded or closed under their lock.
+	live map[uuid.UUID]*live
+
+	janitor janitor
+	loads   atomic.Int64 // sessions loaded from the store, for tests
 }
 
 // NewManager returns an engine over cfg.Store.
@@ -90,7 +101,7 @@ func NewManager(cfg Config) *Manager {
 	if now == nil {
 		now = time.Now
 	}
-	return &Manager{
+	m := &Manager{
 		store:      cfg.Store,
 		dataDir:    cfg.DataDir,
 		limits:     cfg.Limits,
@@ -104,10 +115,17 @@ func NewManager(cfg Config) *Manager {
 		repos:      make(map[string]*gitstore.Repo),
 		live:       make(map[uuid.UUID]*live),
 	}
+	if cfg.IdleUnload == 0 {
+		cfg.IdleUnload = DefaultIdleUnload
+	}
+	m.startJanitor(cfg.IdleUnload)
+	return m
 }
 
-// Close releases the open repositories. The store is the caller's.
+// Close stops the idle unloader and releases the open repositories. The
+// store is the caller's.
 func (m *Manager) Close() error {
+	m.stopJanitor()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var errs []error
@@ -418,8 +436,10 @@ func (m *Manager) ExpireDue(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// expire moves s to expired if it is still past its expiry under its lock
+// (a write may have extended it), without loading it.
 func (m *Manager) expire(ctx context.Context, s Session) error {
-	return m.close(ctx, s.ID, StateExpired)
+	return m.closeSession(ctx, s.ID, StateExpired, m.expired)
 }
 
 // Abandon ends a session: it refuses every further write, and its live
@@ -433,15 +453,7 @@ func (m *Manager) Abandon(ctx context.Context, id uuid.UUID) (Session, error) {
 
 // close moves a non-terminal session to a terminal state.
 func (m *Manager) close(ctx context.Context, id uuid.UUID, to State) error {
-	ls, err := m.lockLive(ctx, id)
-	if err != nil {
-		return err
-	}
-	defer ls.mu.Unlock()
-	if ls.meta.State.Terminal() {
-		return fmt.Errorf("session %s is %s: %w", id, ls.meta.State, ErrSessionClosed)
-	}
-	return m.setState(ctx, ls, to)
+	return m.closeSession(ctx, id, to, func(Session) bool { return true })
 }
 
 // setState moves ls to state to; ls.mu must be held.

@@ -1,0 +1,272 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/gitstore"
+)
+
+// DefaultIdleUnload is how long a loaded session may go unused before it
+// is unloaded (SPEC §12).
+const DefaultIdleUnload = 10 * time.Minute
+
+// sessionLock is a session's lock. It is a one-slot channel, so that a
+// caller waiting for it gives up when its context ends. Unlock first runs
+// release with the lock still held: the manager unloads finished and
+// never-loaded sessions there, so that memory follows the sessions in use.
+type sessionLock struct {
+	ch      chan struct{}
+	release func()
+}
+
+func newSessionLock(release func()) sessionLock {
+	return sessionLock{ch: make(chan struct{}, 1), release: release}
+}
+
+// LockCtx takes the lock, or gives up with ctx's error when ctx ends
+// first.
+func (l *sessionLock) LockCtx(ctx context.Context) error {
+	select {
+	case l.ch <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case l.ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Lock takes the lock however long it takes (for a caller that already
+// holds the session in another way, as a running command does).
+func (l *sessionLock) Lock() { l.ch <- struct{}{} }
+
+// TryLock takes the lock if it is free.
+func (l *sessionLock) TryLock() bool {
+	select {
+	case l.ch <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// unlockQuiet lets the lock go without running release.
+func (l *sessionLock) unlockQuiet() { <-l.ch }
+
+// Unlock runs release, then lets the lock go.
+func (l *sessionLock) Unlock() {
+	if l.release != nil {
+		l.release()
+	}
+	<-l.ch
+}
+
+func (m *Manager) newLive(id uuid.UUID) *live {
+	ls := &live{id: id}
+	ls.mu = newSessionLock(func() { m.released(ls) })
+	return ls
+}
+
+// lockEntry returns session id's entry in m.live with its lock held,
+// loaded or not. An entry unloaded while the caller waited for it is
+// dead: the caller looks again and finds (or makes) a fresh one.
+func (m *Manager) lockEntry(ctx context.Context, id uuid.UUID) (*live, error) {
+	for {
+		m.mu.Lock()
+		ls := m.live[id]
+		if ls == nil {
+			ls = m.newLive(id)
+			m.live[id] = ls
+		}
+		m.mu.Unlock()
+		if err := ls.mu.LockCtx(ctx); err != nil {
+			return nil, fmt.Errorf("session %s: waiting for its lock: %w", id, err)
+		}
+		if !ls.dead {
+			return ls, nil
+		}
+		ls.mu.Unlock()
+	}
+}
+
+// released runs at the end of every operation on ls, with ls.mu held: an
+// entry that is not loaded (a failed load, an expiry done in the store)
+// is dropped, and a finished session is unloaded at once. A session
+// running a command stays.
+func (m *Manager) released(ls *live) {
+	if ls.dead {
+		return
+	}
+	ls.used = m.now()
+	switch {
+	case !ls.loaded:
+		m.drop(ls)
+	case ls.busy:
+	case ls.meta.State.Terminal():
+		m.unload(ls)
+	}
+}
+
+// unload saves what the session has not saved (its read set) and drops
+// it from memory; the next operation loads it again from the store. It
+// keeps the session loaded if the save fails. ls.mu must be held.
+func (m *Manager) unload(ls *live) {
+	if len(ls.unsaved) > 0 {
+		if err := m.flushReads(context.Background(), ls); err != nil {
+			return
+		}
+	}
+	m.drop(ls)
+}
+
+// drop removes ls from m.live and marks it dead. ls.mu must be held.
+func (m *Manager) drop(ls *live) {
+	m.mu.Lock()
+	if m.live[ls.id] == ls {
+		delete(m.live, ls.id)
+	}
+	m.mu.Unlock()
+	ls.dead, ls.loaded = true, false
+	ls.ov, ls.policy, ls.reads, ls.unsaved = nil, nil, nil, nil
+}
+
+// Loaded is the number of sessions held in memory.
+func (m *Manager) Loaded() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.live)
+}
+
+// UnloadIdle unloads every loaded session that no operation used for
+// idle or longer, and returns how many it unloaded. Sessions in use (their
+// lock held) and sessions running a command are left alone. The manager
+// calls it periodically (Config.IdleUnload).
+func (m *Manager) UnloadIdle(idle time.Duration) int {
+	cutoff := m.now().Add(-idle)
+	m.mu.Lock()
+	all := make([]*live, 0, len(m.live))
+	for _, ls := range m.live {
+		all = append(all, ls)
+	}
+	m.mu.Unlock()
+	n := 0
+	for _, ls := range all {
+		if !ls.mu.TryLock() {
+			continue
+		}
+		if !ls.dead && ls.loaded && !ls.busy && !ls.used.After(cutoff) {
+			if m.unload(ls); ls.dead {
+				n++
+			}
+		}
+		ls.mu.unlockQuiet() // looking is not using
+	}
+	return n
+}
+
+// janitor unloads idle sessions until stop is closed.
+type janitor struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (m *Manager) startJanitor(idle time.Duration) {
+	if idle <= 0 {
+		return
+	}
+	every := min(max(idle/4, 10*time.Millisecond), time.Minute)
+	m.janitor.stop = make(chan struct{})
+	m.janitor.wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-m.janitor.stop:
+				return
+			case <-t.C:
+				m.UnloadIdle(idle)
+			}
+		}
+	})
+}
+
+func (m *Manager) stopJanitor() {
+	if m.janitor.stop != nil {
+		close(m.janitor.stop)
+		m.janitor.wg.Wait()
+		m.janitor.stop = nil
+	}
+}
+
+// closeSession moves session id to the terminal state to, when ok (given
+// the session's metadata as it is under its lock) allows it. A loaded
+// session changes in memory and in the store; one that is not loaded
+// changes in the store only, without loading its overlay. Either way the
+// session is not in memory afterwards.
+func (m *Manager) closeSession(ctx context.Context, id uuid.UUID, to State, ok func(Session) bool) error {
+	ls, err := m.lockEntry(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer ls.mu.Unlock()
+	if ls.loaded {
+		switch {
+		case ls.meta.State.Terminal():
+			return fmt.Errorf("session %s is %s: %w", id, ls.meta.State, ErrSessionClosed)
+		case !ok(ls.meta):
+			return nil
+		}
+		return m.setState(ctx, ls, to)
+	}
+	// Nobody can load the session while its lock is held: the store's row
+	// is the whole truth.
+	s, err := m.store.GetSession(ctx, id)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	switch {
+	case s.State.Terminal():
+		return fmt.Errorf("session %s is %s: %w", id, s.State, ErrSessionClosed)
+	case !ok(s):
+		return nil
+	}
+	r, err := m.repo(ctx, s.Repo)
+	if err != nil {
+		return err
+	}
+	from, now := s.State, m.now()
+	err = m.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.SetSessionState(ctx, id, from, to, now); err != nil {
+			return err
+		}
+		next := s
+		next.State = to
+		_, err := tx.AppendEvent(ctx, stateEvent(next, from, now))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("session %s: %s → %s: %w", id, from, to, err)
+	}
+	s.State, s.LastActiveAt = to, now
+	m.events.notify()
+	m.observeClosed(ctx, s)
+	if m.workdirs != nil {
+		_ = m.workdirs.Remove(id.String())
+	}
+	if to != StateAccepted {
+		// As setState: the live overlay is no longer kept from gc (best
+		// effort; the base and checkpoints stay pinned).
+		if pinned, err := r.ReadRef(ctx, liveRef(id)); err == nil {
+			_ = r.UpdateRef(ctx, liveRef(id), gitstore.ZeroOID, pinned)
+		}
+	}
+	return nil
+}

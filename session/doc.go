@@ -42,7 +42,16 @@
 // has one lock that serializes every operation on it, reads included (an
 // overlay is not safe for concurrent use); different sessions run in
 // parallel. Manager.mu guards only the maps of open repositories and
-// loaded sessions. Observers are called with the session's lock held.
+// loaded sessions. Waiting for a session's lock honours the caller's
+// context. Observers are called with the session's lock held, so they
+// must be quick (the session graph queues its work).
+//
+// Memory follows use: a finished session (accepted, rejected, abandoned,
+// expired) is unloaded when the operation that finished it lets its lock
+// go, and a session unused for Config.IdleUnload (10 minutes) is unloaded
+// by the manager's janitor, after saving its read set; the next operation
+// loads it again from the store. Expiry and abandon of a session that is
+// not loaded change the store without loading it.
 //
 // A session is served by one process at a time: loading it breaks stale
 // locks on its own refs, which is only safe when no other process writes

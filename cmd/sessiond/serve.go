@@ -41,6 +41,7 @@ type serveConfig struct {
 	MaxEntries        int           `help:"Overlay entries per session." name:"max-overlay-entries" env:"SESSIOND_MAX_OVERLAY_ENTRIES" default:"100000" placeholder:"N"`
 	MaxOverlayBytes   byteSize      `help:"Overlay content per session." env:"SESSIOND_MAX_OVERLAY_BYTES" default:"2GiB" placeholder:"SIZE"`
 	MaxLifetime       time.Duration `help:"Absolute session lifetime, 0 for none." name:"max-session-lifetime" env:"SESSIOND_MAX_SESSION_LIFETIME" default:"0s" placeholder:"DURATION"`
+	IdleUnload        time.Duration `help:"Unload a session from memory after this long unused (it loads again when used), negative for never; finished sessions are unloaded at once." name:"session-idle-unload" env:"SESSIOND_SESSION_IDLE_UNLOAD" default:"10m" placeholder:"DURATION"`
 	Heartbeat         time.Duration `help:"Interval of event-stream heartbeats." env:"SESSIOND_HEARTBEAT" default:"15s" placeholder:"DURATION"`
 	ShutdownTimeout   time.Duration `help:"How long shutdown waits for in-flight requests." env:"SESSIOND_SHUTDOWN_TIMEOUT" default:"30s" placeholder:"DURATION"`
 	WorkdirMode       string        `help:"How commands see a session's view: overlay (overlayfs in a user namespace), copy, or auto. Isolation for correctness, not a security boundary." env:"SESSIOND_WORKDIR_MODE" default:"auto" enum:"overlay,copy,auto" placeholder:"MODE"`
@@ -151,7 +152,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	m = session.NewManager(session.Config{
 		Store: store, DataDir: c.DataDir, Workdirs: wd, Exec: session.ExecConfig{MaxTimeout: c.ExecMaxTimeout},
 		Limits:    session.Limits{MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MaxOverlayBytes: int64(c.MaxOverlayBytes), MaxLifetime: c.MaxLifetime},
-		Observers: []session.Observer{g},
+		Observers: []session.Observer{g}, IdleUnload: c.IdleUnload,
 	})
 	defer m.Close()
 	if err := registerRepos(ctx, m, c.Repos, log); err != nil {

@@ -136,10 +136,15 @@ func BenchmarkOverlapWrite(b *testing.B) {
 
 	events := &countEvents{}
 	g := graph.New(graph.Config{Events: events})
+	defer g.Close()
 	for _, s := range sessions {
 		// Met with an empty view, then its changes: the incremental path.
+		// The graph queues its work; Sync waits for it after each event,
+		// so none is coalesced and each is measured.
 		g.Mutated(ctx, session.MutationEvent{Session: s.s, Repo: bb.repo, BaseTree: tree, Tree: tree})
+		require.NoError(b, g.Sync(ctx))
 		g.Mutated(ctx, session.MutationEvent{Session: s.s, Mutation: session.Mutation{Seq: 1}, Changes: s.changes, Repo: bb.repo, BaseTree: tree, Tree: tree})
+		require.NoError(b, g.Sync(ctx))
 	}
 	var ms runtime.MemStats
 	runtime.GC()
@@ -151,6 +156,7 @@ func BenchmarkOverlapWrite(b *testing.B) {
 			p := hotPaths[shared]
 			w := session.Session{ID: uuid.New(), Repo: "r", AgentID: "writer", State: session.StateActive}
 			g.Mutated(ctx, session.MutationEvent{Session: w, Repo: bb.repo, BaseTree: tree, Tree: tree})
+			require.NoError(b, g.Sync(ctx))
 			// The writer alternates between two edits of one function, so
 			// each write reparses, diffs and trial-merges, while the
 			// finding (and so the events) stays the same.
@@ -162,11 +168,15 @@ func BenchmarkOverlapWrite(b *testing.B) {
 				nw := mine[i%2]
 				g.Mutated(ctx, session.MutationEvent{Session: w, Mutation: session.Mutation{Seq: int64(i + 1)},
 					Changes: []session.FileChange{{Path: p, Old: cur, New: nw}}, Repo: bb.repo, BaseTree: tree, Tree: tree})
+				if err := g.Sync(ctx); err != nil {
+					b.Fatal(err)
+				}
 				cur = nw
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(events.n-before), "events")
 			g.Closed(ctx, w)
+			require.NoError(b, g.Sync(ctx))
 		})
 	}
 }

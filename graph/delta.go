@@ -28,6 +28,9 @@ type repoState struct {
 	// reported is what was last reported for two sessions on one path, so
 	// that each new finding is reported once and not on every write.
 	reported map[overlapKey]string
+
+	// q is the repository's queued work, with its own lock.
+	q queue
 }
 
 // overlapKey names two sessions (a < b) on one path.
@@ -123,12 +126,13 @@ type overlap struct {
 
 // apply brings the session's delta up to date with the mutation and
 // returns the overlaps on the paths it changed. Blobs are read and parsed
-// without holding rs.mu; only the bookkeeping is done under it.
-func (g *Graph) apply(ctx context.Context, rs *repoState, ev session.MutationEvent) ([]overlap, error) {
+// without holding rs.mu; only the bookkeeping is done under it. With
+// force (mutations were coalesced) the delta comes from the trees.
+func (g *Graph) apply(ctx context.Context, rs *repoState, ev session.MutationEvent, force bool) ([]overlap, error) {
 	id := ev.Session.ID
 	rs.mu.Lock()
 	st := rs.sessions[id]
-	full := st == nil || st.baseTree != ev.BaseTree
+	full := force || st == nil || st.baseTree != ev.BaseTree
 	prev := map[string]*fileDelta{}
 	if !full {
 		for _, c := range ev.Changes {

@@ -40,7 +40,12 @@
 //
 // Concurrency: a Graph is safe for concurrent use. The engine calls the
 // observer methods with the session's lock held and in commit order per
-// session, so only one goroutine at a time updates a session's delta.
+// session; they only queue the work (per repository, at most one job per
+// session: a mutation arriving while the previous one waits replaces it,
+// and the delta is rebuilt from the trees) and return. One worker
+// goroutine per repository with queued work does it in order, so only one
+// goroutine at a time updates a session's delta; Close cancels and joins
+// the workers, and Sync waits for the queued work (tests, shutdown).
 // Graph.mu guards the map of repositories and sessions; each repository's
 // mutex guards its sessions, its inverted index and what was reported.
 // Blobs are read and parsed, and trial merges run, without holding a

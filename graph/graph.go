@@ -51,9 +51,19 @@ type Graph struct {
 	files *files
 	bases *lru.Cache[baseKey, *Index]
 
-	mu    sync.Mutex // guards repos and where (not what a repoState holds)
+	mu    sync.Mutex // guards repos, where and closed (not what a repoState holds)
 	repos map[string]*repoState
 	where map[uuid.UUID]*repoState // live session → its repository's state
+	// closed: Close was called; nothing more is queued.
+	closed bool
+
+	// The workers (one per repository with queued work) run under ctx,
+	// which Close cancels, and are joined by wg.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// beforeJob, when set (tests), runs in the worker before each job.
+	beforeJob func()
 }
 
 var _ session.Observer = (*Graph)(nil)
@@ -77,8 +87,9 @@ func New(cfg Config) *Graph {
 	if err != nil {
 		panic(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Graph{cfg: cfg, files: newFiles(cfg.CachedFiles), bases: bases,
-		repos: map[string]*repoState{}, where: map[uuid.UUID]*repoState{}}
+		repos: map[string]*repoState{}, where: map[uuid.UUID]*repoState{}, ctx: ctx, cancel: cancel}
 }
 
 // Base returns the shared index of tree in repo, creating an empty one on
@@ -113,38 +124,41 @@ func (g *Graph) lookupRepo(name string) *repoState {
 	return g.repos[name]
 }
 
-// Mutated updates the session's delta with what the mutation changed and
-// reports overlaps with other live sessions of the repository.
-func (g *Graph) Mutated(ctx context.Context, ev session.MutationEvent) {
+// Mutated queues the mutation for the session's repository's worker,
+// which updates the session's delta with what it changed and reports
+// overlaps with other live sessions of the repository. It returns at
+// once: the engine calls it with the session's lock held, and parsing and
+// trial merges must not hold that lock (see queue).
+func (g *Graph) Mutated(_ context.Context, ev session.MutationEvent) {
 	if ev.Session.State.Terminal() {
 		return
 	}
-	rs := g.repo(ev.Session.Repo)
-	overlaps, err := g.apply(ctx, rs, ev)
-	if err != nil {
-		g.cfg.Logger.Warn("session graph: update", "session", ev.Session.ID, "error", err)
-		return
-	}
-	g.report(ctx, rs, ev, overlaps)
+	g.enqueue(g.repo(ev.Session.Repo), ev.Session.ID, job{ev: ev})
 }
 
-// Closed forgets a session that reached a terminal state.
+// Closed queues forgetting a session that reached a terminal state, after
+// its queued mutation if any.
 func (g *Graph) Closed(_ context.Context, s session.Session) {
 	rs := g.lookupRepo(s.Repo)
 	if rs == nil {
 		return
 	}
+	g.enqueue(rs, s.ID, job{closed: true})
+}
+
+// forget drops session id's delta.
+func (g *Graph) forget(rs *repoState, id uuid.UUID) {
 	g.mu.Lock()
-	delete(g.where, s.ID)
+	delete(g.where, id)
 	g.mu.Unlock()
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	st := rs.sessions[s.ID]
+	st := rs.sessions[id]
 	if st == nil {
 		return
 	}
 	for p := range st.files {
 		rs.unlink(p, st.id)
 	}
-	delete(rs.sessions, s.ID)
+	delete(rs.sessions, id)
 }

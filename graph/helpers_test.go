@@ -66,7 +66,7 @@ func newEnv(t testing.TB) *env {
 	e := &env{t: t, store: st, dir: dir}
 	e.g = graph.New(graph.Config{Events: st, Notify: func() { e.m.Notify() }})
 	e.m = session.NewManager(session.Config{Store: st, DataDir: t.TempDir(), Observers: []session.Observer{e.g}})
-	t.Cleanup(func() { e.m.Close(); st.Close() })
+	t.Cleanup(func() { e.m.Close(); e.g.Close(); st.Close() })
 	_, err = e.m.RegisterRepo(t.Context(), "r", dir)
 	require.NoError(t, err)
 	return e
@@ -83,6 +83,13 @@ func (e *env) write(id uuid.UUID, p, content string) {
 	e.t.Helper()
 	_, _, err := e.m.Write(e.t.Context(), id, p, []byte(content), session.WriteOptions{})
 	require.NoError(e.t, err)
+	e.sync()
+}
+
+// sync waits for the graph to take in everything committed so far.
+func (e *env) sync() {
+	e.t.Helper()
+	require.NoError(e.t, e.g.Sync(e.t.Context()))
 }
 
 func (e *env) read(id uuid.UUID, p string) string {
@@ -103,6 +110,7 @@ func (e *env) edit(id uuid.UUID, p, old, new string) {
 // overlaps returns the overlap events of a session, oldest first.
 func (e *env) overlaps(id uuid.UUID) []graph.Overlap {
 	e.t.Helper()
+	e.sync()
 	evs, err := e.store.ListEvents(e.t.Context(), session.EventFilter{Repo: "r", Session: id})
 	require.NoError(e.t, err)
 	var out []graph.Overlap
@@ -120,6 +128,7 @@ func (e *env) overlaps(id uuid.UUID) []graph.Overlap {
 // delta returns the session's delta by path.
 func (e *env) delta(id uuid.UUID) map[string]graph.FileSummary {
 	e.t.Helper()
+	e.sync()
 	fs, err := e.g.Delta(id)
 	require.NoError(e.t, err)
 	out := map[string]graph.FileSummary{}

@@ -28,6 +28,7 @@ const adminToken = "admin-secret"
 type env struct {
 	repoDir string
 	m       *session.Manager
+	g       *graph.Graph
 	api     *api.Server
 	admin   *client.Client
 }
@@ -66,6 +67,7 @@ func newEnv(t testing.TB) *env {
 	t.Cleanup(func() { st.Close() })
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: st, Notify: func() { m.Notify() }})
+	t.Cleanup(g.Close)
 	wd, err := workdir.New(workdir.Config{Dir: filepath.Join(data, "workdir"),
 		Hide: func() []string { return append([]string{data}, m.WorkdirHidden(context.Background())...) }})
 	require.NoError(t, err)
@@ -74,7 +76,7 @@ func newEnv(t testing.TB) *env {
 	t.Cleanup(func() { m.Close() })
 	_, err = m.RegisterRepo(ctx, "calc", repo)
 	require.NoError(t, err)
-	e := &env{repoDir: repo, m: m}
+	e := &env{repoDir: repo, m: m, g: g}
 	e.api = api.New(api.Config{Manager: m, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Summaries: g,
 		MCP: mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend { return client.NewInProcess(e.api, token) }, mcpserver.Options{})})
 	e.admin = client.NewInProcess(e.api, adminToken)

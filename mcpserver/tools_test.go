@@ -419,6 +419,7 @@ func TestOverlapWarnings(t *testing.T) {
 	ca, cb := e.connect(t, a, mcpserver.Options{}), e.connect(t, b, mcpserver.Options{})
 	ok(t, ca, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b", "new_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a + b"}}})
 	ok(t, cb, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b", "new_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn b + a"}}})
+	require.NoError(t, e.g.Sync(t.Context())) // the graph works off the sessions' locks
 	text, data := ok(t, ca, "status", nil)
 	assert.Contains(t, text, "Overlaps (1)")
 	assert.Contains(t, text, "calc.go: bob (session "+b.ID+"), both changed Add; a trial merge CONFLICTS")

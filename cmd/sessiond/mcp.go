@@ -135,6 +135,7 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	defer store.Close()
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: store, Notify: func() { m.Notify() }, Logger: log})
+	defer g.Close()
 	wd, err := newWorkdirs(dataDir, c.WorkdirMode, int64(c.WorkdirCacheBytes), func() *session.Manager { return m }, log)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)

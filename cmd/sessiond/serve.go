@@ -144,6 +144,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	// the store and wake the engine's subscribers.
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: store, Notify: func() { m.Notify() }, Logger: log})
+	defer g.Close() // after the engine's Close: its workers are joined last
 	wd, err := newWorkdirs(c.DataDir, c.WorkdirMode, int64(c.WorkdirCacheBytes), func() *session.Manager { return m }, log)
 	if err != nil {
 		return err

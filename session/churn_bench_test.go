@@ -1,0 +1,114 @@
+package session_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sessiond/sessiond/session"
+)
+
+// churnOne creates a session, writes one file and abandons it.
+func churnOne(ctx context.Context, m *session.Manager, i int) error {
+	s, err := m.Create(ctx, session.CreateOptions{Repo: "r", Base: "main", AgentID: "churn"})
+	if err != nil {
+		return err
+	}
+	if _, _, err := m.Write(ctx, s.ID, "notes/todo.md", []byte(fmt.Sprintf("session %d\n", i)), session.WriteOptions{}); err != nil {
+		return err
+	}
+	_, err = m.Abandon(ctx, s.ID)
+	return err
+}
+
+// rssBytes is the process's resident set size, from /proc.
+func rssBytes(tb testing.TB) int64 {
+	tb.Helper()
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		tb.Skip("no /proc/self/status:", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	tb.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
+
+// BenchmarkSessionChurn creates and finishes sessions one after another,
+// as a daemon does over months: each session is created, writes one file
+// (so it is loaded with an overlay) and is abandoned, by eight clients
+// at once. Resident memory is
+// reported after the Go heap is collected at every quarter of the run; it
+// stays flat because finished sessions leave memory at once. The number
+// of sessions is SESSIOND_CHURN_SESSIONS (default 100,000).
+func BenchmarkSessionChurn(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("SESSIOND_CHURN_SESSIONS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		e := newEnv(b, "small")
+		ctx := b.Context()
+		var first int64
+		report := func(done int) {
+			runtime.GC()
+			rss := rssBytes(b)
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if done == 0 {
+				first = rss
+			}
+			b.Logf("sessions=%d rss=%.1fMB heap_inuse=%.1fMB loaded=%d", done, float64(rss)/(1<<20), float64(ms.HeapInuse)/(1<<20), e.m.Loaded())
+			if done == n {
+				b.ReportMetric(float64(rss)/(1<<20), "rss-MB")
+				b.ReportMetric(float64(rss-first)/(1<<20), "rss-growth-MB")
+			}
+		}
+		report(0)
+		// Eight clients at a time, as a daemon serves them: the run is
+		// bound by fsync, which they overlap.
+		const clients = 8
+		quarter := max(n/4, 1)
+		for done := 0; done < n; {
+			batch := min(quarter, n-done)
+			var wg sync.WaitGroup
+			errs := make(chan error, clients)
+			for c := range clients {
+				wg.Go(func() {
+					for i := c; i < batch; i += clients {
+						if err := churnOne(ctx, e.m, done+i); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			done += batch
+			report(done)
+		}
+	}
+	b.ReportMetric(float64(n), "sessions")
+}

@@ -51,7 +51,8 @@ crash:
 
 # Each fuzz target in turn, FUZZTIME each: the path validator, the
 # .gitmodules parser and rules, the three-way line merge, a partial
-# accept's selection, the glob matcher and the size parser of flags.
+# accept's selection, the glob matcher, the size parser of flags and
+# edit_file's matcher.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzValidatePath -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzCheckContent -fuzztime $(FUZZTIME) ./overlay/
@@ -59,6 +60,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSelect -fuzztime $(FUZZTIME) ./changeset/
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime $(FUZZTIME) ./session/
 	$(GO) test -run '^$$' -fuzz FuzzParseByteSize -fuzztime $(FUZZTIME) ./cmd/sessiond/
+	$(GO) test -run '^$$' -fuzz FuzzApplyEdits -fuzztime $(FUZZTIME) ./mcpserver/
 
 tidy-check:
 	$(GO) mod tidy -diff

@@ -86,11 +86,7 @@ export async function sessionsPage() {
         return;
       }
       schedule(id);
-    }, ctl.signal, latestEventHint);
+    }, ctl.signal, 0); // from the start: the overlaps found before the page opened
   }
   return root;
 }
-
-// Streams start after the events the first load already reflects; the
-// overlaps of the past come from replaying from 0, so start there.
-const latestEventHint = 0;

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+
+	"github.com/sessiond/sessiond/internal/durable"
 )
 
 // HousekeepReport says what one housekeeping run did.
@@ -89,7 +91,7 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 			rep.LoosePacked++
 		}
 	}
-	if err := syncDir(packDir); err != nil {
+	if err := durable.SyncDir(packDir); err != nil {
 		return rep, fmt.Errorf("housekeep: %w", err)
 	}
 	return rep, nil
@@ -221,7 +223,7 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, map[string]ownPackScan
 }
 
 // isTempName: git's temporary object, pack and index files, and the
-// temporary files writeFileDurable makes.
+// temporary files durable.WriteFile makes.
 func isTempName(n string) bool {
 	return strings.HasPrefix(n, "tmp_") || strings.HasPrefix(n, ".tmp-")
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sessiond/sessiond/internal/durable"
 )
 
 // RefName is a full ref name such as "refs/heads/main", or "HEAD".
@@ -245,7 +247,7 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 		return fmt.Errorf("%w: HEAD is updated through its branch", ErrInvalidRef)
 	}
 	path := r.refPath(name)
-	if err := mkdirDurable(filepath.Dir(path)); err != nil {
+	if err := durable.MkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
 	lock, err := lockFile(ctx, path)
@@ -273,7 +275,7 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("delete ref %s: %w", name, err)
 		}
-		return syncDir(filepath.Dir(path))
+		return durable.SyncDir(filepath.Dir(path))
 	}
 	if _, err := lock.WriteString(newID.String() + "\n"); err != nil {
 		return fmt.Errorf("update ref %s: %w", name, err)
@@ -288,7 +290,7 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
 	committed = true
-	return syncDir(filepath.Dir(path))
+	return durable.SyncDir(filepath.Dir(path))
 }
 
 // removePackedRef rewrites packed-refs without name, under its own lock.
@@ -335,7 +337,7 @@ func (r *Repo) removePackedRef(ctx context.Context, name RefName) error {
 	if err := os.Rename(lock.Name(), path); err != nil {
 		return err
 	}
-	return syncDir(r.gitDir)
+	return durable.SyncDir(r.gitDir)
 }
 
 // RemoveStaleLocks deletes the lock files of refs under prefix (a

@@ -18,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/sessiond/sessiond/internal/durable"
 )
 
 // Options tunes a Repo. The zero value gives the defaults.
@@ -253,10 +255,10 @@ func Init(path string, bare bool) (*Repo, error) {
 	if !bare {
 		config += "\tlogallrefupdates = true\n"
 	}
-	if err := writeFileDurable(filepath.Join(gitDir, "config"), []byte(config)); err != nil {
+	if err := durable.WriteFile(filepath.Join(gitDir, "config"), []byte(config), 0o644); err != nil {
 		return nil, fmt.Errorf("init %q: %w", path, err)
 	}
-	if err := writeFileDurable(filepath.Join(gitDir, "HEAD"), []byte("ref: refs/heads/main\n")); err != nil {
+	if err := durable.WriteFile(filepath.Join(gitDir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("init %q: %w", path, err)
 	}
 	return Open(path)

@@ -74,9 +74,7 @@ func genHistory(t *rapid.T, tb testing.TB) history {
 		}
 		h.names = append(h.names, tag, "tags/"+tag, "refs/tags/"+tag)
 	}
-	for _, line := range strings.Split(testrepo.Git(tb, dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"), "\n") {
-		h.objects = append(h.objects, line)
-	}
+	h.objects = append(h.objects, strings.Split(testrepo.Git(tb, dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"), "\n")...)
 	return h
 }
 

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 
 	"hash/crc32"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 
+	"github.com/sessiond/sessiond/internal/durable"
 	"github.com/sessiond/sessiond/internal/failpoint"
 )
 
@@ -242,7 +242,7 @@ func (r *Repo) writeLoose(id OID, obj rawObject) error {
 		return err
 	}
 	path := r.loosePath(id)
-	if err := mkdirDurable(filepath.Dir(path)); err != nil {
+	if err := durable.MkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("write object %s: %w", id, err)
 	}
 	if err := writeObjectFile(path, buf.Bytes()); err != nil {
@@ -258,7 +258,7 @@ func (r *Repo) writeLoose(id OID, obj rawObject) error {
 // removes once it is old.
 func writeObjectFile(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	tmp, err := writeTempSynced(dir, "tmp_obj_", data)
+	tmp, err := durable.WriteTemp(dir, "tmp_obj_", data, 0o444)
 	if err != nil {
 		return err
 	}
@@ -267,7 +267,7 @@ func writeObjectFile(path string, data []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return err
 	}
 	failpoint.Hit(failpoint.DirSynced)
@@ -280,7 +280,7 @@ func writeObjectFile(path string, data []byte) error {
 // is fsynced once.
 func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
 	packDir := filepath.Join(r.gitDir, "objects", "pack")
-	if err := mkdirDurable(packDir); err != nil {
+	if err := durable.MkdirAll(packDir); err != nil {
 		return "", err
 	}
 	size := 12 + OIDSize
@@ -335,12 +335,12 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
 	if _, err := idxfile.NewEncoder(&ib).Encode(mi); err != nil {
 		return "", fmt.Errorf("write pack index: %w", err)
 	}
-	packTmp, err := writeTempSynced(packDir, "tmp_pack_", pack.Bytes())
+	packTmp, err := durable.WriteTemp(packDir, "tmp_pack_", pack.Bytes(), 0o444)
 	if err != nil {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
 	defer os.Remove(packTmp) // no-op once renamed
-	idxTmp, err := writeTempSynced(packDir, "tmp_idx_", ib.Bytes())
+	idxTmp, err := durable.WriteTemp(packDir, "tmp_idx_", ib.Bytes(), 0o444)
 	if err != nil {
 		return "", fmt.Errorf("write pack index: %w", err)
 	}
@@ -360,36 +360,12 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
 		return "", fmt.Errorf("write pack index: %w", err)
 	}
 	failpoint.Hit(failpoint.IndexRenamed)
-	if err := syncDir(packDir); err != nil {
+	if err := durable.SyncDir(packDir); err != nil {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
 	failpoint.Hit(failpoint.DirSynced)
 	r.packs.add(base+".pack", int64(pack.Len()), ids, offsets, objs)
 	return name, nil
-}
-
-// writeTempSynced writes data to a new read-only temporary file in dir and
-// fsyncs it; the caller renames it into place.
-func writeTempSynced(dir, pattern string, data []byte) (string, error) {
-	f, err := os.CreateTemp(dir, pattern)
-	if err != nil {
-		return "", err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o444)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
 }
 
 // packEntryHeader is the type-and-size varint that starts a pack entry.
@@ -402,61 +378,6 @@ func packEntryHeader(k Kind, size int) []byte {
 		size >>= 7
 	}
 	return b
-}
-
-func writeFileDurable(path string, data []byte) error {
-	return writeFileDurableMode(path, data, 0o644)
-}
-
-// writeFileDurableMode writes data to a temporary file beside path, fsyncs
-// it, renames it over path and fsyncs the directory, so path holds either
-// the old content or all of the new one, never a torn or empty file.
-func writeFileDurableMode(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := writeTempSynced(dir, ".tmp-"+filepath.Base(path)+"-", data)
-	if err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, perm); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
-}
-
-// mkdirDurable creates dir and any missing parents, fsyncing the parent
-// of each directory it creates, so a new directory entry survives a crash
-// as the files written into it do.
-func mkdirDurable(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := mkdirDurable(parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil // made by someone else meanwhile
-		}
-		return err
-	}
-	return syncDir(parent)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // ownPacks indexes the packs this process wrote, so their objects are

@@ -151,10 +151,4 @@ func fails(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any
 	return text, code, e
 }
 
-// gitShow is a file at a commit, by the git CLI.
-func gitShow(t testing.TB, repo, rev, path string) string {
-	t.Helper()
-	return string(testrepo.GitRaw(t, repo, nil, "show", rev+":"+path))
-}
-
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -195,7 +195,7 @@ func TestWriteFile(t *testing.T) {
 	_, code, ed := fails(t, cs, "write_file", map[string]any{"path": "new/dir/file.txt", "content": "x", "if_match": strings.Repeat("0", 40)})
 	assert.Equal(t, "precondition_failed", code)
 	assert.Equal(t, etag, ed["current"])
-	_, data = ok(t, cs, "write_file", map[string]any{"path": "new/dir/file.txt", "content": "bye\n", "if_match": etag})
+	ok(t, cs, "write_file", map[string]any{"path": "new/dir/file.txt", "content": "bye\n", "if_match": etag})
 	got, _, err := e.admin.ReadFile(t.Context(), s.ID, "new/dir/file.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "bye\n", string(got))
@@ -322,7 +322,7 @@ func TestDeleteMoveListGlob(t *testing.T) {
 	_, code, _ = fails(t, cs, "list_dir", map[string]any{"path": "../x"})
 	assert.Equal(t, "invalid_path", code)
 
-	text, data = ok(t, cs, "glob", map[string]any{"pattern": "**/*.txt"})
+	text, _ = ok(t, cs, "glob", map[string]any{"pattern": "**/*.txt"})
 	assert.Contains(t, text, "docs/crlf.txt\n")
 	assert.Contains(t, text, "secrets/key.txt\n")
 	assert.NotContains(t, text, "long.txt")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
 )
@@ -193,9 +194,12 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 		targets := []string{e.Path}
 		var symlinks map[string]bool
 		if e.Glob != "" {
-			g, _ := CompileGlob(e.Glob)
+			g, err := CompileGlob(e.Glob)
+			if err != nil {
+				return r, err
+			}
 			targets, symlinks = nil, map[string]bool{}
-			err := m.listFilesIn(ctx, ls, mu, g, func(n overlayNode) {
+			err = m.listFilesIn(ctx, ls, mu, g, func(n overlayNode) {
 				targets = append(targets, n.Path)
 				if n.Mode == gitstore.ModeSymlink {
 					symlinks[n.Path] = true
@@ -224,7 +228,7 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 				case symlinks[p]:
 					r.Skipped = append(r.Skipped, Skipped{Path: p, Reason: "symlink"})
 					continue
-				case IsBinary(cur):
+				case changeset.IsBinary(cur):
 					r.Skipped = append(r.Skipped, Skipped{Path: p, Reason: "binary"})
 					continue
 				case errors.As(overlay.ValidatePath(p), &pe):

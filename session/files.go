@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
 )
@@ -678,7 +679,7 @@ func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) 
 		if err != nil {
 			return err
 		}
-		if IsBinary(data) {
+		if changeset.IsBinary(data) {
 			return nil
 		}
 		line := 0
@@ -706,11 +707,6 @@ func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) 
 		return SearchResult{}, notFound(err)
 	}
 	return res, nil
-}
-
-// IsBinary applies git's rule: a NUL byte in the first 8,000 bytes.
-func IsBinary(data []byte) bool {
-	return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0
 }
 
 // Summary describes a session's view in a few numbers.

@@ -17,11 +17,10 @@ import (
 // state is what a refused operation must leave as it was: the session's
 // metadata, its view's tree, its log and the repository's refs.
 type state struct {
-	meta  session.Session
-	tree  gitstore.OID
-	muts  int
-	refs  string
-	files map[string]string
+	meta session.Session
+	tree gitstore.OID
+	muts int
+	refs string
 }
 
 func (e *env) state(id uuid.UUID) state {

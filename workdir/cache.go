@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/durable"
 )
 
 // treeLister is what building a base checkout needs from a repository.
@@ -226,7 +227,7 @@ func (c *Cache) build(ctx context.Context, r treeLister, tree gitstore.OID) (int
 	if err := os.Rename(tmp, final); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(c.dir); err != nil {
+	if err := durable.SyncDir(c.dir); err != nil {
 		return 0, fmt.Errorf("base checkout %s: %w", tree, err)
 	}
 	c.mu.Lock()
@@ -242,15 +243,6 @@ func syncFS(dir string) error {
 	}
 	defer unix.Close(fd)
 	return unix.Syncfs(fd)
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // dirSize is the bytes of the files below dir plus a block per directory.

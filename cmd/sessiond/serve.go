@@ -20,6 +20,7 @@ import (
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/internal/durable"
 	"github.com/sessiond/sessiond/mcpserver"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/ui"
@@ -271,8 +272,8 @@ func registerRepos(ctx context.Context, m *session.Manager, specs []string, log 
 }
 
 // loadSecret reads the key of the session tokens, creating it on first
-// start: written to a temporary file, fsynced and renamed, so a crash
-// leaves the old key or the new one, never half of one.
+// start with a durable write, so a crash leaves the old key or the new
+// one, never half of one.
 func loadSecret(path string) ([]byte, error) {
 	if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
 		return b, nil
@@ -283,32 +284,8 @@ func loadSecret(path string) ([]byte, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".token.key-*")
-	if err != nil {
+	if err := durable.WriteFile(path, key, 0o600); err != nil {
 		return nil, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(key); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return nil, err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return key, nil
 }

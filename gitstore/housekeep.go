@@ -115,7 +115,7 @@ func (r *Repo) deleteRetired(cutoff time.Time) int {
 		n++
 	}
 	if n > 0 {
-		_ = syncDir(filepath.Join(r.gitDir, "objects", "pack"))
+		_ = durable.SyncDir(filepath.Join(r.gitDir, "objects", "pack"))
 		// Let the storages go of the deleted packs' descriptors.
 		r.refreshStorages(context.Background(), true)
 	}

@@ -87,4 +87,11 @@
 // pack, whoever wrote it; two runs at once either write the same pack or
 // one stops when the other deletes a pack it reads; a process whose own
 // index names a deleted pack forgets it and reads through the storages.
+//
+// Alternates (alternates.go): a repository whose objects/info/alternates
+// names other object directories (git clone --shared or --reference, an
+// object pool) reads through them as git does, recursively, with relative
+// and absolute paths. They are only read: every write goes into the
+// repository itself, and an object an alternate already has is neither
+// copied nor touched.
 package gitstore

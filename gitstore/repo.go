@@ -113,6 +113,10 @@ type Repo struct {
 	packDirMod time.Time
 
 	closeOnce sync.Once
+
+	// alternates are the object directories of objects/info/alternates,
+	// opened read-only (alternates.go).
+	alternates []*Repo
 }
 
 // Open opens the repository at path: a work tree with a .git directory (or
@@ -131,10 +135,25 @@ func Open(path string, opts ...Options) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
+	self := filepath.Join(gitDir, "objects")
+	if real, err := filepath.EvalSymlinks(self); err == nil {
+		self = real
+	}
+	return openRepo(gitDir, workDir, o, map[string]bool{self: true}, 0)
+}
+
+// openRepo opens the repository at gitDir and, depth levels down from the
+// repository opened, its alternates (alternates.go).
+func openRepo(gitDir, workDir string, o Options, seen map[string]bool, depth int) (*Repo, error) {
 	r := &Repo{gitDir: gitDir, workDir: workDir, opts: o}
 	r.trees, _ = lru.New[OID, *Tree](o.TreeCacheSize)
 	r.blobs, _ = lru.New[OID, []byte](o.BlobCacheSize)
 	r.packs = newOwnPacks()
+	alts, err := openAlternates(gitDir, Options{TreeCacheSize: 16, BlobCacheSize: 16, BlobCacheMaxBytes: 1, Readers: o.Readers}, seen, depth)
+	if err != nil {
+		return nil, fmt.Errorf("open %q: %w", gitDir, err)
+	}
+	r.alternates = alts
 	r.readers = make(chan *filesystem.Storage, o.Readers)
 	for i := 0; i < o.Readers; i++ {
 		r.readers <- r.newStorage()
@@ -289,6 +308,11 @@ func (r *Repo) Close() error {
 				errs = append(errs, err)
 			}
 		}
+		for _, alt := range r.alternates {
+			if err := alt.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	})
 	return errors.Join(errs...)
 }
@@ -378,6 +402,9 @@ func (r *Repo) readObject(ctx context.Context, id OID) (rawObject, error) {
 	if err != nil && ctx.Err() == nil && r.refreshIfPacksChanged(ctx) {
 		obj, err = r.readGoGit(ctx, id)
 	}
+	if len(r.alternates) > 0 && absent(err) {
+		return r.fromAlternates(ctx, id, err)
+	}
 	return obj, err
 }
 
@@ -463,6 +490,9 @@ func (r *Repo) HasObject(ctx context.Context, id OID) (bool, error) {
 	found, err := r.hasGoGit(ctx, id)
 	if err != nil && ctx.Err() == nil && r.refreshIfPacksChanged(ctx) {
 		found, err = r.hasGoGit(ctx, id)
+	}
+	if err == nil && !found && len(r.alternates) > 0 {
+		return r.inAlternates(ctx, id)
 	}
 	return found, err
 }

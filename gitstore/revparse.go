@@ -301,28 +301,8 @@ func isHex(s string) bool {
 // among them, as git does; otherwise it is ErrAmbiguous.
 func (r *Repo) resolveShort(ctx context.Context, rev, prefix string, hint disambiguation) (OID, error) {
 	found := map[OID]bool{}
-	for _, id := range r.packs.withPrefix(prefix) {
-		found[id] = true
-	}
-	// An odd-length prefix cannot be decoded to bytes: search by the even
-	// part and filter.
-	even := prefix[:len(prefix)&^1]
-	var pb [OIDSize]byte
-	n, _ := hexDecode(pb[:], even)
-	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
-		hs, err := s.HashesWithPrefix(pb[:n])
-		if err != nil {
-			return err
-		}
-		for _, h := range hs {
-			if strings.HasPrefix(h.String(), prefix) {
-				found[OID(h)] = true
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return OID{}, fmt.Errorf("resolve revision %q: %v: %w", rev, err, ErrCorrupt)
+	if err := r.withPrefix(ctx, prefix, found); err != nil {
+		return OID{}, fmt.Errorf("resolve revision %q: %w", rev, err)
 	}
 	ids := make([]OID, 0, len(found))
 	for id := range found {
@@ -346,6 +326,35 @@ func (r *Repo) resolveShort(ctx context.Context, rev, prefix string, hint disamb
 		return ids[0], nil
 	}
 	return OID{}, fmt.Errorf("resolve revision %q: %d objects start with %s: %w", rev, len(ids), prefix, ErrAmbiguous)
+}
+
+// withPrefix adds to found the ids of the objects, here and in the
+// alternates, that start with prefix (lower-case hex).
+func (r *Repo) withPrefix(ctx context.Context, prefix string, found map[OID]bool) error {
+	for _, id := range r.packs.withPrefix(prefix) {
+		found[id] = true
+	}
+	// An odd-length prefix cannot be decoded to bytes: search by the even
+	// part and filter.
+	even := prefix[:len(prefix)&^1]
+	var pb [OIDSize]byte
+	n, _ := hexDecode(pb[:], even)
+	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
+		hs, err := s.HashesWithPrefix(pb[:n])
+		if err != nil {
+			return err
+		}
+		for _, h := range hs {
+			if strings.HasPrefix(h.String(), prefix) {
+				found[OID(h)] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%v: %w", err, ErrCorrupt)
+	}
+	return r.alternatesWithPrefix(ctx, prefix, found)
 }
 
 // fits reports whether id peels to what hint asks for.

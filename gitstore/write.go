@@ -109,6 +109,11 @@ func (b *Batch) Flush(ctx context.Context) error {
 			return err
 		}
 		found, err := b.r.freshen(id, &fr)
+		if err == nil && !found && len(b.r.alternates) > 0 {
+			// An alternate's object is not copied (nor touched: the
+			// alternate is only read).
+			found, err = b.r.inAlternates(ctx, id)
+		}
 		if err != nil {
 			return err
 		}

@@ -469,3 +469,31 @@ func TestRollbackAndCheckpointAfterRebase(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "M\ta.txt\nA\tnotes.txt", e.git("diff", "--name-status", fbase.String(), ftree.String()))
 }
+
+// TestSessionOnSharedClone: a session works on a repository whose
+// objects are reached through objects/info/alternates (git clone
+// --shared), and writes only into that repository (issue 13, wrong
+// results 11).
+func TestSessionOnSharedClone(t *testing.T) {
+	src := testrepo.BuildBare(t, "small")
+	testrepo.Git(t, src, "repack", "-adq")
+	shared := filepath.Join(t.TempDir(), "shared.git")
+	testrepo.Git(t, "", "clone", "-q", "--bare", "--shared", src, shared)
+	e := &env{t: t, dataDir: t.TempDir(), repoDir: shared}
+	e.open()
+	ctx := t.Context()
+	_, err := e.m.RegisterRepo(ctx, "r", shared)
+	require.NoError(t, err)
+	before := repoState(t, src)
+
+	s := e.create(session.CreateOptions{Base: "main"})
+	assert.Equal(t, e.git("rev-parse", "main"), s.BaseCommit.String())
+	assert.Equal(t, e.git("show", "main:README.md")+"\n", e.read(s.ID, "README.md"))
+	e.write(s.ID, "new.txt", "new\n")
+	e.write(s.ID, "copy-of-readme.md", e.read(s.ID, "README.md"))
+	cp, err := e.m.Checkpoint(ctx, s.ID, "", "")
+	require.NoError(t, err)
+	assert.Equal(t, "new", e.git("show", cp.Commit.String()+":new.txt"))
+	e.git("fsck", "--strict", "--no-dangling")
+	assertSameState(t, src, before, "the alternate is only read")
+}

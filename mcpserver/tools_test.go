@@ -420,14 +420,21 @@ func TestOverlapWarnings(t *testing.T) {
 	ok(t, ca, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b", "new_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a + b"}}})
 	ok(t, cb, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b", "new_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn b + a"}}})
 	require.NoError(t, e.g.Sync(t.Context())) // the graph works off the sessions' locks
-	text, data := ok(t, ca, "status", nil)
-	assert.Contains(t, text, "Overlaps (1)")
+	// The graph reports overlaps from its own queue, after the write.
+	var text string
+	var data map[string]any
+	require.Eventually(t, func() bool {
+		text, data = ok(t, ca, "status", nil)
+		return strings.Contains(text, "Overlaps (1)")
+	}, 20*time.Second, 20*time.Millisecond, "no overlap reported")
 	assert.Contains(t, text, "calc.go: bob (session "+b.ID+"), both changed Add; a trial merge CONFLICTS")
 	ovs := data["overlaps"].([]any)
 	require.Len(t, ovs, 1)
 	assert.Equal(t, b.ID, ovs[0].(map[string]any)["other"])
-	text, _ = ok(t, cb, "status", nil)
-	assert.Contains(t, text, "calc.go: alice (session "+a.ID+")")
+	require.Eventually(t, func() bool {
+		text, _ = ok(t, cb, "status", nil)
+		return strings.Contains(text, "calc.go: alice (session "+a.ID+")")
+	}, 20*time.Second, 20*time.Millisecond, "the other side is told too: %s", text)
 }
 
 func TestUnboundServerTakesSession(t *testing.T) {

@@ -237,6 +237,14 @@ func gitMergeTree(t require.TestingT, dir, dirRenames string, ours, theirs gitst
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	var exit *exec.ExitError
+	if errors.As(err, &exit) && !exit.Exited() && strings.Contains(stderr.String(), "Assertion") {
+		// git's merge-ort aborts on some inputs (an assertion in
+		// merge-ort.c that both sides' entries have one type): there is no
+		// answer of git's to compare with, so the case is set aside.
+		if s, ok := t.(interface{ Skipf(string, ...any) }); ok {
+			s.Skipf("git merge-tree aborted: %s", stderr.String())
+		}
+	}
 	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
 		require.NoError(t, err, stderr.String())
 	}

@@ -20,11 +20,12 @@ import (
 
 const testAdminToken = "admin-token-for-tests"
 
-// scopeEnv is a server with auth on, over an embedded store and a
+// scopeEnv is a server with auth on, over an embedded store and a bare
 // repository built from the small fixture.
 type scopeEnv struct {
 	t    testing.TB
 	m    *session.Manager
+	api  *Server
 	srv  *httptest.Server
 	repo string // the repository's directory
 }
@@ -38,10 +39,11 @@ func newScopeEnv(t testing.TB) *scopeEnv {
 	t.Cleanup(func() { st.Close() })
 	m := session.NewManager(session.Config{Store: st, DataDir: dir})
 	t.Cleanup(func() { m.Close() })
-	e := &scopeEnv{t: t, m: m, repo: testrepo.Build(t, "small")}
+	e := &scopeEnv{t: t, m: m, repo: testrepo.BuildBare(t, "small")}
 	_, err = m.RegisterRepo(ctx, "r", e.repo)
 	require.NoError(t, err)
-	e.srv = httptest.NewServer(New(Config{Manager: m, AdminToken: testAdminToken, TokenSecret: []byte("token secret for tests")}))
+	e.api = New(Config{Manager: m, AdminToken: testAdminToken, TokenSecret: []byte("token secret for tests")})
+	e.srv = httptest.NewServer(e.api)
 	t.Cleanup(e.srv.Close)
 	return e
 }

@@ -154,6 +154,10 @@ func testCrash(t *testing.T, st store) {
 				}
 			}
 		}
+		if (round+1)%10 == 0 && round+1 < rounds {
+			// Progress of a long run, printed at once (a killed run keeps it).
+			fmt.Printf("crash: store=%s rounds=%d/%d acknowledged=%d lost=%d unreadable=%d (running)\n", st.name, round+1, rounds, acknowledged, lost, unreadable)
+		}
 	}
 	// The sessions work after the crashes: write and checkpoint.
 	for _, id := range ids {

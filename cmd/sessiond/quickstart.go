@@ -38,6 +38,12 @@ Paste these into another terminal:
   export SESSIOND_SERVER=%[1]s SESSIOND_SESSION=$(%[2]s session new --repo sample --intent "first steps" -q)
   echo "hello from my session" | %[2]s put hello.txt
   %[2]s diff
+  %[2]s exec -- sh -c 'ls; echo more >> hello.txt'   # runs on the session's view, records the change
+  %[2]s changeset submit --intent "first steps"
+
+Review changesets in a browser at %[1]s/ui/ .
+MCP for coding agents: streamable HTTP at %[1]s/mcp/sessions/$SESSIOND_SESSION,
+or on stdio: %[2]s mcp --session $SESSIOND_SESSION
 
 `, url, self)
 	})

@@ -45,18 +45,11 @@ func wantsJSON(r *http.Request) bool {
 // listEvents answers with the stored events after ?after= (at most
 // ?limit=, default and cap 1,000), oldest first.
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, f session.EventFilter) error {
-	after, err := queryInt(r, "after")
+	after, limit, err := queryPage(r, 1000, 1000)
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(r, "limit")
-	if err != nil {
-		return err
-	}
-	if limit == 0 || limit > 1000 {
-		limit = 1000
-	}
-	f.After, f.Limit = after, int(limit)
+	f.After, f.Limit = after, limit
 	evs, err := s.m.Events(r.Context(), f)
 	if err != nil {
 		return err

@@ -353,18 +353,11 @@ func (s *Server) mutations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	after, err := queryInt(r, "after")
+	after, limit, err := queryPage(r, 1000, 10_000)
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(r, "limit")
-	if err != nil {
-		return err
-	}
-	if limit == 0 || limit > 10_000 {
-		limit = 1000
-	}
-	ms, err := s.m.Mutations(r.Context(), id, after, int(limit))
+	ms, err := s.m.Mutations(r.Context(), id, after, limit)
 	if err != nil {
 		return err
 	}

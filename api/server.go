@@ -421,6 +421,22 @@ func queryInt(r *http.Request, name string) (int64, error) {
 	return n, nil
 }
 
+// queryPage reads the ?after= and ?limit= of a paged listing; a limit of
+// 0 or over max becomes def.
+func queryPage(r *http.Request, def, max int64) (after int64, limit int, err error) {
+	if after, err = queryInt(r, "after"); err != nil {
+		return 0, 0, err
+	}
+	n, err := queryInt(r, "limit")
+	if err != nil {
+		return 0, 0, err
+	}
+	if n == 0 || n > max {
+		n = def
+	}
+	return after, int(n), nil
+}
+
 // serveMCP hands an authorized request to the MCP handler. A tool call
 // may stream progress for as long as its command runs, so the server's
 // write deadline does not apply.

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/session"
 )
 
 // TestCrash kills a writing child process with SIGKILL at random moments.
@@ -49,8 +51,7 @@ func TestCrash(t *testing.T) {
 				}
 
 				s := b.openStore(t, dsn)
-				ms, err := s.ListMutations(t.Context(), ss.ID, 0, 0)
-				require.NoError(t, err)
+				ms, entries, sess := settledState(t, s, ss.ID)
 				last := map[string]gitstore.OID{}
 				for i, m := range ms {
 					require.Equal(t, int64(i+1), m.Seq, "round %d: the log has a gap", round)
@@ -60,20 +61,39 @@ func TestCrash(t *testing.T) {
 					require.LessOrEqual(t, seq, int64(len(ms)), "round %d: committed mutation %d lost", round, seq)
 					assert.Equal(t, []string{path}, ms[seq-1].Paths)
 				}
-				entries, err := s.ListOverlay(t.Context(), ss.ID)
-				require.NoError(t, err)
 				got := map[string]gitstore.OID{}
 				for _, e := range entries {
 					got[e.Path] = e.Blob
 				}
 				assert.Equal(t, last, got, "round %d: overlay and log disagree", round)
-				sess, err := s.GetSession(t.Context(), ss.ID)
-				require.NoError(t, err)
 				assert.Equal(t, int64(len(ms)), sess.Seq)
 				require.NoError(t, s.Close())
 				t.Logf("round %d: %d reported, %d in the log", round, len(lines), len(ms))
 			}
 		})
+	}
+}
+
+// settledState reads a session's log, overlay and row once no commit lands
+// between the reads. A Postgres server finishes a COMMIT that a killed
+// client had already sent, so the dead child's last transaction may become
+// visible a moment after the kill; every read before it settles would see
+// a consistent but moving store.
+func settledState(t *testing.T, s session.Store, id uuid.UUID) ([]session.Mutation, []session.OverlayEntry, session.Session) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		before, err := s.GetSession(t.Context(), id)
+		require.NoError(t, err)
+		ms, err := s.ListMutations(t.Context(), id, 0, 0)
+		require.NoError(t, err)
+		entries, err := s.ListOverlay(t.Context(), id)
+		require.NoError(t, err)
+		after, err := s.GetSession(t.Context(), id)
+		require.NoError(t, err)
+		if before.Seq == after.Seq || attempt == 20 {
+			return ms, entries, after
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -77,9 +77,9 @@ func (m *Manager) lockLive(ctx context.Context, id uuid.UUID) (*live, error) {
 // repairs its refs after a crash: the store is the truth, refs follow it.
 func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	m.loads.Add(1)
-	s, err := m.store.GetSession(ctx, id)
+	s, stored, err := m.readSession(ctx, id)
 	if err != nil {
-		return err // the store's error names the session
+		return err
 	}
 	r, err := m.repo(ctx, s.Repo)
 	if err != nil {
@@ -92,10 +92,6 @@ func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	pol, err := compilePolicy(s.Policy)
 	if err != nil {
 		return err
-	}
-	stored, err := m.store.ListOverlay(ctx, id)
-	if err != nil {
-		return fmt.Errorf("session %s: overlay: %w", id, err)
 	}
 	base := r.View(c.Tree)
 	entries := make([]overlay.Entry, len(stored))
@@ -157,6 +153,34 @@ func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
 		ls.ttl = s.ExpiresAt.Sub(s.LastActiveAt)
 	}
 	return nil
+}
+
+// readSession reads a session's row and overlay as of one sequence number.
+// They are two reads, and a commit may land between them: a process killed
+// after sending its COMMIT leaves the database to finish it a moment later.
+// Every overlay change advances the sequence, so an unchanged sequence
+// around the overlay read means the two agree.
+func (m *Manager) readSession(ctx context.Context, id uuid.UUID) (Session, []OverlayEntry, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := m.store.GetSession(ctx, id)
+		if err != nil {
+			return Session{}, nil, err // the store's error names the session
+		}
+		stored, err := m.store.ListOverlay(ctx, id)
+		if err != nil {
+			return Session{}, nil, fmt.Errorf("session %s: overlay: %w", id, err)
+		}
+		again, err := m.store.GetSession(ctx, id)
+		if err != nil {
+			return Session{}, nil, err
+		}
+		if again.Seq == s.Seq {
+			return s, stored, nil
+		}
+		if attempt == 10 {
+			return Session{}, nil, fmt.Errorf("session %s: changing while it loads (sequence %d, then %d)", id, s.Seq, again.Seq)
+		}
+	}
 }
 
 func fromStoreEntry(e OverlayEntry) overlay.Entry {

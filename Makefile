@@ -36,7 +36,7 @@ test-race:
 # finished, resident memory at each quarter) runs once, after the others.
 CHURN_SESSIONS ?= 100000
 bench:
-	$(GO) test -p 1 -run '^$$' -bench . -skip '^BenchmarkSessionChurn$$' -benchmem -count $(BENCHCOUNT) -timeout 60m ./gitstore/ ./db/ ./overlay/ ./session/ ./changeset/ ./graph/ ./workdir/ ./cmd/sessiond/ | tee bench.out
+	$(GO) test -p 1 -run '^$$' -bench . -skip '^BenchmarkSessionChurn$$' -benchmem -count $(BENCHCOUNT) -timeout 60m ./gitstore/ ./db/ ./overlay/ ./session/ ./merge/ ./graph/ ./workdir/ ./cmd/sessiond/ | tee bench.out
 	SESSIOND_CHURN_SESSIONS=$(CHURN_SESSIONS) $(GO) test -run '^$$' -bench '^BenchmarkSessionChurn$$' -benchtime 1x -count 1 -timeout 120m ./session/ | tee -a bench.out
 
 # The long kill -9 test: CRASH_ROUNDS kills of the daemon per store (SQLite
@@ -56,8 +56,8 @@ crash:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzValidatePath -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzCheckContent -fuzztime $(FUZZTIME) ./overlay/
-	$(GO) test -run '^$$' -fuzz FuzzMergeLines -fuzztime $(FUZZTIME) ./changeset/
-	$(GO) test -run '^$$' -fuzz FuzzSelect -fuzztime $(FUZZTIME) ./changeset/
+	$(GO) test -run '^$$' -fuzz FuzzMergeLines -fuzztime $(FUZZTIME) ./merge/
+	$(GO) test -run '^$$' -fuzz FuzzSelect -fuzztime $(FUZZTIME) ./merge/
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime $(FUZZTIME) ./session/
 	$(GO) test -run '^$$' -fuzz FuzzParseByteSize -fuzztime $(FUZZTIME) ./cmd/sessiond/
 	$(GO) test -run '^$$' -fuzz FuzzApplyEdits -fuzztime $(FUZZTIME) ./mcpserver/

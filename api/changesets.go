@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -18,22 +18,22 @@ import (
 // Changeset is a changeset on the wire. Reviews and Stats are filled by
 // GET /v1/changesets/{id} and by the answers that change a changeset.
 type Changeset struct {
-	ID             string           `json:"id"`
-	Session        string           `json:"session"`
-	Repo           string           `json:"repo"`
-	TargetBranch   string           `json:"target_branch"`
-	Intent         string           `json:"intent"`
-	Status         string           `json:"status"`
-	Revision       int              `json:"revision"`
-	AgentID        string           `json:"agent_id"`
-	BaseCommit     string           `json:"base_commit"`
-	HeadCommit     string           `json:"head_commit"`
-	AcceptedCommit string           `json:"accepted_commit,omitempty"`
-	ReadSet        []string         `json:"read_set"`
-	Stats          *changeset.Stats `json:"stats,omitempty"`
-	Reviews        []Review         `json:"reviews,omitempty"`
-	CreatedAt      time.Time        `json:"created_at"`
-	UpdatedAt      time.Time        `json:"updated_at"`
+	ID             string       `json:"id"`
+	Session        string       `json:"session"`
+	Repo           string       `json:"repo"`
+	TargetBranch   string       `json:"target_branch"`
+	Intent         string       `json:"intent"`
+	Status         string       `json:"status"`
+	Revision       int          `json:"revision"`
+	AgentID        string       `json:"agent_id"`
+	BaseCommit     string       `json:"base_commit"`
+	HeadCommit     string       `json:"head_commit"`
+	AcceptedCommit string       `json:"accepted_commit,omitempty"`
+	ReadSet        []string     `json:"read_set"`
+	Stats          *merge.Stats `json:"stats,omitempty"`
+	Reviews        []Review     `json:"reviews,omitempty"`
+	CreatedAt      time.Time    `json:"created_at"`
+	UpdatedAt      time.Time    `json:"updated_at"`
 	// Symbols lists, per changed source file, the symbols added, modified
 	// and removed (filled with Stats).
 	Symbols []graph.FileSummary `json:"symbols,omitempty"`
@@ -100,7 +100,7 @@ type AcceptRequest struct {
 	RequireFreshReads bool   `json:"require_fresh_reads,omitempty"`
 	// Select accepts only these files and hunks (indexes into a file's
 	// hunks in GET /v1/changesets/{id}/diff?format=json).
-	Select *changeset.Selection `json:"select,omitempty"`
+	Select *merge.Selection `json:"select,omitempty"`
 	// DryRun answers with the commit's diff and writes nothing.
 	DryRun bool `json:"dry_run,omitempty"`
 	// Revision: the revision reviewed; 409 when the changeset was revised
@@ -183,15 +183,15 @@ type Revert struct {
 
 // Conflict is one conflicted path of a merge, rebase, accept or undo.
 type Conflict struct {
-	Path     string                   `json:"path"`
-	Kind     string                   `json:"kind"`
-	GitPaths []string                 `json:"git_paths,omitempty"`
-	Base     *ConflictVersion         `json:"base"`
-	Ours     *ConflictVersion         `json:"ours"`
-	Theirs   *ConflictVersion         `json:"theirs"`
-	Hunks    []changeset.ConflictHunk `json:"hunks"`
-	Binary   bool                     `json:"binary,omitempty"`
-	Message  string                   `json:"message"`
+	Path     string               `json:"path"`
+	Kind     string               `json:"kind"`
+	GitPaths []string             `json:"git_paths,omitempty"`
+	Base     *ConflictVersion     `json:"base"`
+	Ours     *ConflictVersion     `json:"ours"`
+	Theirs   *ConflictVersion     `json:"theirs"`
+	Hunks    []merge.ConflictHunk `json:"hunks"`
+	Binary   bool                 `json:"binary,omitempty"`
+	Message  string               `json:"message"`
 }
 
 // ConflictVersion is one side's file in a conflict.
@@ -227,9 +227,9 @@ type MutationResult struct {
 	Mutation Mutation `json:"mutation"`
 }
 
-func toConflicts(cs []changeset.Conflict) []Conflict {
+func toConflicts(cs []merge.Conflict) []Conflict {
 	out := make([]Conflict, len(cs))
-	v := func(x *changeset.Version) *ConflictVersion {
+	v := func(x *merge.Version) *ConflictVersion {
 		if x == nil {
 			return nil
 		}
@@ -239,7 +239,7 @@ func toConflicts(cs []changeset.Conflict) []Conflict {
 		out[i] = Conflict{Path: c.Path, Kind: string(c.Kind), GitPaths: c.GitPaths, Base: v(c.Base), Ours: v(c.Ours),
 			Theirs: v(c.Theirs), Hunks: c.Hunks, Binary: c.Binary, Message: c.Message}
 		if out[i].Hunks == nil {
-			out[i].Hunks = []changeset.ConflictHunk{}
+			out[i].Hunks = []merge.ConflictHunk{}
 		}
 	}
 	return out

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -17,11 +17,11 @@ import (
 // conflicts whose ids are hex and modes octal strings.
 func TestMapMergeConflict(t *testing.T) {
 	oid := gitstore.MustParseOID("0123456789abcdef0123456789abcdef01234567")
-	err := fmt.Errorf("accept: %w", &changeset.ConflictError{Conflicts: []changeset.Conflict{{
-		Path: "a.txt", Kind: changeset.ConflictContent,
-		Base:    &changeset.Version{Path: "a.txt", OID: oid, Mode: gitstore.ModeFile},
-		Ours:    &changeset.Version{Path: "a.txt", OID: oid, Mode: gitstore.ModeExec},
-		Hunks:   []changeset.ConflictHunk{{BaseStart: 1, BaseLines: []string{"x"}}},
+	err := fmt.Errorf("accept: %w", &merge.ConflictError{Conflicts: []merge.Conflict{{
+		Path: "a.txt", Kind: merge.ConflictContent,
+		Base:    &merge.Version{Path: "a.txt", OID: oid, Mode: gitstore.ModeFile},
+		Ours:    &merge.Version{Path: "a.txt", OID: oid, Mode: gitstore.ModeExec},
+		Hunks:   []merge.ConflictHunk{{BaseStart: 1, BaseLines: []string{"x"}}},
 		Message: "merge conflict in a.txt",
 	}}})
 	e := mapError(err)

@@ -4,33 +4,33 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // FileDiff is one file of a diff in its JSON form.
 type FileDiff struct {
-	Path       string           `json:"path"`
-	Status     string           `json:"status"`
-	OldPath    string           `json:"old_path,omitempty"`
-	NewPath    string           `json:"new_path,omitempty"`
-	OldMode    string           `json:"old_mode,omitempty"`
-	NewMode    string           `json:"new_mode,omitempty"`
-	OldOID     string           `json:"old_oid,omitempty"`
-	NewOID     string           `json:"new_oid,omitempty"`
-	Similarity int              `json:"similarity,omitempty"`
-	Binary     bool             `json:"binary"`
-	Insertions int              `json:"insertions"`
-	Deletions  int              `json:"deletions"`
-	Hunks      []changeset.Hunk `json:"hunks"`
+	Path       string       `json:"path"`
+	Status     string       `json:"status"`
+	OldPath    string       `json:"old_path,omitempty"`
+	NewPath    string       `json:"new_path,omitempty"`
+	OldMode    string       `json:"old_mode,omitempty"`
+	NewMode    string       `json:"new_mode,omitempty"`
+	OldOID     string       `json:"old_oid,omitempty"`
+	NewOID     string       `json:"new_oid,omitempty"`
+	Similarity int          `json:"similarity,omitempty"`
+	Binary     bool         `json:"binary"`
+	Insertions int          `json:"insertions"`
+	Deletions  int          `json:"deletions"`
+	Hunks      []merge.Hunk `json:"hunks"`
 }
 
 // Diff is a session's diff in its JSON form.
 type Diff struct {
-	From  string          `json:"from"` // tree ids
-	To    string          `json:"to"`
-	Files []FileDiff      `json:"files"`
-	Stats changeset.Stats `json:"stats"`
+	From  string      `json:"from"` // tree ids
+	To    string      `json:"to"`
+	Files []FileDiff  `json:"files"`
+	Stats merge.Stats `json:"stats"`
 }
 
 func modeText(m gitstore.Mode) string {
@@ -65,7 +65,7 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) error {
 
 // writeDiff answers with patch as unified text (what git apply takes) or
 // as JSON; from and to name the two trees or commits compared.
-func writeDiff(w http.ResponseWriter, format string, from, to gitstore.OID, patch *changeset.Patch) error {
+func writeDiff(w http.ResponseWriter, format string, from, to gitstore.OID, patch *merge.Patch) error {
 	if format == "unified" {
 		w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
@@ -79,7 +79,7 @@ func writeDiff(w http.ResponseWriter, format string, from, to gitstore.OID, patc
 
 // toDiff is a patch in its JSON form; a file's hunks are numbered by
 // their position, the indexes a partial accept selects.
-func toDiff(from, to gitstore.OID, patch *changeset.Patch) Diff {
+func toDiff(from, to gitstore.OID, patch *merge.Patch) Diff {
 	out := Diff{From: oidText(from), To: oidText(to), Files: make([]FileDiff, 0, len(patch.Files)), Stats: patch.Stats}
 	for _, f := range patch.Files {
 		fd := FileDiff{
@@ -88,7 +88,7 @@ func toDiff(from, to gitstore.OID, patch *changeset.Patch) Diff {
 			Similarity: f.Similarity, Binary: f.Binary, Insertions: f.Insertions, Deletions: f.Deletions, Hunks: f.Hunks,
 		}
 		if fd.Hunks == nil {
-			fd.Hunks = []changeset.Hunk{}
+			fd.Hunks = []merge.Hunk{}
 		}
 		out.Files = append(out.Files, fd)
 	}

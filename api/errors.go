@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/session"
 )
@@ -73,7 +73,7 @@ func mapError(err error) *Error {
 		maxErr  *http.MaxBytesError
 		preErr  *session.PreconditionError
 		cfErr   *session.ConflictError
-		mgErr   *changeset.ConflictError
+		mgErr   *merge.ConflictError
 		srErr   *session.StaleReadsError
 		objErr  *gitstore.ObjectError
 	)

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -1029,8 +1029,8 @@ func testChangesetSelection(t *testing.T, _ backend, s session.Store) {
 	assert.Nil(t, got.Selection, "a changeset starts without a selection")
 
 	sel := session.AcceptedSelection{
-		Taken:   changeset.Selection{Files: []string{"a.txt"}, Hunks: map[string][]int{"b.go": {0, 2}}},
-		LeftOut: changeset.Selection{Files: []string{"c.txt"}, Hunks: map[string][]int{"b.go": {1}}},
+		Taken:   merge.Selection{Files: []string{"a.txt"}, Hunks: map[string][]int{"b.go": {0, 2}}},
+		LeftOut: merge.Selection{Files: []string{"c.txt"}, Hunks: map[string][]int{"b.go": {1}}},
 	}
 	require.NoError(t, s.SetChangesetSelection(ctx, c.ID, sel))
 	got, err = s.GetChangeset(ctx, c.ID)

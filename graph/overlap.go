@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -139,7 +139,7 @@ func trialMerge(ctx context.Context, repo *gitstore.Repo, base, ours, theirs git
 	if err != nil {
 		return MergeUnknown, err
 	}
-	if changeset.MergeLines(b, o, t, changeset.LineMergeOptions{Histogram: true}).Clean() {
+	if merge.MergeLines(b, o, t, merge.LineMergeOptions{Histogram: true}).Clean() {
 		return MergeClean, nil
 	}
 	return MergeConflict, nil

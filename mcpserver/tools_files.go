@@ -9,9 +9,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sessiond/sessiond/api"
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 )
 
 const (
@@ -139,7 +139,7 @@ func renderFile(path string, data []byte, meta client.FileMeta, offset, limit in
 		fc.Content = string(data)
 		return fc, b.String()
 	}
-	if changeset.IsBinary(data) {
+	if merge.IsBinary(data) {
 		fc.Binary, fc.ContentType = true, http.DetectContentType(data)
 		fmt.Fprintf(&b, "%s is a binary file of %d bytes (%s), not shown. ETag %s.\n", path, len(data), fc.ContentType, meta.OID)
 		return fc, b.String()
@@ -301,7 +301,7 @@ func (s *server) editFile(ctx context.Context, _ *mcp.CallToolRequest, sid strin
 	if meta.Type == "symlink" || meta.Mode == "120000" {
 		return result{}, badRequest("%s is a symbolic link; write_file replaces its target", in.Path)
 	}
-	if changeset.IsBinary(data) {
+	if merge.IsBinary(data) {
 		return result{}, badRequest("%s is a binary file; edit_file changes text (write_file replaces a whole file)", in.Path)
 	}
 	out, counts, err := applyEdits(string(data), in.Edits)
@@ -312,7 +312,7 @@ func (s *server) editFile(ctx context.Context, _ *mcp.CallToolRequest, sid strin
 	if err != nil {
 		mode = gitstore.ModeFile
 	}
-	diff := string(changeset.FilePatch(in.Path, mode, data, []byte(out)))
+	diff := string(merge.FilePatch(in.Path, mode, data, []byte(out)))
 	w := Written{Path: in.Path, DryRun: in.DryRun, Replaced: counts, Diff: diff}
 	if in.DryRun {
 		// The engine checks the write (path rules, policy, limits) without

@@ -14,16 +14,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/session"
 )
 
 // changedLines are the removed and added lines of hunks in order: what a
 // diff changes, without the context and line numbers that move when
 // other hunks are applied first.
-func changedLines(hs []changeset.Hunk) []string {
+func changedLines(hs []merge.Hunk) []string {
 	var out []string
 	for _, h := range hs {
 		for _, l := range h.Lines {
@@ -49,8 +49,8 @@ func (e *csEnv) gitApply(tree gitstore.OID, patch []byte) gitstore.OID {
 
 // selectPatch is p with only the files and hunks of sel, as a reviewer
 // would cut the unified diff by hand.
-func selectPatch(p *changeset.Patch, sel changeset.Selection) *changeset.Patch {
-	out := &changeset.Patch{}
+func selectPatch(p *merge.Patch, sel merge.Selection) *merge.Patch {
+	out := &merge.Patch{}
 	for _, f := range p.Files {
 		switch {
 		case slices.Contains(sel.Files, f.Path()):
@@ -170,7 +170,7 @@ func TestAcceptSelectProperty(t *testing.T) {
 		require.NoError(rt, err)
 
 		// A random selection: per file whole, left out, or some hunks.
-		var sel, left changeset.Selection
+		var sel, left merge.Selection
 		sel.Hunks, left.Hunks = map[string][]int{}, map[string][]int{}
 		for _, f := range patch.Files {
 			choice := rapid.IntRange(0, 2).Draw(rt, "choice "+f.Path())
@@ -238,7 +238,7 @@ func TestAcceptSelectProperty(t *testing.T) {
 		assert.Equal(rt, after, e.gitApply(branch, rest.Unified()), "the hunks left out, applied by git apply to the branch, give the session's view")
 		repo, err := e.m.GitRepo(ctx, "bare")
 		require.NoError(rt, err)
-		remaining, err := changeset.Diff(ctx, repo, afterBase, after, changeset.DiffOptions{}, changeset.PatchOptions{})
+		remaining, err := merge.Diff(ctx, repo, afterBase, after, merge.DiffOptions{}, merge.PatchOptions{})
 		require.NoError(rt, err)
 		want, have := map[string]string{}, map[string]string{}
 		for _, f := range rest.Files {
@@ -298,21 +298,21 @@ func TestAcceptSelect(t *testing.T) {
 	before := e.head()
 	bad := []struct {
 		name string
-		sel  changeset.Selection
+		sel  merge.Selection
 		want string
 	}{
-		{"no such hunk", changeset.Selection{Hunks: map[string][]int{"doc.txt": {3}}}, "no hunk 3"},
-		{"negative hunk", changeset.Selection{Hunks: map[string][]int{"doc.txt": {-1}}}, "no hunk -1"},
-		{"no such file", changeset.Selection{Files: []string{"nope.txt"}}, "not a file"},
-		{"hunks of a file taken whole", changeset.Selection{Hunks: map[string][]int{"new.txt": {0, 1}}}, "no hunk 1"},
-		{"both", changeset.Selection{Files: []string{"doc.txt"}, Hunks: map[string][]int{"doc.txt": {0}}}, "both"},
-		{"nothing", changeset.Selection{Hunks: map[string][]int{"doc.txt": {}}}, "takes no change"},
+		{"no such hunk", merge.Selection{Hunks: map[string][]int{"doc.txt": {3}}}, "no hunk 3"},
+		{"negative hunk", merge.Selection{Hunks: map[string][]int{"doc.txt": {-1}}}, "no hunk -1"},
+		{"no such file", merge.Selection{Files: []string{"nope.txt"}}, "not a file"},
+		{"hunks of a file taken whole", merge.Selection{Hunks: map[string][]int{"new.txt": {0, 1}}}, "no hunk 1"},
+		{"both", merge.Selection{Files: []string{"doc.txt"}, Hunks: map[string][]int{"doc.txt": {0}}}, "both"},
+		{"nothing", merge.Selection{Hunks: map[string][]int{"doc.txt": {}}}, "takes no change"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.m.Accept(ctx, c.ID, session.AcceptOptions{Select: &tc.sel})
 			require.ErrorIs(t, err, session.ErrInvalid)
-			require.ErrorIs(t, err, changeset.ErrBadSelection)
+			require.ErrorIs(t, err, merge.ErrBadSelection)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Equal(t, before, e.head(), "nothing written")
 			got, err := e.m.GetChangeset(ctx, c.ID)
@@ -322,7 +322,7 @@ func TestAcceptSelect(t *testing.T) {
 	}
 
 	// A selection made on another revision is refused.
-	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{Select: &changeset.Selection{Hunks: map[string][]int{"doc.txt": {0}}}, Revision: 2})
+	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{Select: &merge.Selection{Hunks: map[string][]int{"doc.txt": {0}}}, Revision: 2})
 	var rce *session.ConflictError
 	require.ErrorAs(t, err, &rce)
 	assert.Equal(t, "revision", rce.Field)
@@ -334,7 +334,7 @@ func TestAcceptSelect(t *testing.T) {
 	e.accept(e.submit(o, "elsewhere"))
 	moved := e.head()
 
-	sel := changeset.Selection{Hunks: map[string][]int{"doc.txt": {0, 2}}}
+	sel := merge.Selection{Hunks: map[string][]int{"doc.txt": {0, 2}}}
 	dry, err := e.m.Accept(ctx, c.ID, session.AcceptOptions{Select: &sel, DryRun: true})
 	require.NoError(t, err)
 	assert.True(t, dry.DryRun)
@@ -356,7 +356,7 @@ func TestAcceptSelect(t *testing.T) {
 	assert.Equal(t, "changed elsewhere\n", e.file("main", "other.txt"))
 	assert.Empty(t, e.file("main", "new.txt"))
 	require.NotNil(t, res.Selection)
-	assert.Equal(t, changeset.Selection{Files: []string{"new.txt"}, Hunks: map[string][]int{"doc.txt": {1}}}, res.Selection.LeftOut)
+	assert.Equal(t, merge.Selection{Files: []string{"new.txt"}, Hunks: map[string][]int{"doc.txt": {1}}}, res.Selection.LeftOut)
 
 	// The session is on the new head, with the rest as its diff, and can
 	// submit it again.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // AcceptOptions qualify an accept.
@@ -35,11 +35,11 @@ type AcceptOptions struct {
 	// policy RefuseStaleReads does.
 	RequireFreshReads bool
 	// Select, when set, accepts only part of the changeset: whole files
-	// and single hunks of its diff (changeset.Select). What is left out
+	// and single hunks of its diff (merge.Select). What is left out
 	// stays in the session, which is rebased onto the new head and stays
 	// open. A bad selection is ErrInvalid (wrapping a
-	// *changeset.SelectionError) and writes nothing.
-	Select *changeset.Selection
+	// *merge.SelectionError) and writes nothing.
+	Select *merge.Selection
 	// Revision, when not 0, is the revision the caller reviewed (and made
 	// the selection on): an accept of a changeset revised since fails with
 	// a *ConflictError (Field "revision") and writes nothing, so hunk
@@ -76,14 +76,14 @@ type AcceptResult struct {
 	// SessionConflicts are the conflicts that kept it on its old base
 	// (then rebase it by hand).
 	SessionRebased   bool
-	SessionConflicts []changeset.Conflict
+	SessionConflicts []merge.Conflict
 	// SessionError says why the session was not rebased otherwise.
 	SessionError string
 	// DryRun results: Head is the branch head the commit would go on
 	// and Preview the commit's diff against it.
 	DryRun  bool
 	Head    gitstore.OID
-	Preview *changeset.Patch
+	Preview *merge.Patch
 }
 
 // acceptMaxAttempts bounds the re-merges after losing the branch's
@@ -94,7 +94,7 @@ const acceptMaxAttempts = 16
 // (commit-on-accept): the commit's tree is the changeset's head tree when
 // the branch is still at the changeset's base, and the changes merged onto
 // the branch head otherwise (a conflict returns a
-// *changeset.ConflictError and writes nothing). Its message is the intent
+// *merge.ConflictError and writes nothing). Its message is the intent
 // with Sessiond-Session, Sessiond-Changeset and Sessiond-Agent trailers.
 // The branch moves only by compare-and-swap; the changeset becomes
 // accepted, a layer of the branch, and its session accepted.
@@ -185,7 +185,7 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		tree := changesTree
 		res.Rebased, res.StaleReads = false, nil
 		if head != c.BaseCommit && !head.IsZero() {
-			merged, err := changeset.Rebase(ctx, r, c.BaseCommit, changesTree, head, changeset.MergeOptions{
+			merged, err := merge.Rebase(ctx, r, c.BaseCommit, changesTree, head, merge.MergeOptions{
 				OursLabel: c.TargetBranch, TheirsLabel: "changeset " + id.String()[:8], Render: true,
 			})
 			if err != nil {
@@ -209,7 +209,7 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 				return AcceptResult{}, err
 			}
 			res.Head, res.Changeset = parent, c
-			res.Preview, err = changeset.Diff(ctx, r, pc.Tree, tree, changeset.DiffOptions{}, changeset.PatchOptions{})
+			res.Preview, err = merge.Diff(ctx, r, pc.Tree, tree, merge.DiffOptions{}, merge.PatchOptions{})
 			if err != nil {
 				return AcceptResult{}, fmt.Errorf("accept %s: preview: %w", id, err)
 			}
@@ -333,23 +333,23 @@ func (m *Manager) recordAccept(ctx context.Context, c Changeset, res *AcceptResu
 // selectChanges resolves a partial accept's selection against the
 // changeset's diff and writes the tree of the base with only the selected
 // changes. A selection of everything is a whole accept (nil selection).
-func (m *Manager) selectChanges(ctx context.Context, r *gitstore.Repo, c Changeset, headTree gitstore.OID, sel changeset.Selection) (gitstore.OID, *AcceptedSelection, error) {
+func (m *Manager) selectChanges(ctx context.Context, r *gitstore.Repo, c Changeset, headTree gitstore.OID, sel merge.Selection) (gitstore.OID, *AcceptedSelection, error) {
 	base, err := r.Commit(ctx, c.BaseCommit)
 	if err != nil {
 		return gitstore.OID{}, nil, fmt.Errorf("changeset %s base: %w", c.ID, err)
 	}
-	patch, err := changeset.Diff(ctx, r, base.Tree, headTree, changeset.DiffOptions{}, changeset.PatchOptions{})
+	patch, err := merge.Diff(ctx, r, base.Tree, headTree, merge.DiffOptions{}, merge.PatchOptions{})
 	if err != nil {
 		return gitstore.OID{}, nil, fmt.Errorf("changeset %s: diff: %w", c.ID, err)
 	}
-	s, err := changeset.Select(patch, sel)
+	s, err := merge.Select(patch, sel)
 	if err != nil {
 		return gitstore.OID{}, nil, fmt.Errorf("%w: changeset %s revision %d: %w", ErrInvalid, c.ID, c.Revision, err)
 	}
 	if s.All {
 		return headTree, nil, nil
 	}
-	tree, err := changeset.BuildSelected(ctx, r, base.Tree, s)
+	tree, err := merge.BuildSelected(ctx, r, base.Tree, s)
 	if err != nil {
 		return gitstore.OID{}, nil, fmt.Errorf("accept %s: %w", c.ID, err)
 	}
@@ -370,10 +370,10 @@ func (m *Manager) rebaseAfterPartial(ctx context.Context, ls *live, c Changeset,
 	}
 	target := ls.tree
 	if ls.meta.BaseCommit != c.BaseCommit || res.Rebased {
-		merged, err := changeset.Rebase(ctx, ls.repo, ls.baseTree, ls.tree, commit.Tree, changeset.MergeOptions{
+		merged, err := merge.Rebase(ctx, ls.repo, ls.baseTree, ls.tree, commit.Tree, merge.MergeOptions{
 			OursLabel: c.TargetBranch, TheirsLabel: "session " + ls.meta.ID.String()[:8], Render: true,
 		})
-		var ce *changeset.ConflictError
+		var ce *merge.ConflictError
 		if errors.As(err, &ce) {
 			res.SessionConflicts = ce.Conflicts
 			return

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // UndoOptions name the layers to undo.
@@ -46,7 +46,7 @@ type UndoResult struct {
 	// taken out where they do not overlap.
 	Stays []string
 	// Conflicts are why the undo cannot apply; then nothing is written.
-	Conflicts []changeset.Conflict
+	Conflicts []merge.Conflict
 }
 
 // Revert is one undone layer.
@@ -64,7 +64,7 @@ type Revert struct {
 // whose tree is the three-way merge that takes the layer's change out (as
 // git revert does), and one compare-and-swap of the branch to the last of
 // them, so several layers are undone at once or not at all. A conflict
-// returns a *changeset.ConflictError and writes nothing; a dry run returns
+// returns a *merge.ConflictError and writes nothing; a dry run returns
 // the conflicts in the result instead. The layers become undone and their
 // changesets undone, which is final.
 func (m *Manager) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error) {
@@ -136,7 +136,7 @@ func (m *Manager) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 			return res, nil
 		}
 		if len(res.Conflicts) > 0 {
-			return UndoResult{}, &changeset.ConflictError{Conflicts: res.Conflicts}
+			return UndoResult{}, &merge.ConflictError{Conflicts: res.Conflicts}
 		}
 		// Revert commits, oldest parent first; then the branch moves once.
 		now := m.now()
@@ -213,7 +213,7 @@ func (m *Manager) planUndo(ctx context.Context, r *gitstore.Repo, head gitstore.
 			return res, nil, fmt.Errorf("layer of changeset %s: %w", l.Changeset, err)
 		}
 		if len(lc.Parents) != 1 {
-			return res, nil, fmt.Errorf("layer of changeset %s: %w", l.Changeset, changeset.ErrMergeCommit)
+			return res, nil, fmt.Errorf("layer of changeset %s: %w", l.Changeset, merge.ErrMergeCommit)
 		}
 		pc, err := r.Commit(ctx, lc.Parents[0])
 		if err != nil {
@@ -236,10 +236,10 @@ func (m *Manager) planUndo(ctx context.Context, r *gitstore.Repo, head gitstore.
 		if len(res.Conflicts) > 0 {
 			continue // the chain is broken; the classification below still holds
 		}
-		merged, err := changeset.Revert(ctx, r, l.Commit, tree, changeset.MergeOptions{
+		merged, err := merge.Revert(ctx, r, l.Commit, tree, merge.MergeOptions{
 			OursLabel: "HEAD", TheirsLabel: "undo " + l.Changeset.String()[:8], Render: true,
 		})
-		var ce *changeset.ConflictError
+		var ce *merge.ConflictError
 		if errors.As(err, &ce) {
 			res.Conflicts = ce.Conflicts
 			continue

@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // Changesets: submit, review, accept (commit-on-accept) and layers with
@@ -26,7 +26,7 @@ import (
 //     the session is submitted again, which revises the same changeset:
 //     a new head, Revision+1, status back to open. Reviews stay, each
 //     recording the revision it looked at; the status follows the reviews
-//     of the current revision only (changeset.ReviewStatus).
+//     of the current revision only (merge.ReviewStatus).
 //   - Accept writes one commit on the target branch and moves the branch by
 //     compare-and-swap (git's <ref>.lock). The order is: the commit is
 //     durable, then the ref moves, then the store records the changeset
@@ -352,13 +352,13 @@ func (m *Manager) ListChangesetListings(ctx context.Context, f ChangesetFilter) 
 		if err != nil {
 			return nil, err
 		}
-		var votes []changeset.Vote
+		var votes []merge.Vote
 		for _, r := range reviews {
 			if r.Revision == c.Revision {
-				votes = append(votes, changeset.Vote{Author: r.Author, Verdict: changeset.Verdict(r.Verdict)})
+				votes = append(votes, merge.Vote{Author: r.Author, Verdict: merge.Verdict(r.Verdict)})
 			}
 		}
-		out[i] = ChangesetListing{Changeset: c, Approvals: changeset.Approvals(votes)}
+		out[i] = ChangesetListing{Changeset: c, Approvals: merge.Approvals(votes)}
 	}
 	return out, nil
 }
@@ -423,7 +423,7 @@ func (m *Manager) ChangesetRevisions(ctx context.Context, id uuid.UUID) ([]Revis
 
 // ChangesetRevisionDiff is the patch revision n of a changeset put under
 // review; 0 is the current revision (ChangesetDiff).
-func (m *Manager) ChangesetRevisionDiff(ctx context.Context, id uuid.UUID, n int) (Changeset, *changeset.Patch, error) {
+func (m *Manager) ChangesetRevisionDiff(ctx context.Context, id uuid.UUID, n int) (Changeset, *merge.Patch, error) {
 	if n == 0 {
 		return m.ChangesetDiff(ctx, id)
 	}
@@ -451,7 +451,7 @@ func (m *Manager) ChangesetRevisionDiff(ctx context.Context, id uuid.UUID, n int
 			}
 			trees[i] = cm.Tree
 		}
-		p, err := changeset.Diff(ctx, repo, trees[0], trees[1], changeset.DiffOptions{}, changeset.PatchOptions{})
+		p, err := merge.Diff(ctx, repo, trees[0], trees[1], merge.DiffOptions{}, merge.PatchOptions{})
 		if err != nil {
 			return Changeset{}, nil, fmt.Errorf("changeset %s revision %d: diff: %w", id, n, err)
 		}
@@ -471,7 +471,7 @@ func (m *Manager) Reviews(ctx context.Context, id uuid.UUID) ([]Review, error) {
 
 // ChangesetDiff is the patch a changeset puts under review: its head
 // against its base.
-func (m *Manager) ChangesetDiff(ctx context.Context, id uuid.UUID) (Changeset, *changeset.Patch, error) {
+func (m *Manager) ChangesetDiff(ctx context.Context, id uuid.UUID) (Changeset, *merge.Patch, error) {
 	c, err := m.GetChangeset(ctx, id)
 	if err != nil {
 		return Changeset{}, nil, err
@@ -488,7 +488,7 @@ func (m *Manager) ChangesetDiff(ctx context.Context, id uuid.UUID) (Changeset, *
 		}
 		trees[i] = cm.Tree
 	}
-	p, err := changeset.Diff(ctx, r, trees[0], trees[1], changeset.DiffOptions{}, changeset.PatchOptions{})
+	p, err := merge.Diff(ctx, r, trees[0], trees[1], merge.DiffOptions{}, merge.PatchOptions{})
 	if err != nil {
 		return Changeset{}, nil, fmt.Errorf("changeset %s: diff: %w", id, err)
 	}
@@ -506,12 +506,12 @@ type ReviewInput struct {
 }
 
 // Review records a review of a changeset's current revision and moves
-// the changeset to the status its reviews now give (changeset.ReviewStatus
+// the changeset to the status its reviews now give (merge.ReviewStatus
 // with the repository's required approvals). Line comments must name a
 // file of the changeset's diff and a line from 1. An accepted or undone
 // changeset takes comments only.
 func (m *Manager) Review(ctx context.Context, id uuid.UUID, in ReviewInput) (Review, Changeset, error) {
-	if _, err := changeset.ParseVerdict(string(in.Verdict)); err != nil {
+	if _, err := merge.ParseVerdict(string(in.Verdict)); err != nil {
 		return Review{}, Changeset{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	c, patch, err := m.ChangesetDiff(ctx, id)
@@ -580,11 +580,11 @@ func (m *Manager) Review(ctx context.Context, id uuid.UUID, in ReviewInput) (Rev
 // checkComments refuses a line comment that names no file of the patch, or
 // no line of it: a line from 1 to the file's line count on the side that
 // has more (the new one, or the old one of a deletion).
-func (m *Manager) checkComments(ctx context.Context, c Changeset, patch *changeset.Patch, comments []LineComment) error {
+func (m *Manager) checkComments(ctx context.Context, c Changeset, patch *merge.Patch, comments []LineComment) error {
 	if len(comments) == 0 {
 		return nil
 	}
-	files := map[string]*changeset.FileDiff{}
+	files := map[string]*merge.FileDiff{}
 	for i := range patch.Files {
 		f := &patch.Files[i]
 		for _, p := range []string{f.OldPath, f.NewPath} {
@@ -639,13 +639,13 @@ func countLines(data []byte) int {
 
 // reviewStatus is the status the reviews of revision rev give.
 func reviewStatus(reviews []Review, rev, required int) ChangesetStatus {
-	var votes []changeset.Vote
+	var votes []merge.Vote
 	for _, r := range reviews {
 		if r.Revision == rev {
-			votes = append(votes, changeset.Vote{Author: r.Author, Verdict: changeset.Verdict(r.Verdict)})
+			votes = append(votes, merge.Vote{Author: r.Author, Verdict: merge.Verdict(r.Verdict)})
 		}
 	}
-	return ChangesetStatus(changeset.ReviewStatus(votes, required))
+	return ChangesetStatus(merge.ReviewStatus(votes, required))
 }
 
 // Layers returns the accepted changesets of a branch, newest first.

@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -167,12 +167,12 @@ func TestChangesetTimeMachine(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, preview.Conflicts, 1)
 	assert.Equal(t, "feature.txt", preview.Conflicts[0].Path)
-	assert.Equal(t, changeset.ConflictModifyDelete, preview.Conflicts[0].Kind)
+	assert.Equal(t, merge.ConflictModifyDelete, preview.Conflicts[0].Kind)
 	assert.Equal(t, []string{"lib.txt"}, preview.ComesBack)
 	assert.True(t, preview.Commit.IsZero())
 	assert.Equal(t, before, e.head(), "a preview writes nothing")
 	_, err = e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID}})
-	var ce *changeset.ConflictError
+	var ce *merge.ConflictError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, before, e.head(), "a conflicting undo writes nothing")
 	layers, err = e.m.Layers(ctx, "bare", "main")
@@ -422,7 +422,7 @@ func TestChangesetAcceptRules(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = e.m.Accept(ctx, c2.ID, session.AcceptOptions{})
-	var mc *changeset.ConflictError
+	var mc *merge.ConflictError
 	require.ErrorAs(t, err, &mc)
 	assert.Equal(t, "a.txt", mc.Conflicts[0].Path)
 	assert.Equal(t, r1.Commit, e.head(), "a conflict writes nothing")

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
 )
 
@@ -269,7 +269,7 @@ func (m *Manager) checkpointBase(ctx context.Context, ls *live, cp Checkpoint) (
 // checkpoint taken on another base (before a rebase) keeps the current
 // base: the session's own changes as of the checkpoint are merged onto
 // it, three ways, as the rebase did; a conflict is a
-// *changeset.ConflictError and changes nothing. Upstream's work is never
+// *merge.ConflictError and changes nothing. Upstream's work is never
 // reverted.
 func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string) (Checkpoint, Mutation, error) {
 	var cp Checkpoint
@@ -300,7 +300,7 @@ func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string)
 			if err != nil {
 				return Checkpoint{}, Mutation{}, fmt.Errorf("checkpoint %d base: %w", cp.N, err)
 			}
-			res, err := changeset.Rebase(ctx, ls.repo, oldBaseTree, cp.Tree, ls.baseTree, changeset.MergeOptions{
+			res, err := merge.Rebase(ctx, ls.repo, oldBaseTree, cp.Tree, ls.baseTree, merge.MergeOptions{
 				OursLabel: "base " + ls.meta.BaseCommit.String()[:12], TheirsLabel: fmt.Sprintf("checkpoint %d", cp.N), Render: true,
 			})
 			if err != nil {

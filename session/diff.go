@@ -5,14 +5,14 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // SessionDiff is a session's diff: the trees compared and the patch.
 type SessionDiff struct {
 	From, To gitstore.OID
-	Patch    *changeset.Patch
+	Patch    *merge.Patch
 }
 
 // Diff compares the session's view with its base (against "" or "base")
@@ -39,7 +39,7 @@ func (m *Manager) Diff(ctx context.Context, id uuid.UUID, against string) (Sessi
 	}
 	ls.mu.Unlock()
 	// Trees are immutable: the diff runs outside the session's lock.
-	patch, err := changeset.Diff(ctx, repo, from, to, changeset.DiffOptions{}, changeset.PatchOptions{})
+	patch, err := merge.Diff(ctx, repo, from, to, merge.DiffOptions{}, merge.PatchOptions{})
 	if err != nil {
 		return SessionDiff{}, err
 	}
@@ -49,9 +49,9 @@ func (m *Manager) Diff(ctx context.Context, id uuid.UUID, against string) (Sessi
 
 // hideUnreadable drops from patch the files p does not let the session
 // read (on either side of a rename) and sums the stats again.
-func (p *policy) hideUnreadable(patch *changeset.Patch) {
+func (p *policy) hideUnreadable(patch *merge.Patch) {
 	kept := patch.Files[:0]
-	var stats changeset.Stats
+	var stats merge.Stats
 	for _, f := range patch.Files {
 		if (f.OldPath != "" && !p.canRead(f.OldPath)) || (f.NewPath != "" && !p.canRead(f.NewPath)) {
 			continue

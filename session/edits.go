@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
 )
 
@@ -228,7 +228,7 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 				case symlinks[p]:
 					r.Skipped = append(r.Skipped, Skipped{Path: p, Reason: "symlink"})
 					continue
-				case changeset.IsBinary(cur):
+				case merge.IsBinary(cur):
 					r.Skipped = append(r.Skipped, Skipped{Path: p, Reason: "binary"})
 					continue
 				case errors.As(overlay.ValidatePath(p), &pe):

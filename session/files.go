@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
 )
 
@@ -679,7 +679,7 @@ func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) 
 		if err != nil {
 			return err
 		}
-		if changeset.IsBinary(data) {
+		if merge.IsBinary(data) {
 			return nil
 		}
 		line := 0

@@ -7,14 +7,14 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // Rebase moves the session onto a new base (a branch, tag or commit,
 // usually its branch after it moved): its changes are re-applied on the
 // new base by three-way merge and the overlay becomes that result. A
-// conflict returns a *changeset.ConflictError and changes nothing.
+// conflict returns a *merge.ConflictError and changes nothing.
 func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) (Session, Mutation, error) {
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
@@ -41,7 +41,7 @@ func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) 
 	if err != nil {
 		return Session{}, Mutation{}, err
 	}
-	res, err := changeset.Rebase(ctx, ls.repo, ls.baseTree, ls.tree, c.Tree, changeset.MergeOptions{OursLabel: onto, TheirsLabel: "session " + id.String()[:8], Render: true})
+	res, err := merge.Rebase(ctx, ls.repo, ls.baseTree, ls.tree, c.Tree, merge.MergeOptions{OursLabel: onto, TheirsLabel: "session " + id.String()[:8], Render: true})
 	if err != nil {
 		return Session{}, Mutation{}, err
 	}
@@ -54,7 +54,7 @@ func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) 
 
 // MergeFrom brings another session's changes (its view against its own
 // base) into this session's overlay by three-way merge. A conflict returns
-// a *changeset.ConflictError and changes nothing. The other session is
+// a *merge.ConflictError and changes nothing. The other session is
 // read as it is at the start; it is not changed. Every path the merge
 // changes must pass the other session's read policy and this session's
 // write policy, or the merge is refused (ErrForbidden) and changes
@@ -83,7 +83,7 @@ func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor strin
 	if err := m.checkWritable(ctx, ls); err != nil {
 		return Mutation{}, err
 	}
-	res, err := changeset.Merge(ctx, ls.repo, theirBase, ls.tree, theirs, changeset.MergeOptions{
+	res, err := merge.Merge(ctx, ls.repo, theirBase, ls.tree, theirs, merge.MergeOptions{
 		OursLabel: "session " + id.String()[:8], TheirsLabel: "session " + from.String()[:8], Render: true,
 	})
 	if err != nil {

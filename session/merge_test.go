@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -41,7 +41,7 @@ func TestRebase(t *testing.T) {
 	e.git("commit", "-q", "-am", "conflicting")
 	view := e.view(s.ID)
 	_, _, err = e.m.Rebase(ctx, s.ID, "main", "")
-	var ce *changeset.ConflictError
+	var ce *merge.ConflictError
 	require.ErrorAs(t, err, &ce)
 	require.Len(t, ce.Conflicts, 1)
 	assert.Equal(t, "a.txt", ce.Conflicts[0].Path)
@@ -82,7 +82,7 @@ func TestMergeFrom(t *testing.T) {
 	e.write(b.ID, "a.txt", "b's a.txt\n")
 	before := e.view(a.ID)
 	_, err = e.m.MergeFrom(ctx, a.ID, b.ID, "")
-	var ce *changeset.ConflictError
+	var ce *merge.ConflictError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "a.txt", ce.Conflicts[0].Path)
 	assert.Equal(t, before, e.view(a.ID))

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/session"
 )
@@ -108,7 +108,7 @@ func TestModeOnlyChange(t *testing.T) {
 	assert.Equal(t, e.git("diff", "--raw", "--no-abbrev", base.String(), tree.String()), ":100644 100755 "+e.git("rev-parse", "main:README.md")+" "+e.git("rev-parse", "main:README.md")+" M\tREADME.md")
 	r, err := e.m.GitRepo(ctx, "r")
 	require.NoError(t, err)
-	patch, err := changeset.Diff(ctx, r, base, tree, changeset.DiffOptions{}, changeset.PatchOptions{})
+	patch, err := merge.Diff(ctx, r, base, tree, merge.DiffOptions{}, merge.PatchOptions{})
 	require.NoError(t, err)
 	unified := string(patch.Unified())
 	assert.Contains(t, unified, "old mode 100644\nnew mode 100755\n")
@@ -430,7 +430,7 @@ func TestRollbackAndCheckpointAfterRebase(t *testing.T) {
 	// upstream. Nothing changes.
 	view := e.view(s.ID)
 	_, _, err = e.m.Rollback(ctx, s.ID, "1", "")
-	var ce *changeset.ConflictError
+	var ce *merge.ConflictError
 	require.ErrorAs(t, err, &ce)
 	require.Len(t, ce.Conflicts, 1)
 	assert.Equal(t, "a.txt", ce.Conflicts[0].Path)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // Store is the metadata store behind the engine: repositories, sessions,
@@ -374,8 +374,8 @@ type Changeset struct {
 // (files whole, hunks by index into the revision's diff) and the part it
 // left out, which stays in the session.
 type AcceptedSelection struct {
-	Taken   changeset.Selection `json:"taken"`
-	LeftOut changeset.Selection `json:"left_out"`
+	Taken   merge.Selection `json:"taken"`
+	LeftOut merge.Selection `json:"left_out"`
 }
 
 // ChangesetFilter selects changesets; zero fields match everything.

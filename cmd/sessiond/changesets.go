@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/api"
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // The changeset commands (changeset submit|ls|show|review|accept|undo|
@@ -213,7 +213,7 @@ func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
 	req := api.AcceptRequest{ExpectedHead: c.ExpectedHead, Message: c.Message,
 		Actor: c.Actor, RequireFreshReads: c.RequireFreshReads, DryRun: c.DryRun, Revision: c.Revision}
 	if len(c.Select) > 0 {
-		req.Select = &changeset.Selection{}
+		req.Select = &merge.Selection{}
 		for _, s := range c.Select {
 			if s.hunks == nil {
 				req.Select.Files = append(req.Select.Files, s.path)

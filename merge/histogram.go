@@ -1,4 +1,4 @@
-package changeset
+package merge
 
 // git's histogram diff (xdiff/xhistogram.c), which git's tree merges use
 // for their line merges: find the longest run of lines common to both

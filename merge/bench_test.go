@@ -1,4 +1,4 @@
-package changeset_test
+package merge_test
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/merge"
 )
 
 type benchMerge struct {
@@ -81,7 +81,7 @@ func BenchmarkMerge(b *testing.B) {
 		b.Run(name+"/impl=sessiond", func(b *testing.B) {
 			ctx := b.Context()
 			for b.Loop() {
-				_, err := changeset.Merge(ctx, bm.repo, bm.base, bm.ours, bm.theirs, changeset.MergeOptions{})
+				_, err := merge.Merge(ctx, bm.repo, bm.base, bm.ours, bm.theirs, merge.MergeOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -109,7 +109,7 @@ func BenchmarkDiff(b *testing.B) {
 	b.Run(name+"/impl=sessiond", func(b *testing.B) {
 		ctx := b.Context()
 		for b.Loop() {
-			cs, err := changeset.DiffTrees(ctx, bm.repo, bc.Tree, bm.newTree, changeset.DiffOptions{})
+			cs, err := merge.DiffTrees(ctx, bm.repo, bc.Tree, bm.newTree, merge.DiffOptions{})
 			if err != nil || len(cs) != 1000 {
 				b.Fatal(err, len(cs))
 			}

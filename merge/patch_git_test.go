@@ -1,4 +1,4 @@
-package changeset_test
+package merge_test
 
 import (
 	"bytes"
@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // TestUnifiedDiffAppliesWithGit: for random changes (edits, adds,
@@ -56,7 +56,7 @@ func TestUnifiedDiffAppliesWithGit(t *testing.T) {
 		newTree, _ := commitModel(ctx, rt, b, cur)
 		require.NoError(rt, b.Flush(ctx))
 
-		patch, err := changeset.Diff(ctx, repo, oldTree, newTree, changeset.DiffOptions{}, changeset.PatchOptions{})
+		patch, err := merge.Diff(ctx, repo, oldTree, newTree, merge.DiffOptions{}, merge.PatchOptions{})
 		require.NoError(rt, err)
 		text := patch.Unified()
 		git(rt, nil, "read-tree", oldTree.String())

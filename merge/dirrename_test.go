@@ -1,4 +1,4 @@
-package changeset_test
+package merge_test
 
 import (
 	"errors"
@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/merge"
 )
 
 func textFiles(kv ...string) model {
@@ -32,8 +32,8 @@ func TestMergeDirectoryRenames(t *testing.T) {
 	ctx := t.Context()
 
 	type want struct {
-		kinds []changeset.ConflictKind // nil: clean
-		paths []string                 // in the merged tree (clean) or absent from it
+		kinds []merge.ConflictKind // nil: clean
+		paths []string             // in the merged tree (clean) or absent from it
 	}
 	for _, tc := range []struct {
 		name                 string
@@ -44,7 +44,7 @@ func TestMergeDirectoryRenames(t *testing.T) {
 		base:     textFiles("z/b", "b\n", "z/c", "c\n"),
 		ours:     textFiles("y/b", "b\n", "y/c", "c\n"),
 		theirs:   textFiles("z/b", "b\n", "z/c", "c\n", "z/d", "d\n"),
-		conflict: want{kinds: []changeset.ConflictKind{changeset.ConflictFileLocation}},
+		conflict: want{kinds: []merge.ConflictKind{merge.ConflictFileLocation}},
 		apply:    want{paths: []string{"y/b", "y/c", "y/d"}},
 		off:      want{paths: []string{"y/b", "y/c", "z/d"}},
 	}, {
@@ -52,7 +52,7 @@ func TestMergeDirectoryRenames(t *testing.T) {
 		base:     textFiles("z/b", "b\n", "z/c", "c\n", "top", "t\n"),
 		ours:     textFiles("z/b", "b\n", "z/c", "c\n", "z/e", "e\n", "top", "t\n"),
 		theirs:   textFiles("b", "b\n", "c", "c\n", "top", "t\n"),
-		conflict: want{kinds: []changeset.ConflictKind{changeset.ConflictFileLocation}},
+		conflict: want{kinds: []merge.ConflictKind{merge.ConflictFileLocation}},
 		apply:    want{paths: []string{"b", "c", "e"}},
 		off:      want{paths: []string{"b", "c", "z/e"}},
 	}, {
@@ -70,39 +70,39 @@ func TestMergeDirectoryRenames(t *testing.T) {
 		base:     textFiles("z/b", "b\n", "z/c", "c\n"),
 		ours:     textFiles("x/b", "b\n", "y/c", "c\n"),
 		theirs:   textFiles("z/b", "b\n", "z/c", "c\n", "z/d", "d\n"),
-		conflict: want{kinds: []changeset.ConflictKind{changeset.ConflictDirRenameSplit}},
-		apply:    want{kinds: []changeset.ConflictKind{changeset.ConflictDirRenameSplit}},
+		conflict: want{kinds: []merge.ConflictKind{merge.ConflictDirRenameSplit}},
+		apply:    want{kinds: []merge.ConflictKind{merge.ConflictDirRenameSplit}},
 		off:      want{paths: []string{"x/b", "y/c", "z/d"}},
 	}, {
 		name:     "two directories merged into one, each given a file of the same name",
 		base:     textFiles("w/b", "b\n", "z/c", "c\n"),
 		ours:     textFiles("y/b", "b\n", "y/c", "c\n"),
 		theirs:   textFiles("w/b", "b\n", "w/n", "n1\n", "z/c", "c\n", "z/n", "n2\n"),
-		conflict: want{kinds: []changeset.ConflictKind{changeset.ConflictDirRenameCollision}},
-		apply:    want{kinds: []changeset.ConflictKind{changeset.ConflictDirRenameCollision}},
+		conflict: want{kinds: []merge.ConflictKind{merge.ConflictDirRenameCollision}},
+		apply:    want{kinds: []merge.ConflictKind{merge.ConflictDirRenameCollision}},
 		off:      want{paths: []string{"w/n", "z/n"}},
 	}, {
 		name:     "a file in the way of the moved one",
 		base:     textFiles("z/b", "b\n", "z/c", "c\n"),
 		ours:     textFiles("y/b", "b\n", "y/c", "c\n"),
 		theirs:   textFiles("z/b", "b\n", "z/c", "c\n", "z/d", "theirs\n", "y/d", "also theirs\n"),
-		conflict: want{kinds: []changeset.ConflictKind{changeset.ConflictDirRenameCollision}},
-		apply:    want{kinds: []changeset.ConflictKind{changeset.ConflictDirRenameCollision}},
+		conflict: want{kinds: []merge.ConflictKind{merge.ConflictDirRenameCollision}},
+		apply:    want{kinds: []merge.ConflictKind{merge.ConflictDirRenameCollision}},
 		off:      want{paths: []string{"y/d", "z/d"}},
 	}, {
 		name:     "a file moved onto one the other side added",
 		base:     textFiles("z/b", "b\n", "z/c", "c\n"),
 		ours:     textFiles("y/b", "b\n", "y/c", "c\n", "y/d", "mine\n"),
 		theirs:   textFiles("z/b", "b\n", "z/c", "c\n", "z/d", "theirs\n"),
-		conflict: want{kinds: []changeset.ConflictKind{changeset.ConflictFileLocation}},
-		apply:    want{kinds: []changeset.ConflictKind{changeset.ConflictAddAdd}},
+		conflict: want{kinds: []merge.ConflictKind{merge.ConflictFileLocation}},
+		apply:    want{kinds: []merge.ConflictKind{merge.ConflictAddAdd}},
 		off:      want{paths: []string{"y/d", "z/d"}},
 	}} {
 		for _, mode := range []struct {
 			name string
-			mode changeset.DirRenameMode
+			mode merge.DirRenameMode
 			want want
-		}{{"conflict", changeset.DirRenamesConflict, tc.conflict}, {"true", changeset.DirRenamesApply, tc.apply}, {"false", changeset.DirRenamesOff, tc.off}} {
+		}{{"conflict", merge.DirRenamesConflict, tc.conflict}, {"true", merge.DirRenamesApply, tc.apply}, {"false", merge.DirRenamesOff, tc.off}} {
 			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
 				b := repo.NewBatch()
 				_, bc := commitModel(ctx, t, b, tc.base)
@@ -110,7 +110,7 @@ func TestMergeDirectoryRenames(t *testing.T) {
 				_, tc2 := commitModel(ctx, t, b, tc.theirs, bc)
 				require.NoError(t, b.Flush(ctx))
 				gitTree, gitClean, gitConflicts := gitMergeTree(t, dir, mode.name, oc, tc2)
-				res, err := changeset.Merge(ctx, repo, bc, oc, tc2, changeset.MergeOptions{DirectoryRenames: mode.mode})
+				res, err := merge.Merge(ctx, repo, bc, oc, tc2, merge.MergeOptions{DirectoryRenames: mode.mode})
 				if mode.want.kinds == nil {
 					require.True(t, gitClean, "git: %s", gitMergeTreeMessages(dir, mode.name, oc, tc2))
 					require.NoError(t, err)
@@ -122,9 +122,9 @@ func TestMergeDirectoryRenames(t *testing.T) {
 					return
 				}
 				require.False(t, gitClean)
-				var ce *changeset.ConflictError
+				var ce *merge.ConflictError
 				require.True(t, errors.As(err, &ce), "%v", err)
-				var kinds []changeset.ConflictKind
+				var kinds []merge.ConflictKind
 				for _, c := range ce.Conflicts {
 					kinds = append(kinds, c.Kind)
 					assert.NotEmpty(t, c.Message)

@@ -1,4 +1,4 @@
-package changeset_test
+package merge_test
 
 import (
 	"bytes"
@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/merge"
 )
 
 type file struct {
@@ -263,11 +263,11 @@ func gitMergeTree(t require.TestingT, dir, dirRenames string, ours, theirs gitst
 }
 
 // conflictPaths lists the paths git records as conflicted for cs.
-func conflictPaths(cs []changeset.Conflict) []string {
+func conflictPaths(cs []merge.Conflict) []string {
 	var out []string
 	for _, c := range cs {
 		switch {
-		case c.Kind == changeset.ConflictDirRenameSplit, c.Kind == changeset.ConflictDirRenameCollision:
+		case c.Kind == merge.ConflictDirRenameSplit, c.Kind == merge.ConflictDirRenameCollision:
 			// about directories: git records no file
 		case len(c.GitPaths) > 0:
 			out = append(out, c.GitPaths...)
@@ -321,16 +321,16 @@ func TestMergeMatchesGitMergeTree(t *testing.T) {
 				_, tc := commitModel(ctx, rt, b, theirs, bc)
 				require.NoError(rt, b.Flush(ctx))
 
-				mode := rapid.SampledFrom([]changeset.DirRenameMode{
-					changeset.DirRenamesConflict, changeset.DirRenamesApply, changeset.DirRenamesOff,
+				mode := rapid.SampledFrom([]merge.DirRenameMode{
+					merge.DirRenamesConflict, merge.DirRenamesApply, merge.DirRenamesOff,
 				}).Draw(rt, "directory-renames")
-				gitMode := map[changeset.DirRenameMode]string{changeset.DirRenamesApply: "true", changeset.DirRenamesOff: "false"}[mode]
+				gitMode := map[merge.DirRenameMode]string{merge.DirRenamesApply: "true", merge.DirRenamesOff: "false"}[mode]
 				gitTree, gitClean, gitConflicts := gitMergeTree(rt, dir, gitMode, oc, tc)
 				rt.Logf("base %s\nours %s\ntheirs %s", describe(base), describe(ours), describe(theirs))
-				res, err := changeset.Merge(ctx, repo, bc, oc, tc, changeset.MergeOptions{
+				res, err := merge.Merge(ctx, repo, bc, oc, tc, merge.MergeOptions{
 					OursLabel: oc.String(), TheirsLabel: tc.String(), DirectoryRenames: mode,
 				})
-				var ce *changeset.ConflictError
+				var ce *merge.ConflictError
 				switch {
 				case gitClean && strings.Contains(testrepo.Git(t, dir, "ls-tree", "-r", gitTree), gitstore.ZeroOID.String()):
 					// git 2.39 (and later) loses the file when a directory
@@ -453,7 +453,7 @@ func TestMergeNameOrderMatchesGit(t *testing.T) {
 
 		gitTree, gitClean, gitConflicts := gitMergeTree(rt, dir, "", oc, tc)
 		rt.Logf("base %s\nours %s\ntheirs %s", describe(base), describe(ours), describe(theirs))
-		res, err := changeset.Merge(ctx, repo, bc, oc, tc, changeset.MergeOptions{
+		res, err := merge.Merge(ctx, repo, bc, oc, tc, merge.MergeOptions{
 			OursLabel: oc.String(), TheirsLabel: tc.String(),
 		})
 		if gitClean {
@@ -461,7 +461,7 @@ func TestMergeNameOrderMatchesGit(t *testing.T) {
 			require.Equal(rt, gitTree, res.Tree.String())
 			return
 		}
-		var ce *changeset.ConflictError
+		var ce *merge.ConflictError
 		require.ErrorAs(rt, err, &ce, "git conflicts: %q", gitConflicts)
 		require.Equal(rt, gitConflicts, conflictPaths(ce.Conflicts))
 	})

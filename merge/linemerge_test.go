@@ -1,4 +1,4 @@
-package changeset_test
+package merge_test
 
 import (
 	"bytes"
@@ -7,13 +7,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/merge"
 )
 
 func TestMergeLines(t *testing.T) {
-	opts := changeset.LineMergeOptions{OursLabel: "ours", TheirsLabel: "theirs"}
+	opts := merge.LineMergeOptions{OursLabel: "ours", TheirsLabel: "theirs"}
 	tests := []struct {
 		name, base, ours, theirs, want string
 		conflicts                      int
@@ -26,12 +26,12 @@ func TestMergeLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := changeset.MergeLines([]byte(tt.base), []byte(tt.ours), []byte(tt.theirs), opts)
+			r := merge.MergeLines([]byte(tt.base), []byte(tt.ours), []byte(tt.theirs), opts)
 			assert.Equal(t, tt.want, string(r.Content))
 			assert.Len(t, r.Conflicts, tt.conflicts)
 		})
 	}
-	r := changeset.MergeLines([]byte("a\x00"), []byte("b\x00"), []byte("c\x00"), opts)
+	r := merge.MergeLines([]byte("a\x00"), []byte("b\x00"), []byte("c\x00"), opts)
 	assert.True(t, r.Binary)
 	assert.False(t, r.Clean())
 }
@@ -43,15 +43,15 @@ func FuzzMergeLines(f *testing.F) {
 	f.Add([]byte("a\nb"), []byte("a\r\nc\r\n"), []byte(""), true)
 	f.Add([]byte("x\nx\nx\n"), []byte("x\ny\nx\nx\n"), []byte("x\nx\n"), true)
 	f.Fuzz(func(t *testing.T, base, ours, theirs []byte, histogram bool) {
-		opts := changeset.LineMergeOptions{OursLabel: "o", TheirsLabel: "t", Histogram: histogram}
-		changeset.MergeLines(base, ours, theirs, opts)
-		if changeset.IsBinary(base) || changeset.IsBinary(ours) {
+		opts := merge.LineMergeOptions{OursLabel: "o", TheirsLabel: "t", Histogram: histogram}
+		merge.MergeLines(base, ours, theirs, opts)
+		if merge.IsBinary(base) || merge.IsBinary(ours) {
 			return
 		}
-		for _, r := range []*changeset.LineMergeResult{
-			changeset.MergeLines(base, ours, ours, opts),
-			changeset.MergeLines(base, ours, base, opts),
-			changeset.MergeLines(base, base, ours, opts),
+		for _, r := range []*merge.LineMergeResult{
+			merge.MergeLines(base, ours, ours, opts),
+			merge.MergeLines(base, ours, base, opts),
+			merge.MergeLines(base, base, ours, opts),
 		} {
 			if !r.Clean() || !bytes.Equal(r.Content, ours) {
 				t.Fatalf("identity merge changed %q into %q (clean %v)", ours, r.Content, r.Clean())
@@ -73,19 +73,19 @@ func TestMergeFixture(t *testing.T) {
 		require.NoError(t, err)
 		return id
 	}
-	_, err = changeset.Merge(ctx, repo, rev("main"), rev("ours"), rev("theirs"), changeset.MergeOptions{OursLabel: "ours", TheirsLabel: "theirs", Render: true})
-	var ce *changeset.ConflictError
+	_, err = merge.Merge(ctx, repo, rev("main"), rev("ours"), rev("theirs"), merge.MergeOptions{OursLabel: "ours", TheirsLabel: "theirs", Render: true})
+	var ce *merge.ConflictError
 	require.ErrorAs(t, err, &ce)
-	require.ErrorIs(t, err, changeset.ErrConflict)
-	kinds := map[string]changeset.ConflictKind{}
+	require.ErrorIs(t, err, merge.ErrConflict)
+	kinds := map[string]merge.ConflictKind{}
 	for _, c := range ce.Conflicts {
 		kinds[c.Path] = c.Kind
 	}
-	assert.Equal(t, map[string]changeset.ConflictKind{
-		"added.txt":    changeset.ConflictAddAdd,
-		"conflict.txt": changeset.ConflictContent,
-		"fd":           changeset.ConflictFileDirectory,
-		"moddel.txt":   changeset.ConflictModifyDelete,
+	assert.Equal(t, map[string]merge.ConflictKind{
+		"added.txt":    merge.ConflictAddAdd,
+		"conflict.txt": merge.ConflictContent,
+		"fd":           merge.ConflictFileDirectory,
+		"moddel.txt":   merge.ConflictModifyDelete,
 	}, kinds)
 	for _, c := range ce.Conflicts {
 		if c.Path == "conflict.txt" {
@@ -98,14 +98,14 @@ func TestMergeFixture(t *testing.T) {
 		}
 	}
 
-	res, err := changeset.Merge(ctx, repo, rev("main"), rev("ours"), rev("clean"), changeset.MergeOptions{})
+	res, err := merge.Merge(ctx, repo, rev("main"), rev("ours"), rev("clean"), merge.MergeOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, testrepo.Git(t, dir, "merge-tree", "--write-tree", "ours", "clean"), res.Tree.String())
 	testrepo.Git(t, dir, "fsck", "--strict")
 
 	// Cherry-pick of clean's commit onto ours is the same merge; revert
 	// of it afterwards gives ours back.
-	cp, err := changeset.CherryPick(ctx, repo, rev("clean"), rev("ours"), changeset.MergeOptions{})
+	cp, err := merge.CherryPick(ctx, repo, rev("clean"), rev("ours"), merge.MergeOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, res.Tree, cp.Tree)
 	commit := func(tree, parent gitstore.OID) gitstore.OID {
@@ -114,14 +114,14 @@ func TestMergeFixture(t *testing.T) {
 		return id
 	}
 	picked := commit(cp.Tree, rev("ours"))
-	rv, err := changeset.Revert(ctx, repo, picked, cp.Tree, changeset.MergeOptions{})
+	rv, err := merge.Revert(ctx, repo, picked, cp.Tree, merge.MergeOptions{})
 	require.NoError(t, err)
 	oursCommit, err := repo.Commit(ctx, rev("ours"))
 	require.NoError(t, err)
 	assert.Equal(t, oursCommit.Tree, rv.Tree)
 
 	// Rebase of ours's changes onto clean equals the merge.
-	rb, err := changeset.Rebase(ctx, repo, rev("main"), rev("ours"), rev("clean"), changeset.MergeOptions{})
+	rb, err := merge.Rebase(ctx, repo, rev("main"), rev("ours"), rev("clean"), merge.MergeOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, res.Tree, rb.Tree)
 }

@@ -1,4 +1,4 @@
-package changeset_test
+package merge_test
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/merge"
 )
 
 var hunkHeader = regexp.MustCompile(`(?m)^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
@@ -83,7 +83,7 @@ func TestLineDiffMatchesGit(t *testing.T) {
 		}
 		for _, algo := range []string{"myers", "histogram"} {
 			want := gitEdits(rt, dir, algo, a, b)
-			got := changeset.DiffEdits(a, b, algo == "histogram")
+			got := merge.DiffEdits(a, b, algo == "histogram")
 			require.Equal(rt, want, got, "%s diff of\n%s\nand\n%s", algo, a, b)
 		}
 	})

@@ -1,4 +1,4 @@
-package changeset_test
+package merge_test
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/merge"
 )
 
 func numbered(n int, edit map[int]string) []byte {
@@ -30,9 +30,9 @@ func numbered(n int, edit map[int]string) []byte {
 
 // selectPatch: a text file with three hunks (the last changes the end of
 // the file's newline), an added file and a binary file.
-func selectPatch() *changeset.Patch {
+func selectPatch() *merge.Patch {
 	changed := strings.TrimSuffix(string(numbered(40, map[int]string{2: "two", 3: "", 20: "twenty\nmore", 40: "forty"})), "\n")
-	return changeset.TextPatch(map[string][2][]byte{
+	return merge.TextPatch(map[string][2][]byte{
 		"doc.txt": {numbered(40, nil), []byte(changed)},
 		"new.txt": {nil, []byte("new\n")},
 		"bin.dat": {[]byte("a\x00b"), []byte("a\x00c")},
@@ -41,7 +41,7 @@ func selectPatch() *changeset.Patch {
 
 // checkSelected: what Select takes and leaves out partition the patch, and
 // a file taken in part is its old content with exactly those hunks.
-func checkSelected(t *testing.T, p *changeset.Patch, s *changeset.Selected) {
+func checkSelected(t *testing.T, p *merge.Patch, s *merge.Selected) {
 	t.Helper()
 	for i := range p.Files {
 		f := &p.Files[i]
@@ -62,9 +62,9 @@ func checkSelected(t *testing.T, p *changeset.Patch, s *changeset.Selected) {
 				want[h] = h
 			}
 			assert.Equal(t, want, all, "%s: the hunks taken and left out are all of them, once", path)
-			got, ok := changeset.ApplySelected(s, path)
+			got, ok := merge.ApplySelected(s, path)
 			require.True(t, ok)
-			assert.Equal(t, string(changeset.ApplyHunks(f, taken)), string(got))
+			assert.Equal(t, string(merge.ApplyHunks(f, taken)), string(got))
 		}
 	}
 }
@@ -72,22 +72,22 @@ func checkSelected(t *testing.T, p *changeset.Patch, s *changeset.Selected) {
 func TestSelect(t *testing.T) {
 	p := selectPatch()
 	require.Len(t, p.Files[1].Hunks, 3, "doc.txt")
-	s, err := changeset.Select(p, changeset.Selection{Hunks: map[string][]int{"doc.txt": {2, 0}}, Files: []string{"new.txt"}})
+	s, err := merge.Select(p, merge.Selection{Hunks: map[string][]int{"doc.txt": {2, 0}}, Files: []string{"new.txt"}})
 	require.NoError(t, err)
 	checkSelected(t, p, s)
-	assert.Equal(t, changeset.Selection{Files: []string{"bin.dat"}, Hunks: map[string][]int{"doc.txt": {1}}}, s.LeftOut)
-	got, _ := changeset.ApplySelected(s, "doc.txt")
+	assert.Equal(t, merge.Selection{Files: []string{"bin.dat"}, Hunks: map[string][]int{"doc.txt": {1}}}, s.LeftOut)
+	got, _ := merge.ApplySelected(s, "doc.txt")
 	want := strings.TrimSuffix(string(numbered(40, map[int]string{2: "two", 3: "", 40: "forty"})), "\n")
 	assert.Equal(t, want, string(got), "hunks 1 and 3, the last one without a final newline")
 	f := p.Files[1]
-	assert.Equal(t, f.Hunks, changeset.TextPatch(map[string][2][]byte{"doc.txt": {changeset.ApplyHunks(&f, nil), changeset.ApplyHunks(&f, []int{0, 1, 2})}}).Files[0].Hunks,
+	assert.Equal(t, f.Hunks, merge.TextPatch(map[string][2][]byte{"doc.txt": {merge.ApplyHunks(&f, nil), merge.ApplyHunks(&f, []int{0, 1, 2})}}).Files[0].Hunks,
 		"no hunks is the old file, all of them the new one")
 
-	s, err = changeset.Select(p, changeset.Selection{Hunks: map[string][]int{"doc.txt": {0, 1, 2}}, Files: []string{"new.txt", "bin.dat"}})
+	s, err = merge.Select(p, merge.Selection{Hunks: map[string][]int{"doc.txt": {0, 1, 2}}, Files: []string{"new.txt", "bin.dat"}})
 	require.NoError(t, err)
 	assert.True(t, s.All, "every hunk of every file is the whole patch")
 
-	for _, bad := range []changeset.Selection{
+	for _, bad := range []merge.Selection{
 		{Hunks: map[string][]int{"doc.txt": {3}}},
 		{Hunks: map[string][]int{"doc.txt": {-1}}},
 		{Hunks: map[string][]int{"new.txt": {0, 1}}},
@@ -97,10 +97,10 @@ func TestSelect(t *testing.T) {
 		{},
 		{Hunks: map[string][]int{"doc.txt": {}}},
 	} {
-		_, err := changeset.Select(p, bad)
-		var se *changeset.SelectionError
+		_, err := merge.Select(p, bad)
+		var se *merge.SelectionError
 		assert.True(t, errors.As(err, &se), "%+v: %v", bad, err)
-		assert.ErrorIs(t, err, changeset.ErrBadSelection)
+		assert.ErrorIs(t, err, merge.ErrBadSelection)
 	}
 }
 
@@ -118,13 +118,13 @@ func FuzzSelect(f *testing.F) {
 	}
 	p := selectPatch()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var sel changeset.Selection
+		var sel merge.Selection
 		if json.Unmarshal(data, &sel) != nil {
 			return
 		}
-		s, err := changeset.Select(p, sel)
+		s, err := merge.Select(p, sel)
 		if err != nil {
-			var se *changeset.SelectionError
+			var se *merge.SelectionError
 			require.True(t, errors.As(err, &se), "%v", err)
 			return
 		}

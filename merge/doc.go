@@ -1,13 +1,13 @@
-// Package changeset owns changes between trees and bringing changes
+// Package merge owns changes between trees and bringing changes
 // together: tree diffs with rename detection, unified and JSON patches
 // with stats, a line diff and a three-way line merge that make git's
 // choices, the three-way tree merge with structured conflicts, and the
 // operations built on it (cherry-pick, revert, rebase, merge of one
 // session's changes into another), selections of a patch's files and
 // hunks for a partial accept (select.go: the base with only the selected
-// hunks applied), and the review state of a changeset (review.go). Accept, layers and undo, which need the store and move
-// refs, live in package session (changesets*.go), built on Rebase and
-// Revert here.
+// hunks applied), and the review state of a changeset (review.go; it moves to package changeset with the rest of a
+// changeset's life). Accept, layers and undo, which need the store and
+// move refs, are built on Rebase and Revert here.
 //
 // Invariants:
 //   - Git fidelity. The line diff follows xdiff (Myers with git's
@@ -40,4 +40,4 @@
 // Concurrency: functions hold no state between calls and are safe for
 // concurrent use on one gitstore.Repo; the types they return are plain
 // values owned by the caller.
-package changeset
+package merge

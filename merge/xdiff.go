@@ -1,4 +1,4 @@
-package changeset
+package merge
 
 // A line diff that makes the same choices as git's xdiff with its default
 // (Myers) algorithm: the same pre-pass that trims common ends and sets

@@ -362,7 +362,8 @@ func (c *rebaseCmd) Run(ctx context.Context, x *cli) error {
 }
 
 type mergeCmd struct {
-	From string `arg:"" name:"from-session" help:"Session whose changes to merge in."`
+	From      string `arg:"" name:"from-session" help:"Session whose changes to merge in."`
+	FromToken string `name:"from-token" env:"SESSIOND_FROM_TOKEN" help:"Token of the session merged in; needed when --token is a session token, which reaches only its own session."`
 }
 
 func (c *mergeCmd) Run(ctx context.Context, x *cli) error {
@@ -370,7 +371,13 @@ func (c *mergeCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	res, err := x.c.Merge(ctx, id, c.From)
+	merge := x.c.Merge
+	if c.FromToken != "" {
+		merge = func(ctx context.Context, session, from string) (api.MutationResult, error) {
+			return x.c.MergeWithToken(ctx, session, from, c.FromToken)
+		}
+	}
+	res, err := merge(ctx, id, c.From)
 	if err != nil {
 		return err
 	}

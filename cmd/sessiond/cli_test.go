@@ -394,3 +394,40 @@ func TestCLIRollbackAndListing(t *testing.T) {
 	assert.Equal(t, exitError, r.code)
 	assert.Contains(t, r.stderr, "give a number")
 }
+
+// TestCLIMergeFromToken: a session token reaches only its own session, so
+// merging another session in needs that session's token as well.
+func TestCLIMergeFromToken(t *testing.T) {
+	ctx := t.Context()
+	repo := testrepo.Build(t, "small")
+	d := newDaemon(t, stores[0], "--repo", "r="+repo, "--admin-token", "admin-secret")
+	clientEnv(t, d, "")
+	newSession := func() api.Session {
+		r := runCLI(t, "", "session", "new", "--repo", "r", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var s api.Session
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &s))
+		require.NotEmpty(t, s.Token, "auth is on: a new session comes with its token")
+		return s
+	}
+	a, b := newSession(), newSession()
+	_, err := d.C.WriteFile(ctx, b.ID, "from-b.txt", []byte("b\n"), client.WriteOptions{})
+	require.NoError(t, err)
+
+	t.Setenv("SESSIOND_TOKEN", a.Token)
+	t.Setenv("SESSIOND_SESSION", a.ID)
+	r := runCLI(t, "", "merge", b.ID)
+	assert.Equal(t, exitError, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "forbidden")
+	r = runCLI(t, "", "merge", b.ID, "--from-token", a.Token)
+	assert.Equal(t, exitError, r.code, "a's own token does not reach b: %s", r.stderr)
+	_, _, err = d.C.ReadFile(ctx, a.ID, "from-b.txt")
+	require.Error(t, err, "refused merges change nothing")
+
+	r = runCLI(t, "", "merge", b.ID, "--from-token", b.Token)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "merged "+b.ID+" into "+a.ID)
+	got, _, err := d.C.ReadFile(ctx, a.ID, "from-b.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "b\n", string(got))
+}

@@ -16,10 +16,19 @@ import (
 
 // Mutations returns up to limit mutations after sequence number after.
 func (m *Manager) Mutations(ctx context.Context, id uuid.UUID, after int64, limit int) ([]Mutation, error) {
-	if _, err := m.store.GetSession(ctx, id); err != nil {
+	s, err := m.store.GetSession(ctx, id)
+	if err != nil {
 		return nil, err // the store's error names the session
 	}
-	return m.store.ListMutations(ctx, id, after, limit)
+	pol, err := compilePolicy(s.Policy)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := m.store.ListMutations(ctx, id, after, limit)
+	for i := range ms {
+		ms[i] = pol.visible(ms[i])
+	}
+	return ms, err
 }
 
 // committer is the identity on the commits sessiond writes for a session.
@@ -366,10 +375,13 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	}
 	var paths []string
 	var olds, news []gitstore.OID
+	var changes []change
 	err = ls.repo.DiffTrees(ctx, ls.tree, target, func(c gitstore.TreeChange) error {
 		paths = append(paths, c.Path)
 		olds = append(olds, c.From.OID)
 		news = append(news, c.To.OID)
+		changes = append(changes, change{path: c.Path, old: c.From.OID, new: c.To.OID,
+			oldMode: c.From.Mode, newMode: c.To.Mode, deleted: c.To.OID.IsZero()})
 		return nil
 	})
 	if err != nil {
@@ -407,8 +419,10 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 		if err := saveReads(ctx, tx, ls); err != nil {
 			return err
 		}
-		for i, p := range rec.Paths {
-			c := change{path: p, old: rec.Old[i], new: rec.New[i], deleted: rec.New[i].IsZero()}
+		for _, c := range changes {
+			if !ls.policy.canRead(c.path) {
+				continue // the session's own stream shows only its view
+			}
 			if _, err := tx.AppendEvent(ctx, fileEvent(ls.meta, rec.Seq, c, now)); err != nil {
 				return err
 			}
@@ -426,12 +440,8 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	ls.meta.Seq = rec.Seq
 	ls.meta.LastActiveAt = now
 	m.events.notify()
-	changes := make([]change, len(rec.Paths))
-	for i, p := range rec.Paths {
-		changes[i] = change{path: p, old: rec.Old[i], new: rec.New[i], deleted: rec.New[i].IsZero()}
-	}
 	m.observeMutation(ctx, ls, rec, changes)
-	return rec, nil
+	return ls.policy.visible(rec), nil
 }
 
 // checkReplaceWrites applies the session's write policy to every path

@@ -212,6 +212,35 @@ func (p *policy) canWrite(path string) bool {
 	return p.parent == nil || p.parent.canWrite(path)
 }
 
+// visible is m as the session may see it: the paths it may not read (a
+// rebase brings upstream's changes to them too) left out of Paths, Old
+// and New alike. The log keeps them all; the engine needs them to bring
+// view directories up to date.
+func (p *policy) visible(m Mutation) Mutation {
+	var paths []string
+	var old, new []gitstore.OID
+	for i, path := range m.Paths {
+		if !p.canRead(path) {
+			continue
+		}
+		paths = append(paths, path)
+		if i < len(m.Old) {
+			old = append(old, m.Old[i])
+		}
+		if i < len(m.New) {
+			new = append(new, m.New[i])
+		}
+	}
+	if len(paths) == len(m.Paths) {
+		return m
+	}
+	m.Paths, m.Old, m.New = paths, old, new
+	if m.Paths == nil {
+		m.Paths = []string{}
+	}
+	return m
+}
+
 func (p *policy) checkRead(path string) error {
 	if !p.canRead(path) {
 		return fmt.Errorf("read %q: %w", path, ErrForbidden)

@@ -3,6 +3,7 @@ package session_test
 import (
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -372,4 +373,47 @@ func commitOnMain(t testing.TB, e *env, p, content string) {
 	tree := testrepo.GitEnv(t, e.repoDir, env, nil, "write-tree")
 	commit := e.git("commit-tree", tree, "-p", "main", "-m", "upstream "+p)
 	e.git("update-ref", "refs/heads/main", commit)
+}
+
+// TestRebaseShowsOnlyReadablePaths: upstream's change to a path the
+// session may not read is part of its new base, but neither the rebase's
+// result, its mutation log nor its event stream names that path.
+func TestRebaseShowsOnlyReadablePaths(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	s := e.create(session.CreateOptions{Policy: session.Policy{Deny: []string{"secret/**"}}})
+	e.write(s.ID, "src/a.go", "package a\n")
+	commitOnMain(t, e, "secret/plan.txt", "upstream secret\n")
+	commitOnMain(t, e, "public.txt", "upstream public\n")
+
+	_, mu, err := e.m.Rebase(ctx, s.ID, "main", "")
+	require.NoError(t, err)
+	assert.Contains(t, mu.Paths, "public.txt")
+	assert.NotContains(t, mu.Paths, "secret/plan.txt", "the rebase's result")
+	assert.Len(t, mu.Old, len(mu.Paths))
+	assert.Len(t, mu.New, len(mu.Paths))
+
+	ms, err := e.m.Mutations(ctx, s.ID, 0, 0)
+	require.NoError(t, err)
+	last := ms[len(ms)-1]
+	assert.Equal(t, session.OpRebase, last.Op)
+	assert.Equal(t, mu.Paths, last.Paths, "the log")
+	assert.Len(t, last.New, len(last.Paths))
+
+	evs, err := e.m.Events(ctx, session.EventFilter{Session: s.ID})
+	require.NoError(t, err)
+	var seen []string
+	for _, ev := range evs {
+		seen = append(seen, string(ev.Payload))
+	}
+	joined := strings.Join(seen, "\n")
+	assert.Contains(t, joined, "public.txt")
+	assert.NotContains(t, joined, "secret/plan.txt", "the event stream")
+	assert.NotContains(t, joined, `"mode":"000000"`, "a written file's event carries its mode")
+
+	// The path is in the new base all the same: an admin sees it on the
+	// branch, and the session's view holds it (hidden, not lost).
+	assert.Equal(t, "upstream secret\n", e.git("show", "main:secret/plan.txt")+"\n")
+	_, _, err = e.m.Read(ctx, s.ID, "secret/plan.txt", 0, -1)
+	assert.ErrorIs(t, err, session.ErrForbidden)
 }

@@ -1,7 +1,6 @@
 package ui_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,8 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/internal/testdaemon"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
@@ -27,25 +25,7 @@ import (
 // daemon: the binary, built once in TestMain, serving a bare repository
 // with an admin token, so the page also has to ask for the token.
 
-var binary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sessiond-ui-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "sessiond")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/sessiond")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build sessiond:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testdaemon.Main(m, "../cmd/sessiond") }
 
 // browserPath finds a Chromium: SESSIOND_CHROME, else the usual names on
 // PATH. Without one the test skips, except under CI=true, where it fails.
@@ -66,72 +46,11 @@ func browserPath(t *testing.T) string {
 	return ""
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startDaemon runs sessiond serve with an admin token and the repository
 // "r"; it stops with t.
 func startDaemon(t *testing.T, repo, token string) string {
 	t.Helper()
-	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn",
-		"--repo", "r="+repo, "--admin-token", token)
-	cmd.Env = append(os.Environ(), "SESSIOND_ADMIN_TOKEN=", "SESSIOND_DATABASE_URL=")
-	logs := &lockedBuffer{}
-	cmd.Stderr = logs
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
-	urlc := make(chan string, 1)
-	go func() {
-		lines := bufio.NewReader(out)
-		for {
-			line, err := lines.ReadString('\n')
-			if u, ok := strings.CutPrefix(strings.TrimSpace(line), "sessiond: listening on "); ok {
-				urlc <- u
-			}
-			if err != nil {
-				break
-			}
-		}
-		_ = cmd.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("daemon logs:\n%s", logs.String())
-		}
-	})
-	select {
-	case u := <-urlc:
-		return u
-	case <-done:
-		t.Fatalf("sessiond exited before listening:\n%s", logs.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("sessiond did not listen in time:\n%s", logs.String())
-	}
-	return ""
+	return testdaemon.New(t, "", "--repo", "r="+repo, "--admin-token", token).URL
 }
 
 // newBrowser starts a headless Chromium with a fresh profile; the
@@ -157,7 +76,7 @@ func newBrowser(t *testing.T) context.Context {
 	// Start the browser now, and keep what the page writes to its console
 	// for the log of a failure.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
-	console := &lockedBuffer{}
+	console := &testdaemon.LockedBuffer{}
 	go func() {
 		for m, err := range chromedp.Console(ctx) {
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/internal/testdaemon"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
@@ -35,7 +36,7 @@ func runCLI(t testing.TB, stdin string, args ...string) cliResult {
 // from the test's own environment.
 func clientEnv(t *testing.T, d *daemon, session string) {
 	t.Setenv("SESSIOND_SERVER", d.URL)
-	t.Setenv("SESSIOND_TOKEN", d.token)
+	t.Setenv("SESSIOND_TOKEN", d.Token)
 	t.Setenv("SESSIOND_SESSION", session)
 }
 
@@ -95,7 +96,7 @@ func TestServeRefusesBadEnvironment(t *testing.T) {
 		{"SESSIOND_LOG_FORMAT", "xml"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
-			cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir())
+			cmd := exec.Command(testdaemon.Binary, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir())
 			cmd.Env = append(cmd.Environ(), tc.name+"="+tc.value)
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError

@@ -124,12 +124,12 @@ func testCrash(t *testing.T, st store) {
 			}
 		}
 		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
-		d.kill()
+		d.Kill()
 		stop()
 		wg.Wait()
 		acknowledged += n
 
-		d.start()
+		d.Start()
 		full := round%50 == 49 || round == rounds-1
 		for w, id := range ids {
 			if inflight[w][0] != "" {
@@ -166,7 +166,7 @@ func testCrash(t *testing.T, st store) {
 		_, err = d.C.Checkpoint(ctx, id, "", "")
 		require.NoError(t, err)
 	}
-	d.stop()
+	d.Stop()
 	packs, _ := filepath.Glob(filepath.Join(repo, ".git", "objects", "pack", "pack-*.idx"))
 	fmt.Printf("crash: store=%s rounds=%d acknowledged=%d lost=%d unreadable=%d packs=%d\n", st.name, rounds, acknowledged, lost, unreadable, len(packs))
 	assert.LessOrEqual(t, len(packs), 50, "housekeeping keeps the packs under git's gc.autoPackLimit")

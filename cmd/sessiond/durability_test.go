@@ -33,7 +33,7 @@ func TestCrashDebrisKeepsFilesReadable(t *testing.T) {
 				_, err := d.C.WriteFile(ctx, s.ID, fmt.Sprintf("acked/f%02d.txt", i), fmt.Appendf(nil, "file %d\n", i), client.WriteOptions{})
 				require.NoError(t, err)
 			}
-			d.stop()
+			d.Stop()
 
 			packDir := filepath.Join(repo, ".git", "objects", "pack")
 			packs, _ := filepath.Glob(filepath.Join(packDir, "pack-*.pack"))
@@ -46,7 +46,7 @@ func TestCrashDebrisKeepsFilesReadable(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(packDir, "tmp_pack_1"), some[:len(some)/2], 0o444))
 			require.NoError(t, os.WriteFile(filepath.Join(packDir, "tmp_idx_2"), []byte("\377tOc\x00"), 0o444))
 
-			d.start()
+			d.Start()
 			readable := 0
 			for i := range 20 {
 				data, _, err := d.C.ReadFile(ctx, s.ID, fmt.Sprintf("acked/f%02d.txt", i))

@@ -220,8 +220,8 @@ collect:
 	_, err = fc.WriteFile(ctx, f.ID, "x", []byte("x"), client.WriteOptions{})
 	assert.Equal(t, "session_closed", client.Code(err))
 
-	d.args = []string{"--admin-token", "admin-secret"}
-	d.restart()
+	d.Args = []string{"--admin-token", "admin-secret"}
+	d.Restart()
 	c, sc = d.C, d.C.WithToken(s.Token)
 	repos, err := c.ListRepos(ctx)
 	require.NoError(t, err)

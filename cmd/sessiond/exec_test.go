@@ -126,14 +126,14 @@ func TestExecDaemonKilledDuringCommand(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the command did not start")
 	}
-	d.kill()
+	d.Kill()
 	// The helper dies with its parent and its PID namespace with it.
 	require.Eventually(t, func() bool { return !processWithArg("61.75") }, 10*time.Second, 50*time.Millisecond)
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	require.NoError(t, err)
-	assert.NotContains(t, string(mounts), filepath.Join(d.dataDir, "workdir"))
+	assert.NotContains(t, string(mounts), filepath.Join(d.DataDir, "workdir"))
 
-	d.start()
+	d.Start()
 	ms, err := d.C.Mutations(ctx, s.ID, 0, 0)
 	require.NoError(t, err)
 	assert.Empty(t, ms)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/internal/testdaemon"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
@@ -51,7 +52,7 @@ func calcRepo(t *testing.T) string {
 // it; stderr collects the process's logs.
 func mcpClient(t *testing.T, stderr io.Writer, args ...string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"mcp"}, args...)...)
+	cmd := exec.Command(testdaemon.Binary, append([]string{"mcp"}, args...)...)
 	cmd.Env = append(os.Environ(), "SESSIOND_TOKEN=", "SESSIOND_SESSION=", "SESSIOND_SERVER=")
 	cmd.Stderr = stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-agent", Version: "1"}, nil).
@@ -167,7 +168,7 @@ func TestMCPStdioInProcess(t *testing.T) {
 
 	// A second process on the same data directory is refused, naming the
 	// holder.
-	cmd := exec.Command(binary, append([]string{"mcp", "--repo", repo}, noDaemon...)...)
+	cmd := exec.Command(testdaemon.Binary, append([]string{"mcp", "--repo", repo}, noDaemon...)...)
 	cmd.Env = append(os.Environ(), "SESSIOND_TOKEN=", "SESSIOND_SESSION=", "SESSIOND_SERVER=")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -202,7 +203,7 @@ func TestMCPStdoutIsProtocolOnly(t *testing.T) {
 	repo := calcRepo(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "mcp", "--repo", repo, "--server", "http://127.0.0.1:9", "--probe", "200ms", "--log-level", "debug")
+	cmd := exec.CommandContext(ctx, testdaemon.Binary, "mcp", "--repo", repo, "--server", "http://127.0.0.1:9", "--probe", "200ms", "--log-level", "debug")
 	cmd.Env = append(os.Environ(), "SESSIOND_TOKEN=", "SESSIOND_SESSION=", "SESSIOND_SERVER=")
 	var logs lockedBuffer
 	cmd.Stderr = &logs

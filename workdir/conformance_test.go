@@ -209,3 +209,44 @@ func TestExitCodeAndOutputCap(t *testing.T) {
 		assert.Equal(t, 127, res.ExitCode)
 	})
 }
+
+// outsideDir is a directory outside the view that no cover hides (not
+// below /tmp, which commands get a private one of): in the package's own
+// directory, where go test runs.
+func outsideDir(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	dir, err := os.MkdirTemp(wd, ".outside-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func TestWritesOutsideViewFail(t *testing.T) {
+	forModes(t, func(t *testing.T, m *workdir.Manager) {
+		if !m.Isolated() {
+			t.Skip("without namespaces the file system outside the view stays writable (documented)")
+		}
+		f := newFixture(t)
+		out := outsideDir(t)
+		// A symlink out of the view that the view already has.
+		f.write("ext", out, gitstore.ModeSymlink)
+		res, cs, s := f.runSh(m, `try() { if "$@" 2>>errs; then echo "$1 wrote"; else echo "$1 refused"; fi; }
+ln -s `+out+` made
+try sh -c 'echo x > made/through-new-link'
+try sh -c 'echo x > ext/through-old-link'
+try sh -c 'echo x > `+out+`/absolute'
+try mkdir ext/dir
+try touch /tmp/t "$HOME/h" inside.txt
+try sh -c 'echo x > /dev/null'
+cat errs >&2; rm errs`)
+		defer s.Abort()
+		assert.Equal(t, "sh refused\nsh refused\nsh refused\nmkdir refused\ntouch wrote\nsh wrote\n", string(res.Stdout))
+		assert.Contains(t, string(res.Stderr), "Read-only file system")
+		left, err := os.ReadDir(out)
+		require.NoError(t, err)
+		assert.Empty(t, left, "nothing was written outside the view")
+		assert.Equal(t, []string{"inside.txt", "made"}, paths(cs))
+	})
+}

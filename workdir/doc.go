@@ -25,9 +25,14 @@
 //   - Running: a command runs through a helper, this same binary started
 //     again in new user, mount and PID namespaces (and network, when the
 //     command may not use it). The helper mounts the view (overlayfs per
-//     command, so nothing stays mounted), covers /tmp, the data directory
-//     and the registered repositories with empty tmpfs mounts, and starts
-//     the command with a minimal environment. Killing the helper (PID 1
+//     command, so nothing stays mounted), makes every other mount
+//     read-only, covers the data directory and the registered
+//     repositories with empty read-only tmpfs mounts and /tmp, /var/tmp
+//     and /dev/shm with private writable ones, and starts the command
+//     with a minimal environment. So the view, its home directory in the
+//     scratch and those private directories are all a command can write:
+//     a write through a symlink out of the view, or by an absolute path,
+//     fails with EROFS instead of landing where capture cannot see it. Killing the helper (PID 1
 //     of its namespace) kills every process the command started, and the
 //     mounts die with the namespace, on timeout, cancellation, shutdown or
 //     a crash of the daemon (the helper has a parent-death signal).
@@ -41,7 +46,10 @@
 //     its rules and hands the refused paths to Settle, which puts them
 //     back as the record has them, so directory and record agree.
 //   - Where the kernel refuses namespaces, commands run without isolation
-//     (Manager.Isolated is false) in copy mode. This is isolation for
+//     (Manager.Isolated is false) in copy mode: they can then read the
+//     data directory and the repositories, and write anywhere the
+//     daemon's user may, through a symlink out of the view too, and such
+//     a write is neither captured nor undone. This is isolation for
 //     correctness, not a security boundary.
 //
 // Concurrency: a Manager and its Cache are safe for concurrent use. A

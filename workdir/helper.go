@@ -107,11 +107,19 @@ func unwrapExec(err error) error {
 	return err
 }
 
-// setupMounts runs inside the new namespaces: the view is opened as a
-// detached mount first (its directories are under the data directory,
-// which is hidden next), then empty tmpfs mounts cover /tmp, the data
-// directory and the repositories, and the view and the home directory are
-// attached at their paths inside them.
+// scratchDirs are the directories a command may write beside the view
+// and its home: private, empty and gone when it ends.
+var scratchDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
+
+// setupMounts runs inside the new namespaces: the view and the home
+// directory are opened as detached mounts first (they are under the data
+// directory, which is hidden next); then every mount of the file system
+// is made read-only, so that a write that leaves the view (through a
+// symlink to an outside directory, or by an absolute path) fails with
+// EROFS instead of landing where nothing captures it or undoes it; then
+// empty tmpfs mounts cover the data directory and the repositories
+// (read-only too) and the scratch directories (writable), and the view
+// and the home directory are attached at their paths inside them.
 func setupMounts(spec helperSpec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
@@ -126,29 +134,48 @@ func setupMounts(spec helperSpec) error {
 			return fmt.Errorf("open home: %w", err)
 		}
 	}
-	hide := append([]string{"/tmp"}, spec.Hide...)
-	sort.SliceStable(hide, func(i, j int) bool { return len(hide[i]) < len(hide[j]) })
-	for _, p := range hide {
-		p = filepath.Clean(p)
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("make the file system read-only: %w", err)
+	}
+	type cover struct {
+		path     string
+		writable bool
+	}
+	var covers []cover
+	for _, p := range scratchDirs {
+		covers = append(covers, cover{p, true})
+	}
+	for _, p := range spec.Hide {
+		covers = append(covers, cover{p, false})
+	}
+	sort.SliceStable(covers, func(i, j int) bool { return len(covers[i].path) < len(covers[j].path) })
+	var readOnly []string
+	for _, c := range covers {
+		p := filepath.Clean(c.path)
 		if p == "/" || !filepath.IsAbs(p) {
 			continue
 		}
-		if _, err := os.Stat(p); err != nil {
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
 			if !errors.Is(err, os.ErrNotExist) {
 				continue
 			}
-			// Hidden already by a shallower tmpfs: make room for the mount
-			// (it only matters if something below is attached later).
+			// Hidden already by a shallower tmpfs: make room for the
+			// mount (it only matters if something below is attached
+			// later). Elsewhere the file system is read-only and a path
+			// that does not exist needs no cover.
 			if err := os.MkdirAll(p, 0o755); err != nil {
 				continue
 			}
 		}
 		opts := "mode=0755"
-		if p == "/tmp" {
+		if c.writable {
 			opts = "mode=1777"
 		}
 		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("hide %s: %w", p, err)
+		}
+		if !c.writable {
+			readOnly = append(readOnly, p)
 		}
 	}
 	if err := attach(view, spec.Target); err != nil {
@@ -157,6 +184,13 @@ func setupMounts(spec helperSpec) error {
 	if home >= 0 {
 		if err := attach(home, spec.Home); err != nil {
 			return fmt.Errorf("mount home: %w", err)
+		}
+	}
+	// The covers were writable to make the mount points below them; the
+	// mounts attached there stay writable.
+	for _, p := range readOnly {
+		if err := unix.MountSetattr(unix.AT_FDCWD, p, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("make %s read-only: %w", p, err)
 		}
 	}
 	// A /proc of the new PID namespace; where the kernel refuses, the

@@ -107,8 +107,12 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	}
 	target := filepath.Join(s.dir, "mnt")
 	home := filepath.Join(s.dir, "home")
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return Result{}, err
+	// Both exist before the helper starts: outside the hidden data
+	// directory it finds the file system read-only.
+	for _, d := range []string{home, target} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return Result{}, err
+		}
 	}
 	var cmd *exec.Cmd
 	statusR, statusW, err := os.Pipe()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
@@ -65,7 +66,7 @@ func TestAcceptSelectHTTP(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = m.Write(ctx, s.ID, "doc.txt", []byte(text(nil)), session.WriteOptions{})
 	require.NoError(t, err)
-	var c Changeset
+	var c apitypes.Changeset
 	require.Equal(t, 201, call("POST", "/v1/sessions/"+s.ID.String()+"/changesets", `{}`, &c))
 	require.Equal(t, 200, call("POST", "/v1/changesets/"+c.ID+"/accept", `{}`, nil))
 
@@ -74,25 +75,25 @@ func TestAcceptSelectHTTP(t *testing.T) {
 	_, _, err = m.Write(ctx, s.ID, "doc.txt", []byte(text(map[int]string{1: "one", 15: "fifteen", 30: "thirty"})), session.WriteOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 201, call("POST", "/v1/sessions/"+s.ID.String()+"/changesets", `{}`, &c))
-	var d Diff
+	var d apitypes.Diff
 	require.Equal(t, 200, call("GET", "/v1/changesets/"+c.ID+"/diff?format=json", "", &d))
 	require.Len(t, d.Files, 1)
 	require.Len(t, d.Files[0].Hunks, 3)
 	head := testrepo.Git(t, bare, "rev-parse", "main")
 
-	var e errorBody
+	var e apitypes.ErrorBody
 	for _, body := range []string{
 		`{"select":{"hunks":{"doc.txt":[3]}}}`,
 		`{"select":{"files":["nope.txt"]}}`,
 		`{"select":{"hunks":{"doc.txt":[0]},"lines":[1]}}`,
 	} {
 		assert.Equal(t, 400, call("POST", "/v1/changesets/"+c.ID+"/accept", body, &e), body)
-		assert.Equal(t, CodeBadRequest, e.Error.Code, body)
+		assert.Equal(t, apitypes.CodeBadRequest, e.Error.Code, body)
 	}
 	assert.Contains(t, e.Error.Message, "lines")
 	assert.Equal(t, head, testrepo.Git(t, bare, "rev-parse", "main"), "nothing written")
 
-	var dry AcceptResult
+	var dry apitypes.AcceptResult
 	require.Equal(t, 200, call("POST", "/v1/changesets/"+c.ID+"/accept", `{"select":{"hunks":{"doc.txt":[0,2]}},"dry_run":true}`, &dry))
 	assert.True(t, dry.DryRun)
 	assert.Equal(t, head, dry.Head)
@@ -102,19 +103,19 @@ func TestAcceptSelectHTTP(t *testing.T) {
 	assert.Empty(t, dry.Commit)
 	assert.Equal(t, head, testrepo.Git(t, bare, "rev-parse", "main"), "a dry run writes nothing")
 
-	var res AcceptResult
+	var res apitypes.AcceptResult
 	require.Equal(t, 200, call("POST", "/v1/changesets/"+c.ID+"/accept", `{"select":{"hunks":{"doc.txt":[0,2]}}}`, &res))
 	assert.Equal(t, res.Commit, testrepo.Git(t, bare, "rev-parse", "main"))
 	assert.Equal(t, text(map[int]string{1: "one", 30: "thirty"}), testrepo.Git(t, bare, "show", "main:doc.txt")+"\n")
 	assert.True(t, res.SessionRebased)
 	require.NotNil(t, res.Selection)
 	assert.Equal(t, []int{1}, res.Selection.LeftOut.Hunks["doc.txt"])
-	var got Changeset
+	var got apitypes.Changeset
 	require.Equal(t, 200, call("GET", "/v1/changesets/"+c.ID, "", &got))
 	require.NotNil(t, got.Selection)
 	assert.Equal(t, []int{0, 2}, got.Selection.Taken.Hunks["doc.txt"])
 
-	var rest Diff
+	var rest apitypes.Diff
 	require.Equal(t, 200, call("GET", "/v1/sessions/"+s.ID.String()+"/diff?format=json", "", &rest))
 	require.Len(t, rest.Files, 1)
 	require.Len(t, rest.Files[0].Hunks, 1)
@@ -151,7 +152,7 @@ func TestChangesetRevisionsHTTP(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = m.Review(ctx, c1.ID, session.ReviewInput{Verdict: session.VerdictApprove, Author: "ann"})
 	require.NoError(t, err)
-	var list struct{ Changesets []Changeset }
+	var list struct{ Changesets []apitypes.Changeset }
 	require.Equal(t, 200, getJSON("/v1/changesets", &list))
 	require.Len(t, list.Changesets, 1)
 	require.NotNil(t, list.Changesets[0].Approvals)
@@ -164,17 +165,17 @@ func TestChangesetRevisionsHTTP(t *testing.T) {
 	require.Equal(t, c1.ID, c2.ID)
 	require.Equal(t, 2, c2.Revision)
 
-	var revs struct{ Revisions []Revision }
+	var revs struct{ Revisions []apitypes.Revision }
 	require.Equal(t, 200, getJSON("/v1/changesets/"+c1.ID.String()+"/revisions", &revs))
 	require.Len(t, revs.Revisions, 2)
 	assert.Equal(t, c1.HeadCommit.String(), revs.Revisions[0].HeadCommit)
 	assert.Equal(t, c2.HeadCommit.String(), revs.Revisions[1].HeadCommit)
-	var d1, d2 Diff
+	var d1, d2 apitypes.Diff
 	require.Equal(t, 200, getJSON("/v1/changesets/"+c1.ID.String()+"/diff?format=json&revision=1", &d1))
 	require.Equal(t, 200, getJSON("/v1/changesets/"+c1.ID.String()+"/diff?format=json", &d2))
 	assert.Len(t, d1.Files, 1)
 	assert.Len(t, d2.Files, 2)
-	var e errorBody
+	var e apitypes.ErrorBody
 	assert.Equal(t, 404, getJSON("/v1/changesets/"+c1.ID.String()+"/diff?format=json&revision=3", &e))
 
 	require.Equal(t, 200, getJSON("/v1/changesets", &list))

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
@@ -29,22 +30,22 @@ func TestMapError(t *testing.T) {
 		status int
 		code   string
 	}{
-		{wrap(&overlay.PathError{Rule: overlay.RuleHasDotdot, Path: "a/../b"}), 400, CodeInvalidPath},
-		{wrap(session.ErrInvalid), 400, CodeBadRequest},
-		{wrap(session.ErrForbidden), 403, CodeForbidden},
-		{wrap(session.ErrReadOnly), 403, CodeForbidden},
-		{wrap(session.ErrNotFound), 404, CodeNotFound},
-		{wrap(gitstore.ErrNotFound), 404, CodeNotFound},
-		{wrap(&session.ConflictError{Field: "head", Current: "abc"}), 409, CodeConflict},
-		{wrap(session.ErrDuplicate), 409, CodeConflict},
-		{wrap(session.ErrSessionClosed), 409, CodeSessionClosed},
-		{wrap(&session.PreconditionError{Path: "x", Current: "abc"}), 412, CodePreconditionFailed},
-		{wrap(session.ErrTooLarge), 413, CodeTooLarge},
-		{wrap(&http.MaxBytesError{Limit: 10}), 413, CodeTooLarge},
-		{wrap(session.ErrUnavailable), 503, CodeUnavailable},
-		{errors.New("disk on fire"), 500, CodeInternal},
-		{wrap(&gitstore.ObjectError{ID: gitstore.HashObject(gitstore.KindBlob, nil), Err: gitstore.ErrMissingObject}), 500, CodeInternal},
-		{wrap(fmt.Errorf("lookup %q: %w", "a/b", &gitstore.ObjectError{Err: fmt.Errorf("%w: x", gitstore.ErrCorrupt)})), 500, CodeInternal},
+		{wrap(&overlay.PathError{Rule: overlay.RuleHasDotdot, Path: "a/../b"}), 400, apitypes.CodeInvalidPath},
+		{wrap(session.ErrInvalid), 400, apitypes.CodeBadRequest},
+		{wrap(session.ErrForbidden), 403, apitypes.CodeForbidden},
+		{wrap(session.ErrReadOnly), 403, apitypes.CodeForbidden},
+		{wrap(session.ErrNotFound), 404, apitypes.CodeNotFound},
+		{wrap(gitstore.ErrNotFound), 404, apitypes.CodeNotFound},
+		{wrap(&session.ConflictError{Field: "head", Current: "abc"}), 409, apitypes.CodeConflict},
+		{wrap(session.ErrDuplicate), 409, apitypes.CodeConflict},
+		{wrap(session.ErrSessionClosed), 409, apitypes.CodeSessionClosed},
+		{wrap(&session.PreconditionError{Path: "x", Current: "abc"}), 412, apitypes.CodePreconditionFailed},
+		{wrap(session.ErrTooLarge), 413, apitypes.CodeTooLarge},
+		{wrap(&http.MaxBytesError{Limit: 10}), 413, apitypes.CodeTooLarge},
+		{wrap(session.ErrUnavailable), 503, apitypes.CodeUnavailable},
+		{errors.New("disk on fire"), 500, apitypes.CodeInternal},
+		{wrap(&gitstore.ObjectError{ID: gitstore.HashObject(gitstore.KindBlob, nil), Err: gitstore.ErrMissingObject}), 500, apitypes.CodeInternal},
+		{wrap(fmt.Errorf("lookup %q: %w", "a/b", &gitstore.ObjectError{Err: fmt.Errorf("%w: x", gitstore.ErrCorrupt)})), 500, apitypes.CodeInternal},
 	}
 	for _, tc := range cases {
 		e := mapError(tc.err)

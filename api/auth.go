@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/apitypes"
 )
 
 // Tokens. The admin token manages repositories and sessions. A session
@@ -59,18 +61,18 @@ func (a *auth) sessionToken(id uuid.UUID) string {
 
 // authenticate checks the request's bearer token. With auth off every
 // request is admin.
-func (a *auth) authenticate(r *http.Request) (principal, *Error) {
+func (a *auth) authenticate(r *http.Request) (principal, *apitypes.Error) {
 	if !a.enabled {
 		return principal{admin: true}, nil
 	}
 	tok, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
-		return principal{}, newError(http.StatusUnauthorized, CodeUnauthorized, "a bearer token is required")
+		return principal{}, newError(http.StatusUnauthorized, apitypes.CodeUnauthorized, "a bearer token is required")
 	}
 	if p, ok := a.principalOf(tok); ok {
 		return p, nil
 	}
-	return principal{}, newError(http.StatusUnauthorized, CodeUnauthorized, "invalid token")
+	return principal{}, newError(http.StatusUnauthorized, apitypes.CodeUnauthorized, "invalid token")
 }
 
 // principalOf is who token stands for: the admin, a session, or nobody.
@@ -88,30 +90,24 @@ func (a *auth) principalOf(tok string) (principal, bool) {
 	return principal{}, false
 }
 
-// FromTokenHeader carries the token of a second session an operation
-// reads: a merge's "from". A session token reaches only its own session,
-// so merging another session with one needs that session's token here
-// too (or the admin token as the bearer).
-const FromTokenHeader = "X-Sessiond-From-Token"
-
 // authorizeFrom checks that the request may read session from as well as
 // its route's own: the admin may, and so may a request whose
 // FromTokenHeader is from's token (or the admin token).
-func (a *auth) authorizeFrom(r *http.Request, from uuid.UUID) *Error {
+func (a *auth) authorizeFrom(r *http.Request, from uuid.UUID) *apitypes.Error {
 	if p := principalFrom(r.Context()); p.admin {
 		return nil
 	}
-	tok := strings.TrimSpace(r.Header.Get(FromTokenHeader))
+	tok := strings.TrimSpace(r.Header.Get(apitypes.FromTokenHeader))
 	if tok == "" {
-		return newError(http.StatusForbidden, CodeForbidden,
-			"this token reaches only its own session; to read session %s as well, send its token in %s", from, FromTokenHeader)
+		return newError(http.StatusForbidden, apitypes.CodeForbidden,
+			"this token reaches only its own session; to read session %s as well, send its token in %s", from, apitypes.FromTokenHeader)
 	}
 	p, ok := a.principalOf(tok)
 	if !ok {
-		return newError(http.StatusUnauthorized, CodeUnauthorized, "invalid token in %s", FromTokenHeader)
+		return newError(http.StatusUnauthorized, apitypes.CodeUnauthorized, "invalid token in %s", apitypes.FromTokenHeader)
 	}
 	if !p.admin && p.session != from {
-		return newError(http.StatusForbidden, CodeForbidden, "the token in %s is for another session than %s", FromTokenHeader, from)
+		return newError(http.StatusForbidden, apitypes.CodeForbidden, "the token in %s is for another session than %s", apitypes.FromTokenHeader, from)
 	}
 	return nil
 }
@@ -142,14 +138,14 @@ func bearer(h string) (string, bool) {
 
 // authorize checks that p may call a route of scope sc; sessionID is the
 // route's {id}, if any.
-func (p principal) authorize(sc scope, sessionID string) *Error {
+func (p principal) authorize(sc scope, sessionID string) *apitypes.Error {
 	switch {
 	case sc == scopePublic || p.admin:
 		return nil
 	case sc == scopeSession && sessionID == p.session.String():
 		return nil
 	case sc == scopeSession:
-		return newError(http.StatusForbidden, CodeForbidden, "this token is for another session")
+		return newError(http.StatusForbidden, apitypes.CodeForbidden, "this token is for another session")
 	}
-	return newError(http.StatusForbidden, CodeForbidden, "a session token cannot call this route")
+	return newError(http.StatusForbidden, apitypes.CodeForbidden, "a session token cannot call this route")
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/session"
@@ -15,250 +15,45 @@ import (
 
 // Changesets, reviews, accept, layers and undo; session rebase and merge.
 
-// Changeset is a changeset on the wire. Reviews and Stats are filled by
-// GET /v1/changesets/{id} and by the answers that change a changeset.
-type Changeset struct {
-	ID             string       `json:"id"`
-	Session        string       `json:"session"`
-	Repo           string       `json:"repo"`
-	TargetBranch   string       `json:"target_branch"`
-	Intent         string       `json:"intent"`
-	Status         string       `json:"status"`
-	Revision       int          `json:"revision"`
-	AgentID        string       `json:"agent_id"`
-	BaseCommit     string       `json:"base_commit"`
-	HeadCommit     string       `json:"head_commit"`
-	AcceptedCommit string       `json:"accepted_commit,omitempty"`
-	ReadSet        []string     `json:"read_set"`
-	Stats          *merge.Stats `json:"stats,omitempty"`
-	Reviews        []Review     `json:"reviews,omitempty"`
-	CreatedAt      time.Time    `json:"created_at"`
-	UpdatedAt      time.Time    `json:"updated_at"`
-	// Symbols lists, per changed source file, the symbols added, modified
-	// and removed (filled with Stats).
-	Symbols []graph.FileSummary `json:"symbols,omitempty"`
-	// Selection is what a partial accept took and left out.
-	Selection *session.AcceptedSelection `json:"selection,omitempty"`
-	// Approvals is how many authors approve the current revision (in
-	// GET /v1/changesets).
-	Approvals *int `json:"approvals,omitempty"`
-}
-
-// Revision is one submission of a changeset.
-type Revision struct {
-	Revision   int       `json:"revision"`
-	BaseCommit string    `json:"base_commit"`
-	HeadCommit string    `json:"head_commit"`
-	At         time.Time `json:"at"`
-}
-
-// Review is one review of a changeset.
-type Review struct {
-	ID        string        `json:"id"`
-	Verdict   string        `json:"verdict"`
-	Body      string        `json:"body"`
-	Author    string        `json:"author"`
-	Revision  int           `json:"revision"`
-	Comments  []LineComment `json:"comments"`
-	CreatedAt time.Time     `json:"created_at"`
-}
-
-// LineComment is a review comment on a line of a file of the diff.
-type LineComment struct {
-	Path string `json:"path"`
-	Line int    `json:"line"`
-	Body string `json:"body"`
-}
-
-// SubmitRequest submits a session as a changeset.
-type SubmitRequest struct {
-	Intent       string `json:"intent,omitempty"`
-	TargetBranch string `json:"target_branch,omitempty"`
-}
-
-// ReviewRequest records a review.
-type ReviewRequest struct {
-	Verdict  string        `json:"verdict"`
-	Body     string        `json:"body,omitempty"`
-	Author   string        `json:"author,omitempty"`
-	Comments []LineComment `json:"comments,omitempty"`
-}
-
-// ReviewResult is a recorded review and the changeset after it.
-type ReviewResult struct {
-	Review    Review    `json:"review"`
-	Changeset Changeset `json:"changeset"`
-}
-
-// AcceptRequest accepts a changeset onto its target branch.
-type AcceptRequest struct {
-	// ExpectedHead: the branch must be at this commit ("" is no check; a
-	// 40-zero id means the branch must not exist).
-	ExpectedHead      string `json:"expected_head,omitempty"`
-	Message           string `json:"message,omitempty"`
-	Actor             string `json:"actor,omitempty"`
-	RequireFreshReads bool   `json:"require_fresh_reads,omitempty"`
-	// Select accepts only these files and hunks (indexes into a file's
-	// hunks in GET /v1/changesets/{id}/diff?format=json).
-	Select *merge.Selection `json:"select,omitempty"`
-	// DryRun answers with the commit's diff and writes nothing.
-	DryRun bool `json:"dry_run,omitempty"`
-	// Revision: the revision reviewed; 409 when the changeset was revised
-	// since.
-	Revision int `json:"revision,omitempty"`
-}
-
-// StaleRead is a file the session read that changed on the branch.
-type StaleRead struct {
-	Path    string `json:"path"`
-	Read    string `json:"read"`
-	Current string `json:"current"`
-}
-
-// AcceptResult is an accepted changeset.
-type AcceptResult struct {
-	Commit     string      `json:"commit"`
-	Branch     string      `json:"branch"`
-	Rebased    bool        `json:"rebased"`
-	Recovered  bool        `json:"recovered,omitempty"`
-	StaleReads []StaleRead `json:"stale_reads"`
-	Layer      Layer       `json:"layer"`
-	Changeset  Changeset   `json:"changeset"`
-	// Selection is what a partial accept took and left out.
-	Selection *session.AcceptedSelection `json:"selection,omitempty"`
-	// SessionRebased: after a partial accept the session was moved onto
-	// the commit, its diff now what was left out; SessionConflicts and
-	// SessionError say why not.
-	SessionRebased   bool       `json:"session_rebased,omitempty"`
-	SessionConflicts []Conflict `json:"session_conflicts,omitempty"`
-	SessionError     string     `json:"session_error,omitempty"`
-	// DryRun: nothing was written; Head is the branch head the commit
-	// would go on and Diff the commit's diff against it.
-	DryRun bool   `json:"dry_run,omitempty"`
-	Head   string `json:"head,omitempty"`
-	Diff   *Diff  `json:"diff,omitempty"`
-}
-
-// Layer is an accepted changeset on a branch.
-type Layer struct {
-	ID           int64      `json:"id"`
-	Repo         string     `json:"repo"`
-	Branch       string     `json:"branch"`
-	Changeset    string     `json:"changeset"`
-	Commit       string     `json:"commit"`
-	State        string     `json:"state"`
-	RevertCommit string     `json:"revert_commit,omitempty"`
-	AcceptedAt   time.Time  `json:"accepted_at"`
-	UndoneAt     *time.Time `json:"undone_at,omitempty"`
-}
-
-// UndoRequest undoes one changeset (POST /v1/changesets/{id}/undo) or
-// several of one branch (POST /v1/repos/{repo}/undo with Changesets).
-type UndoRequest struct {
-	Changesets []string `json:"changesets,omitempty"`
-	DryRun     bool     `json:"dry_run,omitempty"`
-	Actor      string   `json:"actor,omitempty"`
-}
-
-// UndoResult is what an undo did or, with dry_run, would do.
-type UndoResult struct {
-	Repo      string     `json:"repo"`
-	Branch    string     `json:"branch"`
-	DryRun    bool       `json:"dry_run"`
-	Head      string     `json:"head"`
-	Commit    string     `json:"commit,omitempty"`
-	Reverts   []Revert   `json:"reverts"`
-	ComesBack []string   `json:"comes_back"`
-	Stays     []string   `json:"stays"`
-	Conflicts []Conflict `json:"conflicts"`
-}
-
-// Revert is one undone layer.
-type Revert struct {
-	Changeset    string `json:"changeset"`
-	Layer        int64  `json:"layer"`
-	LayerCommit  string `json:"layer_commit"`
-	RevertCommit string `json:"revert_commit,omitempty"`
-}
-
-// Conflict is one conflicted path of a merge, rebase, accept or undo.
-type Conflict struct {
-	Path     string               `json:"path"`
-	Kind     string               `json:"kind"`
-	GitPaths []string             `json:"git_paths,omitempty"`
-	Base     *ConflictVersion     `json:"base"`
-	Ours     *ConflictVersion     `json:"ours"`
-	Theirs   *ConflictVersion     `json:"theirs"`
-	Hunks    []merge.ConflictHunk `json:"hunks"`
-	Binary   bool                 `json:"binary,omitempty"`
-	Message  string               `json:"message"`
-}
-
-// ConflictVersion is one side's file in a conflict.
-type ConflictVersion struct {
-	Path string `json:"path"`
-	OID  string `json:"oid"`
-	Mode string `json:"mode"`
-}
-
-// RepoPolicy is a repository's accept policy.
-type RepoPolicy struct {
-	RequiredApprovals int  `json:"required_approvals"`
-	AllowCheckedOut   bool `json:"allow_checked_out"`
-	RefuseStaleReads  bool `json:"refuse_stale_reads"`
-}
-
-// RebaseRequest rebases a session onto a branch, tag or commit (its base
-// branch when empty).
-type RebaseRequest struct {
-	Onto  string `json:"onto,omitempty"`
-	Actor string `json:"actor,omitempty"`
-}
-
-// MergeRequest merges another session's changes into a session.
-type MergeRequest struct {
-	From  string `json:"from"`
-	Actor string `json:"actor,omitempty"`
-}
-
-// MutationResult is a session after an operation and its mutation.
-type MutationResult struct {
-	Session  Session  `json:"session"`
-	Mutation Mutation `json:"mutation"`
-}
-
-func toConflicts(cs []merge.Conflict) []Conflict {
-	out := make([]Conflict, len(cs))
-	v := func(x *merge.Version) *ConflictVersion {
+func toConflicts(cs []merge.Conflict) []apitypes.Conflict {
+	out := make([]apitypes.Conflict, len(cs))
+	v := func(x *merge.Version) *apitypes.ConflictVersion {
 		if x == nil {
 			return nil
 		}
-		return &ConflictVersion{Path: x.Path, OID: oidText(x.OID), Mode: modeText(x.Mode)}
+		return &apitypes.ConflictVersion{Path: x.Path, OID: oidText(x.OID), Mode: modeText(x.Mode)}
 	}
 	for i, c := range cs {
-		out[i] = Conflict{Path: c.Path, Kind: string(c.Kind), GitPaths: c.GitPaths, Base: v(c.Base), Ours: v(c.Ours),
-			Theirs: v(c.Theirs), Hunks: c.Hunks, Binary: c.Binary, Message: c.Message}
-		if out[i].Hunks == nil {
-			out[i].Hunks = []merge.ConflictHunk{}
+		out[i] = apitypes.Conflict{Path: c.Path, Kind: string(c.Kind), GitPaths: c.GitPaths, Base: v(c.Base), Ours: v(c.Ours),
+			Theirs: v(c.Theirs), Hunks: make([]apitypes.ConflictHunk, len(c.Hunks)), Binary: c.Binary, Message: c.Message}
+		for j, h := range c.Hunks {
+			out[i].Hunks[j] = apitypes.ConflictHunk(h)
 		}
 	}
 	return out
 }
 
-func toStaleReads(rs []session.StaleRead) []StaleRead {
-	out := make([]StaleRead, len(rs))
+func toAcceptedSelection(s *session.AcceptedSelection) *apitypes.AcceptedSelection {
+	if s == nil {
+		return nil
+	}
+	return &apitypes.AcceptedSelection{Taken: apitypes.Selection(s.Taken), LeftOut: apitypes.Selection(s.LeftOut)}
+}
+
+func toStaleReads(rs []session.StaleRead) []apitypes.StaleRead {
+	out := make([]apitypes.StaleRead, len(rs))
 	for i, r := range rs {
-		out[i] = StaleRead{Path: r.Path, Read: oidText(r.Read), Current: oidText(r.Current)}
+		out[i] = apitypes.StaleRead{Path: r.Path, Read: oidText(r.Read), Current: oidText(r.Current)}
 	}
 	return out
 }
 
-func toChangeset(c session.Changeset) Changeset {
-	out := Changeset{
+func toChangeset(c session.Changeset) apitypes.Changeset {
+	out := apitypes.Changeset{
 		ID: c.ID.String(), Session: c.Session.String(), Repo: c.Repo, TargetBranch: c.TargetBranch, Intent: c.Intent,
 		Status: string(c.Status), Revision: c.Revision, AgentID: c.AgentID, BaseCommit: oidText(c.BaseCommit),
 		HeadCommit: oidText(c.HeadCommit), AcceptedCommit: oidText(c.AcceptedCommit), ReadSet: []string{},
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Selection: c.Selection,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Selection: toAcceptedSelection(c.Selection),
 	}
 	for p := range c.ReadSet {
 		out.ReadSet = append(out.ReadSet, p)
@@ -267,17 +62,17 @@ func toChangeset(c session.Changeset) Changeset {
 	return out
 }
 
-func toReview(r session.Review) Review {
-	out := Review{ID: r.ID.String(), Verdict: string(r.Verdict), Body: r.Body, Author: r.Author, Revision: r.Revision,
-		Comments: []LineComment{}, CreatedAt: r.CreatedAt}
+func toReview(r session.Review) apitypes.Review {
+	out := apitypes.Review{ID: r.ID.String(), Verdict: string(r.Verdict), Body: r.Body, Author: r.Author, Revision: r.Revision,
+		Comments: []apitypes.LineComment{}, CreatedAt: r.CreatedAt}
 	for _, c := range r.Comments {
-		out.Comments = append(out.Comments, LineComment(c))
+		out.Comments = append(out.Comments, apitypes.LineComment(c))
 	}
 	return out
 }
 
-func toLayer(l session.Layer) Layer {
-	out := Layer{ID: l.ID, Repo: l.Repo, Branch: l.Branch, Changeset: l.Changeset.String(), Commit: oidText(l.Commit),
+func toLayer(l session.Layer) apitypes.Layer {
+	out := apitypes.Layer{ID: l.ID, Repo: l.Repo, Branch: l.Branch, Changeset: l.Changeset.String(), Commit: oidText(l.Commit),
 		State: string(l.State), RevertCommit: oidText(l.RevertCommit), AcceptedAt: l.AcceptedAt}
 	if !l.UndoneAt.IsZero() {
 		t := l.UndoneAt
@@ -286,11 +81,11 @@ func toLayer(l session.Layer) Layer {
 	return out
 }
 
-func toUndoResult(r session.UndoResult) UndoResult {
-	out := UndoResult{Repo: r.Repo, Branch: r.Branch, DryRun: r.DryRun, Head: oidText(r.Head), Commit: oidText(r.Commit),
-		Reverts: []Revert{}, ComesBack: r.ComesBack, Stays: r.Stays, Conflicts: toConflicts(r.Conflicts)}
+func toUndoResult(r session.UndoResult) apitypes.UndoResult {
+	out := apitypes.UndoResult{Repo: r.Repo, Branch: r.Branch, DryRun: r.DryRun, Head: oidText(r.Head), Commit: oidText(r.Commit),
+		Reverts: []apitypes.Revert{}, ComesBack: r.ComesBack, Stays: r.Stays, Conflicts: toConflicts(r.Conflicts)}
 	for _, rv := range r.Reverts {
-		out.Reverts = append(out.Reverts, Revert{Changeset: rv.Changeset.String(), Layer: rv.Layer,
+		out.Reverts = append(out.Reverts, apitypes.Revert{Changeset: rv.Changeset.String(), Layer: rv.Layer,
 			LayerCommit: oidText(rv.LayerCommit), RevertCommit: oidText(rv.RevertCommit)})
 	}
 	if out.ComesBack == nil {
@@ -305,27 +100,28 @@ func toUndoResult(r session.UndoResult) UndoResult {
 func changesetID(r *http.Request) (uuid.UUID, error) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		return uuid.Nil, newError(http.StatusNotFound, CodeNotFound, "no changeset %q", r.PathValue("id"))
+		return uuid.Nil, newError(http.StatusNotFound, apitypes.CodeNotFound, "no changeset %q", r.PathValue("id"))
 	}
 	return id, nil
 }
 
 // changesetView is a changeset with its stats and reviews.
-func (s *Server) changesetView(r *http.Request, id uuid.UUID) (Changeset, error) {
+func (s *Server) changesetView(r *http.Request, id uuid.UUID) (apitypes.Changeset, error) {
 	c, patch, err := s.m.ChangesetDiff(r.Context(), id)
 	if err != nil {
-		return Changeset{}, err
+		return apitypes.Changeset{}, err
 	}
 	reviews, err := s.m.Reviews(r.Context(), id)
 	if err != nil {
-		return Changeset{}, err
+		return apitypes.Changeset{}, err
 	}
 	out := toChangeset(c)
-	out.Stats = &patch.Stats
+	stats := apitypes.Stats(patch.Stats)
+	out.Stats = &stats
 	if out.Symbols, err = s.symbols(r.Context(), c); err != nil {
-		return Changeset{}, err
+		return apitypes.Changeset{}, err
 	}
-	out.Reviews = []Review{}
+	out.Reviews = []apitypes.Review{}
 	for _, rv := range reviews {
 		out.Reviews = append(out.Reviews, toReview(rv))
 	}
@@ -337,7 +133,7 @@ func (s *Server) submitChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req SubmitRequest
+	var req apitypes.SubmitRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -373,7 +169,7 @@ func (s *Server) listChangesets(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]Changeset, len(cs))
+	out := make([]apitypes.Changeset, len(cs))
 	for i, c := range cs {
 		out[i] = toChangeset(c.Changeset)
 		out[i].Approvals = &cs[i].Approvals
@@ -431,9 +227,9 @@ func (s *Server) changesetRevisions(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	out := make([]Revision, len(revs))
+	out := make([]apitypes.Revision, len(revs))
 	for i, rv := range revs {
-		out[i] = Revision{Revision: rv.N, BaseCommit: oidText(rv.Base), HeadCommit: oidText(rv.Head), At: rv.At}
+		out[i] = apitypes.Revision{Revision: rv.N, BaseCommit: oidText(rv.Base), HeadCommit: oidText(rv.Head), At: rv.At}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"revisions": out})
 	return nil
@@ -444,7 +240,7 @@ func (s *Server) reviewChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req ReviewRequest
+	var req apitypes.ReviewRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -460,7 +256,7 @@ func (s *Server) reviewChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, ReviewResult{Review: toReview(rv), Changeset: c})
+	writeJSON(w, http.StatusCreated, apitypes.ReviewResult{Review: toReview(rv), Changeset: c})
 	return nil
 }
 
@@ -469,21 +265,21 @@ func (s *Server) acceptChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req AcceptRequest
+	var req apitypes.AcceptRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
 	opts := session.AcceptOptions{Message: req.Message, Actor: req.Actor, RequireFreshReads: req.RequireFreshReads,
-		Select: req.Select, DryRun: req.DryRun, Revision: req.Revision}
+		Select: (*merge.Selection)(req.Select), DryRun: req.DryRun, Revision: req.Revision}
 	opts.ExpectedHeadRev = req.ExpectedHead
 	res, err := s.m.Accept(ctxWithoutCancel(r), id, opts)
 	if err != nil {
 		return err
 	}
-	out := AcceptResult{
+	out := apitypes.AcceptResult{
 		Commit: oidText(res.Commit), Branch: res.Branch, Rebased: res.Rebased, Recovered: res.Recovered,
 		StaleReads: toStaleReads(res.StaleReads), Layer: toLayer(res.Layer), Changeset: toChangeset(res.Changeset),
-		Selection: res.Selection, SessionRebased: res.SessionRebased, SessionError: res.SessionError,
+		Selection: toAcceptedSelection(res.Selection), SessionRebased: res.SessionRebased, SessionError: res.SessionError,
 		DryRun: res.DryRun, Head: oidText(res.Head),
 	}
 	if len(res.SessionConflicts) > 0 {
@@ -498,7 +294,7 @@ func (s *Server) acceptChangeset(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) undo(w http.ResponseWriter, r *http.Request, ids []uuid.UUID, req UndoRequest) error {
+func (s *Server) undo(w http.ResponseWriter, r *http.Request, ids []uuid.UUID, req apitypes.UndoRequest) error {
 	res, err := s.m.Undo(ctxWithoutCancel(r), session.UndoOptions{Changesets: ids, DryRun: req.DryRun, Actor: req.Actor})
 	if err != nil {
 		return err
@@ -512,7 +308,7 @@ func (s *Server) undoChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req UndoRequest
+	var req apitypes.UndoRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -523,7 +319,7 @@ func (s *Server) undoChangeset(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) undoLayers(w http.ResponseWriter, r *http.Request) error {
-	var req UndoRequest
+	var req apitypes.UndoRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -554,7 +350,7 @@ func (s *Server) layers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]Layer, len(ls))
+	out := make([]apitypes.Layer, len(ls))
 	for i, l := range ls {
 		out[i] = toLayer(l)
 	}
@@ -567,12 +363,12 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, RepoPolicy{RequiredApprovals: p.RequiredApprovals, AllowCheckedOut: p.AllowCheckedOut, RefuseStaleReads: p.RefuseStaleReads})
+	writeJSON(w, http.StatusOK, apitypes.RepoPolicy{RequiredApprovals: p.RequiredApprovals, AllowCheckedOut: p.AllowCheckedOut, RefuseStaleReads: p.RefuseStaleReads})
 	return nil
 }
 
 func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
-	var req RepoPolicy
+	var req apitypes.RepoPolicy
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -581,7 +377,7 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, RepoPolicy{RequiredApprovals: p.RequiredApprovals, AllowCheckedOut: p.AllowCheckedOut, RefuseStaleReads: p.RefuseStaleReads})
+	writeJSON(w, http.StatusOK, apitypes.RepoPolicy{RequiredApprovals: p.RequiredApprovals, AllowCheckedOut: p.AllowCheckedOut, RefuseStaleReads: p.RefuseStaleReads})
 	return nil
 }
 
@@ -590,7 +386,7 @@ func (s *Server) rebase(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req RebaseRequest
+	var req apitypes.RebaseRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -598,7 +394,7 @@ func (s *Server) rebase(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, MutationResult{Session: toSession(ss), Mutation: toMutation(mu)})
+	writeJSON(w, http.StatusOK, apitypes.MutationResult{Session: toSession(ss), Mutation: toMutation(mu)})
 	return nil
 }
 
@@ -607,7 +403,7 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req MergeRequest
+	var req apitypes.MergeRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -626,13 +422,13 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, MutationResult{Session: toSession(ss), Mutation: toMutation(mu)})
+	writeJSON(w, http.StatusOK, apitypes.MutationResult{Session: toSession(ss), Mutation: toMutation(mu)})
 	return nil
 }
 
 // symbols is the changeset's symbol summary: the files the session graph
 // parses, with what changed in them.
-func (s *Server) symbols(ctx context.Context, c session.Changeset) ([]graph.FileSummary, error) {
+func (s *Server) symbols(ctx context.Context, c session.Changeset) ([]apitypes.FileSymbols, error) {
 	if s.summaries == nil {
 		return nil, nil
 	}
@@ -644,11 +440,26 @@ func (s *Server) symbols(ctx context.Context, c session.Changeset) ([]graph.File
 	if err != nil {
 		return nil, err
 	}
-	out := []graph.FileSummary{}
+	out := []apitypes.FileSymbols{}
 	for _, f := range sum.Files {
 		if f.Lang != "" {
-			out = append(out, f)
+			out = append(out, toFileSymbols(f))
 		}
 	}
 	return out, nil
+}
+
+func toFileSymbols(f graph.FileSummary) apitypes.FileSymbols {
+	keys := func(ks []graph.Key) []apitypes.SymbolKey {
+		if ks == nil {
+			return nil
+		}
+		out := make([]apitypes.SymbolKey, len(ks))
+		for i, k := range ks {
+			out[i] = apitypes.SymbolKey{Kind: string(k.Kind), Receiver: k.Receiver, Name: k.Name}
+		}
+		return out
+	}
+	return apitypes.FileSymbols{Path: f.Path, Status: f.Status, Lang: f.Lang, Added: keys(f.Added),
+		Modified: keys(f.Modified), Removed: keys(f.Removed), ParseError: f.ParseError}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/session"
@@ -26,8 +27,8 @@ func TestMapMergeConflict(t *testing.T) {
 	}}})
 	e := mapError(err)
 	assert.Equal(t, 409, e.Status)
-	assert.Equal(t, CodeConflict, e.Code)
-	b, err := json.Marshal(errorBody{Error: e})
+	assert.Equal(t, apitypes.CodeConflict, e.Code)
+	b, err := json.Marshal(apitypes.ErrorBody{Error: e})
 	require.NoError(t, err)
 	var body struct {
 		Error struct {
@@ -47,7 +48,7 @@ func TestMapMergeConflict(t *testing.T) {
 
 	e = mapError(fmt.Errorf("x: %w", &session.StaleReadsError{Branch: "main", Reads: []session.StaleRead{{Path: "a", Read: oid}}}))
 	assert.Equal(t, 409, e.Status)
-	assert.Equal(t, []StaleRead{{Path: "a", Read: oid.String()}}, e.Details["stale_reads"])
+	assert.Equal(t, []apitypes.StaleRead{{Path: "a", Read: oid.String()}}, e.Details["stale_reads"])
 	e = mapError(fmt.Errorf("x: %w", &session.ConflictError{Field: "head", Current: oid.String()}))
 	assert.Equal(t, oid.String(), e.Details["current_head"])
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
@@ -94,7 +95,7 @@ func (ts *testServer) newSession() string {
 	ts.t.Helper()
 	r := ts.call("POST", "/v1/sessions", []byte(`{"repo":"r","base":"main"}`))
 	require.Equal(ts.t, 201, r.StatusCode, "%s", r.body)
-	var s Session
+	var s apitypes.Session
 	require.NoError(ts.t, json.Unmarshal(r.body, &s))
 	return s.ID
 }
@@ -119,10 +120,10 @@ func TestBodylessPost(t *testing.T) {
 		r := ts.call("POST", tc.path, nil)
 		assert.Equal(t, tc.status, r.StatusCode, "POST %s: %s", tc.path, r.body)
 	}
-	var cs []Changeset
+	var cs []apitypes.Changeset
 	r = ts.call("GET", "/v1/changesets?repo=r", nil)
 	require.NoError(t, json.Unmarshal(r.body, &struct {
-		Changesets *[]Changeset `json:"changesets"`
+		Changesets *[]apitypes.Changeset `json:"changesets"`
 	}{&cs}))
 	require.Len(t, cs, 1)
 	r = ts.call("PUT", "/v1/repos/r/policy", []byte(`{"allow_checked_out":true}`))
@@ -162,7 +163,7 @@ func TestMethodNotAllowed(t *testing.T) {
 		r := ts.call(tc.method, tc.path, nil)
 		assert.Equal(t, 405, r.StatusCode, "%s %s: %s", tc.method, tc.path, r.body)
 		assert.Equal(t, tc.allow, r.Header.Get("Allow"), "%s %s", tc.method, tc.path)
-		assert.Equal(t, CodeMethodNotAllowed, r.errorOf(t)["code"])
+		assert.Equal(t, apitypes.CodeMethodNotAllowed, r.errorOf(t)["code"])
 	}
 	r := ts.call("GET", "/v1/nothing/here", nil)
 	assert.Equal(t, 404, r.StatusCode)
@@ -183,7 +184,7 @@ func TestUnknownFilterValues(t *testing.T) {
 	} {
 		r := ts.call("GET", path, nil)
 		assert.Equal(t, 400, r.StatusCode, "%s: %s", path, r.body)
-		assert.Equal(t, CodeBadRequest, r.errorOf(t)["code"], path)
+		assert.Equal(t, apitypes.CodeBadRequest, r.errorOf(t)["code"], path)
 	}
 	for _, path := range []string{"/v1/sessions?state=active", "/v1/sessions?state=expired", "/v1/changesets?status=open"} {
 		r := ts.call("GET", path, nil)
@@ -247,7 +248,7 @@ func TestRanges(t *testing.T) {
 	assert.Equal(t, 416, r.StatusCode)
 	assert.Equal(t, "bytes */16", r.Header.Get("Content-Range"))
 	e := r.errorOf(t)
-	assert.Equal(t, CodeRangeNotSatisfiable, e["code"])
+	assert.Equal(t, apitypes.CodeRangeNotSatisfiable, e["code"])
 	assert.Contains(t, e["message"], "bytes=100-200")
 	assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
 
@@ -264,7 +265,7 @@ func TestRanges(t *testing.T) {
 	assert.Equal(t, 200, r.StatusCode)
 	r = ts.call("GET", f, nil, "If-Match", `"`+strings.Repeat("0", 40)+`"`)
 	assert.Equal(t, 412, r.StatusCode)
-	assert.Equal(t, CodePreconditionFailed, r.errorOf(t)["code"])
+	assert.Equal(t, apitypes.CodePreconditionFailed, r.errorOf(t)["code"])
 	r = ts.call("GET", f, nil, "If-Match", etag)
 	assert.Equal(t, 200, r.StatusCode)
 	// If-Range with another version: the whole (new) file, not a range of
@@ -284,7 +285,7 @@ func TestErrorMessages(t *testing.T) {
 	r := ts.call("POST", "/v1/repos", []byte(`{"name":"r","path":"`+ts.repo+`"}`))
 	assert.Equal(t, 409, r.StatusCode, "%s", r.body)
 	e := r.errorOf(t)
-	assert.Equal(t, CodeConflict, e["code"])
+	assert.Equal(t, apitypes.CodeConflict, e["code"])
 	msg := e["message"].(string)
 	assert.Contains(t, msg, `repository "r"`)
 	assert.Contains(t, msg, "already")
@@ -335,7 +336,7 @@ func TestEditValidation(t *testing.T) {
 	seq := func() int64 {
 		t.Helper()
 		r := ts.call("GET", "/v1/sessions/"+id, nil)
-		var s Session
+		var s apitypes.Session
 		require.NoError(t, json.Unmarshal(r.body, &s))
 		return s.Seq
 	}
@@ -345,14 +346,14 @@ func TestEditValidation(t *testing.T) {
 		status     int
 		code, says string
 	}{
-		{"negative count", `{"edits":[{"op":"replace","path":"src.txt","old":"src","new":"x","count":-1}]}`, 400, CodeBadRequest, "count -1"},
-		{"write without content", `{"edits":[{"op":"write","path":"new.txt"}]}`, 400, CodeBadRequest, `write needs "content"`},
-		{"to on delete", `{"edits":[{"op":"delete","path":"src.txt","to":"elsewhere.txt"}]}`, 400, CodeBadRequest, `takes no "to"`},
-		{"to on write", `{"edits":[{"op":"write","path":"n.txt","content":"x","to":"m.txt"}]}`, 400, CodeBadRequest, `takes no "to"`},
-		{"overwrite on write", `{"edits":[{"op":"write","path":"n.txt","content":"x","overwrite":true}]}`, 400, CodeBadRequest, `takes no "overwrite"`},
-		{"move onto a file", `{"edits":[{"op":"move","path":"src.txt","to":"dst.txt"}]}`, 409, CodeConflict, `"dst.txt" exists; set overwrite`},
-		{"copy onto a file", `{"edits":[{"op":"copy","path":"src.txt","to":"dst.txt"}]}`, 409, CodeConflict, `"dst.txt" exists`},
-		{"move onto a directory", `{"edits":[{"op":"move","path":"src.txt","to":"src","overwrite":true}]}`, 409, CodeConflict, `"src" is a directory`},
+		{"negative count", `{"edits":[{"op":"replace","path":"src.txt","old":"src","new":"x","count":-1}]}`, 400, apitypes.CodeBadRequest, "count -1"},
+		{"write without content", `{"edits":[{"op":"write","path":"new.txt"}]}`, 400, apitypes.CodeBadRequest, `write needs "content"`},
+		{"to on delete", `{"edits":[{"op":"delete","path":"src.txt","to":"elsewhere.txt"}]}`, 400, apitypes.CodeBadRequest, `takes no "to"`},
+		{"to on write", `{"edits":[{"op":"write","path":"n.txt","content":"x","to":"m.txt"}]}`, 400, apitypes.CodeBadRequest, `takes no "to"`},
+		{"overwrite on write", `{"edits":[{"op":"write","path":"n.txt","content":"x","overwrite":true}]}`, 400, apitypes.CodeBadRequest, `takes no "overwrite"`},
+		{"move onto a file", `{"edits":[{"op":"move","path":"src.txt","to":"dst.txt"}]}`, 409, apitypes.CodeConflict, `"dst.txt" exists; set overwrite`},
+		{"copy onto a file", `{"edits":[{"op":"copy","path":"src.txt","to":"dst.txt"}]}`, 409, apitypes.CodeConflict, `"dst.txt" exists`},
+		{"move onto a directory", `{"edits":[{"op":"move","path":"src.txt","to":"src","overwrite":true}]}`, 409, apitypes.CodeConflict, `"src" is a directory`},
 	} {
 		r := ts.call("POST", edits, []byte(tc.body))
 		assert.Equal(t, tc.status, r.StatusCode, "%s: %s", tc.name, r.body)
@@ -389,7 +390,7 @@ func TestReviewValidation(t *testing.T) {
 	require.Equal(t, 201, r.StatusCode, "%s", r.body)
 	r = ts.call("POST", "/v1/sessions/"+id+"/changesets", nil)
 	require.Equal(t, 201, r.StatusCode, "%s", r.body)
-	var cs Changeset
+	var cs apitypes.Changeset
 	require.NoError(t, json.Unmarshal(r.body, &cs))
 	reviews := "/v1/changesets/" + cs.ID + "/reviews"
 
@@ -406,7 +407,7 @@ func TestReviewValidation(t *testing.T) {
 	require.Equal(t, 200, r.StatusCode, "%s", r.body)
 	r = ts.call("POST", reviews, []byte(`{"verdict":"approve"}`))
 	require.Equal(t, 201, r.StatusCode, "%s", r.body)
-	var res ReviewResult
+	var res apitypes.ReviewResult
 	require.NoError(t, json.Unmarshal(r.body, &res))
 	assert.Equal(t, "open", res.Changeset.Status, "an approval without an author does not count")
 	r = ts.call("POST", "/v1/changesets/"+cs.ID+"/accept", nil)

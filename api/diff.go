@@ -4,34 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 )
-
-// FileDiff is one file of a diff in its JSON form.
-type FileDiff struct {
-	Path       string       `json:"path"`
-	Status     string       `json:"status"`
-	OldPath    string       `json:"old_path,omitempty"`
-	NewPath    string       `json:"new_path,omitempty"`
-	OldMode    string       `json:"old_mode,omitempty"`
-	NewMode    string       `json:"new_mode,omitempty"`
-	OldOID     string       `json:"old_oid,omitempty"`
-	NewOID     string       `json:"new_oid,omitempty"`
-	Similarity int          `json:"similarity,omitempty"`
-	Binary     bool         `json:"binary"`
-	Insertions int          `json:"insertions"`
-	Deletions  int          `json:"deletions"`
-	Hunks      []merge.Hunk `json:"hunks"`
-}
-
-// Diff is a session's diff in its JSON form.
-type Diff struct {
-	From  string      `json:"from"` // tree ids
-	To    string      `json:"to"`
-	Files []FileDiff  `json:"files"`
-	Stats merge.Stats `json:"stats"`
-}
 
 func modeText(m gitstore.Mode) string {
 	if m == 0 {
@@ -79,16 +55,16 @@ func writeDiff(w http.ResponseWriter, format string, from, to gitstore.OID, patc
 
 // toDiff is a patch in its JSON form; a file's hunks are numbered by
 // their position, the indexes a partial accept selects.
-func toDiff(from, to gitstore.OID, patch *merge.Patch) Diff {
-	out := Diff{From: oidText(from), To: oidText(to), Files: make([]FileDiff, 0, len(patch.Files)), Stats: patch.Stats}
+func toDiff(from, to gitstore.OID, patch *merge.Patch) apitypes.Diff {
+	out := apitypes.Diff{From: oidText(from), To: oidText(to), Files: make([]apitypes.FileDiff, 0, len(patch.Files)), Stats: apitypes.Stats(patch.Stats)}
 	for _, f := range patch.Files {
-		fd := FileDiff{
+		fd := apitypes.FileDiff{
 			Path: f.Path(), Status: string(f.Status), OldPath: f.OldPath, NewPath: f.NewPath,
 			OldMode: modeText(f.OldMode), NewMode: modeText(f.NewMode), OldOID: oidText(f.OldOID), NewOID: oidText(f.NewOID),
-			Similarity: f.Similarity, Binary: f.Binary, Insertions: f.Insertions, Deletions: f.Deletions, Hunks: f.Hunks,
+			Similarity: f.Similarity, Binary: f.Binary, Insertions: f.Insertions, Deletions: f.Deletions, Hunks: make([]apitypes.Hunk, len(f.Hunks)),
 		}
-		if fd.Hunks == nil {
-			fd.Hunks = []merge.Hunk{}
+		for i, h := range f.Hunks {
+			fd.Hunks[i] = apitypes.Hunk(h)
 		}
 		out.Files = append(out.Files, fd)
 	}

@@ -8,7 +8,9 @@
 // through one mapper (errors.go) that turns them into the error model of
 // the API: {"error":{"code","message",…details}} with a stable code.
 //
-// The wire types (types.go) are shared with package client.
+// The wire types are package apitypes, shared with package client; the
+// conversions from the engine's values to them (types.go and beside each
+// handler) are here, so the engine's types never reach the wire directly.
 //
 // Server is safe for concurrent use once built; Routes is the table the
 // OpenAPI test checks against openapi.yaml.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -54,7 +55,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, f session.Ev
 	if err != nil {
 		return err
 	}
-	out := Events{Events: make([]Event, 0, len(evs))}
+	out := apitypes.Events{Events: make([]apitypes.Event, 0, len(evs))}
 	for _, e := range evs {
 		out.Events = append(out.Events, toEvent(e))
 	}
@@ -62,8 +63,8 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, f session.Ev
 	return nil
 }
 
-func toEvent(e session.Event) Event {
-	ev := Event{ID: e.ID, Type: e.Type, Repo: e.Repo, Payload: e.Payload, At: e.At}
+func toEvent(e session.Event) apitypes.Event {
+	ev := apitypes.Event{ID: e.ID, Type: e.Type, Repo: e.Repo, Payload: e.Payload, At: e.At}
 	if e.Session != uuid.Nil {
 		ev.Session = e.Session.String()
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -21,7 +22,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req ExecRequest
+	var req apitypes.ExecRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -62,7 +63,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 			mu.Lock()
 			defer mu.Unlock()
 			startStream()
-			event(name, ExecOutput{Data: string(p)})
+			event(name, apitypes.ExecOutput{Data: string(p)})
 		}
 	}
 	res, err := s.m.Exec(r.Context(), id, opts)
@@ -72,7 +73,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 		if !started {
 			return err
 		}
-		event("error", errorBody{Error: mapError(err)})
+		event("error", apitypes.ErrorBody{Error: mapError(err)})
 		return nil
 	}
 	out := toExecResponse(res)
@@ -85,22 +86,22 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func toExecResponse(res session.ExecResult) ExecResponse {
-	out := ExecResponse{
+func toExecResponse(res session.ExecResult) apitypes.ExecResponse {
+	out := apitypes.ExecResponse{
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, DurationMS: res.Duration.Milliseconds(),
 		Stdout: string(res.Stdout), Stderr: string(res.Stderr), OutputTruncated: res.OutputTruncated,
-		Changes: make([]ExecChange, 0, len(res.Changes)), Rejected: make([]ExecRejection, 0, len(res.Rejected)),
+		Changes: make([]apitypes.ExecChange, 0, len(res.Changes)), Rejected: make([]apitypes.ExecRejection, 0, len(res.Rejected)),
 		Recorded: res.Recorded, NotRecorded: res.NotRecorded, Isolated: res.Isolated,
 	}
 	for _, c := range res.Changes {
-		ec := ExecChange{Path: c.Path, Status: c.Status.String()}
+		ec := apitypes.ExecChange{Path: c.Path, Status: c.Status.String()}
 		if c.Mode != 0 {
 			ec.Mode = c.Mode.String()
 		}
 		out.Changes = append(out.Changes, ec)
 	}
 	for _, rj := range res.Rejected {
-		out.Rejected = append(out.Rejected, ExecRejection(rj))
+		out.Rejected = append(out.Rejected, apitypes.ExecRejection(rj))
 	}
 	if res.Mutation != nil {
 		m := toMutation(*res.Mutation)

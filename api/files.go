@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/session"
 )
@@ -85,15 +86,15 @@ type contentWriter struct {
 }
 
 func (c *contentWriter) WriteHeader(code int) {
-	var e *Error
+	var e *apitypes.Error
 	switch code {
 	case http.StatusRequestedRangeNotSatisfiable:
 		c.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", c.size))
-		e = &Error{Status: code, Code: CodeRangeNotSatisfiable,
+		e = &apitypes.Error{Status: code, Code: apitypes.CodeRangeNotSatisfiable,
 			Message: fmt.Sprintf("range %q does not fit %q, a file of %d bytes", c.rng, c.path, c.size),
 			Details: map[string]any{"size": c.size}}
 	case http.StatusPreconditionFailed:
-		e = &Error{Status: code, Code: CodePreconditionFailed, Message: fmt.Sprintf("%q is at version %s", c.path, strings.Trim(c.Header().Get("ETag"), `"`)),
+		e = &apitypes.Error{Status: code, Code: apitypes.CodePreconditionFailed, Message: fmt.Sprintf("%q is at version %s", c.path, strings.Trim(c.Header().Get("ETag"), `"`)),
 			Details: map[string]any{"path": c.path, "current": strings.Trim(c.Header().Get("ETag"), `"`)}}
 	default:
 		c.ResponseWriter.WriteHeader(code)
@@ -150,7 +151,7 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusCreated
 	}
 	info := toFileInfo(fi)
-	writeJSON(w, status, WriteResult{File: &info, Mutation: toMutation(mu)})
+	writeJSON(w, status, apitypes.WriteResult{File: &info, Mutation: toMutation(mu)})
 	return nil
 }
 
@@ -175,7 +176,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, WriteResult{Mutation: toMutation(mu)})
+	writeJSON(w, http.StatusOK, apitypes.WriteResult{Mutation: toMutation(mu)})
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/session"
 )
@@ -15,7 +16,7 @@ import (
 // Operations.
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	writeJSON(w, http.StatusOK, apitypes.Health{Status: "ok"})
 	return nil
 }
 
@@ -24,7 +25,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	h := Health{Status: "ok", Checks: map[string]string{}}
+	h := apitypes.Health{Status: "ok", Checks: map[string]string{}}
 	repos, err := s.m.ListRepos(ctx)
 	if err != nil {
 		h.Status = "unavailable"
@@ -53,7 +54,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 // Repositories.
 
 func (s *Server) createRepo(w http.ResponseWriter, r *http.Request) error {
-	var req CreateRepoRequest
+	var req apitypes.CreateRepoRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -84,8 +85,8 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := struct {
-		Repos []Repo `json:"repos"`
-	}{Repos: []Repo{}}
+		Repos []apitypes.Repo `json:"repos"`
+	}{Repos: []apitypes.Repo{}}
 	for _, rp := range rs {
 		out.Repos = append(out.Repos, toRepo(rp))
 	}
@@ -108,14 +109,14 @@ func (s *Server) branches(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := struct {
-		Branches []Branch `json:"branches"`
-	}{Branches: []Branch{}}
+		Branches []apitypes.Branch `json:"branches"`
+	}{Branches: []apitypes.Branch{}}
 	for _, ref := range refs {
 		name := string(ref.Name)
 		if len(name) > len("refs/heads/") {
 			name = name[len("refs/heads/"):]
 		}
-		out.Branches = append(out.Branches, Branch{Name: name, Commit: oidText(ref.OID)})
+		out.Branches = append(out.Branches, apitypes.Branch{Name: name, Commit: oidText(ref.OID)})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -126,7 +127,7 @@ func (s *Server) branches(w http.ResponseWriter, r *http.Request) error {
 func sessionID(r *http.Request) (uuid.UUID, error) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		return uuid.Nil, newError(http.StatusNotFound, CodeNotFound, "no session %q", r.PathValue("id"))
+		return uuid.Nil, newError(http.StatusNotFound, apitypes.CodeNotFound, "no session %q", r.PathValue("id"))
 	}
 	return id, nil
 }
@@ -140,7 +141,7 @@ func parseMode(m string) (session.Mode, error) {
 }
 
 // withToken adds the session's scoped token when auth is on.
-func (s *Server) withToken(ss session.Session) Session {
+func (s *Server) withToken(ss session.Session) apitypes.Session {
 	out := toSession(ss)
 	if s.auth.enabled {
 		out.Token = s.auth.sessionToken(ss.ID)
@@ -149,7 +150,7 @@ func (s *Server) withToken(ss session.Session) Session {
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
-	var req CreateSessionRequest
+	var req apitypes.CreateSessionRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		Mode: mode, TTL: time.Duration(req.TTLSeconds) * time.Second,
 	}
 	if req.Policy != nil {
-		opts.Policy = *req.Policy
+		opts.Policy = fromPolicy(*req.Policy)
 	}
 	ss, err := s.m.Create(ctxWithoutCancel(r), opts)
 	if err != nil {
@@ -197,7 +198,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := Sessions{Sessions: []Session{}}
+	out := apitypes.Sessions{Sessions: []apitypes.Session{}}
 	for _, x := range ss {
 		out.Sessions = append(out.Sessions, toSession(x))
 	}
@@ -236,14 +237,14 @@ func (s *Server) edits(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req EditsRequest
+	var req apitypes.EditsRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
 	edits := make([]session.Edit, len(req.Edits))
 	var written int64
 	for i, e := range req.Edits {
-		if e.Op == string(session.OpWrite) && !e.hasContent {
+		if e.Op == string(session.OpWrite) && !e.HasContent() {
 			return badRequest("edit %d: write needs \"content\" (\"\" for an empty file)", i)
 		}
 		se := session.Edit{Op: session.Op(e.Op), Path: e.Path, To: e.To, Content: e.Content, Recursive: e.Recursive,
@@ -272,12 +273,9 @@ func (s *Server) edits(w http.ResponseWriter, r *http.Request) error {
 	if !req.DryRun {
 		s.metrics.overlayBytes.Add(float64(written))
 	}
-	out := EditsResult{DryRun: res.DryRun, Seq: res.Seq, Results: res.Results, Changes: []FileChange{}}
-	if out.Results == nil {
-		out.Results = []EditResult{}
-	}
+	out := apitypes.EditsResult{DryRun: res.DryRun, Seq: res.Seq, Results: toEditResults(res.Results), Changes: []apitypes.FileChange{}}
 	for _, c := range res.Changes {
-		out.Changes = append(out.Changes, FileChange{Path: c.Path, Old: oidText(c.Old), New: oidText(c.New)})
+		out.Changes = append(out.Changes, apitypes.FileChange{Path: c.Path, Old: oidText(c.Old), New: oidText(c.New)})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -303,7 +301,7 @@ func (s *Server) tree(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := Tree{Entries: make([]FileInfo, 0, len(infos))}
+	out := apitypes.Tree{Entries: make([]apitypes.FileInfo, 0, len(infos))}
 	for _, fi := range infos {
 		out.Entries = append(out.Entries, toFileInfo(fi))
 	}
@@ -325,7 +323,7 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sum)
+	writeJSON(w, http.StatusOK, apitypes.Summary(sum))
 	return nil
 }
 
@@ -334,7 +332,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req SearchRequest
+	var req apitypes.SearchRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -344,7 +342,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, toSearchResult(res))
 	return nil
 }
 
@@ -361,7 +359,7 @@ func (s *Server) mutations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := Mutations{Mutations: make([]Mutation, 0, len(ms))}
+	out := apitypes.Mutations{Mutations: make([]apitypes.Mutation, 0, len(ms))}
 	for _, m := range ms {
 		out.Mutations = append(out.Mutations, toMutation(m))
 	}
@@ -374,7 +372,7 @@ func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	var req CheckpointRequest
+	var req apitypes.CheckpointRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -397,7 +395,7 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := Checkpoints{Checkpoints: make([]Checkpoint, 0, len(cps))}
+	out := apitypes.Checkpoints{Checkpoints: make([]apitypes.Checkpoint, 0, len(cps))}
 	for _, c := range cps {
 		out.Checkpoints = append(out.Checkpoints, toCheckpoint(c))
 	}
@@ -410,7 +408,7 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req RollbackRequest
+	var req apitypes.RollbackRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -421,7 +419,7 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, RollbackResult{Checkpoint: toCheckpoint(cp), Mutation: toMutation(mu)})
+	writeJSON(w, http.StatusOK, apitypes.RollbackResult{Checkpoint: toCheckpoint(cp), Mutation: toMutation(mu)})
 	return nil
 }
 
@@ -430,7 +428,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req ForkRequest
+	var req apitypes.ForkRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -438,9 +436,14 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	var policy *session.Policy
+	if req.Policy != nil {
+		p := fromPolicy(*req.Policy)
+		policy = &p
+	}
 	ss, err := s.m.Fork(ctxWithoutCancel(r), id, session.ForkOptions{
 		AgentID: req.AgentID, AgentName: req.AgentName, Intent: req.Intent, Checkpoint: req.Checkpoint,
-		Mode: mode, Policy: req.Policy,
+		Mode: mode, Policy: policy,
 	})
 	if err != nil {
 		return err
@@ -453,7 +456,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 func parseFileMode(text string) (gitstore.Mode, error) {
 	m, err := gitstore.ParseMode(text)
 	if err != nil || !m.Writable() {
-		return 0, &Error{Status: http.StatusBadRequest, Code: CodeInvalidPath,
+		return 0, &apitypes.Error{Status: http.StatusBadRequest, Code: apitypes.CodeInvalidPath,
 			Message: "mode " + text + ": only 100644, 100755 and 120000 may be written",
 			Details: map[string]any{"rule": "badFilemode"}}
 	}

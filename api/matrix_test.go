@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -244,7 +245,7 @@ func matrix() map[string][]call {
 			// Asking for more than a has: the fork comes out as narrow as a.
 			{variant: "denied", path: sess("/fork"), body: jsonBody(map[string]any{"policy": map[string]any{"read": []string{"**"}, "write": []string{"**"}}}), status: 201,
 				check: func(t *testing.T, e *scopeEnv, _ *world, body []byte) {
-					var f Session
+					var f apitypes.Session
 					require.NoError(t, json.Unmarshal(body, &f))
 					status, _ := e.call("GET", "/v1/sessions/"+f.ID+"/files/data/p.txt", f.Token, nil)
 					assert.Equal(t, http.StatusForbidden, status, "the fork reads what a may not")
@@ -302,7 +303,7 @@ func fromToken(from uuid.UUID, who string) []string {
 	if who == "admin" || who == "none" {
 		return nil
 	}
-	return []string{FromTokenHeader, "from:" + from.String()}
+	return []string{apitypes.FromTokenHeader, "from:" + from.String()}
 }
 
 // TestAuthMatrix runs every route with the admin token, a's own session

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
@@ -82,7 +83,7 @@ func (e *scopeEnv) call(method, path, token string, body any, header ...string) 
 
 // session creates a session with the admin token and returns it with its
 // token.
-func (e *scopeEnv) session(req CreateSessionRequest) Session {
+func (e *scopeEnv) session(req apitypes.CreateSessionRequest) apitypes.Session {
 	e.t.Helper()
 	if req.Repo == "" {
 		req.Repo = "r"
@@ -92,7 +93,7 @@ func (e *scopeEnv) session(req CreateSessionRequest) Session {
 	}
 	status, body := e.call("POST", "/v1/sessions", testAdminToken, req)
 	require.Equal(e.t, http.StatusCreated, status, "%s", body)
-	var s Session
+	var s apitypes.Session
 	require.NoError(e.t, json.Unmarshal(body, &s))
 	require.NotEmpty(e.t, s.Token)
 	return s
@@ -112,7 +113,7 @@ func errorCode(body []byte) string {
 // stays; the current one deletes it.
 func TestDeleteIfMatch(t *testing.T) {
 	e := newScopeEnv(t)
-	s := e.session(CreateSessionRequest{})
+	s := e.session(apitypes.CreateSessionRequest{})
 	file := "/v1/sessions/" + s.ID + "/files/README.md"
 	status, before := e.call("GET", file, s.Token, nil)
 	require.Equal(t, http.StatusOK, status)
@@ -122,7 +123,7 @@ func TestDeleteIfMatch(t *testing.T) {
 
 	status, body := e.call("DELETE", file, s.Token, nil, "If-Match", `"`+strings.Repeat("0", 40)+`"`)
 	assert.Equal(t, http.StatusPreconditionFailed, status, "%s", body)
-	assert.Equal(t, CodePreconditionFailed, errorCode(body))
+	assert.Equal(t, apitypes.CodePreconditionFailed, errorCode(body))
 	status, after := e.call("GET", file, s.Token, nil)
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, before, after, "the file stays")
@@ -155,13 +156,13 @@ func mustUUID(t testing.TB, s string) uuid.UUID {
 // (issue: A's token merged any session B of the repository).
 func TestMergeNeedsReadOnFrom(t *testing.T) {
 	e := newScopeEnv(t)
-	a := e.session(CreateSessionRequest{})
-	b := e.session(CreateSessionRequest{})
-	c := e.session(CreateSessionRequest{})
+	a := e.session(apitypes.CreateSessionRequest{})
+	b := e.session(apitypes.CreateSessionRequest{})
+	c := e.session(apitypes.CreateSessionRequest{})
 	status, body := e.call("PUT", "/v1/sessions/"+b.ID+"/files/private.txt", b.Token, "b's secret\n")
 	require.Equal(t, http.StatusCreated, status, "%s", body)
 	merge := "/v1/sessions/" + a.ID + "/merge"
-	from := MergeRequest{From: b.ID}
+	from := apitypes.MergeRequest{From: b.ID}
 	unchanged := func(msg string) {
 		t.Helper()
 		status, _ := e.call("GET", "/v1/sessions/"+a.ID+"/files/private.txt", a.Token, nil)
@@ -170,24 +171,24 @@ func TestMergeNeedsReadOnFrom(t *testing.T) {
 
 	status, body = e.call("POST", merge, a.Token, from)
 	assert.Equal(t, http.StatusForbidden, status, "%s", body)
-	assert.Contains(t, string(body), FromTokenHeader)
+	assert.Contains(t, string(body), apitypes.FromTokenHeader)
 	unchanged("a's token alone")
-	status, _ = e.call("POST", merge, a.Token, from, FromTokenHeader, c.Token)
+	status, _ = e.call("POST", merge, a.Token, from, apitypes.FromTokenHeader, c.Token)
 	assert.Equal(t, http.StatusForbidden, status)
 	unchanged("another session's token as from's")
-	status, _ = e.call("POST", merge, a.Token, from, FromTokenHeader, "sst.bogus")
+	status, _ = e.call("POST", merge, a.Token, from, apitypes.FromTokenHeader, "sst.bogus")
 	assert.Equal(t, http.StatusUnauthorized, status)
 	unchanged("an invalid from token")
-	status, _ = e.call("POST", merge, b.Token, from, FromTokenHeader, b.Token)
+	status, _ = e.call("POST", merge, b.Token, from, apitypes.FromTokenHeader, b.Token)
 	assert.Equal(t, http.StatusForbidden, status)
 	unchanged("b's token on a's route")
 
-	status, body = e.call("POST", merge, a.Token, from, FromTokenHeader, b.Token)
+	status, body = e.call("POST", merge, a.Token, from, apitypes.FromTokenHeader, b.Token)
 	require.Equal(t, http.StatusOK, status, "%s", body)
 	status, body = e.call("GET", "/v1/sessions/"+a.ID+"/files/private.txt", a.Token, nil)
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, "b's secret\n", string(body))
 
-	status, body = e.call("POST", "/v1/sessions/"+c.ID+"/merge", testAdminToken, MergeRequest{From: b.ID})
+	status, body = e.call("POST", "/v1/sessions/"+c.ID+"/merge", testAdminToken, apitypes.MergeRequest{From: b.ID})
 	assert.Equal(t, http.StatusOK, status, "the admin reaches every session: %s", body)
 }

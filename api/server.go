@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/session"
@@ -182,11 +183,11 @@ func New(cfg Config) *Server {
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	if allow := s.allowed(r); len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+		writeError(w, newError(http.StatusMethodNotAllowed, apitypes.CodeMethodNotAllowed,
 			"method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
 		return
 	}
-	writeError(w, newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	writeError(w, newError(http.StatusNotFound, apitypes.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 }
 
 // allowed lists the methods whose routes match r's path, by asking the
@@ -220,7 +221,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.handlerFor(rt).ServeHTTP(rec, r)
 		} else {
 			rec.Header().Set("Allow", "GET, HEAD, PUT, DELETE")
-			writeError(rec, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method %s not allowed", r.Method))
+			writeError(rec, newError(http.StatusMethodNotAllowed, apitypes.CodeMethodNotAllowed, "method %s not allowed", r.Method))
 		}
 	} else {
 		s.mux.ServeHTTP(rec, r)
@@ -312,7 +313,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) error {
 		r.Header.Del("Content-Encoding")
 		r.ContentLength = -1
 	default:
-		return newError(http.StatusUnsupportedMediaType, CodeBadRequest, "unsupported Content-Encoding %q", enc)
+		return newError(http.StatusUnsupportedMediaType, apitypes.CodeBadRequest, "unsupported Content-Encoding %q", enc)
 	}
 	if r.ContentLength > s.maxBody {
 		return &http.MaxBytesError{Limit: s.maxBody}
@@ -321,10 +322,10 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func writeError(w http.ResponseWriter, e *Error) {
+func writeError(w http.ResponseWriter, e *apitypes.Error) {
 	w.Header().Del("ETag")
 	w.Header().Del("Content-Length")
-	writeJSON(w, e.Status, errorBody{Error: e})
+	writeJSON(w, e.Status, apitypes.ErrorBody{Error: e})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -442,7 +443,7 @@ func queryPage(r *http.Request, def, max int64) (after int64, limit int, err err
 // write deadline does not apply.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
 	if s.mcp == nil {
-		return newError(http.StatusNotFound, CodeNotFound, "this server does not serve MCP")
+		return newError(http.StatusNotFound, apitypes.CodeNotFound, "this server does not serve MCP")
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	s.mcp.ServeHTTP(w, r)

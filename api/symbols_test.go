@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/testrepo"
@@ -40,10 +41,10 @@ func TestChangesetSymbols(t *testing.T) {
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
-	var c Changeset
+	var c apitypes.Changeset
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&c))
 	require.Len(t, c.Symbols, 1)
 	assert.Equal(t, "limits.go", c.Symbols[0].Path)
 	assert.Equal(t, "added", c.Symbols[0].Status)
-	assert.Equal(t, []graph.Key{{Kind: graph.KindType, Name: "Limits"}, {Kind: graph.KindFunc, Name: "Parse"}}, c.Symbols[0].Added)
+	assert.Equal(t, []apitypes.SymbolKey{{Kind: string(graph.KindType), Name: "Limits"}, {Kind: string(graph.KindFunc), Name: "Parse"}}, c.Symbols[0].Added)
 }

@@ -1,296 +1,13 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
-	"time"
-
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/session"
 )
 
-// The wire types of API v1. Object ids are 40-digit hex strings (empty for
-// none), modes six octal digits, times RFC 3339 in UTC.
-
-// Repo is a registered repository.
-type Repo struct {
-	Name      string    `json:"name"`
-	Path      string    `json:"path"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// CreateRepoRequest registers an existing repository (Path) or creates a
-// bare one under the data directory (Init).
-type CreateRepoRequest struct {
-	Name string `json:"name"`
-	Path string `json:"path,omitempty"`
-	Init bool   `json:"init,omitempty"`
-}
-
-// Branch is a branch and its commit.
-type Branch struct {
-	Name   string `json:"name"`
-	Commit string `json:"commit"`
-}
-
-// Policy is a session's path policy.
-type Policy = session.Policy
-
-// Session is one agent's session. Token is set only in the answer to a
-// create or a fork when auth is on.
-type Session struct {
-	ID           string     `json:"id"`
-	Repo         string     `json:"repo"`
-	Parent       string     `json:"parent,omitempty"`
-	AgentID      string     `json:"agent_id"`
-	AgentName    string     `json:"agent_name"`
-	Intent       string     `json:"intent"`
-	BaseCommit   string     `json:"base_commit"`
-	BaseRef      string     `json:"base_ref,omitempty"`
-	Mode         string     `json:"mode"`
-	State        string     `json:"state"`
-	Policy       Policy     `json:"policy"`
-	Head         string     `json:"head"`
-	Seq          int64      `json:"seq"`
-	Checkpoints  int        `json:"checkpoints"`
-	CreatedAt    time.Time  `json:"created_at"`
-	LastActiveAt time.Time  `json:"last_active_at"`
-	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
-	Token        string     `json:"token,omitempty"`
-}
-
-// CreateSessionRequest starts a session.
-type CreateSessionRequest struct {
-	Repo       string  `json:"repo"`
-	Base       string  `json:"base,omitempty"`
-	AgentID    string  `json:"agent_id,omitempty"`
-	AgentName  string  `json:"agent_name,omitempty"`
-	Intent     string  `json:"intent,omitempty"`
-	Mode       string  `json:"mode,omitempty"`
-	TTLSeconds int64   `json:"ttl_seconds,omitempty"`
-	Policy     *Policy `json:"policy,omitempty"`
-}
-
-// ForkRequest forks a session from its current view or a checkpoint.
-type ForkRequest struct {
-	AgentID    string  `json:"agent_id,omitempty"`
-	AgentName  string  `json:"agent_name,omitempty"`
-	Intent     string  `json:"intent,omitempty"`
-	Checkpoint string  `json:"checkpoint,omitempty"`
-	Mode       string  `json:"mode,omitempty"`
-	Policy     *Policy `json:"policy,omitempty"`
-}
-
-// Sessions is a list of sessions.
-type Sessions struct {
-	Sessions []Session `json:"sessions"`
-}
-
-// FileInfo describes one path of a session's view.
-type FileInfo struct {
-	Path   string `json:"path"`
-	Type   string `json:"type"`
-	Mode   string `json:"mode"`
-	OID    string `json:"oid"`
-	Size   int64  `json:"size"`
-	Status string `json:"status"`
-	Source string `json:"source,omitempty"`
-}
-
-// WriteResult answers a file write or delete.
-type WriteResult struct {
-	File     *FileInfo `json:"file,omitempty"`
-	Mutation Mutation  `json:"mutation"`
-}
-
-// Tree is a listing.
-type Tree struct {
-	Entries []FileInfo `json:"entries"`
-}
-
-// Edit is one step of a batch: ops write, append, delete, move, copy,
-// replace.
-type Edit struct {
-	Op        string `json:"op"`
-	Path      string `json:"path,omitempty"`
-	To        string `json:"to,omitempty"`
-	Content   string `json:"content,omitempty"`
-	Mode      string `json:"mode,omitempty"`
-	Recursive bool   `json:"recursive,omitempty"`
-	Glob      string `json:"glob,omitempty"`
-	Old       string `json:"old,omitempty"`
-	New       string `json:"new,omitempty"`
-	Count     int    `json:"count,omitempty"`
-	IfMatch   string `json:"if_match,omitempty"`
-	// Overwrite lets a move or copy replace a file at To.
-	Overwrite bool `json:"overwrite,omitempty"`
-
-	hasContent bool // content was in the JSON: a write needs it, "" for an empty file
-}
-
-// editJSON is Edit's wire form: content is a pointer, so that an absent
-// content and an empty one differ.
-type editJSON struct {
-	Op        string  `json:"op"`
-	Path      string  `json:"path,omitempty"`
-	To        string  `json:"to,omitempty"`
-	Content   *string `json:"content,omitempty"`
-	Mode      string  `json:"mode,omitempty"`
-	Recursive bool    `json:"recursive,omitempty"`
-	Glob      string  `json:"glob,omitempty"`
-	Old       string  `json:"old,omitempty"`
-	New       string  `json:"new,omitempty"`
-	Count     int     `json:"count,omitempty"`
-	IfMatch   string  `json:"if_match,omitempty"`
-	Overwrite bool    `json:"overwrite,omitempty"`
-}
-
-// UnmarshalJSON decodes an edit strictly (unknown fields are errors, as
-// for every request body) and notes whether content was given.
-func (e *Edit) UnmarshalJSON(b []byte) error {
-	var w editJSON
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		return err
-	}
-	*e = Edit{Op: w.Op, Path: w.Path, To: w.To, Mode: w.Mode, Recursive: w.Recursive, Glob: w.Glob,
-		Old: w.Old, New: w.New, Count: w.Count, IfMatch: w.IfMatch, Overwrite: w.Overwrite, hasContent: w.Content != nil}
-	if w.Content != nil {
-		e.Content = *w.Content
-	}
-	return nil
-}
-
-// MarshalJSON sends content with every write and append, empty or not.
-func (e Edit) MarshalJSON() ([]byte, error) {
-	w := editJSON{Op: e.Op, Path: e.Path, To: e.To, Mode: e.Mode, Recursive: e.Recursive, Glob: e.Glob,
-		Old: e.Old, New: e.New, Count: e.Count, IfMatch: e.IfMatch, Overwrite: e.Overwrite}
-	if e.Content != "" || e.Op == string(session.OpWrite) || e.Op == string(session.OpAppend) {
-		w.Content = &e.Content
-	}
-	return json.Marshal(w)
-}
-
-// EditsRequest is an atomic batch of edits.
-type EditsRequest struct {
-	DryRun bool   `json:"dry_run"`
-	Edits  []Edit `json:"edits"`
-}
-
-// EditResult is what one edit did.
-type EditResult = session.EditResult
-
-// FileChange is one file a batch changed.
-type FileChange struct {
-	Path string `json:"path"`
-	Old  string `json:"old"`
-	New  string `json:"new"`
-}
-
-// EditsResult is what a batch did (or would do, in a dry run).
-type EditsResult struct {
-	DryRun  bool         `json:"dry_run"`
-	Seq     int64        `json:"seq"`
-	Results []EditResult `json:"results"`
-	Changes []FileChange `json:"changes"`
-}
-
-// SearchRequest is a content search.
-type SearchRequest struct {
-	Pattern         string `json:"pattern"`
-	Glob            string `json:"glob,omitempty"`
-	Prefix          string `json:"prefix,omitempty"`
-	CaseInsensitive bool   `json:"case_insensitive,omitempty"`
-	MaxResults      int    `json:"max_results,omitempty"`
-}
-
-// SearchResult is the answer to a search.
-type SearchResult = session.SearchResult
-
-// Match is one matching line.
-type Match = session.Match
-
-// Summary counts a session's files and changes.
-type Summary = session.Summary
-
-// Mutation is one entry of the mutation log.
-type Mutation struct {
-	Seq   int64     `json:"seq"`
-	Op    string    `json:"op"`
-	Paths []string  `json:"paths"`
-	Old   []string  `json:"old"`
-	New   []string  `json:"new"`
-	Actor string    `json:"actor"`
-	At    time.Time `json:"at"`
-	// Exec is set for an exec mutation.
-	Exec *Exec `json:"exec,omitempty"`
-}
-
-// Mutations is a page of the mutation log.
-type Mutations struct {
-	Mutations []Mutation `json:"mutations"`
-}
-
-// CheckpointRequest creates a checkpoint.
-type CheckpointRequest struct {
-	Label   string `json:"label,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
-// Checkpoint is a commit of a session's view.
-type Checkpoint struct {
-	ID        string    `json:"id"`
-	N         int       `json:"n"`
-	Commit    string    `json:"commit"`
-	Tree      string    `json:"tree"`
-	Parent    string    `json:"parent"`
-	Seq       int64     `json:"seq"`
-	Ref       string    `json:"ref"`
-	Label     string    `json:"label,omitempty"`
-	Message   string    `json:"message"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// Checkpoints lists a session's checkpoints.
-type Checkpoints struct {
-	Checkpoints []Checkpoint `json:"checkpoints"`
-}
-
-// RollbackRequest names the checkpoint to restore: its id, number,
-// commit id or label, or "base" to undo all of the session's changes.
-type RollbackRequest struct {
-	Checkpoint string `json:"checkpoint"`
-}
-
-// RollbackResult is the rollback's mutation and the checkpoint marking its
-// result.
-type RollbackResult struct {
-	Checkpoint Checkpoint `json:"checkpoint"`
-	Mutation   Mutation   `json:"mutation"`
-}
-
-// Event is one event of the stream, as sent in an SSE data line.
-type Event struct {
-	ID      int64     `json:"id"`
-	Type    string    `json:"type"`
-	Repo    string    `json:"repo"`
-	Session string    `json:"session,omitempty"`
-	Payload any       `json:"payload"`
-	At      time.Time `json:"at"`
-}
-
-// Events is a page of stored events (the events routes with Accept:
-// application/json).
-type Events struct {
-	Events []Event `json:"events"`
-}
-
-// Health is the answer of /healthz and /readyz.
-type Health struct {
-	Status string            `json:"status"`
-	Checks map[string]string `json:"checks,omitempty"`
-}
+// Conversions from the engine's values to the wire types of package
+// apitypes, and back for the few a request carries.
 
 func oidText(o gitstore.OID) string {
 	if o.IsZero() {
@@ -307,13 +24,15 @@ func oidTexts(os []gitstore.OID) []string {
 	return out
 }
 
-func toRepo(r session.Repo) Repo { return Repo{Name: r.Name, Path: r.Path, CreatedAt: r.CreatedAt} }
+func toRepo(r session.Repo) apitypes.Repo {
+	return apitypes.Repo{Name: r.Name, Path: r.Path, CreatedAt: r.CreatedAt}
+}
 
-func toSession(s session.Session) Session {
-	out := Session{
+func toSession(s session.Session) apitypes.Session {
+	out := apitypes.Session{
 		ID: s.ID.String(), Repo: s.Repo, AgentID: s.AgentID, AgentName: s.AgentName, Intent: s.Intent,
 		BaseCommit: oidText(s.BaseCommit), BaseRef: s.BaseRef, Mode: string(s.Mode), State: string(s.State),
-		Policy: s.Policy, Head: oidText(s.Head), Seq: s.Seq, Checkpoints: s.Checkpoints,
+		Policy: toPolicy(s.Policy), Head: oidText(s.Head), Seq: s.Seq, Checkpoints: s.Checkpoints,
 		CreatedAt: s.CreatedAt, LastActiveAt: s.LastActiveAt,
 	}
 	if s.Parent != [16]byte{} {
@@ -326,90 +45,66 @@ func toSession(s session.Session) Session {
 	return out
 }
 
-func toFileInfo(fi session.FileInfo) FileInfo {
-	return FileInfo{Path: fi.Path, Type: fi.Type, Mode: fi.Mode.String(), OID: oidText(fi.OID),
+func toFileInfo(fi session.FileInfo) apitypes.FileInfo {
+	return apitypes.FileInfo{Path: fi.Path, Type: fi.Type, Mode: fi.Mode.String(), OID: oidText(fi.OID),
 		Size: fi.Size, Status: fi.Status.String(), Source: string(fi.Source)}
 }
 
-func toMutation(m session.Mutation) Mutation {
-	out := Mutation{Seq: m.Seq, Op: string(m.Op), Paths: m.Paths, Old: oidTexts(m.Old), New: oidTexts(m.New), Actor: m.Actor, At: m.At}
+func toMutation(m session.Mutation) apitypes.Mutation {
+	out := apitypes.Mutation{Seq: m.Seq, Op: string(m.Op), Paths: m.Paths, Old: oidTexts(m.Old), New: oidTexts(m.New), Actor: m.Actor, At: m.At}
 	if out.Paths == nil {
 		out.Paths = []string{}
 	}
 	if m.Exec != nil {
-		out.Exec = &Exec{Argv: m.Exec.Argv, ExitCode: m.Exec.ExitCode, DurationMS: m.Exec.DurationMS}
+		out.Exec = &apitypes.Exec{Argv: m.Exec.Argv, ExitCode: m.Exec.ExitCode, DurationMS: m.Exec.DurationMS}
 	}
 	return out
 }
 
-func toCheckpoint(c session.Checkpoint) Checkpoint {
-	return Checkpoint{
+func toCheckpoint(c session.Checkpoint) apitypes.Checkpoint {
+	return apitypes.Checkpoint{
 		ID: c.ID.String(), N: c.N, Commit: oidText(c.Commit), Tree: oidText(c.Tree), Parent: oidText(c.Parent),
 		Seq: c.Seq, Ref: string(session.CheckpointRef(c.Session, c.N)),
 		Label: c.Label, Message: c.Message, CreatedAt: c.CreatedAt,
 	}
 }
 
-// ExecRequest runs a command on a session's view (section 9): Argv, or
-// Command as shell text for /bin/sh -c.
-type ExecRequest struct {
-	Argv    []string          `json:"argv,omitempty"`
-	Command string            `json:"command,omitempty"`
-	Cwd     string            `json:"cwd,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	Stdin   string            `json:"stdin,omitempty"`
-	// TimeoutSeconds: 0 takes the default (600); over the daemon's limit
-	// is refused.
-	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
-	// Network false runs the command without network interfaces; absent
-	// means true.
-	Network *bool `json:"network,omitempty"`
-	// Record is always (the default), on_success or never.
-	Record string `json:"record,omitempty"`
+func toPolicy(p session.Policy) apitypes.Policy {
+	out := apitypes.Policy{Read: p.Read, Write: p.Write, Deny: p.Deny}
+	if p.Parent != nil {
+		parent := toPolicy(*p.Parent)
+		out.Parent = &parent
+	}
+	return out
 }
 
-// ExecChange is one path the command changed.
-type ExecChange struct {
-	Path   string `json:"path"`
-	Status string `json:"status"`
-	Mode   string `json:"mode,omitempty"`
+func fromPolicy(p apitypes.Policy) session.Policy {
+	out := session.Policy{Read: p.Read, Write: p.Write, Deny: p.Deny}
+	if p.Parent != nil {
+		parent := fromPolicy(*p.Parent)
+		out.Parent = &parent
+	}
+	return out
 }
 
-// ExecRejection is a change that broke a rule: not recorded, and undone
-// in the session's scratch directory.
-type ExecRejection struct {
-	Path    string `json:"path"`
-	Rule    string `json:"rule"`
-	Message string `json:"message"`
+func toEditResults(rs []session.EditResult) []apitypes.EditResult {
+	out := make([]apitypes.EditResult, len(rs))
+	for i, r := range rs {
+		out[i] = apitypes.EditResult{Index: r.Index, Op: r.Op, Paths: r.Paths, Replacements: r.Replacements}
+		for _, sk := range r.Skipped {
+			out[i].Skipped = append(out[i].Skipped, apitypes.Skipped(sk))
+		}
+	}
+	return out
 }
 
-// ExecResponse is what the command did and what was recorded. Mutation
-// is null when nothing was; Recorded false (with NotRecorded saying why)
-// when the session could not record or the record mode said not to.
-type ExecResponse struct {
-	ExitCode        int             `json:"exit_code"`
-	Signal          string          `json:"signal,omitempty"`
-	TimedOut        bool            `json:"timed_out"`
-	DurationMS      int64           `json:"duration_ms"`
-	Stdout          string          `json:"stdout"`
-	Stderr          string          `json:"stderr"`
-	OutputTruncated bool            `json:"output_truncated"`
-	Changes         []ExecChange    `json:"changes"`
-	Rejected        []ExecRejection `json:"rejected"`
-	Mutation        *Mutation       `json:"mutation"`
-	Recorded        bool            `json:"recorded"`
-	NotRecorded     string          `json:"not_recorded,omitempty"`
-	Isolated        bool            `json:"isolated"`
-}
-
-// ExecOutput is the data of a stdout or stderr event of a streamed exec.
-type ExecOutput struct {
-	Data string `json:"data"`
-}
-
-// Exec is the exec details of an exec mutation.
-type Exec struct {
-	Argv       []string `json:"argv"`
-	ExitCode   int      `json:"exit_code"`
-	DurationMS int64    `json:"duration_ms"`
+func toSearchResult(r session.SearchResult) apitypes.SearchResult {
+	out := apitypes.SearchResult{Truncated: r.Truncated}
+	if r.Matches != nil {
+		out.Matches = make([]apitypes.Match, len(r.Matches))
+		for i, m := range r.Matches {
+			out.Matches[i] = apitypes.Match(m)
+		}
+	}
+	return out
 }

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 )
 
 // Changesets, reviews, accept, layers and undo; session rebase and merge.
@@ -27,14 +27,14 @@ type ChangesetFilter struct {
 }
 
 // Submit submits a session as a changeset (or revises its open one).
-func (c *Client) Submit(ctx context.Context, session string, req api.SubmitRequest) (api.Changeset, error) {
-	var out api.Changeset
+func (c *Client) Submit(ctx context.Context, session string, req apitypes.SubmitRequest) (apitypes.Changeset, error) {
+	var out apitypes.Changeset
 	err := c.do(ctx, "POST", sessionPath(session, "changesets"), nil, req, &out)
 	return out, err
 }
 
 // ListChangesets lists changesets, oldest first.
-func (c *Client) ListChangesets(ctx context.Context, f ChangesetFilter) ([]api.Changeset, error) {
+func (c *Client) ListChangesets(ctx context.Context, f ChangesetFilter) ([]apitypes.Changeset, error) {
 	q := url.Values{}
 	for k, v := range map[string]string{"repo": f.Repo, "status": f.Status, "session": f.Session} {
 		if v != "" {
@@ -42,15 +42,15 @@ func (c *Client) ListChangesets(ctx context.Context, f ChangesetFilter) ([]api.C
 		}
 	}
 	var out struct {
-		Changesets []api.Changeset `json:"changesets"`
+		Changesets []apitypes.Changeset `json:"changesets"`
 	}
 	err := c.do(ctx, "GET", "/v1/changesets", q, nil, &out)
 	return out.Changesets, err
 }
 
 // GetChangeset returns a changeset with its stats and reviews.
-func (c *Client) GetChangeset(ctx context.Context, id string) (api.Changeset, error) {
-	var out api.Changeset
+func (c *Client) GetChangeset(ctx context.Context, id string) (apitypes.Changeset, error) {
+	var out apitypes.Changeset
 	err := c.do(ctx, "GET", changesetPath(id), nil, nil, &out)
 	return out, err
 }
@@ -73,88 +73,88 @@ func (c *Client) ChangesetDiff(ctx context.Context, id string) ([]byte, error) {
 }
 
 // ChangesetDiffJSON returns the diff under review in its JSON form.
-func (c *Client) ChangesetDiffJSON(ctx context.Context, id string) (api.Diff, error) {
-	var out api.Diff
+func (c *Client) ChangesetDiffJSON(ctx context.Context, id string) (apitypes.Diff, error) {
+	var out apitypes.Diff
 	err := c.do(ctx, "GET", changesetPath(id, "diff"), url.Values{"format": {"json"}}, nil, &out)
 	return out, err
 }
 
 // Review records a review.
-func (c *Client) Review(ctx context.Context, id string, req api.ReviewRequest) (api.ReviewResult, error) {
-	var out api.ReviewResult
+func (c *Client) Review(ctx context.Context, id string, req apitypes.ReviewRequest) (apitypes.ReviewResult, error) {
+	var out apitypes.ReviewResult
 	err := c.do(ctx, "POST", changesetPath(id, "reviews"), nil, req, &out)
 	return out, err
 }
 
 // Accept accepts a changeset onto its target branch.
-func (c *Client) Accept(ctx context.Context, id string, req api.AcceptRequest) (api.AcceptResult, error) {
-	var out api.AcceptResult
+func (c *Client) Accept(ctx context.Context, id string, req apitypes.AcceptRequest) (apitypes.AcceptResult, error) {
+	var out apitypes.AcceptResult
 	err := c.do(ctx, "POST", changesetPath(id, "accept"), nil, req, &out)
 	return out, err
 }
 
 // Undo undoes one changeset's layer (or previews it with DryRun).
-func (c *Client) Undo(ctx context.Context, id string, req api.UndoRequest) (api.UndoResult, error) {
-	var out api.UndoResult
+func (c *Client) Undo(ctx context.Context, id string, req apitypes.UndoRequest) (apitypes.UndoResult, error) {
+	var out apitypes.UndoResult
 	err := c.do(ctx, "POST", changesetPath(id, "undo"), nil, req, &out)
 	return out, err
 }
 
 // UndoLayers undoes several layers of one branch of repo at once.
-func (c *Client) UndoLayers(ctx context.Context, repo string, req api.UndoRequest) (api.UndoResult, error) {
-	var out api.UndoResult
+func (c *Client) UndoLayers(ctx context.Context, repo string, req apitypes.UndoRequest) (apitypes.UndoResult, error) {
+	var out apitypes.UndoResult
 	err := c.do(ctx, "POST", "/v1/repos/"+url.PathEscape(repo)+"/undo", nil, req, &out)
 	return out, err
 }
 
 // Layers lists the accepted changesets of a branch, newest first.
-func (c *Client) Layers(ctx context.Context, repo, branch string) ([]api.Layer, error) {
+func (c *Client) Layers(ctx context.Context, repo, branch string) ([]apitypes.Layer, error) {
 	var q url.Values
 	if branch != "" {
 		q = url.Values{"branch": {branch}}
 	}
 	var out struct {
-		Layers []api.Layer `json:"layers"`
+		Layers []apitypes.Layer `json:"layers"`
 	}
 	err := c.do(ctx, "GET", "/v1/repos/"+url.PathEscape(repo)+"/layers", q, nil, &out)
 	return out.Layers, err
 }
 
 // RepoPolicy returns a repository's accept policy.
-func (c *Client) RepoPolicy(ctx context.Context, repo string) (api.RepoPolicy, error) {
-	var out api.RepoPolicy
+func (c *Client) RepoPolicy(ctx context.Context, repo string) (apitypes.RepoPolicy, error) {
+	var out apitypes.RepoPolicy
 	err := c.do(ctx, "GET", "/v1/repos/"+url.PathEscape(repo)+"/policy", nil, nil, &out)
 	return out, err
 }
 
 // SetRepoPolicy sets a repository's accept policy.
-func (c *Client) SetRepoPolicy(ctx context.Context, repo string, p api.RepoPolicy) (api.RepoPolicy, error) {
-	var out api.RepoPolicy
+func (c *Client) SetRepoPolicy(ctx context.Context, repo string, p apitypes.RepoPolicy) (apitypes.RepoPolicy, error) {
+	var out apitypes.RepoPolicy
 	err := c.do(ctx, "PUT", "/v1/repos/"+url.PathEscape(repo)+"/policy", nil, p, &out)
 	return out, err
 }
 
 // Rebase moves a session onto a new base (its base branch when onto is
 // empty).
-func (c *Client) Rebase(ctx context.Context, session, onto string) (api.MutationResult, error) {
-	var out api.MutationResult
-	err := c.do(ctx, "POST", sessionPath(session, "rebase"), nil, api.RebaseRequest{Onto: onto}, &out)
+func (c *Client) Rebase(ctx context.Context, session, onto string) (apitypes.MutationResult, error) {
+	var out apitypes.MutationResult
+	err := c.do(ctx, "POST", sessionPath(session, "rebase"), nil, apitypes.RebaseRequest{Onto: onto}, &out)
 	return out, err
 }
 
 // Merge merges session from's changes into session.
-func (c *Client) Merge(ctx context.Context, session, from string) (api.MutationResult, error) {
-	var out api.MutationResult
-	err := c.do(ctx, "POST", sessionPath(session, "merge"), nil, api.MergeRequest{From: from}, &out)
+func (c *Client) Merge(ctx context.Context, session, from string) (apitypes.MutationResult, error) {
+	var out apitypes.MutationResult
+	err := c.do(ctx, "POST", sessionPath(session, "merge"), nil, apitypes.MergeRequest{From: from}, &out)
 	return out, err
 }
 
 // MergeWithToken is Merge for a caller holding session tokens rather than
 // the admin token: fromToken is the token of session from, which a
 // session token alone does not reach.
-func (c *Client) MergeWithToken(ctx context.Context, session, from, fromToken string) (api.MutationResult, error) {
-	var out api.MutationResult
-	data, err := json.Marshal(api.MergeRequest{From: from})
+func (c *Client) MergeWithToken(ctx context.Context, session, from, fromToken string) (apitypes.MutationResult, error) {
+	var out apitypes.MutationResult
+	data, err := json.Marshal(apitypes.MergeRequest{From: from})
 	if err != nil {
 		return out, err
 	}
@@ -163,7 +163,7 @@ func (c *Client) MergeWithToken(ctx context.Context, session, from, fromToken st
 		return out, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(api.FromTokenHeader, fromToken)
+	req.Header.Set(apitypes.FromTokenHeader, fromToken)
 	resp, err := c.send(req)
 	if err != nil {
 		return out, err

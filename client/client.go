@@ -1,5 +1,7 @@
 // Package client is the Go client of the sessiond HTTP API v1. The command
-// line and the end-to-end tests use it; the wire types are package api's.
+// line, the MCP server and the end-to-end tests use it. The wire types are
+// those of package apitypes, so a program that uses the client links none
+// of the engine.
 //
 // A Client is safe for concurrent use.
 package client
@@ -18,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 )
 
 // DefaultServer is the local daemon's address.
@@ -101,16 +103,10 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 
 func decodeError(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var body struct {
-		Error map[string]any `json:"error"`
-	}
-	e := &Error{Status: resp.StatusCode, Code: "internal", Message: strings.TrimSpace(string(data))}
+	var body apitypes.ErrorBody
+	e := &Error{Status: resp.StatusCode, Code: apitypes.CodeInternal, Message: strings.TrimSpace(string(data))}
 	if json.Unmarshal(data, &body) == nil && body.Error != nil {
-		e.Code, _ = body.Error["code"].(string)
-		e.Message, _ = body.Error["message"].(string)
-		delete(body.Error, "code")
-		delete(body.Error, "message")
-		e.Details = body.Error
+		e.Code, e.Message, e.Details = body.Error.Code, body.Error.Message, body.Error.Details
 	}
 	return e
 }
@@ -171,8 +167,8 @@ func (c *Client) Healthz(ctx context.Context) error {
 }
 
 // Readyz reports whether the store and the repositories are reachable.
-func (c *Client) Readyz(ctx context.Context) (api.Health, error) {
-	var h api.Health
+func (c *Client) Readyz(ctx context.Context) (apitypes.Health, error) {
+	var h apitypes.Health
 	err := c.do(ctx, "GET", "/readyz", nil, nil, &h)
 	return h, err
 }
@@ -180,32 +176,32 @@ func (c *Client) Readyz(ctx context.Context) (api.Health, error) {
 // Repositories.
 
 // CreateRepo registers an existing repository or, with Init, creates one.
-func (c *Client) CreateRepo(ctx context.Context, req api.CreateRepoRequest) (api.Repo, error) {
-	var r api.Repo
+func (c *Client) CreateRepo(ctx context.Context, req apitypes.CreateRepoRequest) (apitypes.Repo, error) {
+	var r apitypes.Repo
 	err := c.do(ctx, "POST", "/v1/repos", nil, req, &r)
 	return r, err
 }
 
 // ListRepos lists the registered repositories.
-func (c *Client) ListRepos(ctx context.Context) ([]api.Repo, error) {
+func (c *Client) ListRepos(ctx context.Context) ([]apitypes.Repo, error) {
 	var out struct {
-		Repos []api.Repo `json:"repos"`
+		Repos []apitypes.Repo `json:"repos"`
 	}
 	err := c.do(ctx, "GET", "/v1/repos", nil, nil, &out)
 	return out.Repos, err
 }
 
 // GetRepo returns one repository.
-func (c *Client) GetRepo(ctx context.Context, name string) (api.Repo, error) {
-	var r api.Repo
+func (c *Client) GetRepo(ctx context.Context, name string) (apitypes.Repo, error) {
+	var r apitypes.Repo
 	err := c.do(ctx, "GET", "/v1/repos/"+url.PathEscape(name), nil, nil, &r)
 	return r, err
 }
 
 // Branches lists a repository's branches.
-func (c *Client) Branches(ctx context.Context, repo string) ([]api.Branch, error) {
+func (c *Client) Branches(ctx context.Context, repo string) ([]apitypes.Branch, error) {
 	var out struct {
-		Branches []api.Branch `json:"branches"`
+		Branches []apitypes.Branch `json:"branches"`
 	}
 	err := c.do(ctx, "GET", "/v1/repos/"+url.PathEscape(repo)+"/branches", nil, nil, &out)
 	return out.Branches, err
@@ -214,8 +210,8 @@ func (c *Client) Branches(ctx context.Context, repo string) ([]api.Branch, error
 // Sessions.
 
 // CreateSession starts a session.
-func (c *Client) CreateSession(ctx context.Context, req api.CreateSessionRequest) (api.Session, error) {
-	var s api.Session
+func (c *Client) CreateSession(ctx context.Context, req apitypes.CreateSessionRequest) (apitypes.Session, error) {
+	var s apitypes.Session
 	err := c.do(ctx, "POST", "/v1/sessions", nil, req, &s)
 	return s, err
 }
@@ -227,7 +223,7 @@ type SessionFilter struct {
 }
 
 // ListSessions lists sessions.
-func (c *Client) ListSessions(ctx context.Context, f SessionFilter) ([]api.Session, error) {
+func (c *Client) ListSessions(ctx context.Context, f SessionFilter) ([]apitypes.Session, error) {
 	q := url.Values{}
 	for k, v := range map[string]string{"repo": f.Repo, "state": f.State, "agent_id": f.AgentID} {
 		if v != "" {
@@ -237,28 +233,28 @@ func (c *Client) ListSessions(ctx context.Context, f SessionFilter) ([]api.Sessi
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	var out api.Sessions
+	var out apitypes.Sessions
 	err := c.do(ctx, "GET", "/v1/sessions", q, nil, &out)
 	return out.Sessions, err
 }
 
 // GetSession returns a session.
-func (c *Client) GetSession(ctx context.Context, id string) (api.Session, error) {
-	var s api.Session
+func (c *Client) GetSession(ctx context.Context, id string) (apitypes.Session, error) {
+	var s apitypes.Session
 	err := c.do(ctx, "GET", sessionPath(id), nil, nil, &s)
 	return s, err
 }
 
 // AbandonSession ends a session.
-func (c *Client) AbandonSession(ctx context.Context, id string) (api.Session, error) {
-	var s api.Session
+func (c *Client) AbandonSession(ctx context.Context, id string) (apitypes.Session, error) {
+	var s apitypes.Session
 	err := c.do(ctx, "DELETE", sessionPath(id), nil, nil, &s)
 	return s, err
 }
 
 // Fork starts a session from another's current view or checkpoint.
-func (c *Client) Fork(ctx context.Context, id string, req api.ForkRequest) (api.Session, error) {
-	var s api.Session
+func (c *Client) Fork(ctx context.Context, id string, req apitypes.ForkRequest) (apitypes.Session, error) {
+	var s apitypes.Session
 	err := c.do(ctx, "POST", sessionPath(id, "fork"), nil, req, &s)
 	return s, err
 }
@@ -328,27 +324,27 @@ func (c *Client) StatFile(ctx context.Context, id, path string) (FileMeta, error
 func codeForStatus(status int) string {
 	switch status {
 	case http.StatusBadRequest:
-		return api.CodeBadRequest
+		return apitypes.CodeBadRequest
 	case http.StatusUnauthorized:
-		return api.CodeUnauthorized
+		return apitypes.CodeUnauthorized
 	case http.StatusForbidden:
-		return api.CodeForbidden
+		return apitypes.CodeForbidden
 	case http.StatusNotFound:
-		return api.CodeNotFound
+		return apitypes.CodeNotFound
 	case http.StatusMethodNotAllowed:
-		return api.CodeMethodNotAllowed
+		return apitypes.CodeMethodNotAllowed
 	case http.StatusConflict:
-		return api.CodeConflict
+		return apitypes.CodeConflict
 	case http.StatusPreconditionFailed:
-		return api.CodePreconditionFailed
+		return apitypes.CodePreconditionFailed
 	case http.StatusRequestEntityTooLarge:
-		return api.CodeTooLarge
+		return apitypes.CodeTooLarge
 	case http.StatusRequestedRangeNotSatisfiable:
-		return api.CodeRangeNotSatisfiable
+		return apitypes.CodeRangeNotSatisfiable
 	case http.StatusServiceUnavailable:
-		return api.CodeUnavailable
+		return apitypes.CodeUnavailable
 	}
-	return api.CodeInternal
+	return apitypes.CodeInternal
 }
 
 // WriteOptions qualify a file write.
@@ -359,10 +355,10 @@ type WriteOptions struct {
 }
 
 // WriteFile writes a file.
-func (c *Client) WriteFile(ctx context.Context, id, path string, data []byte, opts WriteOptions) (api.WriteResult, error) {
+func (c *Client) WriteFile(ctx context.Context, id, path string, data []byte, opts WriteOptions) (apitypes.WriteResult, error) {
 	req, err := c.newRequest(ctx, "PUT", sessionPath(id, "files", EscapePath(path)), nil, bytes.NewReader(data))
 	if err != nil {
-		return api.WriteResult{}, err
+		return apitypes.WriteResult{}, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	if opts.Mode != "" {
@@ -376,28 +372,28 @@ func (c *Client) WriteFile(ctx context.Context, id, path string, data []byte, op
 	}
 	resp, err := c.send(req)
 	if err != nil {
-		return api.WriteResult{}, err
+		return apitypes.WriteResult{}, err
 	}
 	defer resp.Body.Close()
-	var out api.WriteResult
+	var out apitypes.WriteResult
 	err = json.NewDecoder(resp.Body).Decode(&out)
 	return out, err
 }
 
 // DeleteFile deletes a file, or with recursive a directory.
-func (c *Client) DeleteFile(ctx context.Context, id, path string, recursive bool) (api.WriteResult, error) {
+func (c *Client) DeleteFile(ctx context.Context, id, path string, recursive bool) (apitypes.WriteResult, error) {
 	var q url.Values
 	if recursive {
 		q = url.Values{"recursive": {"true"}}
 	}
-	var out api.WriteResult
+	var out apitypes.WriteResult
 	err := c.do(ctx, "DELETE", sessionPath(id, "files", EscapePath(path)), q, nil, &out)
 	return out, err
 }
 
 // Edits applies a batch of edits atomically.
-func (c *Client) Edits(ctx context.Context, id string, req api.EditsRequest) (api.EditsResult, error) {
-	var out api.EditsResult
+func (c *Client) Edits(ctx context.Context, id string, req apitypes.EditsRequest) (apitypes.EditsResult, error) {
+	var out apitypes.EditsResult
 	err := c.do(ctx, "POST", sessionPath(id, "edits"), nil, req, &out)
 	return out, err
 }
@@ -411,7 +407,7 @@ type TreeOptions struct {
 }
 
 // Tree lists a session's files.
-func (c *Client) Tree(ctx context.Context, id string, o TreeOptions) ([]api.FileInfo, error) {
+func (c *Client) Tree(ctx context.Context, id string, o TreeOptions) ([]apitypes.FileInfo, error) {
 	q := url.Values{}
 	if o.Prefix != "" {
 		q.Set("prefix", o.Prefix)
@@ -425,54 +421,54 @@ func (c *Client) Tree(ctx context.Context, id string, o TreeOptions) ([]api.File
 	if o.Glob != "" {
 		q.Set("glob", o.Glob)
 	}
-	var out api.Tree
+	var out apitypes.Tree
 	err := c.do(ctx, "GET", sessionPath(id, "tree"), q, nil, &out)
 	return out.Entries, err
 }
 
 // Summary counts a session's files and changes.
-func (c *Client) Summary(ctx context.Context, id string) (api.Summary, error) {
-	var out api.Summary
+func (c *Client) Summary(ctx context.Context, id string) (apitypes.Summary, error) {
+	var out apitypes.Summary
 	err := c.do(ctx, "GET", sessionPath(id, "summary"), nil, nil, &out)
 	return out, err
 }
 
 // Search finds lines matching an RE2 pattern.
-func (c *Client) Search(ctx context.Context, id string, req api.SearchRequest) (api.SearchResult, error) {
-	var out api.SearchResult
+func (c *Client) Search(ctx context.Context, id string, req apitypes.SearchRequest) (apitypes.SearchResult, error) {
+	var out apitypes.SearchResult
 	err := c.do(ctx, "POST", sessionPath(id, "search"), nil, req, &out)
 	return out, err
 }
 
 // Mutations returns up to limit mutations after sequence number after.
-func (c *Client) Mutations(ctx context.Context, id string, after int64, limit int) ([]api.Mutation, error) {
+func (c *Client) Mutations(ctx context.Context, id string, after int64, limit int) ([]apitypes.Mutation, error) {
 	q := url.Values{"after": {strconv.FormatInt(after, 10)}}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out api.Mutations
+	var out apitypes.Mutations
 	err := c.do(ctx, "GET", sessionPath(id, "mutations"), q, nil, &out)
 	return out.Mutations, err
 }
 
 // Checkpoint commits the session's view.
-func (c *Client) Checkpoint(ctx context.Context, id, label, message string) (api.Checkpoint, error) {
-	var out api.Checkpoint
-	err := c.do(ctx, "POST", sessionPath(id, "checkpoints"), nil, api.CheckpointRequest{Label: label, Message: message}, &out)
+func (c *Client) Checkpoint(ctx context.Context, id, label, message string) (apitypes.Checkpoint, error) {
+	var out apitypes.Checkpoint
+	err := c.do(ctx, "POST", sessionPath(id, "checkpoints"), nil, apitypes.CheckpointRequest{Label: label, Message: message}, &out)
 	return out, err
 }
 
 // Checkpoints lists a session's checkpoints.
-func (c *Client) Checkpoints(ctx context.Context, id string) ([]api.Checkpoint, error) {
-	var out api.Checkpoints
+func (c *Client) Checkpoints(ctx context.Context, id string) ([]apitypes.Checkpoint, error) {
+	var out apitypes.Checkpoints
 	err := c.do(ctx, "GET", sessionPath(id, "checkpoints"), nil, nil, &out)
 	return out.Checkpoints, err
 }
 
 // Rollback restores a checkpoint (its id, number or commit id).
-func (c *Client) Rollback(ctx context.Context, id, checkpoint string) (api.RollbackResult, error) {
-	var out api.RollbackResult
-	err := c.do(ctx, "POST", sessionPath(id, "rollback"), nil, api.RollbackRequest{Checkpoint: checkpoint}, &out)
+func (c *Client) Rollback(ctx context.Context, id, checkpoint string) (apitypes.RollbackResult, error) {
+	var out apitypes.RollbackResult
+	err := c.do(ctx, "POST", sessionPath(id, "rollback"), nil, apitypes.RollbackRequest{Checkpoint: checkpoint}, &out)
 	return out, err
 }
 
@@ -480,16 +476,16 @@ func (c *Client) Rollback(ctx context.Context, id, checkpoint string) (api.Rollb
 
 // SessionEvents streams a session's events after id after until ctx ends.
 // The channel closes when the stream ends; resume with the last id seen.
-func (c *Client) SessionEvents(ctx context.Context, id string, after int64) (<-chan api.Event, error) {
+func (c *Client) SessionEvents(ctx context.Context, id string, after int64) (<-chan apitypes.Event, error) {
 	return c.events(ctx, sessionPath(id, "events"), after)
 }
 
 // RepoEvents streams a repository's events (all its sessions').
-func (c *Client) RepoEvents(ctx context.Context, repo string, after int64) (<-chan api.Event, error) {
+func (c *Client) RepoEvents(ctx context.Context, repo string, after int64) (<-chan apitypes.Event, error) {
 	return c.events(ctx, "/v1/repos/"+url.PathEscape(repo)+"/events", after)
 }
 
-func (c *Client) events(ctx context.Context, path string, after int64) (<-chan api.Event, error) {
+func (c *Client) events(ctx context.Context, path string, after int64) (<-chan apitypes.Event, error) {
 	req, err := c.newRequest(ctx, "GET", path, nil, nil)
 	if err != nil {
 		return nil, err
@@ -502,7 +498,7 @@ func (c *Client) events(ctx context.Context, path string, after int64) (<-chan a
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan api.Event)
+	out := make(chan apitypes.Event)
 	go func() {
 		defer close(out)
 		defer resp.Body.Close()
@@ -514,7 +510,7 @@ func (c *Client) events(ctx context.Context, path string, after int64) (<-chan a
 			switch {
 			case line == "":
 				if len(data) > 0 {
-					var e api.Event
+					var e apitypes.Event
 					if json.Unmarshal(data, &e) == nil {
 						select {
 						case out <- e:
@@ -567,8 +563,8 @@ func (c *Client) Diff(ctx context.Context, id, against string) ([]byte, error) {
 }
 
 // DiffJSON returns a session's diff per file, with hunks.
-func (c *Client) DiffJSON(ctx context.Context, id, against string) (api.Diff, error) {
-	var out api.Diff
+func (c *Client) DiffJSON(ctx context.Context, id, against string) (apitypes.Diff, error) {
+	var out apitypes.Diff
 	err := c.do(ctx, "GET", sessionPath(id, "diff"), diffQuery(against, "json"), nil, &out)
 	return out, err
 }
@@ -584,7 +580,7 @@ func diffQuery(against, format string) url.Values {
 // EventList returns up to limit of a session's stored events after id
 // after, without streaming (the events route with Accept:
 // application/json).
-func (c *Client) EventList(ctx context.Context, id string, after int64, limit int) ([]api.Event, error) {
+func (c *Client) EventList(ctx context.Context, id string, after int64, limit int) ([]apitypes.Event, error) {
 	q := url.Values{}
 	if after > 0 {
 		q.Set("after", strconv.FormatInt(after, 10))
@@ -602,7 +598,7 @@ func (c *Client) EventList(ctx context.Context, id string, after int64, limit in
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var out api.Events
+	var out apitypes.Events
 	err = json.NewDecoder(resp.Body).Decode(&out)
 	return out.Events, err
 }

@@ -8,14 +8,14 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 )
 
 // Exec runs a command on a session's view. With output set, the output
 // streams (Server-Sent Events) and output is called with each chunk as it
 // comes ("stdout" or "stderr"); the result is the same either way.
-func (c *Client) Exec(ctx context.Context, id string, in api.ExecRequest, output func(stream string, data []byte)) (api.ExecResponse, error) {
-	var out api.ExecResponse
+func (c *Client) Exec(ctx context.Context, id string, in apitypes.ExecRequest, output func(stream string, data []byte)) (apitypes.ExecResponse, error) {
+	var out apitypes.ExecResponse
 	if output == nil {
 		err := c.do(ctx, "POST", sessionPath(id, "exec"), nil, in, &out)
 		return out, err
@@ -49,7 +49,7 @@ func (c *Client) Exec(ctx context.Context, id string, in api.ExecRequest, output
 		case line == "":
 			switch name {
 			case "stdout", "stderr":
-				var o api.ExecOutput
+				var o apitypes.ExecOutput
 				if json.Unmarshal(payload, &o) == nil {
 					output(name, []byte(o.Data))
 				}

@@ -3,7 +3,7 @@ package mcpserver
 import (
 	"context"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 )
 
@@ -11,23 +11,23 @@ import (
 // session, by id. *client.Client satisfies it, over HTTP or in-process
 // (client.NewInProcess).
 type Backend interface {
-	GetSession(ctx context.Context, id string) (api.Session, error)
+	GetSession(ctx context.Context, id string) (apitypes.Session, error)
 	ReadFile(ctx context.Context, id, path string) ([]byte, client.FileMeta, error)
-	WriteFile(ctx context.Context, id, path string, data []byte, opts client.WriteOptions) (api.WriteResult, error)
-	DeleteFile(ctx context.Context, id, path string, recursive bool) (api.WriteResult, error)
-	Edits(ctx context.Context, id string, req api.EditsRequest) (api.EditsResult, error)
-	Tree(ctx context.Context, id string, o client.TreeOptions) ([]api.FileInfo, error)
-	Search(ctx context.Context, id string, req api.SearchRequest) (api.SearchResult, error)
+	WriteFile(ctx context.Context, id, path string, data []byte, opts client.WriteOptions) (apitypes.WriteResult, error)
+	DeleteFile(ctx context.Context, id, path string, recursive bool) (apitypes.WriteResult, error)
+	Edits(ctx context.Context, id string, req apitypes.EditsRequest) (apitypes.EditsResult, error)
+	Tree(ctx context.Context, id string, o client.TreeOptions) ([]apitypes.FileInfo, error)
+	Search(ctx context.Context, id string, req apitypes.SearchRequest) (apitypes.SearchResult, error)
 	Diff(ctx context.Context, id, against string) ([]byte, error)
-	Mutations(ctx context.Context, id string, after int64, limit int) ([]api.Mutation, error)
-	Checkpoint(ctx context.Context, id, label, message string) (api.Checkpoint, error)
-	Checkpoints(ctx context.Context, id string) ([]api.Checkpoint, error)
-	Rollback(ctx context.Context, id, checkpoint string) (api.RollbackResult, error)
-	Submit(ctx context.Context, id string, req api.SubmitRequest) (api.Changeset, error)
-	EventList(ctx context.Context, id string, after int64, limit int) ([]api.Event, error)
+	Mutations(ctx context.Context, id string, after int64, limit int) ([]apitypes.Mutation, error)
+	Checkpoint(ctx context.Context, id, label, message string) (apitypes.Checkpoint, error)
+	Checkpoints(ctx context.Context, id string) ([]apitypes.Checkpoint, error)
+	Rollback(ctx context.Context, id, checkpoint string) (apitypes.RollbackResult, error)
+	Submit(ctx context.Context, id string, req apitypes.SubmitRequest) (apitypes.Changeset, error)
+	EventList(ctx context.Context, id string, after int64, limit int) ([]apitypes.Event, error)
 	// Exec runs a command on the session's view; with output set, the
 	// output streams to it as the command writes it.
-	Exec(ctx context.Context, id string, in api.ExecRequest, output func(stream string, data []byte)) (api.ExecResponse, error)
+	Exec(ctx context.Context, id string, in apitypes.ExecRequest, output func(stream string, data []byte)) (apitypes.ExecResponse, error)
 }
 
 var _ Backend = (*client.Client)(nil)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
@@ -84,7 +85,7 @@ func newEnv(t testing.TB) *env {
 }
 
 // newSession starts a session on main and returns it with its token.
-func (e *env) newSession(t testing.TB, req api.CreateSessionRequest) api.Session {
+func (e *env) newSession(t testing.TB, req apitypes.CreateSessionRequest) apitypes.Session {
 	t.Helper()
 	if req.Repo == "" {
 		req.Repo = "calc"
@@ -97,7 +98,7 @@ func (e *env) newSession(t testing.TB, req api.CreateSessionRequest) api.Session
 
 // connect runs a server bound to s over in-memory transports and returns
 // the SDK client's session.
-func (e *env) connect(t testing.TB, s api.Session, opts mcpserver.Options) *mcp.ClientSession {
+func (e *env) connect(t testing.TB, s apitypes.Session, opts mcpserver.Options) *mcp.ClientSession {
 	t.Helper()
 	opts.Session = s.ID
 	return connectServer(t, mcpserver.New(client.NewInProcess(e.api, s.Token), opts), nil)

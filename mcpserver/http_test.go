@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 )
 
 // bearerTransport adds a bearer token to every request.
@@ -46,8 +46,8 @@ func TestStreamableHTTPAuth(t *testing.T) {
 	e := newEnv(t)
 	srv := httptest.NewServer(e.api)
 	t.Cleanup(srv.Close)
-	a := e.newSession(t, api.CreateSessionRequest{})
-	b := e.newSession(t, api.CreateSessionRequest{})
+	a := e.newSession(t, apitypes.CreateSessionRequest{})
+	b := e.newSession(t, apitypes.CreateSessionRequest{})
 	urlA := srv.URL + "/mcp/sessions/" + a.ID
 
 	t.Run("no token", func(t *testing.T) {
@@ -118,7 +118,7 @@ func TestOlderProtocolVersions(t *testing.T) {
 	e := newEnv(t)
 	srv := httptest.NewServer(e.api)
 	t.Cleanup(srv.Close)
-	s := e.newSession(t, api.CreateSessionRequest{})
+	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	url := srv.URL + "/mcp/sessions/" + s.ID
 	for _, v := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
 		t.Run(v, func(t *testing.T) {

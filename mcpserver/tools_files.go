@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
@@ -317,7 +317,7 @@ func (s *server) editFile(ctx context.Context, _ *mcp.CallToolRequest, sid strin
 	if in.DryRun {
 		// The engine checks the write (path rules, policy, limits) without
 		// applying it.
-		_, err := s.b.Edits(ctx, sid, api.EditsRequest{DryRun: true, Edits: []api.Edit{{Op: "write", Path: in.Path, Content: out, IfMatch: meta.OID}}})
+		_, err := s.b.Edits(ctx, sid, apitypes.EditsRequest{DryRun: true, Edits: []apitypes.Edit{{Op: "write", Path: in.Path, Content: out, IfMatch: meta.OID}}})
 		if err != nil {
 			return result{}, err
 		}
@@ -357,7 +357,7 @@ func (s *server) movePath(ctx context.Context, _ *mcp.CallToolRequest, sid strin
 	if in.From == "" || in.To == "" {
 		return result{}, badRequest("from and to are required")
 	}
-	res, err := s.b.Edits(ctx, sid, api.EditsRequest{Edits: []api.Edit{{Op: "move", Path: in.From, To: in.To}}})
+	res, err := s.b.Edits(ctx, sid, apitypes.EditsRequest{Edits: []apitypes.Edit{{Op: "move", Path: in.From, To: in.To}}})
 	if err != nil {
 		return result{}, err
 	}

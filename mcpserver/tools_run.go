@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 )
 
 // RunIn is run's input.
@@ -23,7 +23,7 @@ type RunIn struct {
 
 // RunOut is what run did.
 type RunOut struct {
-	api.ExecResponse
+	apitypes.ExecResponse
 	StdoutTail string `json:"stdout_tail"`
 	StderrTail string `json:"stderr_tail"`
 }
@@ -44,7 +44,7 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, sid string, 
 	if (in.Command == "") == (len(in.Argv) == 0) {
 		return result{}, badRequest("give exactly one of command and argv")
 	}
-	ereq := api.ExecRequest{Argv: in.Argv, Command: in.Command, Cwd: in.Cwd, TimeoutSeconds: float64(in.TimeoutSeconds)}
+	ereq := apitypes.ExecRequest{Argv: in.Argv, Command: in.Command, Cwd: in.Cwd, TimeoutSeconds: float64(in.TimeoutSeconds)}
 	var output func(string, []byte)
 	if token := progressToken(req); token != nil {
 		p := &progress{ss: req.Session, token: token, start: time.Now()}
@@ -121,7 +121,7 @@ func sep(i int) string {
 	return ","
 }
 
-func streamOf(r api.ExecResponse, name string) string {
+func streamOf(r apitypes.ExecResponse, name string) string {
 	if name == "stdout" {
 		return r.Stdout
 	}

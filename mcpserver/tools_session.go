@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 )
 
@@ -38,11 +38,11 @@ type StatusIn struct {
 
 // StatusOut is the session's state for its agent.
 type StatusOut struct {
-	Session     api.Session      `json:"session"`
-	Changes     []Entry          `json:"changes"`
-	Checkpoints []api.Checkpoint `json:"checkpoints"`
-	Overlaps    []Overlap        `json:"overlaps"`
-	Truncated   bool             `json:"truncated,omitempty"`
+	Session     apitypes.Session      `json:"session"`
+	Changes     []Entry               `json:"changes"`
+	Checkpoints []apitypes.Checkpoint `json:"checkpoints"`
+	Overlaps    []Overlap             `json:"overlaps"`
+	Truncated   bool                  `json:"truncated,omitempty"`
 }
 
 // Overlap is the graph's finding that another live session changed a
@@ -363,9 +363,9 @@ func (s *server) log(ctx context.Context, _ *mcp.CallToolRequest, sid string, in
 		return result{}, err
 	}
 	out := struct {
-		Mutations []api.Mutation `json:"mutations"`
-		Total     int64          `json:"total"`
-	}{Mutations: []api.Mutation{}, Total: ss.Seq}
+		Mutations []apitypes.Mutation `json:"mutations"`
+		Total     int64               `json:"total"`
+	}{Mutations: []apitypes.Mutation{}, Total: ss.Seq}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d change(s) in all; the latest %d, newest first:\n", ss.Seq, min(int64(len(ms)), ss.Seq))
 	bud := s.budget()
@@ -387,7 +387,7 @@ func (s *server) log(ctx context.Context, _ *mcp.CallToolRequest, sid string, in
 }
 
 func (s *server) submit(ctx context.Context, _ *mcp.CallToolRequest, sid string, in SubmitIn) (result, error) {
-	c, err := s.b.Submit(ctx, sid, api.SubmitRequest{Intent: in.Intent, TargetBranch: in.TargetBranch})
+	c, err := s.b.Submit(ctx, sid, apitypes.SubmitRequest{Intent: in.Intent, TargetBranch: in.TargetBranch})
 	if err != nil {
 		return result{}, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/mcpserver"
@@ -20,7 +20,7 @@ import (
 
 func TestToolList(t *testing.T) {
 	e := newEnv(t)
-	s := e.newSession(t, api.CreateSessionRequest{})
+	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	for _, bound := range []bool{true, false} {
 		t.Run(fmt.Sprintf("bound=%v", bound), func(t *testing.T) {
 			var cs *mcp.ClientSession
@@ -83,7 +83,7 @@ func TestToolList(t *testing.T) {
 
 func TestSchemasAreJSONSchema(t *testing.T) {
 	e := newEnv(t)
-	cs := e.connect(t, e.newSession(t, api.CreateSessionRequest{}), mcpserver.Options{})
+	cs := e.connect(t, e.newSession(t, apitypes.CreateSessionRequest{}), mcpserver.Options{})
 	res, err := cs.ListTools(t.Context(), nil)
 	require.NoError(t, err)
 	for _, tool := range res.Tools {
@@ -98,7 +98,7 @@ func TestSchemasAreJSONSchema(t *testing.T) {
 
 func TestReadFile(t *testing.T) {
 	e := newEnv(t)
-	cs := e.connect(t, e.newSession(t, api.CreateSessionRequest{}), mcpserver.Options{})
+	cs := e.connect(t, e.newSession(t, apitypes.CreateSessionRequest{}), mcpserver.Options{})
 
 	text, data := ok(t, cs, "read_file", map[string]any{"path": "calc.go"})
 	blob := strings.TrimSpace(testrepo.Git(t, e.repoDir, "rev-parse", "HEAD:calc.go"))
@@ -155,7 +155,7 @@ func TestReadFile(t *testing.T) {
 
 func TestPolicyIsTheEngines(t *testing.T) {
 	e := newEnv(t)
-	s := e.newSession(t, api.CreateSessionRequest{Policy: &api.Policy{Read: []string{"**"}, Write: []string{"docs/**"}, Deny: []string{"secrets/**"}}})
+	s := e.newSession(t, apitypes.CreateSessionRequest{Policy: &apitypes.Policy{Read: []string{"**"}, Write: []string{"docs/**"}, Deny: []string{"secrets/**"}}})
 	cs := e.connect(t, s, mcpserver.Options{})
 	_, code, _ := fails(t, cs, "read_file", map[string]any{"path": "secrets/key.txt"})
 	assert.Equal(t, "forbidden", code)
@@ -171,7 +171,7 @@ func TestPolicyIsTheEngines(t *testing.T) {
 
 func TestReadFiles(t *testing.T) {
 	e := newEnv(t)
-	cs := e.connect(t, e.newSession(t, api.CreateSessionRequest{}), mcpserver.Options{})
+	cs := e.connect(t, e.newSession(t, apitypes.CreateSessionRequest{}), mcpserver.Options{})
 	text, data := ok(t, cs, "read_files", map[string]any{"paths": []string{"go.mod", "missing.txt", "docs/crlf.txt"}})
 	assert.Contains(t, text, "go.mod: 3 lines")
 	assert.Contains(t, text, "missing.txt: error not_found")
@@ -185,7 +185,7 @@ func TestReadFiles(t *testing.T) {
 
 func TestWriteFile(t *testing.T) {
 	e := newEnv(t)
-	s := e.newSession(t, api.CreateSessionRequest{})
+	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	cs := e.connect(t, s, mcpserver.Options{})
 	text, data := ok(t, cs, "write_file", map[string]any{"path": "new/dir/file.txt", "content": "hello\n"})
 	assert.Contains(t, text, "Wrote new/dir/file.txt: 6 bytes, 1 lines, now added")
@@ -207,7 +207,7 @@ func TestWriteFile(t *testing.T) {
 
 func TestEditFile(t *testing.T) {
 	e := newEnv(t)
-	s := e.newSession(t, api.CreateSessionRequest{})
+	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	cs := e.connect(t, s, mcpserver.Options{})
 	read := func(p string) string {
 		got, _, err := e.admin.ReadFile(t.Context(), s.ID, p)
@@ -293,7 +293,7 @@ func TestEditFile(t *testing.T) {
 
 func TestDeleteMoveListGlob(t *testing.T) {
 	e := newEnv(t)
-	s := e.newSession(t, api.CreateSessionRequest{})
+	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	cs := e.connect(t, s, mcpserver.Options{})
 	_, code, _ := fails(t, cs, "delete_path", map[string]any{"path": "docs"})
 	assert.NotEmpty(t, code, "a directory needs recursive")
@@ -334,7 +334,7 @@ func TestDeleteMoveListGlob(t *testing.T) {
 
 func TestGrep(t *testing.T) {
 	e := newEnv(t)
-	cs := e.connect(t, e.newSession(t, api.CreateSessionRequest{}), mcpserver.Options{})
+	cs := e.connect(t, e.newSession(t, apitypes.CreateSessionRequest{}), mcpserver.Options{})
 	text, data := ok(t, cs, "grep", map[string]any{"pattern": `return a - b`})
 	assert.Contains(t, text, "2 matching line(s) in 1 file(s)")
 	assert.Contains(t, text, "calc.go:5: \treturn a - b\n")
@@ -357,7 +357,7 @@ func TestGrep(t *testing.T) {
 
 func TestCheckpointRollbackLogDiffStatusSubmit(t *testing.T) {
 	e := newEnv(t)
-	s := e.newSession(t, api.CreateSessionRequest{Intent: "fix Add", AgentName: "alice"})
+	s := e.newSession(t, apitypes.CreateSessionRequest{Intent: "fix Add", AgentName: "alice"})
 	cs := e.connect(t, s, mcpserver.Options{})
 
 	text, _ := ok(t, cs, "status", nil)
@@ -414,8 +414,8 @@ func TestCheckpointRollbackLogDiffStatusSubmit(t *testing.T) {
 
 func TestOverlapWarnings(t *testing.T) {
 	e := newEnv(t)
-	a := e.newSession(t, api.CreateSessionRequest{AgentID: "alice"})
-	b := e.newSession(t, api.CreateSessionRequest{AgentID: "bob"})
+	a := e.newSession(t, apitypes.CreateSessionRequest{AgentID: "alice"})
+	b := e.newSession(t, apitypes.CreateSessionRequest{AgentID: "bob"})
 	ca, cb := e.connect(t, a, mcpserver.Options{}), e.connect(t, b, mcpserver.Options{})
 	ok(t, ca, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b", "new_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a + b"}}})
 	ok(t, cb, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b", "new_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn b + a"}}})
@@ -439,7 +439,7 @@ func TestOverlapWarnings(t *testing.T) {
 
 func TestUnboundServerTakesSession(t *testing.T) {
 	e := newEnv(t)
-	s := e.newSession(t, api.CreateSessionRequest{})
+	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	cs := connectServer(t, mcpserver.New(e.admin, mcpserver.Options{}), nil)
 	_, code, _ := fails(t, cs, "read_file", map[string]any{"path": "go.mod"})
 	assert.Equal(t, "bad_request", code)
@@ -455,7 +455,7 @@ func TestUnboundServerTakesSession(t *testing.T) {
 
 func TestResultCap(t *testing.T) {
 	e := newEnv(t)
-	s := e.newSession(t, api.CreateSessionRequest{})
+	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	var big strings.Builder
 	for i := range 5000 {
 		fmt.Fprintf(&big, "line %d %s\n", i, strings.Repeat("y", 40))
@@ -484,7 +484,7 @@ func TestResultCap(t *testing.T) {
 
 func TestRun(t *testing.T) {
 	e := newEnv(t)
-	s := e.newSession(t, api.CreateSessionRequest{})
+	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	cs := e.connect(t, s, mcpserver.Options{})
 	_, code, _ := fails(t, cs, "run", map[string]any{"command": "true", "argv": []string{"true"}})
 	assert.Equal(t, "bad_request", code)
@@ -519,7 +519,7 @@ func TestRun(t *testing.T) {
 // once instead of answering session_busy).
 func TestRunProgressAndCancel(t *testing.T) {
 	e := newEnv(t)
-	s := e.newSession(t, api.CreateSessionRequest{})
+	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	progressed := make(chan string, 16)
 	cs := connectServer(t, mcpserver.New(client.NewInProcess(e.api, s.Token), mcpserver.Options{Session: s.ID}), &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 )
 
@@ -266,7 +266,7 @@ func (s *server) grep(ctx context.Context, _ *mcp.CallToolRequest, sid string, i
 	}
 	limit = min(limit, maxGrepResults)
 	ctxLines := min(max(in.Context, 0), maxGrepContext)
-	res, err := s.b.Search(ctx, sid, api.SearchRequest{Pattern: in.Pattern, Glob: in.Glob, CaseInsensitive: in.CaseInsensitive, MaxResults: limit})
+	res, err := s.b.Search(ctx, sid, apitypes.SearchRequest{Pattern: in.Pattern, Glob: in.Glob, CaseInsensitive: in.CaseInsensitive, MaxResults: limit})
 	if err != nil {
 		return result{}, err
 	}
@@ -346,7 +346,7 @@ func (s *server) grep(ctx context.Context, _ *mcp.CallToolRequest, sid string, i
 
 // nextMatchAt reports whether a match of the search is at path:line (so
 // it is shown as a match, not as context).
-func nextMatchAt(ms []api.Match, p string, line int) bool {
+func nextMatchAt(ms []apitypes.Match, p string, line int) bool {
 	for _, m := range ms {
 		if m.Path == p && m.Line == line {
 			return true

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/internal/testdaemon"
 	"github.com/sessiond/sessiond/internal/testrepo"
@@ -163,30 +163,30 @@ func TestReviewPage(t *testing.T) {
 	git := func(args ...string) string { return testrepo.Git(t, repo, args...) }
 
 	// The base: doc.txt of 40 lines on main.
-	s0, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "setup"})
+	s0, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "setup"})
 	require.NoError(t, err)
 	_, err = c.WriteFile(ctx, s0.ID, "doc.txt", []byte(docLines(nil)), client.WriteOptions{})
 	require.NoError(t, err)
-	cs0, err := c.Submit(ctx, s0.ID, api.SubmitRequest{Intent: "add doc.txt"})
+	cs0, err := c.Submit(ctx, s0.ID, apitypes.SubmitRequest{Intent: "add doc.txt"})
 	require.NoError(t, err)
-	_, err = c.Accept(ctx, cs0.ID, api.AcceptRequest{})
+	_, err = c.Accept(ctx, cs0.ID, apitypes.AcceptRequest{})
 	require.NoError(t, err)
 	base := git("rev-parse", "main")
 
 	// The changeset under review: three hunks in doc.txt.
-	s, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-7", AgentName: "Seven", Intent: "tidy the doc"})
+	s, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-7", AgentName: "Seven", Intent: "tidy the doc"})
 	require.NoError(t, err)
 	_, err = c.WriteFile(ctx, s.ID, "doc.txt", []byte(docLines(map[int]string{2: "two"})), client.WriteOptions{})
 	require.NoError(t, err)
-	cs, err := c.Submit(ctx, s.ID, api.SubmitRequest{Intent: "tidy the doc"})
+	cs, err := c.Submit(ctx, s.ID, apitypes.SubmitRequest{Intent: "tidy the doc"})
 	require.NoError(t, err)
 	_, err = c.WriteFile(ctx, s.ID, "doc.txt", []byte(docLines(map[int]string{2: "two", 20: "twenty", 38: "thirty-eight"})), client.WriteOptions{})
 	require.NoError(t, err)
-	cs, err = c.Submit(ctx, s.ID, api.SubmitRequest{})
+	cs, err = c.Submit(ctx, s.ID, apitypes.SubmitRequest{})
 	require.NoError(t, err)
 	require.Equal(t, 2, cs.Revision)
 	// Another agent changes the same file: an overlap for both.
-	other, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-8"})
+	other, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-8"})
 	require.NoError(t, err)
 	_, err = c.WriteFile(ctx, other.ID, "doc.txt", []byte(docLines(map[int]string{10: "ten"})), client.WriteOptions{})
 	require.NoError(t, err)
@@ -258,7 +258,7 @@ func TestReviewPage(t *testing.T) {
 	assert.Equal(t, "approved", got.Status)
 	require.Len(t, got.Reviews, 1)
 	assert.Equal(t, "approve", got.Reviews[0].Verdict)
-	assert.Equal(t, []api.LineComment{{Path: "doc.txt", Line: 20, Body: "Say twenty in words?"}}, got.Reviews[0].Comments)
+	assert.Equal(t, []apitypes.LineComment{{Path: "doc.txt", Line: 20, Body: "Say twenty in words?"}}, got.Reviews[0].Comments)
 
 	// Leave out the second hunk, preview, accept.
 	step(t, b, "untick hunk 2", chromedp.Click(chromedp.CSS(`input.hunk-check[data-path="doc.txt"][data-hunk="1"]`)))
@@ -332,20 +332,20 @@ func TestReviewPageErrors(t *testing.T) {
 	repo := testrepo.BuildBare(t, "small")
 	url := startDaemon(t, repo, "right-token")
 	c := client.New(url, "right-token")
-	changeOn := func(edit map[int]string) api.Changeset {
+	changeOn := func(edit map[int]string) apitypes.Changeset {
 		t.Helper()
-		s, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+		s, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 		require.NoError(t, err)
 		_, err = c.WriteFile(ctx, s.ID, "doc.txt", []byte(docLines(edit)), client.WriteOptions{})
 		require.NoError(t, err)
-		cs, err := c.Submit(ctx, s.ID, api.SubmitRequest{Intent: fmt.Sprint(edit)})
+		cs, err := c.Submit(ctx, s.ID, apitypes.SubmitRequest{Intent: fmt.Sprint(edit)})
 		require.NoError(t, err)
 		return cs
 	}
-	_, err := c.Accept(ctx, changeOn(nil).ID, api.AcceptRequest{})
+	_, err := c.Accept(ctx, changeOn(nil).ID, apitypes.AcceptRequest{})
 	require.NoError(t, err)
 	mine, theirs := changeOn(map[int]string{5: "mine"}), changeOn(map[int]string{5: "theirs"})
-	_, err = c.Accept(ctx, theirs.ID, api.AcceptRequest{})
+	_, err = c.Accept(ctx, theirs.ID, apitypes.AcceptRequest{})
 	require.NoError(t, err)
 	head := testrepo.Git(t, repo, "rev-parse", "main")
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
@@ -33,22 +33,22 @@ func TestCLIAcceptSelect(t *testing.T) {
 		}
 		return []byte(b.String())
 	}
-	s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+	s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 	require.NoError(t, err)
 	_, err = d.C.WriteFile(ctx, s.ID, "doc.txt", text(nil), client.WriteOptions{})
 	require.NoError(t, err)
-	cs, err := d.C.Submit(ctx, s.ID, api.SubmitRequest{})
+	cs, err := d.C.Submit(ctx, s.ID, apitypes.SubmitRequest{})
 	require.NoError(t, err)
-	_, err = d.C.Accept(ctx, cs.ID, api.AcceptRequest{})
+	_, err = d.C.Accept(ctx, cs.ID, apitypes.AcceptRequest{})
 	require.NoError(t, err)
 
-	s, err = d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+	s, err = d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 	require.NoError(t, err)
 	_, err = d.C.WriteFile(ctx, s.ID, "doc.txt", text(map[int]string{1: "one", 15: "fifteen", 30: "thirty"}), client.WriteOptions{})
 	require.NoError(t, err)
 	_, err = d.C.WriteFile(ctx, s.ID, "new.txt", []byte("new\n"), client.WriteOptions{})
 	require.NoError(t, err)
-	cs, err = d.C.Submit(ctx, s.ID, api.SubmitRequest{})
+	cs, err = d.C.Submit(ctx, s.ID, apitypes.SubmitRequest{})
 	require.NoError(t, err)
 	head := testrepo.Git(t, repo, "rev-parse", "main")
 
@@ -74,7 +74,7 @@ func TestCLIAcceptSelect(t *testing.T) {
 
 	r = cli("changeset", "accept", cs.ID, "--select", "doc.txt:1,3", "--select", "new.txt", "--revision", "1", "--json")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var res api.AcceptResult
+	var res apitypes.AcceptResult
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
 	assert.Equal(t, res.Commit, testrepo.Git(t, repo, "rev-parse", "main"))
 	assert.Equal(t, string(text(map[int]string{1: "one", 30: "thirty"})), testrepo.Git(t, repo, "show", "main:doc.txt")+"\n")

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
@@ -26,12 +26,12 @@ func TestBadInput(t *testing.T) {
 	d := newDaemon(t, stores[0], "--repo", "r="+repo, "--admin-token", admin,
 		"--max-body-bytes", "4096", "--max-file-bytes", "2048")
 	c := d.C
-	s, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main",
-		Policy: &api.Policy{Deny: []string{"secrets/**"}, Write: []string{"**"}}})
+	s, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main",
+		Policy: &apitypes.Policy{Deny: []string{"secrets/**"}, Write: []string{"**"}}})
 	require.NoError(t, err)
-	other, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+	other, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 	require.NoError(t, err)
-	ro, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main", Mode: "read_only"})
+	ro, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", Mode: "read_only"})
 	require.NoError(t, err)
 	sc := c.WithToken(s.Token)
 	_, err = sc.WriteFile(ctx, s.ID, "kept.txt", []byte("kept\n"), client.WriteOptions{})

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/internal/testrepo"
@@ -67,7 +68,7 @@ func BenchmarkSessionCreate(b *testing.B) {
 	})
 	b.Run("via=http", func(b *testing.B) {
 		for b.Loop() {
-			_, err := e.c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+			_, err := e.c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 			require.NoError(b, err)
 		}
 	})

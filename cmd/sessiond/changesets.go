@@ -4,14 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
-	"github.com/sessiond/sessiond/graph"
-	"github.com/sessiond/sessiond/merge"
 )
 
 // The changeset commands (changeset submit|ls|show|review|accept|undo|
@@ -39,7 +39,7 @@ func (c *changesetSubmitCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	cs, err := x.c.Submit(ctx, id, api.SubmitRequest{Intent: c.Intent, TargetBranch: c.Target})
+	cs, err := x.c.Submit(ctx, id, apitypes.SubmitRequest{Intent: c.Intent, TargetBranch: c.Target})
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (c *changesetSubmitCmd) Run(ctx context.Context, x *cli) error {
 	return x.out(cs, func(w io.Writer) { printChangeset(w, cs) })
 }
 
-func printChangeset(w io.Writer, c api.Changeset) {
+func printChangeset(w io.Writer, c apitypes.Changeset) {
 	fmt.Fprintf(w, "changeset %s (revision %d) %s\n", c.ID, c.Revision, c.Status)
 	fmt.Fprintf(w, "  session %s, agent %s, %s → %s\n", c.Session, c.AgentID, c.Repo, c.TargetBranch)
 	fmt.Fprintf(w, "  intent: %s\n", c.Intent)
@@ -72,7 +72,7 @@ func printChangeset(w io.Writer, c api.Changeset) {
 
 // printSymbols lists per source file the symbols a changeset added,
 // modified and removed.
-func printSymbols(w io.Writer, files []graph.FileSummary) {
+func printSymbols(w io.Writer, files []apitypes.FileSymbols) {
 	for _, f := range files {
 		fmt.Fprintf(w, "  %s (%s)\n", f.Path, f.Status)
 		if f.ParseError != "" {
@@ -80,7 +80,7 @@ func printSymbols(w io.Writer, files []graph.FileSummary) {
 		}
 		for _, g := range []struct {
 			verb string
-			keys []graph.Key
+			keys []apitypes.SymbolKey
 		}{{"added", f.Added}, {"modified", f.Modified}, {"removed", f.Removed}} {
 			for _, k := range g.keys {
 				fmt.Fprintf(w, "    %s %s\n", g.verb, k)
@@ -131,7 +131,7 @@ func (c *changesetShowCmd) Run(ctx context.Context, x *cli) error {
 }
 
 // lineComment is a --comment PATH:LINE:BODY.
-type lineComment api.LineComment
+type lineComment apitypes.LineComment
 
 func (c *lineComment) UnmarshalText(b []byte) error {
 	parts := strings.SplitN(string(b), ":", 3)
@@ -155,9 +155,9 @@ type changesetReviewCmd struct {
 }
 
 func (c *changesetReviewCmd) Run(ctx context.Context, x *cli) error {
-	req := api.ReviewRequest{Verdict: c.Verdict, Body: c.Message, Author: c.Author}
+	req := apitypes.ReviewRequest{Verdict: c.Verdict, Body: c.Message, Author: c.Author}
 	for _, lc := range c.Comments {
-		req.Comments = append(req.Comments, api.LineComment(lc))
+		req.Comments = append(req.Comments, apitypes.LineComment(lc))
 	}
 	res, err := x.c.Review(ctx, c.ID, req)
 	if err != nil {
@@ -210,10 +210,10 @@ type changesetAcceptCmd struct {
 }
 
 func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
-	req := api.AcceptRequest{ExpectedHead: c.ExpectedHead, Message: c.Message,
+	req := apitypes.AcceptRequest{ExpectedHead: c.ExpectedHead, Message: c.Message,
 		Actor: c.Actor, RequireFreshReads: c.RequireFreshReads, DryRun: c.DryRun, Revision: c.Revision}
 	if len(c.Select) > 0 {
-		req.Select = &merge.Selection{}
+		req.Select = &apitypes.Selection{}
 		for _, s := range c.Select {
 			if s.hunks == nil {
 				req.Select.Files = append(req.Select.Files, s.path)
@@ -258,7 +258,7 @@ func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
 			for _, p := range left.Files {
 				fmt.Fprintf(w, "  left out: %s\n", p)
 			}
-			for _, p := range left.SortedPaths() {
+			for _, p := range slices.Sorted(maps.Keys(left.Hunks)) {
 				if hs := left.Hunks[p]; len(hs) > 0 {
 					nums := make([]string, len(hs))
 					for i, h := range hs {
@@ -285,13 +285,13 @@ type changesetUndoCmd struct {
 
 // Run exits 3 when the undo conflicts.
 func (c *changesetUndoCmd) Run(ctx context.Context, x *cli) error {
-	req := api.UndoRequest{DryRun: c.DryRun, Actor: c.Actor}
-	var res api.UndoResult
+	req := apitypes.UndoRequest{DryRun: c.DryRun, Actor: c.Actor}
+	var res apitypes.UndoResult
 	var err error
 	if len(c.IDs) == 1 {
 		res, err = x.c.Undo(ctx, c.IDs[0], req)
 	} else {
-		var cs api.Changeset
+		var cs apitypes.Changeset
 		if cs, err = x.c.GetChangeset(ctx, c.IDs[0]); err != nil {
 			return err
 		}
@@ -373,7 +373,7 @@ func (c *mergeCmd) Run(ctx context.Context, x *cli) error {
 	}
 	merge := x.c.Merge
 	if c.FromToken != "" {
-		merge = func(ctx context.Context, session, from string) (api.MutationResult, error) {
+		merge = func(ctx context.Context, session, from string) (apitypes.MutationResult, error) {
 			return x.c.MergeWithToken(ctx, session, from, c.FromToken)
 		}
 	}

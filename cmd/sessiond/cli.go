@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 )
 
@@ -54,7 +54,7 @@ func (x *cli) fail(err error) int {
 			fmt.Fprintf(x.stderr, "sessiond: %s: %s\n", ae.Code, ae.Message)
 		}
 		switch ae.Code {
-		case api.CodeConflict, api.CodePreconditionFailed, api.CodeSessionClosed, api.CodeSessionBusy:
+		case apitypes.CodeConflict, apitypes.CodePreconditionFailed, apitypes.CodeSessionClosed, apitypes.CodeSessionBusy:
 			return exitConflict
 		}
 		return exitError
@@ -136,7 +136,7 @@ type repoAddCmd struct {
 }
 
 func (c *repoAddCmd) Run(ctx context.Context, x *cli) error {
-	r, err := x.c.CreateRepo(ctx, api.CreateRepoRequest{Name: c.Name, Path: c.Path})
+	r, err := x.c.CreateRepo(ctx, apitypes.CreateRepoRequest{Name: c.Name, Path: c.Path})
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ type repoInitCmd struct {
 }
 
 func (c *repoInitCmd) Run(ctx context.Context, x *cli) error {
-	r, err := x.c.CreateRepo(ctx, api.CreateRepoRequest{Name: c.Name, Init: true})
+	r, err := x.c.CreateRepo(ctx, apitypes.CreateRepoRequest{Name: c.Name, Init: true})
 	if err != nil {
 		return err
 	}
@@ -195,13 +195,13 @@ type sessionNewCmd struct {
 }
 
 func (c *sessionNewCmd) Run(ctx context.Context, x *cli) error {
-	req := api.CreateSessionRequest{Repo: c.Repo, Base: c.Base, AgentID: c.AgentID, AgentName: c.AgentName,
+	req := apitypes.CreateSessionRequest{Repo: c.Repo, Base: c.Base, AgentID: c.AgentID, AgentName: c.AgentName,
 		Intent: c.Intent, Mode: c.Mode, TTLSeconds: int64(time.Duration(c.TTL) / time.Second)}
 	if c.TTL > 0 && time.Duration(c.TTL) < time.Second {
 		return usagef("--ttl %s: the API counts whole seconds", time.Duration(c.TTL))
 	}
 	if c.Policy != "" {
-		var p api.Policy
+		var p apitypes.Policy
 		dec := json.NewDecoder(strings.NewReader(c.Policy))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&p); err != nil {
@@ -237,7 +237,7 @@ func (c *sessionLsCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	return x.out(api.Sessions{Sessions: ss}, func(w io.Writer) {
+	return x.out(apitypes.Sessions{Sessions: ss}, func(w io.Writer) {
 		table(w, "ID\tREPO\tSTATE\tMODE\tAGENT\tBASE\tSEQ\tINTENT", func(tw io.Writer) {
 			for _, s := range ss {
 				base := short(s.BaseCommit)
@@ -250,7 +250,7 @@ func (c *sessionLsCmd) Run(ctx context.Context, x *cli) error {
 	})
 }
 
-func printSession(w io.Writer, s api.Session) {
+func printSession(w io.Writer, s apitypes.Session) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "id\t%s\nrepo\t%s\nstate\t%s\nmode\t%s\nagent\t%s %s\nintent\t%s\nbase\t%s %s\nhead\t%s\nseq\t%d\ncheckpoints\t%d\ncreated\t%s\n",
 		s.ID, s.Repo, s.State, s.Mode, s.AgentID, s.AgentName, s.Intent, s.BaseRef, s.BaseCommit, s.Head, s.Seq, s.Checkpoints,
@@ -316,7 +316,7 @@ func (c *lsCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	return x.out(api.Tree{Entries: es}, func(w io.Writer) {
+	return x.out(apitypes.Tree{Entries: es}, func(w io.Writer) {
 		table(w, "MODE\tSTATUS\tSIZE\tPATH", func(tw io.Writer) {
 			for _, e := range es {
 				p := e.Path
@@ -402,7 +402,7 @@ func (c *chmodCmd) Run(ctx context.Context, x *cli) error {
 		return err
 	}
 	if c.IfMatch != "" && c.IfMatch != meta.OID {
-		return &client.Error{Status: 412, Code: api.CodePreconditionFailed,
+		return &client.Error{Status: 412, Code: apitypes.CodePreconditionFailed,
 			Message: fmt.Sprintf("%q is at version %s, not %s", c.Path, meta.OID, c.IfMatch)}
 	}
 	res, err := x.c.WriteFile(ctx, id, c.Path, data, client.WriteOptions{Mode: string(c.Mode), IfMatch: meta.OID})
@@ -448,7 +448,7 @@ func (c *grepCmd) Run(ctx context.Context, x *cli) error {
 	if c.Max < 0 {
 		return usagef("--max %d: want a non-negative number", c.Max)
 	}
-	res, err := x.c.Search(ctx, id, api.SearchRequest{Pattern: c.Pattern, Glob: c.Glob, Prefix: c.Prefix,
+	res, err := x.c.Search(ctx, id, apitypes.SearchRequest{Pattern: c.Pattern, Glob: c.Glob, Prefix: c.Prefix,
 		CaseInsensitive: c.IgnoreCase, MaxResults: c.Max})
 	if err != nil {
 		return err
@@ -481,7 +481,7 @@ func (c *logCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	return x.out(api.Mutations{Mutations: ms}, func(w io.Writer) {
+	return x.out(apitypes.Mutations{Mutations: ms}, func(w io.Writer) {
 		table(w, "SEQ\tOP\tACTOR\tAT\tPATHS", func(tw io.Writer) {
 			for _, m := range ms {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", m.Seq, m.Op, m.Actor, m.At.Local().Format(time.DateTime), strings.Join(m.Paths, " "))
@@ -527,7 +527,7 @@ func (*checkpointLsCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	return x.out(api.Checkpoints{Checkpoints: cps}, func(w io.Writer) {
+	return x.out(apitypes.Checkpoints{Checkpoints: cps}, func(w io.Writer) {
 		table(w, "N\tCOMMIT\tSEQ\tCREATED\tLABEL", func(tw io.Writer) {
 			for _, c := range cps {
 				fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", c.N, short(c.Commit), c.Seq, c.CreatedAt.Local().Format(time.DateTime), c.Label)
@@ -568,7 +568,7 @@ func (c *forkCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	s, err := x.c.Fork(ctx, id, api.ForkRequest{Checkpoint: c.Checkpoint, AgentID: c.AgentID, AgentName: c.AgentName, Intent: c.Intent})
+	s, err := x.c.Fork(ctx, id, apitypes.ForkRequest{Checkpoint: c.Checkpoint, AgentID: c.AgentID, AgentName: c.AgentName, Intent: c.Intent})
 	if err != nil {
 		return err
 	}
@@ -591,7 +591,7 @@ type eventsCmd struct {
 
 func (c *eventsCmd) Run(ctx context.Context, x *cli) error {
 	var (
-		ch  <-chan api.Event
+		ch  <-chan apitypes.Event
 		err error
 	)
 	if c.Repo != "" {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/internal/testdaemon"
 	"github.com/sessiond/sessiond/internal/testrepo"
@@ -115,12 +115,12 @@ func TestServeTakesHumanSizes(t *testing.T) {
 	repo := testrepo.Build(t, "small")
 	t.Setenv("SESSIOND_MAX_BODY_BYTES", "1KiB")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)
-	s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r"})
+	s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r"})
 	require.NoError(t, err)
 	_, err = d.C.WriteFile(ctx, s.ID, "small.txt", bytes.Repeat([]byte("a"), 1024), client.WriteOptions{})
 	require.NoError(t, err)
 	_, err = d.C.WriteFile(ctx, s.ID, "big.txt", bytes.Repeat([]byte("a"), 1025), client.WriteOptions{})
-	assert.Equal(t, api.CodeTooLarge, client.Code(err))
+	assert.Equal(t, apitypes.CodeTooLarge, client.Code(err))
 }
 
 func TestParseByteSize(t *testing.T) {
@@ -232,7 +232,7 @@ func TestCLICommands(t *testing.T) {
 	for ttl, want := range map[string]time.Duration{"10": 10 * time.Second, "10m": 10 * time.Minute} {
 		r := runCLI(t, "", "session", "new", "--repo", "r", "--ttl", ttl, "--json")
 		require.Equal(t, exitOK, r.code, r.stderr)
-		var s api.Session
+		var s apitypes.Session
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &s))
 		require.NotNil(t, s.ExpiresAt)
 		assert.InDelta(t, want.Seconds(), s.ExpiresAt.Sub(s.LastActiveAt).Seconds(), 1, "--ttl %s", ttl)
@@ -304,7 +304,7 @@ func TestCLICommands(t *testing.T) {
 		Error map[string]any `json:"error"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &e), r.stdout)
-	assert.Equal(t, api.CodeNotFound, e.Error["code"])
+	assert.Equal(t, apitypes.CodeNotFound, e.Error["code"])
 
 	// Repeatable flags start empty on every invocation.
 	sub := runCLI(t, "", "changeset", "submit", "-q")
@@ -313,7 +313,7 @@ func TestCLICommands(t *testing.T) {
 	for range 2 {
 		r = runCLI(t, "", "changeset", "review", cs, "--author", "lead", "--comment", "tool.sh:1:why, and how?", "--json")
 		require.Equal(t, exitOK, r.code, r.stderr)
-		var res api.ReviewResult
+		var res apitypes.ReviewResult
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
 		require.Len(t, res.Review.Comments, 1)
 		assert.Equal(t, "why, and how?", res.Review.Comments[0].Body, "a comma does not split a comment")
@@ -329,7 +329,7 @@ func TestCLIRollbackAndListing(t *testing.T) {
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)
-	s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r"})
+	s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r"})
 	require.NoError(t, err)
 	clientEnv(t, d, s.ID)
 
@@ -342,14 +342,14 @@ func TestCLIRollbackAndListing(t *testing.T) {
 		lists = append(lists, r.stdout)
 		es, err := d.C.Tree(ctx, s.ID, client.TreeOptions{Prefix: prefix})
 		require.NoError(t, err, "prefix=%s", prefix)
-		b, _ := json.MarshalIndent(api.Tree{Entries: es}, "", "  ")
+		b, _ := json.MarshalIndent(apitypes.Tree{Entries: es}, "", "  ")
 		lists = append(lists, string(b)+"\n")
 	}
 	for _, l := range lists[1:] {
 		assert.Equal(t, lists[0], l)
 	}
 	assert.Contains(t, lists[0], `"src/main.go"`)
-	res, err := d.C.Search(ctx, s.ID, api.SearchRequest{Pattern: "package", Prefix: "src/lib/"})
+	res, err := d.C.Search(ctx, s.ID, apitypes.SearchRequest{Pattern: "package", Prefix: "src/lib/"})
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Matches)
 	for _, m := range res.Matches {
@@ -373,7 +373,7 @@ func TestCLIRollbackAndListing(t *testing.T) {
 	_, _, err = d.C.ReadFile(ctx, s.ID, "one.txt")
 	require.NoError(t, err)
 	_, _, err = d.C.ReadFile(ctx, s.ID, "two.txt")
-	assert.Equal(t, api.CodeNotFound, client.Code(err), "rolled back to the checkpoint labelled first")
+	assert.Equal(t, apitypes.CodeNotFound, client.Code(err), "rolled back to the checkpoint labelled first")
 
 	r = runCLI(t, "", "rollback", "no-such-label")
 	assert.Equal(t, exitError, r.code)
@@ -403,10 +403,10 @@ func TestCLIMergeFromToken(t *testing.T) {
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo, "--admin-token", "admin-secret")
 	clientEnv(t, d, "")
-	newSession := func() api.Session {
+	newSession := func() apitypes.Session {
 		r := runCLI(t, "", "session", "new", "--repo", "r", "--json")
 		require.Equal(t, exitOK, r.code, r.stderr)
-		var s api.Session
+		var s apitypes.Session
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &s))
 		require.NotEmpty(t, s.Token, "auth is on: a new session comes with its token")
 		return s

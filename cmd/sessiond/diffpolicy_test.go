@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
@@ -20,13 +20,13 @@ func TestDiffHidesWhatThePolicyHides(t *testing.T) {
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)
 	c := d.C
-	src, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+	src, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 	require.NoError(t, err)
 	for _, p := range []string{"secrets/key", "ok.txt"} {
 		_, err := c.WriteFile(ctx, src.ID, p, []byte(p+"\n"), client.WriteOptions{})
 		require.NoError(t, err)
 	}
-	fork, err := c.Fork(ctx, src.ID, api.ForkRequest{Policy: &api.Policy{Deny: []string{"secrets/**"}}})
+	fork, err := c.Fork(ctx, src.ID, apitypes.ForkRequest{Policy: &apitypes.Policy{Deny: []string{"secrets/**"}}})
 	require.NoError(t, err)
 
 	full, err := c.DiffJSON(ctx, src.ID, "")

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
@@ -27,7 +27,7 @@ func TestCrashDebrisKeepsFilesReadable(t *testing.T) {
 			ctx := t.Context()
 			repo := testrepo.Build(t, "small")
 			d := newDaemon(t, st, "--repo", "r="+repo)
-			s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+			s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 			require.NoError(t, err)
 			for i := range 20 {
 				_, err := d.C.WriteFile(ctx, s.ID, fmt.Sprintf("acked/f%02d.txt", i), fmt.Appendf(nil, "file %d\n", i), client.WriteOptions{})
@@ -72,13 +72,13 @@ func TestMissingBlobIsInternalError(t *testing.T) {
 	git(t, repo, "update-ref", "refs/heads/broken", commit)
 
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)
-	s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "broken"})
+	s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "broken"})
 	require.NoError(t, err)
 	_, _, err = d.C.ReadFile(ctx, s.ID, "ghost.txt")
 	var ce *client.Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 500, ce.Status, "%v", err)
-	assert.Equal(t, api.CodeInternal, ce.Code)
+	assert.Equal(t, apitypes.CodeInternal, ce.Code)
 	assert.Contains(t, ce.Message, ghost)
 	_, _, err = d.C.ReadFile(ctx, s.ID, "README.md")
 	assert.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
@@ -36,7 +36,7 @@ func testWorkflow(t *testing.T, st store) {
 	c := d.C
 
 	// Create.
-	s, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-7", Intent: "e2e"})
+	s, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-7", Intent: "e2e"})
 	require.NoError(t, err)
 	assert.Equal(t, git(t, repo, "rev-parse", "main"), s.BaseCommit)
 	assert.Equal(t, "main", s.BaseRef)
@@ -77,7 +77,7 @@ func testWorkflow(t *testing.T, st store) {
 	require.NoError(t, err)
 
 	// Batch edit: a dry run changes nothing, then the batch applies whole.
-	batch := api.EditsRequest{Edits: []api.Edit{
+	batch := apitypes.EditsRequest{Edits: []apitypes.Edit{
 		{Op: "write", Path: "notes/todo.md", Content: "- ship it\n"},
 		{Op: "replace", Path: "src/main.go", Old: "hello, world", New: "hello, sessiond"},
 		{Op: "move", Path: "docs/guide.md", To: "docs/manual.md"},
@@ -97,7 +97,7 @@ func testWorkflow(t *testing.T, st store) {
 	require.NoError(t, err)
 	assert.Equal(t, dry.Changes, res.Changes)
 	// A batch with one bad edit applies nothing.
-	_, err = sc.Edits(ctx, s.ID, api.EditsRequest{Edits: []api.Edit{
+	_, err = sc.Edits(ctx, s.ID, apitypes.EditsRequest{Edits: []apitypes.Edit{
 		{Op: "write", Path: "ok.txt", Content: "x"},
 		{Op: "delete", Path: "no/such/file"},
 	}})
@@ -106,7 +106,7 @@ func testWorkflow(t *testing.T, st store) {
 	assert.Equal(t, "not_found", client.Code(err))
 
 	// Search sees the overlay.
-	found, err := sc.Search(ctx, s.ID, api.SearchRequest{Pattern: "hello, (world|sessiond)"})
+	found, err := sc.Search(ctx, s.ID, apitypes.SearchRequest{Pattern: "hello, (world|sessiond)"})
 	require.NoError(t, err)
 	require.Len(t, found.Matches, 1)
 	assert.Equal(t, "src/main.go", found.Matches[0].Path)
@@ -165,7 +165,7 @@ func testWorkflow(t *testing.T, st store) {
 	assert.Equal(t, "package main\n\nfunc New() {}\n", string(data))
 
 	// Fork: the fork starts from the view, and the two are isolated.
-	f, err := sc.Fork(ctx, s.ID, api.ForkRequest{AgentID: "agent-8", Intent: "try another way"})
+	f, err := sc.Fork(ctx, s.ID, apitypes.ForkRequest{AgentID: "agent-8", Intent: "try another way"})
 	require.NoError(t, err)
 	assert.Equal(t, s.ID, f.Parent)
 	fc := c.WithToken(f.Token)
@@ -256,7 +256,7 @@ func testChangesetWorkflow(t *testing.T, d *daemon, repo, id, token string) {
 	c, sc := d.C, d.C.WithToken(token)
 
 	// Merge another session's change into this one.
-	other, err := c.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-9"})
+	other, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-9"})
 	require.NoError(t, err)
 	_, err = c.WithToken(other.Token).WriteFile(ctx, other.ID, "merged.txt", []byte("from agent-9\n"), client.WriteOptions{})
 	require.NoError(t, err)
@@ -271,14 +271,14 @@ func testChangesetWorkflow(t *testing.T, d *daemon, repo, id, token string) {
 	require.NoError(t, err, "rebase onto its unchanged base branch is a no-op")
 
 	// Submit, then review with a line comment.
-	cs, err := sc.Submit(ctx, id, api.SubmitRequest{Intent: "e2e: new code"})
+	cs, err := sc.Submit(ctx, id, apitypes.SubmitRequest{Intent: "e2e: new code"})
 	require.NoError(t, err)
 	assert.Equal(t, "open", cs.Status)
 	assert.Equal(t, "main", cs.TargetBranch)
 	require.NotNil(t, cs.Stats)
 	assert.Positive(t, cs.Stats.Files)
-	rv, err := c.Review(ctx, cs.ID, api.ReviewRequest{Verdict: "request_changes", Author: "lead",
-		Comments: []api.LineComment{{Path: "src/new.go", Line: 3, Body: "doc comment?"}}})
+	rv, err := c.Review(ctx, cs.ID, apitypes.ReviewRequest{Verdict: "request_changes", Author: "lead",
+		Comments: []apitypes.LineComment{{Path: "src/new.go", Line: 3, Body: "doc comment?"}}})
 	require.NoError(t, err)
 	assert.Equal(t, "changes_requested", rv.Changeset.Status)
 	cli := func(want int, args ...string) string {
@@ -301,14 +301,14 @@ func testChangesetWorkflow(t *testing.T, d *daemon, repo, id, token string) {
 	// main is checked out in the repository's work tree: refused until the
 	// repository's policy allows it.
 	before := git(t, repo, "rev-parse", "main")
-	_, err = c.Accept(ctx, cs.ID, api.AcceptRequest{})
+	_, err = c.Accept(ctx, cs.ID, apitypes.AcceptRequest{})
 	assert.Equal(t, "forbidden", client.Code(err))
-	_, err = c.SetRepoPolicy(ctx, "r", api.RepoPolicy{AllowCheckedOut: true})
+	_, err = c.SetRepoPolicy(ctx, "r", apitypes.RepoPolicy{AllowCheckedOut: true})
 	require.NoError(t, err)
-	_, err = c.Accept(ctx, cs.ID, api.AcceptRequest{ExpectedHead: strings.Repeat("0", 40)})
+	_, err = c.Accept(ctx, cs.ID, apitypes.AcceptRequest{ExpectedHead: strings.Repeat("0", 40)})
 	assert.Equal(t, "conflict", client.Code(err), "a stale expected_head")
 	out = cli(exitOK, "changeset", "accept", cs.ID, "--expected-head", before, "--actor", "lead", "--json")
-	var acc api.AcceptResult
+	var acc apitypes.AcceptResult
 	require.NoError(t, json.Unmarshal([]byte(out), &acc))
 	assert.Equal(t, git(t, repo, "rev-parse", "main"), acc.Commit)
 	assert.Equal(t, before, git(t, repo, "rev-parse", "main^"))
@@ -327,7 +327,7 @@ func testChangesetWorkflow(t *testing.T, d *daemon, repo, id, token string) {
 	assert.Equal(t, "accepted", layers[0].State)
 
 	// Undo: a preview writes nothing, then the revert commit.
-	prev, err := c.Undo(ctx, cs.ID, api.UndoRequest{DryRun: true})
+	prev, err := c.Undo(ctx, cs.ID, apitypes.UndoRequest{DryRun: true})
 	require.NoError(t, err)
 	assert.Contains(t, prev.ComesBack, "src/new.go")
 	assert.Equal(t, acc.Commit, git(t, repo, "rev-parse", "main"))

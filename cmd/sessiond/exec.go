@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 )
 
@@ -41,7 +41,7 @@ func (c *execCmd) Run(ctx context.Context, x *cli) error {
 	if len(argv) == 0 {
 		return usagef("exec: no command: sessiond exec [flags] -- CMD ARGS…")
 	}
-	req := api.ExecRequest{Argv: argv, Cwd: c.Cwd, TimeoutSeconds: c.Timeout.Seconds(), Record: c.Record}
+	req := apitypes.ExecRequest{Argv: argv, Cwd: c.Cwd, TimeoutSeconds: c.Timeout.Seconds(), Record: c.Record}
 	if c.NoNetwork {
 		f := false
 		req.Network = &f
@@ -88,7 +88,7 @@ func (c *execCmd) Run(ctx context.Context, x *cli) error {
 	return nil
 }
 
-func printExecSummary(w io.Writer, res api.ExecResponse) {
+func printExecSummary(w io.Writer, res apitypes.ExecResponse) {
 	switch {
 	case res.TimedOut:
 		fmt.Fprintf(w, "sessiond: the command timed out after %d ms and was killed\n", res.DurationMS)
@@ -144,7 +144,7 @@ func (c *checkoutCmd) Run(ctx context.Context, x *cli) error {
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return err
 	}
-	work := make(chan api.FileInfo)
+	work := make(chan apitypes.FileInfo)
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -186,7 +186,7 @@ func (c *checkoutCmd) Run(ctx context.Context, x *cli) error {
 	})
 }
 
-func checkoutFile(ctx context.Context, x *cli, id, dir string, f api.FileInfo) error {
+func checkoutFile(ctx context.Context, x *cli, id, dir string, f apitypes.FileInfo) error {
 	data, _, err := x.c.ReadFile(ctx, id, f.Path)
 	if err != nil {
 		return err

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
@@ -34,13 +34,13 @@ func TestExecOverHTTP(t *testing.T) {
 			ctx := t.Context()
 			repo := testrepo.Build(t, "small")
 			d := newDaemon(t, stores[0], "--repo", "r="+repo, "--workdir-mode", mode)
-			s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+			s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 			require.NoError(t, err)
 			_, err = d.C.WriteFile(ctx, s.ID, "api.txt", []byte("from the api\n"), client.WriteOptions{})
 			require.NoError(t, err)
 
 			var streamed strings.Builder
-			res, err := d.C.Exec(ctx, s.ID, api.ExecRequest{Command: "cat api.txt; echo made > made.txt; echo oops >&2"}, func(stream string, p []byte) {
+			res, err := d.C.Exec(ctx, s.ID, apitypes.ExecRequest{Command: "cat api.txt; echo made > made.txt; echo oops >&2"}, func(stream string, p []byte) {
 				if stream == "stdout" {
 					streamed.Write(p)
 				}
@@ -53,7 +53,7 @@ func TestExecOverHTTP(t *testing.T) {
 			require.NotNil(t, res.Mutation)
 			assert.Equal(t, "exec", res.Mutation.Op)
 			require.NotNil(t, res.Mutation.Exec)
-			assert.Equal(t, []api.ExecChange{{Path: "made.txt", Status: "added", Mode: "100644"}}, res.Changes)
+			assert.Equal(t, []apitypes.ExecChange{{Path: "made.txt", Status: "added", Mode: "100644"}}, res.Changes)
 			data, _, err := d.C.ReadFile(ctx, s.ID, "made.txt")
 			require.NoError(t, err)
 			assert.Equal(t, "made\n", string(data))
@@ -68,7 +68,7 @@ func TestExecOverHTTP(t *testing.T) {
 			started := make(chan struct{})
 			wg.Go(func() {
 				var once sync.Once
-				_, err := d.C.Exec(ctx, s.ID, api.ExecRequest{Command: "echo go; sleep 1"}, func(string, []byte) { once.Do(func() { close(started) }) })
+				_, err := d.C.Exec(ctx, s.ID, apitypes.ExecRequest{Command: "echo go; sleep 1"}, func(string, []byte) { once.Do(func() { close(started) }) })
 				assert.NoError(t, err)
 			})
 			<-started
@@ -79,7 +79,7 @@ func TestExecOverHTTP(t *testing.T) {
 			wg.Wait()
 
 			// Bad input: 400 and nothing run.
-			for name, req := range map[string]api.ExecRequest{
+			for name, req := range map[string]apitypes.ExecRequest{
 				"empty":   {},
 				"cwd":     {Argv: []string{"true"}, Cwd: "../etc"},
 				"timeout": {Argv: []string{"true"}, TimeoutSeconds: 1e6},
@@ -94,9 +94,9 @@ func TestExecOverHTTP(t *testing.T) {
 			assert.Len(t, ms2, len(ms))
 
 			// A read-only session runs, records nothing, and says so.
-			ro, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main", Mode: "read_only"})
+			ro, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", Mode: "read_only"})
 			require.NoError(t, err)
-			res, err = d.C.Exec(ctx, ro.ID, api.ExecRequest{Argv: []string{"sh", "-c", "echo x > x.txt"}}, nil)
+			res, err = d.C.Exec(ctx, ro.ID, apitypes.ExecRequest{Argv: []string{"sh", "-c", "echo x > x.txt"}}, nil)
 			require.NoError(t, err)
 			assert.False(t, res.Recorded)
 			assert.Nil(t, res.Mutation)
@@ -113,12 +113,12 @@ func TestExecDaemonKilledDuringCommand(t *testing.T) {
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)
-	s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+	s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 	require.NoError(t, err)
 	started := make(chan struct{})
 	go func() {
 		var once sync.Once
-		_, _ = d.C.Exec(ctx, s.ID, api.ExecRequest{Command: "echo partial > partial.txt; echo started; exec sleep 61.75"},
+		_, _ = d.C.Exec(ctx, s.ID, apitypes.ExecRequest{Command: "echo partial > partial.txt; echo started; exec sleep 61.75"},
 			func(string, []byte) { once.Do(func() { close(started) }) })
 	}()
 	select {
@@ -137,7 +137,7 @@ func TestExecDaemonKilledDuringCommand(t *testing.T) {
 	ms, err := d.C.Mutations(ctx, s.ID, 0, 0)
 	require.NoError(t, err)
 	assert.Empty(t, ms)
-	res, err := d.C.Exec(ctx, s.ID, api.ExecRequest{Command: "test ! -e partial.txt && echo clean"}, nil)
+	res, err := d.C.Exec(ctx, s.ID, apitypes.ExecRequest{Command: "test ! -e partial.txt && echo clean"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "clean\n", res.Stdout, res.Stderr)
 	assert.Nil(t, res.Mutation)
@@ -168,7 +168,7 @@ func TestExecCLI(t *testing.T) {
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)
-	s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+	s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 	require.NoError(t, err)
 	clientEnv(t, d, s.ID)
 

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
@@ -24,7 +24,7 @@ func TestGitmodulesOverHTTP(t *testing.T) {
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)
-	s, err := d.C.CreateSession(ctx, api.CreateSessionRequest{Repo: "r", Base: "main"})
+	s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 	require.NoError(t, err)
 	_, err = d.C.WriteFile(ctx, s.ID, ".gitmodules", []byte("[submodule \"lib\"]\n\tpath = lib\n\turl = https://example.com/lib.git\n"), client.WriteOptions{})
 	require.NoError(t, err, "a valid .gitmodules is written")

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
@@ -67,7 +68,7 @@ func (c *mcpCmd) viaDaemon(ctx context.Context, x *cli, log *slog.Logger) error 
 		if err != nil {
 			return err
 		}
-		s, err := x.c.CreateSession(ctx, api.CreateSessionRequest{Repo: repo, Base: c.Base, Intent: c.Intent, AgentID: c.Agent, AgentName: c.Agent})
+		s, err := x.c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: repo, Base: c.Base, Intent: c.Intent, AgentID: c.Agent, AgentName: c.Agent})
 		if err != nil {
 			return fmt.Errorf("mcp: start a session on %s: %w", repo, err)
 		}
@@ -152,7 +153,7 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	b := client.NewInProcess(api.New(api.Config{Manager: m, Logger: log, Summaries: g}), "")
 	id := x.session
 	if id == "" {
-		s, err := b.CreateSession(ctx, api.CreateSessionRequest{Repo: name, Base: c.Base, Intent: c.Intent, AgentID: c.Agent, AgentName: c.Agent})
+		s, err := b.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: name, Base: c.Base, Intent: c.Intent, AgentID: c.Agent, AgentName: c.Agent})
 		if err != nil {
 			return fmt.Errorf("mcp: start a session on %s: %w", repoPath, err)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/internal/testdaemon"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
@@ -124,7 +124,7 @@ func TestMCPStdioAgainstDaemon(t *testing.T) {
 	d := newDaemon(t, stores[0], "--admin-token", "adm")
 	repo := filepath.Join(t.TempDir(), "calc.git") // bare: accept may move main
 	testrepo.Git(t, "", "clone", "-q", "--bare", "--", calcRepo(t), repo)
-	_, err := d.C.CreateRepo(t.Context(), api.CreateRepoRequest{Name: "calc", Path: repo})
+	_, err := d.C.CreateRepo(t.Context(), apitypes.CreateRepoRequest{Name: "calc", Path: repo})
 	require.NoError(t, err)
 
 	var logs lockedBuffer
@@ -141,7 +141,7 @@ func TestMCPStdioAgainstDaemon(t *testing.T) {
 	assert.Equal(t, "fix Add", s.Intent)
 
 	// Accepted, the change is one commit on main that git sees.
-	acc, err := d.C.Accept(t.Context(), id, api.AcceptRequest{})
+	acc, err := d.C.Accept(t.Context(), id, apitypes.AcceptRequest{})
 	require.NoError(t, err)
 	assert.Equal(t, acc.Commit, git(t, repo, "rev-parse", "main"))
 	assert.Contains(t, git(t, repo, "show", "main:calc.go"), "func Add(a, b int) int {\n\treturn a + b\n}")
@@ -150,7 +150,7 @@ func TestMCPStdioAgainstDaemon(t *testing.T) {
 	git(t, repo, "fsck", "--strict")
 
 	// Bound by --session with that session's token.
-	s2, err := d.C.CreateSession(t.Context(), api.CreateSessionRequest{Repo: "calc"})
+	s2, err := d.C.CreateSession(t.Context(), apitypes.CreateSessionRequest{Repo: "calc"})
 	require.NoError(t, err)
 	cs2 := mcpClient(t, &logs, "--server", d.URL, "--token", s2.Token, "--session", s2.ID)
 	text, _ := toolOK(t, cs2, "status", nil)

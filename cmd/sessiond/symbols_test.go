@@ -6,18 +6,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/sessiond/sessiond/api"
-	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/apitypes"
 )
 
 func TestPrintChangesetSymbols(t *testing.T) {
 	var b bytes.Buffer
-	printChangeset(&b, api.Changeset{ID: "c1", Symbols: []graph.FileSummary{
-		{Path: "scan.go", Status: "modified", Lang: "go", SymbolChanges: graph.SymbolChanges{
-			Added:    []graph.Key{{Kind: graph.KindType, Name: "Limits"}},
-			Modified: []graph.Key{{Kind: graph.KindFunc, Name: "Parse"}},
-			Removed:  []graph.Key{{Kind: graph.KindMethod, Receiver: "Scanner", Name: "Close"}},
-		}},
+	printChangeset(&b, apitypes.Changeset{ID: "c1", Symbols: []apitypes.FileSymbols{
+		{Path: "scan.go", Status: "modified", Lang: "go",
+			Added:    []apitypes.SymbolKey{{Kind: "type", Name: "Limits"}},
+			Modified: []apitypes.SymbolKey{{Kind: "func", Name: "Parse"}},
+			Removed:  []apitypes.SymbolKey{{Kind: "method", Receiver: "Scanner", Name: "Close"}},
+		},
 		{Path: "bad.go", Status: "added", Lang: "go", ParseError: "1:1: expected 'package'"},
 	}})
 	assert.Contains(t, b.String(), "  scan.go (modified)\n    added type Limits\n    modified func Parse\n    removed method (Scanner).Close\n")

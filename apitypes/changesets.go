@@ -1,0 +1,277 @@
+package apitypes
+
+import "time"
+
+// Changesets, reviews, accept, layers and undo; session rebase and merge.
+
+// Changeset is a changeset on the wire. Reviews and Stats are filled by
+// GET /v1/changesets/{id} and by the answers that change a changeset.
+type Changeset struct {
+	ID             string    `json:"id"`
+	Session        string    `json:"session"`
+	Repo           string    `json:"repo"`
+	TargetBranch   string    `json:"target_branch"`
+	Intent         string    `json:"intent"`
+	Status         string    `json:"status"`
+	Revision       int       `json:"revision"`
+	AgentID        string    `json:"agent_id"`
+	BaseCommit     string    `json:"base_commit"`
+	HeadCommit     string    `json:"head_commit"`
+	AcceptedCommit string    `json:"accepted_commit,omitempty"`
+	ReadSet        []string  `json:"read_set"`
+	Stats          *Stats    `json:"stats,omitempty"`
+	Reviews        []Review  `json:"reviews,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+	// Symbols lists, per changed source file, the symbols added, modified
+	// and removed (filled with Stats).
+	Symbols []FileSymbols `json:"symbols,omitempty"`
+	// Selection is what a partial accept took and left out.
+	Selection *AcceptedSelection `json:"selection,omitempty"`
+	// Approvals is how many authors approve the current revision (in
+	// GET /v1/changesets).
+	Approvals *int `json:"approvals,omitempty"`
+}
+
+// Revision is one submission of a changeset.
+type Revision struct {
+	Revision   int       `json:"revision"`
+	BaseCommit string    `json:"base_commit"`
+	HeadCommit string    `json:"head_commit"`
+	At         time.Time `json:"at"`
+}
+
+// Review is one review of a changeset.
+type Review struct {
+	ID        string        `json:"id"`
+	Verdict   string        `json:"verdict"`
+	Body      string        `json:"body"`
+	Author    string        `json:"author"`
+	Revision  int           `json:"revision"`
+	Comments  []LineComment `json:"comments"`
+	CreatedAt time.Time     `json:"created_at"`
+}
+
+// LineComment is a review comment on a line of a file of the diff.
+type LineComment struct {
+	Path string `json:"path"`
+	Line int    `json:"line"`
+	Body string `json:"body"`
+}
+
+// SubmitRequest submits a session as a changeset.
+type SubmitRequest struct {
+	Intent       string `json:"intent,omitempty"`
+	TargetBranch string `json:"target_branch,omitempty"`
+}
+
+// ReviewRequest records a review.
+type ReviewRequest struct {
+	Verdict  string        `json:"verdict"`
+	Body     string        `json:"body,omitempty"`
+	Author   string        `json:"author,omitempty"`
+	Comments []LineComment `json:"comments,omitempty"`
+}
+
+// ReviewResult is a recorded review and the changeset after it.
+type ReviewResult struct {
+	Review    Review    `json:"review"`
+	Changeset Changeset `json:"changeset"`
+}
+
+// AcceptRequest accepts a changeset onto its target branch.
+type AcceptRequest struct {
+	// ExpectedHead: the branch must be at this commit ("" is no check; a
+	// 40-zero id means the branch must not exist).
+	ExpectedHead      string `json:"expected_head,omitempty"`
+	Message           string `json:"message,omitempty"`
+	Actor             string `json:"actor,omitempty"`
+	RequireFreshReads bool   `json:"require_fresh_reads,omitempty"`
+	// Select accepts only these files and hunks (indexes into a file's
+	// hunks in GET /v1/changesets/{id}/diff?format=json).
+	Select *Selection `json:"select,omitempty"`
+	// DryRun answers with the commit's diff and writes nothing.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Revision: the revision reviewed; 409 when the changeset was revised
+	// since.
+	Revision int `json:"revision,omitempty"`
+}
+
+// Selection names the files taken whole and, per file, the hunks taken
+// (indexes into the file's hunks in the changeset's JSON diff).
+type Selection struct {
+	Files []string         `json:"files,omitempty"`
+	Hunks map[string][]int `json:"hunks,omitempty"`
+}
+
+// AcceptedSelection is what a partial accept took and what it left out.
+type AcceptedSelection struct {
+	Taken   Selection `json:"taken"`
+	LeftOut Selection `json:"left_out"`
+}
+
+// FileSymbols is the symbol summary of one changed source file: the
+// symbols added, modified and removed, or why the file could not be
+// parsed (the changes are then those of the last version that parsed).
+type FileSymbols struct {
+	Path       string      `json:"path"`
+	Status     string      `json:"status"`
+	Lang       string      `json:"lang,omitempty"`
+	Added      []SymbolKey `json:"added,omitempty"`
+	Modified   []SymbolKey `json:"modified,omitempty"`
+	Removed    []SymbolKey `json:"removed,omitempty"`
+	ParseError string      `json:"parse_error,omitempty"`
+}
+
+// SymbolKey names a symbol within one file: kind (func, method, type,
+// const, var), a method's receiver type, and name.
+type SymbolKey struct {
+	Kind     string `json:"kind"`
+	Receiver string `json:"receiver,omitempty"`
+	Name     string `json:"name"`
+}
+
+// String is the key as a reader writes it: "func Parse", "method
+// (Reader).Close", "type Limits".
+func (k SymbolKey) String() string {
+	if k.Kind == "method" {
+		return "method (" + k.Receiver + ")." + k.Name
+	}
+	return k.Kind + " " + k.Name
+}
+
+// StaleRead is a file the session read that changed on the branch.
+type StaleRead struct {
+	Path    string `json:"path"`
+	Read    string `json:"read"`
+	Current string `json:"current"`
+}
+
+// AcceptResult is an accepted changeset.
+type AcceptResult struct {
+	Commit     string      `json:"commit"`
+	Branch     string      `json:"branch"`
+	Rebased    bool        `json:"rebased"`
+	Recovered  bool        `json:"recovered,omitempty"`
+	StaleReads []StaleRead `json:"stale_reads"`
+	Layer      Layer       `json:"layer"`
+	Changeset  Changeset   `json:"changeset"`
+	// Selection is what a partial accept took and left out.
+	Selection *AcceptedSelection `json:"selection,omitempty"`
+	// SessionRebased: after a partial accept the session was moved onto
+	// the commit, its diff now what was left out; SessionConflicts and
+	// SessionError say why not.
+	SessionRebased   bool       `json:"session_rebased,omitempty"`
+	SessionConflicts []Conflict `json:"session_conflicts,omitempty"`
+	SessionError     string     `json:"session_error,omitempty"`
+	// DryRun: nothing was written; Head is the branch head the commit
+	// would go on and Diff the commit's diff against it.
+	DryRun bool   `json:"dry_run,omitempty"`
+	Head   string `json:"head,omitempty"`
+	Diff   *Diff  `json:"diff,omitempty"`
+}
+
+// Layer is an accepted changeset on a branch.
+type Layer struct {
+	ID           int64      `json:"id"`
+	Repo         string     `json:"repo"`
+	Branch       string     `json:"branch"`
+	Changeset    string     `json:"changeset"`
+	Commit       string     `json:"commit"`
+	State        string     `json:"state"`
+	RevertCommit string     `json:"revert_commit,omitempty"`
+	AcceptedAt   time.Time  `json:"accepted_at"`
+	UndoneAt     *time.Time `json:"undone_at,omitempty"`
+}
+
+// UndoRequest undoes one changeset (POST /v1/changesets/{id}/undo) or
+// several of one branch (POST /v1/repos/{repo}/undo with Changesets).
+type UndoRequest struct {
+	Changesets []string `json:"changesets,omitempty"`
+	DryRun     bool     `json:"dry_run,omitempty"`
+	Actor      string   `json:"actor,omitempty"`
+}
+
+// UndoResult is what an undo did or, with dry_run, would do.
+type UndoResult struct {
+	Repo      string     `json:"repo"`
+	Branch    string     `json:"branch"`
+	DryRun    bool       `json:"dry_run"`
+	Head      string     `json:"head"`
+	Commit    string     `json:"commit,omitempty"`
+	Reverts   []Revert   `json:"reverts"`
+	ComesBack []string   `json:"comes_back"`
+	Stays     []string   `json:"stays"`
+	Conflicts []Conflict `json:"conflicts"`
+}
+
+// Revert is one undone layer.
+type Revert struct {
+	Changeset    string `json:"changeset"`
+	Layer        int64  `json:"layer"`
+	LayerCommit  string `json:"layer_commit"`
+	RevertCommit string `json:"revert_commit,omitempty"`
+}
+
+// Conflict is one conflicted path of a merge, rebase, accept or undo.
+type Conflict struct {
+	Path     string           `json:"path"`
+	Kind     string           `json:"kind"`
+	GitPaths []string         `json:"git_paths,omitempty"`
+	Base     *ConflictVersion `json:"base"`
+	Ours     *ConflictVersion `json:"ours"`
+	Theirs   *ConflictVersion `json:"theirs"`
+	Hunks    []ConflictHunk   `json:"hunks"`
+	Binary   bool             `json:"binary,omitempty"`
+	Message  string           `json:"message"`
+}
+
+// ConflictHunk is a region of a file both sides changed differently:
+// where it starts on each side (1-based lines) and each side's lines.
+type ConflictHunk struct {
+	BaseStart   int      `json:"base_start"`
+	BaseLines   []string `json:"base_lines"`
+	OursStart   int      `json:"ours_start"`
+	OursLines   []string `json:"ours_lines"`
+	TheirsStart int      `json:"theirs_start"`
+	TheirsLines []string `json:"theirs_lines"`
+}
+
+// ConflictVersion is one side's file in a conflict.
+type ConflictVersion struct {
+	Path string `json:"path"`
+	OID  string `json:"oid"`
+	Mode string `json:"mode"`
+}
+
+// RepoPolicy is a repository's accept policy.
+type RepoPolicy struct {
+	RequiredApprovals int  `json:"required_approvals"`
+	AllowCheckedOut   bool `json:"allow_checked_out"`
+	RefuseStaleReads  bool `json:"refuse_stale_reads"`
+}
+
+// RebaseRequest rebases a session onto a branch, tag or commit (its base
+// branch when empty).
+type RebaseRequest struct {
+	Onto  string `json:"onto,omitempty"`
+	Actor string `json:"actor,omitempty"`
+}
+
+// MergeRequest merges another session's changes into a session.
+type MergeRequest struct {
+	From  string `json:"from"`
+	Actor string `json:"actor,omitempty"`
+}
+
+// FromTokenHeader carries the token of a second session an operation
+// reads: a merge's "from". A session token reaches only its own session,
+// so merging another session with one needs that session's token here
+// too (or the admin token as the bearer).
+const FromTokenHeader = "X-Sessiond-From-Token"
+
+// MutationResult is a session after an operation and its mutation.
+type MutationResult struct {
+	Session  Session  `json:"session"`
+	Mutation Mutation `json:"mutation"`
+}

@@ -1,0 +1,44 @@
+package apitypes
+
+// FileDiff is one file of a diff in its JSON form. A file's hunks are
+// numbered by their position, the indexes a partial accept selects.
+type FileDiff struct {
+	Path       string `json:"path"`
+	Status     string `json:"status"`
+	OldPath    string `json:"old_path,omitempty"`
+	NewPath    string `json:"new_path,omitempty"`
+	OldMode    string `json:"old_mode,omitempty"`
+	NewMode    string `json:"new_mode,omitempty"`
+	OldOID     string `json:"old_oid,omitempty"`
+	NewOID     string `json:"new_oid,omitempty"`
+	Similarity int    `json:"similarity,omitempty"`
+	Binary     bool   `json:"binary"`
+	Insertions int    `json:"insertions"`
+	Deletions  int    `json:"deletions"`
+	Hunks      []Hunk `json:"hunks"`
+}
+
+// Hunk is one hunk of a file's line diff. Lines start with ' ', '-' or
+// '+'.
+type Hunk struct {
+	OldStart int      `json:"old_start"`
+	OldLines int      `json:"old_lines"`
+	NewStart int      `json:"new_start"`
+	NewLines int      `json:"new_lines"`
+	Lines    []string `json:"lines"`
+}
+
+// Diff is a diff in its JSON form.
+type Diff struct {
+	From  string     `json:"from"` // tree ids
+	To    string     `json:"to"`
+	Files []FileDiff `json:"files"`
+	Stats Stats      `json:"stats"`
+}
+
+// Stats sums a diff up, as git diff --shortstat does.
+type Stats struct {
+	Files      int `json:"files"`
+	Insertions int `json:"insertions"`
+	Deletions  int `json:"deletions"`
+}

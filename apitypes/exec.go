@@ -1,0 +1,65 @@
+package apitypes
+
+// ExecRequest runs a command on a session's view (section 9): Argv, or
+// Command as shell text for /bin/sh -c.
+type ExecRequest struct {
+	Argv    []string          `json:"argv,omitempty"`
+	Command string            `json:"command,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Stdin   string            `json:"stdin,omitempty"`
+	// TimeoutSeconds: 0 takes the default (600); over the daemon's limit
+	// is refused.
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// Network false runs the command without network interfaces; absent
+	// means true.
+	Network *bool `json:"network,omitempty"`
+	// Record is always (the default), on_success or never.
+	Record string `json:"record,omitempty"`
+}
+
+// ExecChange is one path the command changed.
+type ExecChange struct {
+	Path   string `json:"path"`
+	Status string `json:"status"`
+	Mode   string `json:"mode,omitempty"`
+}
+
+// ExecRejection is a change that broke a rule: not recorded, and undone
+// in the session's scratch directory.
+type ExecRejection struct {
+	Path    string `json:"path"`
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+// ExecResponse is what the command did and what was recorded. Mutation
+// is null when nothing was; Recorded false (with NotRecorded saying why)
+// when the session could not record or the record mode said not to.
+type ExecResponse struct {
+	ExitCode        int             `json:"exit_code"`
+	Signal          string          `json:"signal,omitempty"`
+	TimedOut        bool            `json:"timed_out"`
+	DurationMS      int64           `json:"duration_ms"`
+	Stdout          string          `json:"stdout"`
+	Stderr          string          `json:"stderr"`
+	OutputTruncated bool            `json:"output_truncated"`
+	Changes         []ExecChange    `json:"changes"`
+	Rejected        []ExecRejection `json:"rejected"`
+	Mutation        *Mutation       `json:"mutation"`
+	Recorded        bool            `json:"recorded"`
+	NotRecorded     string          `json:"not_recorded,omitempty"`
+	Isolated        bool            `json:"isolated"`
+}
+
+// ExecOutput is the data of a stdout or stderr event of a streamed exec.
+type ExecOutput struct {
+	Data string `json:"data"`
+}
+
+// Exec is the exec details of an exec mutation.
+type Exec struct {
+	Argv       []string `json:"argv"`
+	ExitCode   int      `json:"exit_code"`
+	DurationMS int64    `json:"duration_ms"`
+}

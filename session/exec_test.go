@@ -39,6 +39,14 @@ var moduleFiles = map[string]string{
 
 func newExecEnv(t *testing.T, mode workdir.Mode, limits ...session.Limits) *execEnv {
 	t.Helper()
+	return newExecEnvWith(t, workdir.Config{Mode: mode}, limits...)
+}
+
+// newExecEnvWith is newExecEnv with more of the workdir configuration
+// (its directory and hidden paths are filled in).
+func newExecEnvWith(t *testing.T, cfg workdir.Config, limits ...session.Limits) *execEnv {
+	t.Helper()
+	mode := cfg.Mode
 	repo := testrepo.Init(t)
 	for p, c := range moduleFiles {
 		full := filepath.Join(repo, p)
@@ -52,8 +60,9 @@ func newExecEnv(t *testing.T, mode workdir.Mode, limits ...session.Limits) *exec
 	require.NoError(t, err)
 	e.store = st
 	var m *session.Manager
-	wd, err := workdir.New(workdir.Config{Dir: filepath.Join(e.dataDir, "workdir"), Mode: mode,
-		Hide: func() []string { return m.WorkdirHidden(context.Background()) }})
+	cfg.Dir = filepath.Join(e.dataDir, "workdir")
+	cfg.Hide = func() []string { return m.WorkdirHidden(context.Background()) }
+	wd, err := workdir.New(cfg)
 	if errors.Is(err, workdir.ErrUnsupported) {
 		t.Skipf("mode %s: %v", mode, err)
 	}
@@ -307,4 +316,24 @@ func TestExecEnvironment(t *testing.T) {
 	for k := range env {
 		assert.Contains(t, []string{"PATH", "HOME", "LANG", "TERM", "TMPDIR", "GIT_CEILING_DIRECTORIES", "EXTRA", "PWD", "SHLVL", "_", "OLDPWD"}, k, "nothing of the daemon's environment leaks")
 	}
+}
+
+// Where the kernel refuses namespaces commands still run, in copy mode,
+// and what they change is recorded; the answer says they were not
+// isolated.
+func TestExecUnisolated(t *testing.T) {
+	e := newExecEnvWith(t, workdir.Config{NoNamespaces: true})
+	require.False(t, e.wd.Isolated())
+	s := e.create(session.CreateOptions{})
+	res := e.sh(s.ID, "echo new > new.txt && rm docs/read.txt && mkdir -p build && echo o > build/o")
+	assert.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	assert.False(t, res.Isolated)
+	require.NotNil(t, res.Mutation)
+	assert.ElementsMatch(t, []session.ExecChange{
+		{Path: "docs/read.txt", Status: overlay.Deleted},
+		{Path: "new.txt", Status: overlay.Added, Mode: 0o100644},
+	}, res.Changes)
+	assert.Equal(t, "new\n", e.read(s.ID, "new.txt"))
+	res = e.sh(s.ID, "cat build/o new.txt")
+	assert.Equal(t, "o\nnew\n", string(res.Stdout))
 }

@@ -215,6 +215,9 @@ func TestExitCodeAndOutputCap(t *testing.T) {
 // directory, where go test runs.
 func outsideDir(t *testing.T) string {
 	t.Helper()
+	if dir := os.Getenv(outsideEnv); dir != "" {
+		return dir
+	}
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	dir, err := os.MkdirTemp(wd, ".outside-")
@@ -249,4 +252,24 @@ cat errs >&2; rm errs`)
 		assert.Empty(t, left, "nothing was written outside the view")
 		assert.Equal(t, []string{"inside.txt", "made"}, paths(cs))
 	})
+}
+
+func TestUnisolated(t *testing.T) {
+	// Overlay mode needs a mount namespace: without one it is refused,
+	// not quietly turned into something else.
+	data := t.TempDir()
+	_, err := workdir.New(workdir.Config{Dir: filepath.Join(data, "workdir"), Mode: workdir.ModeOverlay, NoNamespaces: true})
+	require.ErrorIs(t, err, workdir.ErrUnsupported)
+
+	m := newManager(t, workdir.ModeCopy, true)
+	assert.False(t, m.Isolated())
+	f := newFixture(t)
+	res, cs, s := f.runSh(m, "echo changed > a.txt && echo new > n.txt && pwd")
+	defer s.Abort()
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	assert.False(t, res.Isolated)
+	assert.Equal(t, []string{"a.txt", "n.txt"}, paths(cs))
+	// The command runs in the scratch's copy itself, where the data
+	// directory is plain to see.
+	assert.Contains(t, string(res.Stdout), filepath.Join("workdir", "sessions", "s1", "view"))
 }

@@ -49,8 +49,12 @@
 //     (Manager.Isolated is false) in copy mode: they can then read the
 //     data directory and the repositories, and write anywhere the
 //     daemon's user may, through a symlink out of the view too, and such
-//     a write is neither captured nor undone. This is isolation for
-//     correctness, not a security boundary.
+//     a write is neither captured nor undone. Config.NoNamespaces takes
+//     that path where the kernel would allow namespaces (overlay mode,
+//     which needs a mount namespace, is then refused), so the conformance
+//     suite runs on it too, and runs again as an unprivileged user when
+//     the tests run as root. This is isolation for correctness, not a
+//     security boundary.
 //
 // Concurrency: a Manager and its Cache are safe for concurrent use. A
 // Scratch belongs to one command at a time; the session engine runs one

@@ -119,10 +119,11 @@ func (f *fixture) record(cs []workdir.Change) []string {
 	return paths
 }
 
-func newManager(t *testing.T, mode workdir.Mode) *workdir.Manager {
+func newManager(t *testing.T, mode workdir.Mode, noNamespaces ...bool) *workdir.Manager {
 	t.Helper()
 	data := t.TempDir()
-	m, err := workdir.New(workdir.Config{Dir: filepath.Join(data, "workdir"), Mode: mode, Hide: func() []string { return []string{data} }})
+	m, err := workdir.New(workdir.Config{Dir: filepath.Join(data, "workdir"), Mode: mode, Hide: func() []string { return []string{data} },
+		NoNamespaces: len(noNamespaces) > 0 && noNamespaces[0]})
 	if errors.Is(err, workdir.ErrUnsupported) {
 		t.Skipf("mode %s: %v", mode, err)
 	}
@@ -131,11 +132,18 @@ func newManager(t *testing.T, mode workdir.Mode) *workdir.Manager {
 	return m
 }
 
-// forModes runs fn once per mode.
+// forModes runs fn once per mode, and once more without namespaces (as
+// where the kernel refuses them: copy mode, unisolated).
 func forModes(t *testing.T, fn func(t *testing.T, m *workdir.Manager)) {
 	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
 		t.Run(string(mode), func(t *testing.T) { fn(t, newManager(t, mode)) })
 	}
+	t.Run("unisolated", func(t *testing.T) {
+		m := newManager(t, workdir.ModeAuto, true)
+		require.False(t, m.Isolated())
+		require.Equal(t, workdir.ModeCopy, m.Mode())
+		fn(t, m)
+	})
 }
 
 // runSh prepares, runs script with sh and captures.

@@ -283,6 +283,11 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		}
 	}
 	readers.Wait()
+	if p := s.layer.present(); p.Overlay {
+		// overlayfs leaves its work/work directory with mode 0, which a
+		// daemon without privilege could not remove with the scratch.
+		_ = os.Chmod(filepath.Join(p.Work, "work"), 0o755)
+	}
 	for st := range statusCh {
 		switch {
 		case st.Error != "":

@@ -29,6 +29,10 @@ type Config struct {
 	Hide func() []string
 	// Logf reports what the probe found; nil: silent.
 	Logf func(format string, args ...any)
+	// NoNamespaces runs commands without namespaces even where the kernel
+	// allows them, as where it refuses them: copy mode, unisolated. Tests
+	// use it to exercise that path on a machine that has namespaces.
+	NoNamespaces bool
 }
 
 // Manager makes view directories: it owns the base checkout cache and the
@@ -78,7 +82,12 @@ func New(cfg Config) (*Manager, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	nsErr, ovErr := m.probe()
+	var nsErr, ovErr error
+	if cfg.NoNamespaces {
+		nsErr = errors.New("turned off by the configuration")
+	} else {
+		nsErr, ovErr = m.probe()
+	}
 	switch {
 	case nsErr != nil:
 		if mode == ModeOverlay {

@@ -29,11 +29,16 @@ func apiCode(err error) string {
 // output, the recorded mutation, API writes between commands, busy
 // writes, bad input and read-only sessions.
 func TestExecOverHTTP(t *testing.T) {
-	for _, mode := range []string{"overlay", "copy"} {
+	for _, mode := range []string{"overlay", "copy", "unisolated"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := t.Context()
 			repo := testrepo.Build(t, "small")
-			d := newDaemon(t, stores[0], "--repo", "r="+repo, "--workdir-mode", mode)
+			flags := []string{"--workdir-mode", mode}
+			if mode == "unisolated" {
+				// As where the kernel refuses namespaces.
+				flags = []string{"--workdir-no-namespaces"}
+			}
+			d := newDaemon(t, stores[0], append([]string{"--repo", "r=" + repo}, flags...)...)
 			s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 			require.NoError(t, err)
 			_, err = d.C.WriteFile(ctx, s.ID, "api.txt", []byte("from the api\n"), client.WriteOptions{})
@@ -50,6 +55,7 @@ func TestExecOverHTTP(t *testing.T) {
 			assert.Equal(t, "from the api\n", res.Stdout)
 			assert.Equal(t, "from the api\n", streamed.String())
 			assert.Equal(t, "oops\n", res.Stderr)
+			assert.Equal(t, mode != "unisolated", res.Isolated)
 			require.NotNil(t, res.Mutation)
 			assert.Equal(t, "exec", res.Mutation.Op)
 			require.NotNil(t, res.Mutation.Exec)

@@ -137,7 +137,7 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: store, Notify: func() { m.Notify() }, Logger: log})
 	defer g.Close()
-	wd, err := newWorkdirs(dataDir, c.WorkdirMode, int64(c.WorkdirCacheBytes), func() *session.Manager { return m }, log)
+	wd, err := newWorkdirs(dataDir, c.WorkdirMode, int64(c.WorkdirCacheBytes), false, func() *session.Manager { return m }, log)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}

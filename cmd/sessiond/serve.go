@@ -47,6 +47,7 @@ type serveConfig struct {
 	ShutdownTimeout   time.Duration `help:"How long shutdown waits for in-flight requests." env:"SESSIOND_SHUTDOWN_TIMEOUT" default:"30s" placeholder:"DURATION"`
 	WorkdirMode       string        `help:"How commands see a session's view: overlay (overlayfs in a user namespace), copy, or auto. Isolation for correctness, not a security boundary." env:"SESSIOND_WORKDIR_MODE" default:"auto" enum:"overlay,copy,auto" placeholder:"MODE"`
 	WorkdirCacheBytes byteSize      `help:"Disk for shared base checkouts; least recently used ones beyond it are removed." env:"SESSIOND_WORKDIR_CACHE_BYTES" default:"20GiB" placeholder:"SIZE"`
+	WorkdirNoNS       bool          `help:"Run commands without namespaces, as where the kernel refuses them: copy mode, unisolated (answers say isolated false). For tests of that path." name:"workdir-no-namespaces" env:"SESSIOND_WORKDIR_NO_NAMESPACES"`
 	ExecMaxTimeout    time.Duration `help:"Longest timeout a command may ask for." env:"SESSIOND_EXEC_MAX_TIMEOUT" default:"1h" placeholder:"DURATION"`
 	LogLevel          slog.Level    `help:"debug, info, warn or error." env:"SESSIOND_LOG_LEVEL" default:"info" placeholder:"LEVEL"`
 	LogFormat         logFormat     `help:"text or json." env:"SESSIOND_LOG_FORMAT" default:"text" placeholder:"FORMAT"`
@@ -146,7 +147,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: store, Notify: func() { m.Notify() }, Logger: log})
 	defer g.Close() // after the engine's Close: its workers are joined last
-	wd, err := newWorkdirs(c.DataDir, c.WorkdirMode, int64(c.WorkdirCacheBytes), func() *session.Manager { return m }, log)
+	wd, err := newWorkdirs(c.DataDir, c.WorkdirMode, int64(c.WorkdirCacheBytes), c.WorkdirNoNS, func() *session.Manager { return m }, log)
 	if err != nil {
 		return err
 	}
@@ -293,7 +294,7 @@ func loadSecret(path string) ([]byte, error) {
 // newWorkdirs opens the view directories under the data directory; the
 // paths hidden from commands are the data directory and the registered
 // repositories, asked of the engine before each command.
-func newWorkdirs(dataDir, mode string, cacheBytes int64, m func() *session.Manager, log *slog.Logger) (*workdir.Manager, error) {
+func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, m func() *session.Manager, log *slog.Logger) (*workdir.Manager, error) {
 	md, err := workdir.ParseMode(mode)
 	if err != nil {
 		return nil, err
@@ -304,8 +305,9 @@ func newWorkdirs(dataDir, mode string, cacheBytes int64, m func() *session.Manag
 	}
 	wd, err := workdir.New(workdir.Config{
 		Dir: filepath.Join(abs, "workdir"), Mode: md, CacheBytes: cacheBytes,
-		Hide: func() []string { return append([]string{abs}, m().WorkdirHidden(context.Background())...) },
-		Logf: func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
+		Hide:         func() []string { return append([]string{abs}, m().WorkdirHidden(context.Background())...) },
+		Logf:         func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
+		NoNamespaces: noNamespaces,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("view directories: %w", err)

@@ -41,10 +41,16 @@ func (f objectFS) ReadDir(path string) ([]os.FileInfo, error) {
 		return infos, err
 	}
 	dir := f.packDir
+	idx := make(map[string]os.FileInfo, len(infos)/2)
+	for _, fi := range infos {
+		if n := fi.Name(); strings.HasSuffix(n, ".idx") {
+			idx[strings.TrimSuffix(n, ".idx")] = fi
+		}
+	}
 	out := infos[:0:0]
 	for _, fi := range infos {
 		n := fi.Name()
-		if strings.HasPrefix(n, "pack-") && strings.HasSuffix(n, ".pack") && !f.checks.usable(dir, fi) {
+		if strings.HasPrefix(n, "pack-") && strings.HasSuffix(n, ".pack") && !f.checks.usable(dir, fi, idx[strings.TrimSuffix(n, ".pack")]) {
 			continue
 		}
 		out = append(out, fi)
@@ -98,37 +104,44 @@ func looseRel(id OID) string {
 	return filepath.Join("objects", s[:2], s[2:])
 }
 
-// packChecks remembers which packs passed or failed checkPack, by name,
-// size and mtime (a pack's content never changes under its name, but a
-// truncated copy may be replaced by a whole one).
+// packChecks remembers which packs passed or failed checkPack, by name
+// and the size and mtime of the pack and of its index (a pack's content
+// never changes under its name, but a truncated copy may be replaced by a
+// whole one, and a pack is renamed into place before its index: a pack
+// found without one is skipped until it has one, never remembered as
+// unusable).
 type packChecks struct {
 	mu   sync.Mutex // guards seen
 	seen map[string]packCheck
 }
 
 type packCheck struct {
-	size int64
-	mod  time.Time
-	ok   bool
+	size, idxSize int64
+	mod, idxMod   time.Time
+	ok            bool
 }
 
-func (c *packChecks) usable(dir string, fi os.FileInfo) bool {
+func (c *packChecks) usable(dir string, fi, idx os.FileInfo) bool {
+	if idx == nil {
+		return false
+	}
 	key := fi.Name()
+	want := packCheck{size: fi.Size(), mod: fi.ModTime(), idxSize: idx.Size(), idxMod: idx.ModTime()}
 	c.mu.Lock()
 	pc, ok := c.seen[key]
 	c.mu.Unlock()
-	if ok && pc.size == fi.Size() && pc.mod.Equal(fi.ModTime()) {
+	if ok && pc.size == want.size && pc.mod.Equal(want.mod) && pc.idxSize == want.idxSize && pc.idxMod.Equal(want.idxMod) {
 		return pc.ok
 	}
 	base := filepath.Join(dir, strings.TrimSuffix(key, ".pack"))
-	good := checkPack(base+".pack", base+".idx") == nil
+	want.ok = checkPack(base+".pack", base+".idx") == nil
 	c.mu.Lock()
 	if c.seen == nil {
 		c.seen = map[string]packCheck{}
 	}
-	c.seen[key] = packCheck{size: fi.Size(), mod: fi.ModTime(), ok: good}
+	c.seen[key] = want
 	c.mu.Unlock()
-	return good
+	return want.ok
 }
 
 // Sizes in a version 2 pack index: magic and version, the fan-out table,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -175,4 +176,37 @@ func TestMissingObjectIsDamageNotAbsence(t *testing.T) {
 	// A truly absent path is still "not found".
 	_, err = r.Lookup(ctx, tree, "nothing-here")
 	assert.ErrorIs(t, err, gitstore.ErrNotFound)
+}
+
+// TestPackSeenBeforeItsIndexIsReadLater: a reader that lists the packs
+// between a writer's renaming a pack into place and renaming its index
+// (another process's write or consolidation) skips that pack then, and
+// must find it once the index is there, though the pack's name, size and
+// mtime are unchanged.
+func TestPackSeenBeforeItsIndexIsReadLater(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	w, r := quiet(t, dir), quiet(t, dir)
+	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
+	packDir := filepath.Join(dir, ".git", "objects", "pack")
+	before, _ := filepath.Glob(filepath.Join(packDir, "pack-*.idx"))
+	files := writeFiles(t, w, base, 1, "window")
+	after, _ := filepath.Glob(filepath.Join(packDir, "pack-*.idx"))
+	require.Len(t, after, len(before)+1)
+	var idx string
+	for _, p := range after {
+		if !slices.Contains(before, p) {
+			idx = p
+		}
+	}
+	// Mid-write: the pack is in place, its index not yet.
+	aside := filepath.Join(packDir, "tmp_idx_window")
+	require.NoError(t, os.Rename(idx, aside))
+	var tree gitstore.OID
+	for tr := range files {
+		tree = tr
+	}
+	_, err := r.Lookup(t.Context(), tree, files[tree][0])
+	require.ErrorIs(t, err, gitstore.ErrMissingObject, "no index yet: the pack is skipped")
+	require.NoError(t, os.Rename(aside, idx))
+	assert.Equal(t, 1, readAll(t, r, files), "the index is in place: the pack is read")
 }

@@ -60,32 +60,49 @@
 // its processes wrote them, geometrically, so a repository holds at most
 // 50 packs between git gc runs. sessiond's packs are told from git's by
 // their content: every object whole (git's packs carry deltas) and no
-// .keep, .promisor, .bitmap or .mtimes file beside them. Nothing is ever
-// lost because a pack or loose file is deleted only after a new pack
-// holding every object it held is durable and in place; the new pack's
+// .keep, .promisor, .bitmap or .mtimes file beside them. The new pack's
 // objects are sorted by id, so two runs merging the same set write the
-// same pack, and a pack is never deleted when it is the one just written.
-// Merged packs are retired, not deleted at once: they stay beside the new
-// pack for RetireDelay (a minute), so a git command that listed them just
-// before still finds them, and Close deletes them.
-// Readers never fail: this process's own index is re-pointed at the new
-// pack before the old ones go; a reader that opened an old pack keeps its
-// descriptor; one that listed the packs before they went finds its object
-// missing or the pack gone and lists the directory again (the new pack is
-// in place by then).
+// same pack.
+//
+// Retirement is decided from the directory, not from memory, so it holds
+// across kills: an own pack is superseded when another own pack holds
+// every object of it and ranks above it (more objects, or as many and an
+// older index, or then a greater name; an index's mtime never changes,
+// so every process ranks alike). A superseded pack is never merged again
+// and is deleted, by any process, once its cover's index is RetireDelay
+// old (a minute), so a git command that listed the packs before the cover
+// appeared still finds it; when more superseded packs wait than the pack
+// limit leaves room for (restarts or merges faster than the delay), those
+// whose cover is oldest go at once. Close deletes, at once, the packs its
+// Repo merged that are still superseded.
+//
+// Nothing referenced is ever lost: a pack or loose file is deleted only
+// after a pack holding every object it held is durable and in place (the
+// pack directory is fsynced before any deletion); the rank is a strict
+// order, so no two packs cover each other and every superseded pack's
+// objects are in a pack that is not superseded, which no sessiond
+// deletes; a consolidation deletes nothing itself, its merged packs are
+// superseded by its new pack. Readers never fail: this process's own
+// index is re-pointed at the new pack before the old ones go; a reader
+// that opened an old pack keeps its descriptor; one that listed the packs
+// before they went finds its object missing or the pack gone and lists
+// the directory again (the new pack is in place by then). A pack listed
+// between its rename and its index's is skipped only until the index is
+// there.
 //
 // Beside the git CLI: git repack and git gc delete only packs they listed
 // when they started, after writing a pack with their objects, so they
 // never delete the pack a consolidation just wrote; a consolidation that
 // finds one of its packs deleted under it (by git or by another sessiond)
-// stops and deletes nothing. Housekeeping merges nothing while git gc
-// holds gc.pid. A git command that lists packs and does not re-scan (git
-// fsck, a git gc that started first) and runs longer than RetireDelay may
-// stop with an error when the retired packs go under it, as beside any
-// concurrent repack; it loses nothing and succeeds when run again. Beside a second sessiond
-// on the same repository: each process's housekeeping merges every own
-// pack, whoever wrote it; two runs at once either write the same pack or
-// one stops when the other deletes a pack it reads; a process whose own
+// stops and deletes nothing. Housekeeping merges and deletes no pack while
+// git gc holds gc.pid. A git command that lists packs and does not re-scan
+// (git fsck, a git gc that started first) and runs longer than the wait
+// may stop with an error when superseded packs go under it, as beside any
+// concurrent repack; it loses nothing and succeeds when run again. Beside
+// a second sessiond on the same repository: each process's housekeeping
+// merges every live own pack, whoever wrote it, and sees the other's
+// merges as superseded packs; two runs at once either write the same pack
+// or one stops when the other deletes a pack it reads; a process whose own
 // index names a deleted pack forgets it and reads through the storages.
 //
 // Alternates (alternates.go): a repository whose objects/info/alternates

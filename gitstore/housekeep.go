@@ -22,7 +22,7 @@ import (
 type HousekeepReport struct {
 	PacksBefore   int // packs with an index before the run
 	PacksMerged   int // packs merged into the new pack
-	PacksDeleted  int // merged packs deleted, by this run or after their delay
+	PacksDeleted  int // superseded packs deleted (merged by this or an earlier run, of any process)
 	LoosePacked   int // loose objects packed and deleted
 	DebrisRemoved int
 	NewPack       string // base name of the pack written, if any
@@ -30,9 +30,10 @@ type HousekeepReport struct {
 
 // Housekeep looks at the object directory, asks the strategy what to do
 // (Options.Housekeeping, by default HeuristicStrategy's defaults) and does
-// it: removes old debris, merges own packs and packs loose objects into
-// one new pack. One run at a time per Repo; a run that finds another in
-// progress returns at once with an empty report.
+// it: removes old debris, deletes superseded packs whose wait is over,
+// merges own packs and packs loose objects into one new pack. One run at
+// a time per Repo; a run that finds another in progress returns at once
+// with an empty report.
 //
 // It never loses an object: a pack or loose file is deleted only after a
 // pack holding every object it held is durable (written, fsynced, renamed
@@ -44,20 +45,29 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 		return HousekeepReport{}, nil
 	}
 	defer r.hkMu.Unlock()
-	rep := HousekeepReport{PacksDeleted: r.deleteRetired(time.Now().Add(-r.opts.RetireDelay))}
 	st, own, err := r.repoState(ctx)
 	if err != nil {
 		return HousekeepReport{}, fmt.Errorf("housekeep: %w", err)
 	}
 	plan := r.opts.Housekeeping.Plan(st)
-	rep.PacksBefore = len(st.Packs)
+	rep := HousekeepReport{PacksBefore: len(st.Packs)}
 	objDir := filepath.Join(r.gitDir, "objects")
 	for _, d := range plan.RemoveDebris {
 		if err := os.Remove(filepath.Join(objDir, d)); err == nil {
 			rep.DebrisRemoved++
 		}
 	}
-	if len(plan.MergePacks) == 0 && !plan.PackLoose || r.gitGCRunning(st.Now) {
+	if r.gitGCRunning(st.Now) {
+		return rep, nil // git gc repacks everything itself
+	}
+	if len(plan.DeletePacks) > 0 {
+		n, err := r.deletePacks(plan.DeletePacks)
+		rep.PacksDeleted = n
+		if err != nil {
+			return rep, fmt.Errorf("housekeep: %w", err)
+		}
+	}
+	if len(plan.MergePacks) == 0 && !plan.PackLoose {
 		return rep, nil
 	}
 	ids, objs, loose, err := r.gatherMerge(ctx, plan, own)
@@ -74,17 +84,28 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 	rep.NewPack = name
 	packDir := filepath.Join(objDir, "pack")
 	if r.retired == nil {
-		r.retired = map[string]time.Time{}
+		r.retired = map[string]bool{}
 	}
 	for _, p := range plan.MergePacks {
 		if p == name {
 			continue // the same objects in the same order: it is the new pack
 		}
-		r.retired[filepath.Join(packDir, p)] = st.Now
+		// Superseded now: the next run that finds the new pack old
+		// enough, in this process or any other, deletes it.
+		r.retired[p] = true
 		rep.PacksMerged++
 	}
-	if r.opts.RetireDelay < 0 {
-		rep.PacksDeleted += r.deleteRetired(time.Time{})
+	if r.opts.Housekeeping.RetireDelay < 0 {
+		// No wait: the merged packs go as soon as the new pack is in place.
+		var merged []string
+		for p := range r.retired {
+			merged = append(merged, p)
+		}
+		n, err := r.deletePacks(merged)
+		rep.PacksDeleted += n
+		if err != nil {
+			return rep, fmt.Errorf("housekeep: %w", err)
+		}
 	}
 	for _, id := range loose {
 		if err := os.Remove(r.loosePath(id)); err == nil {
@@ -97,29 +118,57 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 	return rep, nil
 }
 
-// deleteRetired deletes the retired packs retired before cutoff (all of
-// them for the zero time) and reports how many. r.hkMu must be held.
-func (r *Repo) deleteRetired(cutoff time.Time) int {
+// deletePacks deletes superseded packs and reports how many. The pack
+// directory is synced first, so the packs covering them are durable
+// before any deletion is. r.hkMu must be held.
+func (r *Repo) deletePacks(names []string) (int, error) {
+	packDir := filepath.Join(r.gitDir, "objects", "pack")
+	if err := durable.SyncDir(packDir); err != nil {
+		return 0, err
+	}
 	n := 0
-	for base, at := range r.retired {
-		if !cutoff.IsZero() && at.After(cutoff) {
-			continue
-		}
+	for _, name := range names {
+		base := filepath.Join(packDir, name)
 		// The index first, as git's repack does: a reader lists packs by
 		// their index (git) or sees only packs with one (objectFS).
-		for _, ext := range []string{".idx", ".rev", ".pack"} {
+		err := os.Remove(base + ".idx")
+		for _, ext := range []string{".rev", ".pack"} {
 			_ = os.Remove(base + ext)
 		}
 		r.packs.forget(base + ".pack")
-		delete(r.retired, base)
-		n++
+		delete(r.retired, name)
+		if err == nil {
+			n++
+		}
 	}
 	if n > 0 {
-		_ = durable.SyncDir(filepath.Join(r.gitDir, "objects", "pack"))
+		if err := durable.SyncDir(packDir); err != nil {
+			return n, err
+		}
 		// Let the storages go of the deleted packs' descriptors.
 		r.refreshStorages(context.Background(), true)
 	}
-	return n
+	return n, nil
+}
+
+// deleteRetired deletes, at Close, the packs this Repo merged that are
+// still covered (a graceful stop leaves none of its own waiting). r.hkMu
+// must be held.
+func (r *Repo) deleteRetired() {
+	if len(r.retired) == 0 {
+		return
+	}
+	st, _, err := r.repoState(context.Background())
+	if err != nil || r.gitGCRunning(st.Now) {
+		return
+	}
+	var names []string
+	for _, pk := range st.Packs {
+		if r.retired[pk.Name] && pk.CoveredBy != "" {
+			names = append(names, pk.Name)
+		}
+	}
+	_, _ = r.deletePacks(names)
 }
 
 // gitGCRunning reports whether git gc holds its lock (gc.pid), which it
@@ -166,9 +215,6 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, map[string]ownPackScan
 		case strings.HasPrefix(n, "pack-") && ext == "idx" && !names[base+".pack"]:
 			st.Debris = appendDebris(st.Debris, filepath.Join("pack", n), e)
 		case strings.HasPrefix(n, "pack-") && ext == "idx":
-			if _, gone := r.retired[filepath.Join(packDir, base)]; gone {
-				continue // merged already; deleted after the delay
-			}
 			path := filepath.Join(packDir, base+".pack")
 			if checkPack(path, filepath.Join(packDir, n)) != nil {
 				continue // skipped by readers; not ours to delete
@@ -177,7 +223,11 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, map[string]ownPackScan
 			if err != nil {
 				continue
 			}
-			pi := PackInfo{Name: base, Size: fi.Size()}
+			ii, err := e.Info()
+			if err != nil {
+				continue
+			}
+			pi := PackInfo{Name: base, Size: fi.Size(), Made: ii.ModTime()}
 			special := names[base+".keep"] || names[base+".promisor"] || names[base+".bitmap"] || names[base+".mtimes"]
 			if !special && fi.Size() < r.opts.Housekeeping.withDefaults().MaxPackBytes {
 				if scan, ok := scanOwnPack(path, filepath.Join(packDir, n)); ok {
@@ -189,6 +239,7 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, map[string]ownPackScan
 			st.Packs = append(st.Packs, pi)
 		}
 	}
+	markCovered(st.Packs, own)
 	// Loose objects and their temporary files, and git's older layout's
 	// temporary files directly under objects/.
 	top, err := os.ReadDir(objDir)
@@ -220,6 +271,66 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, map[string]ownPackScan
 		}
 	}
 	return st, own, nil
+}
+
+// markCovered sets CoveredBy on every own pack whose objects another own
+// pack holds, one that ranks above it: more objects, or as many and put
+// in place earlier, or then a greater name. The rank is a total order
+// every process computes alike (an index's mtime never changes), so no
+// two packs cover each other, and every covered pack's objects are in a
+// pack that is not covered, which no run deletes: deleting every covered
+// pack, in any process, loses nothing. Of several covers, the one in
+// place longest is named, so the wait ends soonest.
+func markCovered(packs []PackInfo, own map[string]ownPackScan) {
+	byName := make(map[string]int, len(packs))
+	for i, pk := range packs {
+		byName[pk.Name] = i
+	}
+	above := func(a, b int) bool { // a ranks above b
+		pa, pb := packs[a], packs[b]
+		switch {
+		case pa.Objects != pb.Objects:
+			return pa.Objects > pb.Objects
+		case !pa.Made.Equal(pb.Made):
+			return pa.Made.Before(pb.Made)
+		}
+		return pa.Name > pb.Name
+	}
+	holders := map[OID][]int{}
+	for name, scan := range own {
+		i := byName[name]
+		for _, e := range scan.entries {
+			holders[e.id] = append(holders[e.id], i)
+		}
+	}
+	for name, scan := range own {
+		i := byName[name]
+		if len(scan.entries) == 0 {
+			continue
+		}
+		var cands []int
+		for _, c := range holders[scan.entries[0].id] {
+			if c != i && above(c, i) {
+				cands = append(cands, c)
+			}
+		}
+		for _, e := range scan.entries[1:] {
+			if len(cands) == 0 {
+				break
+			}
+			hs := holders[e.id]
+			cands = slices.DeleteFunc(cands, func(c int) bool { return !slices.Contains(hs, c) })
+		}
+		best := -1
+		for _, c := range cands {
+			if best < 0 || packs[c].Made.Before(packs[best].Made) || packs[c].Made.Equal(packs[best].Made) && packs[c].Name < packs[best].Name {
+				best = c
+			}
+		}
+		if best >= 0 {
+			packs[i].CoveredBy = packs[best].Name
+		}
+	}
 }
 
 // isTempName: git's temporary object, pack and index files, and the

@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -20,6 +21,15 @@ type PackInfo struct {
 	// (no deltas) and no .keep, .promisor, .bitmap or .mtimes beside it.
 	// Only such packs are ever merged; git's own packs are git gc's.
 	Own bool
+	// Made is when the pack was put in place: its index's mtime (git and
+	// sessiond freshen a pack by touching the .pack; nobody touches an
+	// index).
+	Made time.Time
+	// CoveredBy names another own pack that holds every object of this
+	// own pack and ranks above it (see covers), "" if none: this pack is
+	// superseded, merged already by some process, and only waits to be
+	// deleted.
+	CoveredBy string
 }
 
 // Debris is a file a crash may have left: a temporary object, pack or
@@ -48,11 +58,13 @@ type Plan struct {
 	// RemoveDebris lists debris (relative to the objects directory) old
 	// enough to be no writer's work in progress.
 	RemoveDebris []string
+	// DeletePacks are superseded packs (CoveredBy set) to delete now.
+	DeletePacks []string
 }
 
 // Empty reports whether the plan does nothing.
 func (p Plan) Empty() bool {
-	return len(p.MergePacks) == 0 && !p.PackLoose && len(p.RemoveDebris) == 0
+	return len(p.MergePacks) == 0 && !p.PackLoose && len(p.RemoveDebris) == 0 && len(p.DeletePacks) == 0
 }
 
 // HeuristicStrategy keeps a repository under PackLimit packs between git
@@ -65,12 +77,25 @@ func (p Plan) Empty() bool {
 // PackLimit packs, every own pack is merged. Loose objects are packed once
 // LooseLimit exist. Debris older than DebrisGrace is removed; younger
 // debris may be another writer's file mid-write.
+//
+// Superseded packs (merged already, by this process or another, perhaps
+// one killed since) are neither merged again nor counted as live: each is
+// deleted once the pack covering it has been in place for RetireDelay, so
+// a git command that listed the packs before the cover appeared (git
+// fsck) still finds it. The wait holds at most PackLimit − MergeTrigger −
+// the live packs left by the plan: when more wait (restarts or merges
+// faster than the delay), those whose cover is oldest go at once, so the
+// repository stays under PackLimit with room for the packs written before
+// the next run.
 type HeuristicStrategy struct {
 	PackLimit    int           // default 50, git's gc.autoPackLimit
 	MergeTrigger int           // default 16
 	MaxPackBytes int64         // own packs this large are left to git gc; default 256 MiB
 	LooseLimit   int           // default 256
 	DebrisGrace  time.Duration // default 1 hour
+	// RetireDelay is how long a superseded pack waits after its cover
+	// appeared (default 1 minute; negative: not at all).
+	RetireDelay time.Duration
 }
 
 func (s HeuristicStrategy) withDefaults() HeuristicStrategy {
@@ -89,6 +114,9 @@ func (s HeuristicStrategy) withDefaults() HeuristicStrategy {
 	if s.DebrisGrace <= 0 {
 		s.DebrisGrace = time.Hour
 	}
+	if s.RetireDelay == 0 {
+		s.RetireDelay = time.Minute
+	}
 	return s
 }
 
@@ -101,14 +129,20 @@ func (s HeuristicStrategy) Plan(st RepoState) Plan {
 			p.RemoveDebris = append(p.RemoveDebris, d.Path)
 		}
 	}
-	var own []PackInfo
+	var own, live, waiting []PackInfo
 	for _, pk := range st.Packs {
-		if pk.Own && pk.Size < s.MaxPackBytes {
+		switch {
+		case pk.CoveredBy != "":
+			waiting = append(waiting, pk)
+		case pk.Own && pk.Size < s.MaxPackBytes:
 			own = append(own, pk)
+			fallthrough
+		default:
+			live = append(live, pk)
 		}
 	}
 	switch {
-	case len(st.Packs) > s.PackLimit && len(own) > 1:
+	case len(live) > s.PackLimit && len(own) > 1:
 		for _, pk := range own {
 			p.MergePacks = append(p.MergePacks, pk.Name)
 		}
@@ -120,7 +154,37 @@ func (s HeuristicStrategy) Plan(st RepoState) Plan {
 		p.MergePacks = nil // one pack into one pack changes nothing
 	}
 	slices.Sort(p.MergePacks)
+	p.DeletePacks = s.retire(st, live, waiting, p)
 	return p
+}
+
+// retire picks the superseded packs to delete: those whose cover has been
+// in place for RetireDelay, and, oldest cover first, as many more as the
+// wait may not hold. The packs p merges wait after it, so they count.
+func (s HeuristicStrategy) retire(st RepoState, live, waiting []PackInfo, p Plan) []string {
+	made := make(map[string]time.Time, len(st.Packs))
+	for _, pk := range st.Packs {
+		made[pk.Name] = pk.Made
+	}
+	liveAfter := len(live) - len(p.MergePacks)
+	if len(p.MergePacks) > 0 || p.PackLoose {
+		liveAfter++ // the new pack
+	}
+	room := s.PackLimit - s.MergeTrigger - liveAfter - len(p.MergePacks)
+	slices.SortFunc(waiting, func(a, b PackInfo) int {
+		if c := made[a.CoveredBy].Compare(made[b.CoveredBy]); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	var out []string
+	for i, pk := range waiting {
+		if st.Now.Sub(made[pk.CoveredBy]) >= s.RetireDelay || len(waiting)-i > room {
+			out = append(out, pk.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // geometricRollup returns the packs git's repack --geometric=factor would

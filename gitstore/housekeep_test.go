@@ -94,6 +94,49 @@ func TestHeuristicStrategy(t *testing.T) {
 		assert.True(t, p.PackLoose)
 		assert.Empty(t, p.MergePacks)
 	})
+	t.Run("superseded packs are neither merged nor live", func(t *testing.T) {
+		ps := ownPacks(many(20, 3)...)
+		for i := range ps[1:] {
+			ps[i+1].CoveredBy = ps[0].Name // merged by an earlier process
+		}
+		ps[0].Made = now.Add(-time.Second)
+		p := s.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Empty(t, p.MergePacks, "merged once is enough")
+		assert.Empty(t, p.DeletePacks, "the cover is younger than the delay")
+		ps[0].Made = now.Add(-time.Minute)
+		p = s.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Equal(t, names(ps[1:]), p.DeletePacks, "the cover is old enough: every process may delete them")
+	})
+	t.Run("the wait never crowds the pack limit", func(t *testing.T) {
+		// Restarts faster than the delay: 60 superseded packs, covered by
+		// three young packs of different ages.
+		ps := ownPacks(100, 100, 100)
+		for i := range ps {
+			ps[i].Made = now.Add(-time.Duration(3-i) * time.Second)
+		}
+		waiting := ownPacks(many(60, 3)...)
+		for i := range waiting {
+			waiting[i].Name = fmt.Sprintf("pack-w%02d", i)
+			waiting[i].CoveredBy = ps[i%3].Name
+		}
+		p := s.Plan(gitstore.RepoState{Now: now, Packs: append(ps, waiting...)})
+		assert.Empty(t, p.MergePacks)
+		// 50 − 16 (room for the packs written before the next run) − 3
+		// live: 31 may wait; the 29 whose cover is oldest go.
+		require.Len(t, p.DeletePacks, 29)
+		for _, name := range p.DeletePacks {
+			var i int
+			fmt.Sscanf(name, "pack-w%d", &i)
+			assert.NotEqual(t, 2, i%3, "%s: its cover is the youngest", name)
+		}
+	})
+	t.Run("no delay", func(t *testing.T) {
+		ps := ownPacks(10, 3)
+		ps[1].CoveredBy = ps[0].Name
+		ps[0].Made = now
+		p := gitstore.HeuristicStrategy{RetireDelay: -1}.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Equal(t, []string{ps[1].Name}, p.DeletePacks)
+	})
 	t.Run("debris after the grace period", func(t *testing.T) {
 		p := s.Plan(gitstore.RepoState{Now: now, Debris: []gitstore.Debris{
 			{Path: "pack/tmp_pack_old", ModTime: now.Add(-2 * time.Hour)},
@@ -283,7 +326,7 @@ func TestHousekeepBesideGitGC(t *testing.T) {
 // (git fsck, say) still finds them; Close deletes them.
 func TestMergedPacksRetireBeforeDeletion(t *testing.T) {
 	dir := testrepo.Build(t, "small")
-	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, RetireDelay: time.Hour})
+	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: time.Hour}})
 	require.NoError(t, err)
 	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
 	before := packCount(t, dir)
@@ -300,4 +343,46 @@ func TestMergedPacksRetireBeforeDeletion(t *testing.T) {
 	require.NoError(t, r.Close())
 	assert.Equal(t, before+1, packCount(t, dir), "Close deletes them")
 	assert.Equal(t, 16, readAll(t, quiet(t, dir), files))
+}
+
+// TestSupersededPacksAreDecidedFromTheDirectory: a process that merged
+// packs dies before their delay ends (no Close). The next process finds
+// them superseded from the directory alone: it does not merge them again,
+// leaves them while the delay runs, and deletes them once it has passed.
+func TestSupersededPacksAreDecidedFromTheDirectory(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	killed, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: time.Hour}})
+	require.NoError(t, err)
+	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
+	before := packCount(t, dir)
+	files := writeFiles(t, killed, base, 16, "dead")
+	rep, err := killed.Housekeep(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 16, rep.PacksMerged)
+	// killed is never closed, as after SIGKILL.
+
+	next, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: time.Hour}})
+	require.NoError(t, err)
+	defer next.Close()
+	rep, err = next.Housekeep(t.Context())
+	require.NoError(t, err)
+	assert.Zero(t, rep.PacksMerged, "merged by the dead process already: %+v", rep)
+	assert.Zero(t, rep.PacksDeleted, "the delay runs: %+v", rep)
+	assert.Equal(t, before+17, packCount(t, dir))
+
+	late, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: time.Nanosecond}})
+	require.NoError(t, err)
+	defer late.Close()
+	rep, err = late.Housekeep(t.Context())
+	require.NoError(t, err)
+	assert.Zero(t, rep.PacksMerged, "%+v", rep)
+	assert.Equal(t, 16, rep.PacksDeleted, "the delay has passed: %+v", rep)
+	assert.Equal(t, before+1, packCount(t, dir))
+	for _, rr := range []*gitstore.Repo{killed, next, late, quiet(t, dir)} {
+		assert.Equal(t, 16, readAll(t, rr, files))
+	}
+	for tree := range files {
+		testrepo.Git(t, dir, "update-ref", "refs/keep/"+tree.String(), testrepo.GitInput(t, dir, []byte("k\n"), "commit-tree", tree.String()))
+	}
+	fsck(t, dir)
 }

@@ -43,11 +43,6 @@ type Options struct {
 	// every housekeepEvery packs this Repo writes. Negative: never in the
 	// background, only when Housekeep is called.
 	HousekeepInterval time.Duration
-	// RetireDelay is how long packs a consolidation merged stay beside
-	// the new pack before they are deleted (default 1 minute; negative:
-	// at once), so a git command that listed them just before, such as a
-	// running git fsck, still finds them. Close deletes them.
-	RetireDelay time.Duration
 }
 
 func (o *Options) fill() {
@@ -65,9 +60,6 @@ func (o *Options) fill() {
 	}
 	if o.HousekeepInterval == 0 {
 		o.HousekeepInterval = 10 * time.Minute
-	}
-	if o.RetireDelay == 0 {
-		o.RetireDelay = time.Minute
 	}
 }
 
@@ -96,9 +88,10 @@ type Repo struct {
 	// hkMu is held by the one housekeeping run in progress; it guards
 	// retired.
 	hkMu sync.Mutex
-	// retired: packs (path without extension) merged into a newer pack,
-	// and when; deleted once RetireDelay passed.
-	retired map[string]time.Time
+	// retired: the packs (base names) this Repo merged into a newer pack;
+	// any run deletes them once superseded long enough (the directory
+	// tells), and Close at once.
+	retired map[string]bool
 	// written counts packs written since housekeeping last ran.
 	written atomic.Int32
 	// hkKick wakes the background housekeeper; hkStop ends it (and a run
@@ -300,7 +293,7 @@ func (r *Repo) Close() error {
 		r.hkStop()
 		<-r.hkDone
 		r.hkMu.Lock()
-		r.deleteRetired(time.Time{})
+		r.deleteRetired()
 		r.hkMu.Unlock()
 		for i := 0; i < r.opts.Readers; i++ {
 			s := <-r.readers

@@ -21,7 +21,7 @@ import (
 // when it runs.
 func quiet(tb testing.TB, dir string) *gitstore.Repo {
 	tb.Helper()
-	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, RetireDelay: -1})
+	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: -1}})
 	require.NoError(tb, err)
 	tb.Cleanup(func() { r.Close() })
 	return r

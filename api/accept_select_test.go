@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
@@ -35,7 +36,7 @@ func TestAcceptSelectHTTP(t *testing.T) {
 	bare := testrepo.BuildBare(t, "small")
 	_, err = m.RegisterRepo(ctx, "r", bare)
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m}))
+	srv := httptest.NewServer(New(Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m})}))
 	t.Cleanup(srv.Close)
 	call := func(method, path, body string, out any) int {
 		t.Helper()
@@ -134,7 +135,8 @@ func TestChangesetRevisionsHTTP(t *testing.T) {
 	t.Cleanup(func() { m.Close() })
 	_, err = m.RegisterRepo(ctx, "r", testrepo.BuildBare(t, "small"))
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m}))
+	cs := changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m})
+	srv := httptest.NewServer(New(Config{Manager: m, Changesets: cs}))
 	t.Cleanup(srv.Close)
 	getJSON := func(path string, out any) int {
 		t.Helper()
@@ -148,9 +150,9 @@ func TestChangesetRevisionsHTTP(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = m.Write(ctx, s.ID, "a.txt", []byte("first\n"), session.WriteOptions{})
 	require.NoError(t, err)
-	c1, err := m.Submit(ctx, s.ID, session.SubmitOptions{Intent: "a"})
+	c1, err := cs.Submit(ctx, s.ID, changeset.SubmitOptions{Intent: "a"})
 	require.NoError(t, err)
-	_, _, err = m.Review(ctx, c1.ID, session.ReviewInput{Verdict: session.VerdictApprove, Author: "ann"})
+	_, _, err = cs.Review(ctx, c1.ID, changeset.ReviewInput{Verdict: changeset.VerdictApprove, Author: "ann"})
 	require.NoError(t, err)
 	var list struct{ Changesets []apitypes.Changeset }
 	require.Equal(t, 200, getJSON("/v1/changesets", &list))
@@ -160,7 +162,7 @@ func TestChangesetRevisionsHTTP(t *testing.T) {
 
 	_, _, err = m.Write(ctx, s.ID, "b.txt", []byte("second\n"), session.WriteOptions{})
 	require.NoError(t, err)
-	c2, err := m.Submit(ctx, s.ID, session.SubmitOptions{})
+	c2, err := cs.Submit(ctx, s.ID, changeset.SubmitOptions{})
 	require.NoError(t, err)
 	require.Equal(t, c1.ID, c2.ID)
 	require.Equal(t, 2, c2.Revision)

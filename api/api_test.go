@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
@@ -77,7 +78,7 @@ func TestEventStream(t *testing.T) {
 	require.NoError(t, err)
 	s, err := m.Create(ctx, session.CreateOptions{Repo: "r"})
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, Heartbeat: 20 * time.Millisecond}))
+	srv := httptest.NewServer(New(Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), Heartbeat: 20 * time.Millisecond}))
 	t.Cleanup(srv.Close)
 
 	streams := func() string {

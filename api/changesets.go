@@ -8,9 +8,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/merge"
-	"github.com/sessiond/sessiond/session"
 )
 
 // Changesets, reviews, accept, layers and undo; session rebase and merge.
@@ -33,14 +33,14 @@ func toConflicts(cs []merge.Conflict) []apitypes.Conflict {
 	return out
 }
 
-func toAcceptedSelection(s *session.AcceptedSelection) *apitypes.AcceptedSelection {
+func toAcceptedSelection(s *changeset.AcceptedSelection) *apitypes.AcceptedSelection {
 	if s == nil {
 		return nil
 	}
 	return &apitypes.AcceptedSelection{Taken: apitypes.Selection(s.Taken), LeftOut: apitypes.Selection(s.LeftOut)}
 }
 
-func toStaleReads(rs []session.StaleRead) []apitypes.StaleRead {
+func toStaleReads(rs []changeset.StaleRead) []apitypes.StaleRead {
 	out := make([]apitypes.StaleRead, len(rs))
 	for i, r := range rs {
 		out[i] = apitypes.StaleRead{Path: r.Path, Read: oidText(r.Read), Current: oidText(r.Current)}
@@ -48,7 +48,7 @@ func toStaleReads(rs []session.StaleRead) []apitypes.StaleRead {
 	return out
 }
 
-func toChangeset(c session.Changeset) apitypes.Changeset {
+func toChangeset(c changeset.Changeset) apitypes.Changeset {
 	out := apitypes.Changeset{
 		ID: c.ID.String(), Session: c.Session.String(), Repo: c.Repo, TargetBranch: c.TargetBranch, Intent: c.Intent,
 		Status: string(c.Status), Revision: c.Revision, AgentID: c.AgentID, BaseCommit: oidText(c.BaseCommit),
@@ -62,7 +62,7 @@ func toChangeset(c session.Changeset) apitypes.Changeset {
 	return out
 }
 
-func toReview(r session.Review) apitypes.Review {
+func toReview(r changeset.Review) apitypes.Review {
 	out := apitypes.Review{ID: r.ID.String(), Verdict: string(r.Verdict), Body: r.Body, Author: r.Author, Revision: r.Revision,
 		Comments: []apitypes.LineComment{}, CreatedAt: r.CreatedAt}
 	for _, c := range r.Comments {
@@ -71,7 +71,7 @@ func toReview(r session.Review) apitypes.Review {
 	return out
 }
 
-func toLayer(l session.Layer) apitypes.Layer {
+func toLayer(l changeset.Layer) apitypes.Layer {
 	out := apitypes.Layer{ID: l.ID, Repo: l.Repo, Branch: l.Branch, Changeset: l.Changeset.String(), Commit: oidText(l.Commit),
 		State: string(l.State), RevertCommit: oidText(l.RevertCommit), AcceptedAt: l.AcceptedAt}
 	if !l.UndoneAt.IsZero() {
@@ -81,7 +81,7 @@ func toLayer(l session.Layer) apitypes.Layer {
 	return out
 }
 
-func toUndoResult(r session.UndoResult) apitypes.UndoResult {
+func toUndoResult(r changeset.UndoResult) apitypes.UndoResult {
 	out := apitypes.UndoResult{Repo: r.Repo, Branch: r.Branch, DryRun: r.DryRun, Head: oidText(r.Head), Commit: oidText(r.Commit),
 		Reverts: []apitypes.Revert{}, ComesBack: r.ComesBack, Stays: r.Stays, Conflicts: toConflicts(r.Conflicts)}
 	for _, rv := range r.Reverts {
@@ -105,24 +105,18 @@ func changesetID(r *http.Request) (uuid.UUID, error) {
 	return id, nil
 }
 
-// changesetView is a changeset with its stats and reviews.
-func (s *Server) changesetView(r *http.Request, id uuid.UUID) (apitypes.Changeset, error) {
-	c, patch, err := s.m.ChangesetDiff(r.Context(), id)
-	if err != nil {
-		return apitypes.Changeset{}, err
-	}
-	reviews, err := s.m.Reviews(r.Context(), id)
-	if err != nil {
-		return apitypes.Changeset{}, err
-	}
-	out := toChangeset(c)
-	stats := apitypes.Stats(patch.Stats)
+// changesetView is a changeset as a reviewer sees it, on the wire: its
+// stats and reviews, and the symbols the session graph finds changed.
+func (s *Server) changesetView(ctx context.Context, v changeset.View) (apitypes.Changeset, error) {
+	out := toChangeset(v.Changeset)
+	stats := apitypes.Stats(v.Stats)
 	out.Stats = &stats
-	if out.Symbols, err = s.symbols(r.Context(), c); err != nil {
+	var err error
+	if out.Symbols, err = s.symbols(ctx, v.Changeset); err != nil {
 		return apitypes.Changeset{}, err
 	}
 	out.Reviews = []apitypes.Review{}
-	for _, rv := range reviews {
+	for _, rv := range v.Reviews {
 		out.Reviews = append(out.Reviews, toReview(rv))
 	}
 	return out, nil
@@ -137,11 +131,11 @@ func (s *Server) submitChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	c, err := s.m.Submit(ctxWithoutCancel(r), id, session.SubmitOptions{Intent: req.Intent, TargetBranch: req.TargetBranch})
+	v, err := s.cs.Submit(ctxWithoutCancel(r), id, changeset.SubmitOptions{Intent: req.Intent, TargetBranch: req.TargetBranch})
 	if err != nil {
 		return err
 	}
-	out, err := s.changesetView(r, c.ID)
+	out, err := s.changesetView(r.Context(), v)
 	if err != nil {
 		return err
 	}
@@ -151,7 +145,7 @@ func (s *Server) submitChangeset(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listChangesets(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f := session.ChangesetFilter{Repo: q.Get("repo"), Status: session.ChangesetStatus(q.Get("status"))}
+	f := changeset.Filter{Repo: q.Get("repo")}
 	if v := q.Get("session"); v != "" {
 		id, err := uuid.Parse(v)
 		if err != nil {
@@ -159,13 +153,14 @@ func (s *Server) listChangesets(w http.ResponseWriter, r *http.Request) error {
 		}
 		f.Session = id
 	}
-	switch f.Status {
-	case "", session.ChangesetOpen, session.ChangesetApproved, session.ChangesetChangesRequested,
-		session.ChangesetRejected, session.ChangesetAccepted, session.ChangesetUndone:
-	default:
-		return badRequest("query status=%q: not a changeset status", f.Status)
+	if v := q.Get("status"); v != "" {
+		st, err := changeset.ParseStatus(v)
+		if err != nil {
+			return badRequest("query status=%q: not a changeset status", v)
+		}
+		f.Status = st
 	}
-	cs, err := s.m.ListChangesetListings(r.Context(), f)
+	cs, err := s.cs.Listings(r.Context(), f)
 	if err != nil {
 		return err
 	}
@@ -183,7 +178,11 @@ func (s *Server) getChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.changesetView(r, id)
+	v, err := s.cs.View(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	out, err := s.changesetView(r.Context(), v)
 	if err != nil {
 		return err
 	}
@@ -209,7 +208,7 @@ func (s *Server) changesetDiff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, patch, err := s.m.ChangesetRevisionDiff(r.Context(), id, int(rev))
+	c, patch, err := s.cs.RevisionDiff(r.Context(), id, int(rev))
 	if err != nil {
 		return err
 	}
@@ -223,7 +222,7 @@ func (s *Server) changesetRevisions(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	revs, err := s.m.ChangesetRevisions(r.Context(), id)
+	revs, err := s.cs.Revisions(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -244,15 +243,15 @@ func (s *Server) reviewChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	in := session.ReviewInput{Verdict: session.Verdict(req.Verdict), Body: req.Body, Author: req.Author}
+	in := changeset.ReviewInput{Verdict: changeset.Verdict(req.Verdict), Body: req.Body, Author: req.Author}
 	for _, c := range req.Comments {
-		in.Comments = append(in.Comments, session.LineComment(c))
+		in.Comments = append(in.Comments, changeset.LineComment(c))
 	}
-	rv, _, err := s.m.Review(ctxWithoutCancel(r), id, in)
+	rv, v, err := s.cs.Review(ctxWithoutCancel(r), id, in)
 	if err != nil {
 		return err
 	}
-	c, err := s.changesetView(r, id)
+	c, err := s.changesetView(r.Context(), v)
 	if err != nil {
 		return err
 	}
@@ -269,10 +268,10 @@ func (s *Server) acceptChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	opts := session.AcceptOptions{Message: req.Message, Actor: req.Actor, RequireFreshReads: req.RequireFreshReads,
+	opts := changeset.AcceptOptions{Message: req.Message, Actor: req.Actor, RequireFreshReads: req.RequireFreshReads,
 		Select: (*merge.Selection)(req.Select), DryRun: req.DryRun, Revision: req.Revision}
 	opts.ExpectedHeadRev = req.ExpectedHead
-	res, err := s.m.Accept(ctxWithoutCancel(r), id, opts)
+	res, err := s.cs.Accept(ctxWithoutCancel(r), id, opts)
 	if err != nil {
 		return err
 	}
@@ -294,8 +293,8 @@ func (s *Server) acceptChangeset(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) undo(w http.ResponseWriter, r *http.Request, ids []uuid.UUID, req apitypes.UndoRequest) error {
-	res, err := s.m.Undo(ctxWithoutCancel(r), session.UndoOptions{Changesets: ids, DryRun: req.DryRun, Actor: req.Actor})
+func (s *Server) undo(w http.ResponseWriter, r *http.Request, repo string, ids []uuid.UUID, req apitypes.UndoRequest) error {
+	res, err := s.cs.Undo(ctxWithoutCancel(r), changeset.UndoOptions{Repo: repo, Changesets: ids, DryRun: req.DryRun, Actor: req.Actor})
 	if err != nil {
 		return err
 	}
@@ -315,7 +314,7 @@ func (s *Server) undoChangeset(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Changesets) > 0 {
 		return badRequest("changesets: undo several at POST /v1/repos/{repo}/undo")
 	}
-	return s.undo(w, r, []uuid.UUID{id}, req)
+	return s.undo(w, r, "", []uuid.UUID{id}, req)
 }
 
 func (s *Server) undoLayers(w http.ResponseWriter, r *http.Request) error {
@@ -333,20 +332,13 @@ func (s *Server) undoLayers(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return badRequest("changesets[%d] %q: not a changeset id", i, v)
 		}
-		c, err := s.m.GetChangeset(r.Context(), id)
-		if err != nil {
-			return err
-		}
-		if c.Repo != repo {
-			return badRequest("changeset %s is on repository %q, not %q", id, c.Repo, repo)
-		}
 		ids[i] = id
 	}
-	return s.undo(w, r, ids, req)
+	return s.undo(w, r, repo, ids, req)
 }
 
 func (s *Server) layers(w http.ResponseWriter, r *http.Request) error {
-	ls, err := s.m.Layers(r.Context(), r.PathValue("repo"), r.URL.Query().Get("branch"))
+	ls, err := s.cs.Layers(r.Context(), r.PathValue("repo"), r.URL.Query().Get("branch"))
 	if err != nil {
 		return err
 	}
@@ -359,7 +351,7 @@ func (s *Server) layers(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.m.RepoPolicy(r.Context(), r.PathValue("repo"))
+	p, err := s.cs.Policy(r.Context(), r.PathValue("repo"))
 	if err != nil {
 		return err
 	}
@@ -372,7 +364,7 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	p, err := s.m.SetRepoPolicy(ctxWithoutCancel(r), session.RepoPolicy{Repo: r.PathValue("repo"),
+	p, err := s.cs.SetPolicy(ctxWithoutCancel(r), changeset.Policy{Repo: r.PathValue("repo"),
 		RequiredApprovals: req.RequiredApprovals, AllowCheckedOut: req.AllowCheckedOut, RefuseStaleReads: req.RefuseStaleReads})
 	if err != nil {
 		return err
@@ -428,7 +420,7 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) error {
 
 // symbols is the changeset's symbol summary: the files the session graph
 // parses, with what changed in them.
-func (s *Server) symbols(ctx context.Context, c session.Changeset) ([]apitypes.FileSymbols, error) {
+func (s *Server) symbols(ctx context.Context, c changeset.Changeset) ([]apitypes.FileSymbols, error) {
 	if s.summaries == nil {
 		return nil, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/session"
@@ -46,7 +47,7 @@ func TestMapMergeConflict(t *testing.T) {
 	assert.Nil(t, c["theirs"])
 	assert.Len(t, c["hunks"], 1)
 
-	e = mapError(fmt.Errorf("x: %w", &session.StaleReadsError{Branch: "main", Reads: []session.StaleRead{{Path: "a", Read: oid}}}))
+	e = mapError(fmt.Errorf("x: %w", &changeset.StaleReadsError{Branch: "main", Reads: []changeset.StaleRead{{Path: "a", Read: oid}}}))
 	assert.Equal(t, 409, e.Status)
 	assert.Equal(t, []apitypes.StaleRead{{Path: "a", Read: oid.String()}}, e.Details["stale_reads"])
 	e = mapError(fmt.Errorf("x: %w", &session.ConflictError{Field: "head", Current: oid.String()}))

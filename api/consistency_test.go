@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
@@ -42,7 +43,7 @@ func newTestServer(t *testing.T, adminToken string) *testServer {
 	repo := testrepo.Build(t, "small")
 	_, err = m.RegisterRepo(ctx, "r", repo)
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef")}))
+	srv := httptest.NewServer(New(Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef")}))
 	t.Cleanup(srv.Close)
 	ts := &testServer{t: t, URL: srv.URL, m: m, repo: repo}
 	if adminToken != "" {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
@@ -32,7 +33,7 @@ func mapError(err error) *apitypes.Error {
 		preErr  *session.PreconditionError
 		cfErr   *session.ConflictError
 		mgErr   *merge.ConflictError
-		srErr   *session.StaleReadsError
+		srErr   *changeset.StaleReadsError
 		objErr  *gitstore.ObjectError
 	)
 	switch {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -34,7 +35,7 @@ import (
 //     accepted when the route needs a layer to undo.
 type world struct {
 	p, a, b, c, d, q session.Session
-	aCS, qCS         session.Changeset
+	aCS, qCS         changeset.View
 }
 
 var matrixPolicy = session.Policy{Write: []string{"a/**", "src/**"}, Deny: []string{"data/**"}}
@@ -70,12 +71,12 @@ func (e *scopeEnv) newWorld(accepted bool) *world {
 	w.q = create(matrixPolicy)
 	// Unique content: an accept in an earlier world put a/q.txt on main.
 	write(w.q, "a/q.txt", "q of "+w.q.ID.String()+"\n")
-	w.aCS, err = m.Submit(ctx, w.a.ID, session.SubmitOptions{})
+	w.aCS, err = e.cs.Submit(ctx, w.a.ID, changeset.SubmitOptions{})
 	require.NoError(e.t, err)
-	w.qCS, err = m.Submit(ctx, w.q.ID, session.SubmitOptions{})
+	w.qCS, err = e.cs.Submit(ctx, w.q.ID, changeset.SubmitOptions{})
 	require.NoError(e.t, err)
 	if accepted {
-		_, err = m.Accept(ctx, w.qCS.ID, session.AcceptOptions{})
+		_, err = e.cs.Accept(ctx, w.qCS.ID, changeset.AcceptOptions{})
 		require.NoError(e.t, err)
 	}
 	// Load every session now: a first load pins the session's view in a
@@ -111,7 +112,7 @@ func (e *scopeEnv) fingerprint() string {
 		require.NoError(e.t, err)
 		fmt.Fprintf(&b, "\nsession %s %s seq=%d head=%s cps=%d tree=%s policy=%s", s.ID, s.State, s.Seq, s.Head, s.Checkpoints, trees[i], pol)
 	}
-	cs, err := e.m.ListChangesets(ctx, session.ChangesetFilter{})
+	cs, err := e.cs.List(ctx, changeset.Filter{})
 	require.NoError(e.t, err)
 	sort.Slice(cs, func(i, j int) bool { return cs[i].ID.String() < cs[j].ID.String() })
 	for _, c := range cs {
@@ -122,7 +123,7 @@ func (e *scopeEnv) fingerprint() string {
 	for _, r := range rs {
 		fmt.Fprintf(&b, "\nrepo %s", r.Name)
 	}
-	pol, err := e.m.RepoPolicy(ctx, "r")
+	pol, err := e.cs.Policy(ctx, "r")
 	require.NoError(e.t, err)
 	fmt.Fprintf(&b, "\npolicy %+v", pol)
 	return b.String()

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
@@ -26,6 +27,7 @@ const testAdminToken = "admin-token-for-tests"
 type scopeEnv struct {
 	t    testing.TB
 	m    *session.Manager
+	cs   *changeset.Service
 	api  *Server
 	srv  *httptest.Server
 	repo string // the repository's directory
@@ -40,10 +42,10 @@ func newScopeEnv(t testing.TB) *scopeEnv {
 	t.Cleanup(func() { st.Close() })
 	m := session.NewManager(session.Config{Store: st, DataDir: dir})
 	t.Cleanup(func() { m.Close() })
-	e := &scopeEnv{t: t, m: m, repo: testrepo.BuildBare(t, "small")}
+	e := &scopeEnv{t: t, m: m, cs: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), repo: testrepo.BuildBare(t, "small")}
 	_, err = m.RegisterRepo(ctx, "r", e.repo)
 	require.NoError(t, err)
-	e.api = New(Config{Manager: m, AdminToken: testAdminToken, TokenSecret: []byte("token secret for tests")})
+	e.api = New(Config{Manager: m, Changesets: e.cs, AdminToken: testAdminToken, TokenSecret: []byte("token secret for tests")})
 	e.srv = httptest.NewServer(e.api)
 	t.Cleanup(e.srv.Close)
 	return e

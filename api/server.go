@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/session"
@@ -25,6 +26,9 @@ import (
 // Config configures a Server.
 type Config struct {
 	Manager *session.Manager
+	// Changesets serves the changeset routes (submit, review, accept,
+	// layers, undo, policies) over the same engine and store.
+	Changesets *changeset.Service
 	// AdminToken turns auth on: every /v1 route then needs it or a session
 	// token. Empty: no auth (the daemon then binds to loopback only).
 	AdminToken string
@@ -56,6 +60,7 @@ type Summarizer interface {
 // Server is the HTTP API over one Manager.
 type Server struct {
 	m         *session.Manager
+	cs        *changeset.Service
 	auth      *auth
 	maxBody   int64
 	heartbeat time.Duration
@@ -157,7 +162,7 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		m: cfg.Manager, auth: newAuth(cfg.AdminToken, cfg.TokenSecret),
+		m: cfg.Manager, cs: cfg.Changesets, auth: newAuth(cfg.AdminToken, cfg.TokenSecret),
 		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, log: cfg.Logger, summaries: cfg.Summaries, mcp: cfg.MCP,
 		mux: http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/testrepo"
@@ -34,7 +35,7 @@ func TestChangesetSymbols(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = m.Write(ctx, s.ID, "limits.go", []byte("package p\n\n// Limits bound a scan.\ntype Limits struct{ Max int }\n\nfunc Parse() {}\n"), session.WriteOptions{})
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, Summaries: g}))
+	srv := httptest.NewServer(New(Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), Summaries: g}))
 	t.Cleanup(srv.Close)
 
 	resp, err := http.Post(srv.URL+"/v1/sessions/"+s.ID.String()+"/changesets", "application/json", bytes.NewReader([]byte(`{"intent":"limits"}`)))

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/session"
@@ -27,7 +28,7 @@ import (
 func TestConformance(t *testing.T) {
 	cases := []struct {
 		name string
-		fn   func(t *testing.T, b backend, s session.Store)
+		fn   func(t *testing.T, b backend, s Store)
 	}{
 		{"Repos", testRepos},
 		{"Sessions", testSessions},
@@ -78,7 +79,7 @@ func assertConflict(t *testing.T, err error, field, current string) {
 	assert.Equal(t, current, ce.Current)
 }
 
-func testRepos(t *testing.T, _ backend, s session.Store) {
+func testRepos(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	b := mkRepo(t, s, "beta")
 	a := mkRepo(t, s, "alpha")
@@ -95,7 +96,7 @@ func testRepos(t *testing.T, _ backend, s session.Store) {
 	assert.Equal(t, []session.Repo{a, b}, all)
 }
 
-func testSessions(t *testing.T, _ backend, s session.Store) {
+func testSessions(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	parent := mkSession(t, s, "r", nil)
@@ -139,7 +140,7 @@ func testSessions(t *testing.T, _ backend, s session.Store) {
 	assert.True(t, empty.Head.IsZero())
 }
 
-func testListSessions(t *testing.T, _ backend, s session.Store) {
+func testListSessions(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r1")
 	mkRepo(t, s, "r2")
@@ -181,7 +182,7 @@ func testListSessions(t *testing.T, _ backend, s session.Store) {
 	}
 }
 
-func testSessionStateCAS(t *testing.T, _ backend, s session.Store) {
+func testSessionStateCAS(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
@@ -204,7 +205,7 @@ func testSessionStateCAS(t *testing.T, _ backend, s session.Store) {
 	assert.Equal(t, later, got.LastActiveAt)
 }
 
-func testSessionHeadCAS(t *testing.T, _ backend, s session.Store) {
+func testSessionHeadCAS(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
@@ -228,7 +229,7 @@ func testSessionHeadCAS(t *testing.T, _ backend, s session.Store) {
 	assert.ErrorIs(t, s.SetSessionBase(ctx, uuid.New(), oid(1), oid(2)), session.ErrNotFound)
 }
 
-func testTouch(t *testing.T, _ backend, s session.Store) {
+func testTouch(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", func(ss *session.Session) { ss.ExpiresAt = t0.Add(time.Hour) })
@@ -248,7 +249,7 @@ func testTouch(t *testing.T, _ backend, s session.Store) {
 	assert.ErrorIs(t, s.TouchSession(ctx, uuid.New(), t0, time.Time{}), session.ErrNotFound)
 }
 
-func testAppendMutation(t *testing.T, _ backend, s session.Store) {
+func testAppendMutation(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
@@ -306,7 +307,7 @@ func testAppendMutation(t *testing.T, _ backend, s session.Store) {
 	assert.Equal(t, []string{"B", "a-b", "a.b", "a/x.go", "gone", "z", "é"}, paths)
 }
 
-func testMutationExpectedSeq(t *testing.T, _ backend, s session.Store) {
+func testMutationExpectedSeq(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
@@ -325,7 +326,7 @@ func testMutationExpectedSeq(t *testing.T, _ backend, s session.Store) {
 	assert.Equal(t, oid(1), entries[0].Blob, "a failed append changes nothing")
 }
 
-func testClosedSession(t *testing.T, _ backend, s session.Store) {
+func testClosedSession(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
@@ -345,7 +346,7 @@ func testClosedSession(t *testing.T, _ backend, s session.Store) {
 	assert.Equal(t, int64(1), got.Seq)
 }
 
-func testReplaceOverlay(t *testing.T, _ backend, s session.Store) {
+func testReplaceOverlay(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
@@ -373,7 +374,7 @@ func testReplaceOverlay(t *testing.T, _ backend, s session.Store) {
 
 // testOverlayBatches: changes apply in order even when one batch names a
 // path twice, and large overlays cross the statement batch size.
-func testOverlayBatches(t *testing.T, _ backend, s session.Store) {
+func testOverlayBatches(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
@@ -412,7 +413,7 @@ func testOverlayBatches(t *testing.T, _ backend, s session.Store) {
 	assert.Equal(t, entries[n-1:], got)
 }
 
-func testListMutations(t *testing.T, _ backend, s session.Store) {
+func testListMutations(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	a := mkSession(t, s, "r", nil)
@@ -440,7 +441,7 @@ func testListMutations(t *testing.T, _ backend, s session.Store) {
 	assert.Nil(t, seqs(10, 5))
 }
 
-func testCheckpoints(t *testing.T, _ backend, s session.Store) {
+func testCheckpoints(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
@@ -481,11 +482,11 @@ func testCheckpoints(t *testing.T, _ backend, s session.Store) {
 	assert.Error(t, err, "commit and tree are required")
 }
 
-func mkChangeset(t *testing.T, s session.Tx, ss session.Session, mod func(*session.Changeset)) session.Changeset {
+func mkChangeset(t *testing.T, s changeset.Tx, ss session.Session, mod func(*changeset.Changeset)) changeset.Changeset {
 	t.Helper()
-	c := session.Changeset{
+	c := changeset.Changeset{
 		ID: uuid.New(), Session: ss.ID, Repo: ss.Repo, TargetBranch: "main", Intent: "ship it",
-		Status: session.ChangesetOpen, BaseCommit: ss.BaseCommit, HeadCommit: oid(30), AgentID: ss.AgentID,
+		Status: changeset.StatusOpen, BaseCommit: ss.BaseCommit, HeadCommit: oid(30), AgentID: ss.AgentID,
 		CreatedAt: t0, UpdatedAt: t0,
 	}
 	if mod != nil {
@@ -495,171 +496,178 @@ func mkChangeset(t *testing.T, s session.Tx, ss session.Session, mod func(*sessi
 	return c
 }
 
-func testChangesets(t *testing.T, _ backend, s session.Store) {
+func testChangesets(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
+	cst := s.Changesets()
 	mkRepo(t, s, "r1")
 	mkRepo(t, s, "r2")
 	s1 := mkSession(t, s, "r1", nil)
 	s2 := mkSession(t, s, "r2", nil)
-	c1 := mkChangeset(t, s, s1, nil)
-	c2 := mkChangeset(t, s, s1, func(c *session.Changeset) { c.CreatedAt = t0.Add(time.Second) })
-	c3 := mkChangeset(t, s, s2, func(c *session.Changeset) { c.Status = session.ChangesetRejected })
+	c1 := mkChangeset(t, cst, s1, nil)
+	c2 := mkChangeset(t, cst, s1, func(c *changeset.Changeset) { c.CreatedAt = t0.Add(time.Second) })
+	c3 := mkChangeset(t, cst, s2, func(c *changeset.Changeset) { c.Status = changeset.StatusRejected })
 
-	got, err := s.GetChangeset(ctx, c1.ID)
+	got, err := cst.GetChangeset(ctx, c1.ID)
 	require.NoError(t, err)
 	assert.Equal(t, c1, got)
-	_, err = s.GetChangeset(ctx, uuid.New())
+	_, err = cst.GetChangeset(ctx, uuid.New())
 	assert.ErrorIs(t, err, session.ErrNotFound)
-	assert.ErrorIs(t, s.CreateChangeset(ctx, c1), session.ErrDuplicate)
+	assert.ErrorIs(t, cst.CreateChangeset(ctx, c1), session.ErrDuplicate)
 	bad := c1
 	bad.ID, bad.Session = uuid.New(), uuid.New()
-	assert.ErrorIs(t, s.CreateChangeset(ctx, bad), session.ErrNotFound)
+	assert.ErrorIs(t, cst.CreateChangeset(ctx, bad), session.ErrNotFound)
 
-	list, err := s.ListChangesets(ctx, session.ChangesetFilter{Repo: "r1"})
+	list, err := cst.ListChangesets(ctx, changeset.Filter{Repo: "r1"})
 	require.NoError(t, err)
-	assert.Equal(t, []session.Changeset{c1, c2}, list)
-	list, err = s.ListChangesets(ctx, session.ChangesetFilter{Status: session.ChangesetRejected})
+	assert.Equal(t, []changeset.Changeset{c1, c2}, list)
+	list, err = cst.ListChangesets(ctx, changeset.Filter{Status: changeset.StatusRejected})
 	require.NoError(t, err)
-	assert.Equal(t, []session.Changeset{c3}, list)
-	list, err = s.ListChangesets(ctx, session.ChangesetFilter{Session: s1.ID, Limit: 1})
+	assert.Equal(t, []changeset.Changeset{c3}, list)
+	list, err = cst.ListChangesets(ctx, changeset.Filter{Session: s1.ID, Limit: 1})
 	require.NoError(t, err)
-	assert.Equal(t, []session.Changeset{c1}, list)
+	assert.Equal(t, []changeset.Changeset{c1}, list)
 
 	at := t0.Add(time.Hour)
-	require.NoError(t, s.SetChangesetStatus(ctx, c1.ID, session.ChangesetOpen, session.ChangesetApproved, gitstore.OID{}, at))
-	err = s.SetChangesetStatus(ctx, c1.ID, session.ChangesetOpen, session.ChangesetRejected, gitstore.OID{}, at)
+	require.NoError(t, cst.SetChangesetStatus(ctx, c1.ID, changeset.StatusOpen, changeset.StatusApproved, gitstore.OID{}, at))
+	err = cst.SetChangesetStatus(ctx, c1.ID, changeset.StatusOpen, changeset.StatusRejected, gitstore.OID{}, at)
 	assertConflict(t, err, "status", "approved")
-	require.NoError(t, s.SetChangesetStatus(ctx, c1.ID, session.ChangesetApproved, session.ChangesetAccepted, oid(31), at))
-	got, err = s.GetChangeset(ctx, c1.ID)
+	require.NoError(t, cst.SetChangesetStatus(ctx, c1.ID, changeset.StatusApproved, changeset.StatusAccepted, oid(31), at))
+	got, err = cst.GetChangeset(ctx, c1.ID)
 	require.NoError(t, err)
-	assert.Equal(t, session.ChangesetAccepted, got.Status)
+	assert.Equal(t, changeset.StatusAccepted, got.Status)
 	assert.Equal(t, oid(31), got.AcceptedCommit)
 	assert.Equal(t, at, got.UpdatedAt)
-	require.NoError(t, s.SetChangesetStatus(ctx, c1.ID, session.ChangesetAccepted, session.ChangesetUndone, gitstore.OID{}, at))
-	got, err = s.GetChangeset(ctx, c1.ID)
+	require.NoError(t, cst.SetChangesetStatus(ctx, c1.ID, changeset.StatusAccepted, changeset.StatusUndone, gitstore.OID{}, at))
+	got, err = cst.GetChangeset(ctx, c1.ID)
 	require.NoError(t, err)
 	assert.Equal(t, oid(31), got.AcceptedCommit, "a zero accepted commit keeps the old one")
-	assert.ErrorIs(t, s.SetChangesetStatus(ctx, uuid.New(), session.ChangesetOpen, session.ChangesetApproved, gitstore.OID{}, at), session.ErrNotFound)
+	assert.ErrorIs(t, cst.SetChangesetStatus(ctx, uuid.New(), changeset.StatusOpen, changeset.StatusApproved, gitstore.OID{}, at), session.ErrNotFound)
 }
 
-func testReviews(t *testing.T, _ backend, s session.Store) {
+func testReviews(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
+	cst := s.Changesets()
 	mkRepo(t, s, "r")
-	c := mkChangeset(t, s, mkSession(t, s, "r", nil), nil)
-	other := mkChangeset(t, s, mkSession(t, s, "r", nil), nil)
+	c := mkChangeset(t, cst, mkSession(t, s, "r", nil), nil)
+	other := mkChangeset(t, cst, mkSession(t, s, "r", nil), nil)
 
-	r1, err := s.AddReview(ctx, session.Review{Changeset: c.ID, Verdict: session.VerdictRequestChanges, Body: "please", Author: "alice",
-		Comments: []session.LineComment{{Path: "b.go", Line: 10, Body: "typo"}, {Path: "a.go", Line: 3, Body: "why?"}}, CreatedAt: t0})
+	r1, err := cst.AddReview(ctx, changeset.Review{Changeset: c.ID, Verdict: changeset.VerdictRequestChanges, Body: "please", Author: "alice",
+		Comments: []changeset.LineComment{{Path: "b.go", Line: 10, Body: "typo"}, {Path: "a.go", Line: 3, Body: "why?"}}, CreatedAt: t0})
 	require.NoError(t, err)
 	assert.NotEqual(t, uuid.Nil, r1.ID)
-	r2, err := s.AddReview(ctx, session.Review{Changeset: c.ID, Verdict: session.VerdictApprove, Author: "bob", CreatedAt: t0.Add(time.Second)})
+	r2, err := cst.AddReview(ctx, changeset.Review{Changeset: c.ID, Verdict: changeset.VerdictApprove, Author: "bob", CreatedAt: t0.Add(time.Second)})
 	require.NoError(t, err)
-	_, err = s.AddReview(ctx, session.Review{Changeset: other.ID, Verdict: session.VerdictComment, Author: "x", CreatedAt: t0})
+	_, err = cst.AddReview(ctx, changeset.Review{Changeset: other.ID, Verdict: changeset.VerdictComment, Author: "x", CreatedAt: t0})
 	require.NoError(t, err)
 
-	list, err := s.ListReviews(ctx, c.ID)
+	list, err := cst.ListReviews(ctx, c.ID)
 	require.NoError(t, err)
-	assert.Equal(t, []session.Review{r1, r2}, list)
+	assert.Equal(t, []changeset.Review{r1, r2}, list)
 
-	_, err = s.AddReview(ctx, session.Review{Changeset: uuid.New(), Verdict: session.VerdictApprove, CreatedAt: t0})
+	_, err = cst.AddReview(ctx, changeset.Review{Changeset: uuid.New(), Verdict: changeset.VerdictApprove, CreatedAt: t0})
 	assert.ErrorIs(t, err, session.ErrNotFound)
-	list, err = s.ListReviews(ctx, uuid.New())
+	list, err = cst.ListReviews(ctx, uuid.New())
 	require.NoError(t, err)
 	assert.Empty(t, list)
 }
 
-func testReviseChangeset(t *testing.T, _ backend, s session.Store) {
+func testReviseChangeset(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
+	cst := s.Changesets()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
-	c := mkChangeset(t, s, ss, func(c *session.Changeset) {
+	c := mkChangeset(t, cst, ss, func(c *changeset.Changeset) {
 		c.Revision = 1
 		c.ReadSet = map[string]gitstore.OID{"a.txt": oid(1), "dir/b": oid(2)}
+		c.Stats = &merge.Stats{Files: 2, Insertions: 3, Deletions: 1}
 	})
-	got, err := s.GetChangeset(ctx, c.ID)
+	got, err := cst.GetChangeset(ctx, c.ID)
 	require.NoError(t, err)
-	assert.Equal(t, c, got, "the read set round-trips")
-	_, err = s.AddReview(ctx, session.Review{Changeset: c.ID, Verdict: session.VerdictApprove, Author: "a", Revision: 1, CreatedAt: t0})
+	assert.Equal(t, c, got, "the read set and the stats round-trip")
+	_, err = cst.AddReview(ctx, changeset.Review{Changeset: c.ID, Verdict: changeset.VerdictApprove, Author: "a", Revision: 1, CreatedAt: t0})
 	require.NoError(t, err)
 
 	next := c
 	next.HeadCommit, next.BaseCommit, next.Intent, next.TargetBranch = oid(32), oid(33), "again", "dev"
-	next.Revision, next.ReadSet, next.Status, next.UpdatedAt = 2, nil, session.ChangesetOpen, t0.Add(time.Minute)
-	require.NoError(t, s.ReviseChangeset(ctx, next, c.HeadCommit))
-	got, err = s.GetChangeset(ctx, c.ID)
+	next.Revision, next.ReadSet, next.Status, next.UpdatedAt = 2, nil, changeset.StatusOpen, t0.Add(time.Minute)
+	next.Stats = &merge.Stats{Files: 1, Insertions: 5}
+	require.NoError(t, cst.ReviseChangeset(ctx, next, c.HeadCommit))
+	got, err = cst.GetChangeset(ctx, c.ID)
 	require.NoError(t, err)
 	assert.Equal(t, next, got)
-	reviews, err := s.ListReviews(ctx, c.ID)
+	reviews, err := cst.ListReviews(ctx, c.ID)
 	require.NoError(t, err)
 	require.Len(t, reviews, 1, "reviews stay")
 	assert.Equal(t, 1, reviews[0].Revision)
 
-	assertConflict(t, s.ReviseChangeset(ctx, next, c.HeadCommit), "head", oid(32).String())
-	require.NoError(t, s.SetChangesetStatus(ctx, c.ID, session.ChangesetOpen, session.ChangesetAccepted, oid(34), t0))
-	assertConflict(t, s.ReviseChangeset(ctx, next, next.HeadCommit), "status", "accepted")
+	assertConflict(t, cst.ReviseChangeset(ctx, next, c.HeadCommit), "head", oid(32).String())
+	require.NoError(t, cst.SetChangesetStatus(ctx, c.ID, changeset.StatusOpen, changeset.StatusAccepted, oid(34), t0))
+	assertConflict(t, cst.ReviseChangeset(ctx, next, next.HeadCommit), "status", "accepted")
 	next.ID = uuid.New()
-	assert.ErrorIs(t, s.ReviseChangeset(ctx, next, oid(32)), session.ErrNotFound)
+	assert.ErrorIs(t, cst.ReviseChangeset(ctx, next, oid(32)), session.ErrNotFound)
 }
 
-func testRepoPolicy(t *testing.T, _ backend, s session.Store) {
+func testRepoPolicy(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
+	cst := s.Changesets()
 	mkRepo(t, s, "r")
-	_, err := s.GetRepoPolicy(ctx, "r")
+	_, err := cst.GetRepoPolicy(ctx, "r")
 	assert.ErrorIs(t, err, session.ErrNotFound)
-	p := session.RepoPolicy{Repo: "r", RequiredApprovals: 2, AllowCheckedOut: true}
-	require.NoError(t, s.SetRepoPolicy(ctx, p))
-	got, err := s.GetRepoPolicy(ctx, "r")
+	p := changeset.Policy{Repo: "r", RequiredApprovals: 2, AllowCheckedOut: true}
+	require.NoError(t, cst.SetRepoPolicy(ctx, p))
+	got, err := cst.GetRepoPolicy(ctx, "r")
 	require.NoError(t, err)
 	assert.Equal(t, p, got)
-	p = session.RepoPolicy{Repo: "r", RefuseStaleReads: true}
-	require.NoError(t, s.SetRepoPolicy(ctx, p))
-	got, err = s.GetRepoPolicy(ctx, "r")
+	p = changeset.Policy{Repo: "r", RefuseStaleReads: true}
+	require.NoError(t, cst.SetRepoPolicy(ctx, p))
+	got, err = cst.GetRepoPolicy(ctx, "r")
 	require.NoError(t, err)
 	assert.Equal(t, p, got, "a second set replaces")
-	assert.ErrorIs(t, s.SetRepoPolicy(ctx, session.RepoPolicy{Repo: "nope"}), session.ErrNotFound)
+	assert.ErrorIs(t, cst.SetRepoPolicy(ctx, changeset.Policy{Repo: "nope"}), session.ErrNotFound)
 }
 
-func testLayers(t *testing.T, _ backend, s session.Store) {
+func testLayers(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
+	cst := s.Changesets()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
-	var added []session.Layer
+	var added []changeset.Layer
 	for i := range 3 {
-		c := mkChangeset(t, s, ss, nil)
-		l, err := s.AddLayer(ctx, session.Layer{Repo: "r", Branch: "main", Changeset: c.ID, Commit: oid(40 + i), AcceptedAt: t0.Add(time.Duration(i) * time.Second)})
+		c := mkChangeset(t, cst, ss, nil)
+		l, err := cst.AddLayer(ctx, changeset.Layer{Repo: "r", Branch: "main", Changeset: c.ID, Commit: oid(40 + i), AcceptedAt: t0.Add(time.Duration(i) * time.Second)})
 		require.NoError(t, err)
-		assert.Equal(t, session.LayerAccepted, l.State)
+		assert.Equal(t, changeset.LayerAccepted, l.State)
 		added = append(added, l)
-		_, err = s.AddLayer(ctx, session.Layer{Repo: "r", Branch: "main", Changeset: c.ID, Commit: oid(50), AcceptedAt: t0})
+		_, err = cst.AddLayer(ctx, changeset.Layer{Repo: "r", Branch: "main", Changeset: c.ID, Commit: oid(50), AcceptedAt: t0})
 		assert.ErrorIs(t, err, session.ErrDuplicate)
 	}
-	other := mkChangeset(t, s, ss, nil)
-	_, err := s.AddLayer(ctx, session.Layer{Repo: "r", Branch: "dev", Changeset: other.ID, Commit: oid(60), AcceptedAt: t0})
+	other := mkChangeset(t, cst, ss, nil)
+	_, err := cst.AddLayer(ctx, changeset.Layer{Repo: "r", Branch: "dev", Changeset: other.ID, Commit: oid(60), AcceptedAt: t0})
 	require.NoError(t, err)
 
-	list, err := s.ListLayers(ctx, "r", "main")
+	list, err := cst.ListLayers(ctx, "r", "main")
 	require.NoError(t, err)
-	assert.Equal(t, []session.Layer{added[2], added[1], added[0]}, list, "newest first")
+	assert.Equal(t, []changeset.Layer{added[2], added[1], added[0]}, list, "newest first")
 	assert.Less(t, added[0].ID, added[1].ID)
 
 	at := t0.Add(time.Hour)
-	require.NoError(t, s.UndoLayer(ctx, added[1].Changeset, oid(70), at))
-	assertConflict(t, s.UndoLayer(ctx, added[1].Changeset, oid(71), at), "state", "undone")
-	assert.ErrorIs(t, s.UndoLayer(ctx, uuid.New(), oid(71), at), session.ErrNotFound)
+	require.NoError(t, cst.UndoLayer(ctx, added[1].Changeset, oid(70), at))
+	assertConflict(t, cst.UndoLayer(ctx, added[1].Changeset, oid(71), at), "state", "undone")
+	assert.ErrorIs(t, cst.UndoLayer(ctx, uuid.New(), oid(71), at), session.ErrNotFound)
 
-	list, err = s.ListLayers(ctx, "r", "main")
+	list, err = cst.ListLayers(ctx, "r", "main")
 	require.NoError(t, err)
 	want := added[1]
-	want.State, want.RevertCommit, want.UndoneAt = session.LayerUndone, oid(70), at
+	want.State, want.RevertCommit, want.UndoneAt = changeset.LayerUndone, oid(70), at
 	assert.Equal(t, want, list[1])
-	assert.Equal(t, session.LayerAccepted, list[0].State)
+	assert.Equal(t, changeset.LayerAccepted, list[0].State)
 
-	list, err = s.ListLayers(ctx, "r", "nope")
+	list, err = cst.ListLayers(ctx, "r", "nope")
 	require.NoError(t, err)
 	assert.Empty(t, list)
 }
 
-func testEvents(t *testing.T, _ backend, s session.Store) {
+func testEvents(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r1")
 	mkRepo(t, s, "r2")
@@ -701,7 +709,7 @@ func testEvents(t *testing.T, _ backend, s session.Store) {
 	check(session.EventFilter{Repo: "r2", After: 2})
 }
 
-func testInTx(t *testing.T, _ backend, s session.Store) {
+func testInTx(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
@@ -727,23 +735,43 @@ func testInTx(t *testing.T, _ backend, s session.Store) {
 	require.NoError(t, err)
 	assert.Empty(t, entries)
 
-	var cs session.Changeset
-	err = s.InTx(ctx, func(tx session.Tx) error {
+	// A changeset's transaction: the changeset, its layer, its session's
+	// state and the event at once, or none of them.
+	var cs changeset.Changeset
+	err = s.Changesets().InTx(ctx, func(tx changeset.Tx) error {
 		cs = mkChangeset(t, tx, ss, nil)
-		if err := tx.SetChangesetStatus(ctx, cs.ID, session.ChangesetOpen, session.ChangesetAccepted, oid(9), t0); err != nil {
+		if err := tx.SetSessionState(ctx, ss.ID, session.StateActive, session.StateAccepted, t0); err != nil {
 			return err
 		}
-		if _, err := tx.AddLayer(ctx, session.Layer{Repo: "r", Branch: "main", Changeset: cs.ID, Commit: oid(9), AcceptedAt: t0}); err != nil {
+		if err := tx.SetChangesetStatus(ctx, cs.ID, changeset.StatusOpen, changeset.StatusAccepted, oid(9), t0); err != nil {
+			return err
+		}
+		if _, err := tx.AddLayer(ctx, changeset.Layer{Repo: "r", Branch: "main", Changeset: cs.ID, Commit: oid(9), AcceptedAt: t0}); err != nil {
 			return err
 		}
 		_, err := tx.AppendEvent(ctx, session.Event{Repo: "r", Type: "changeset.accepted", At: t0})
 		return err
 	})
 	require.NoError(t, err)
-	layers, err := s.ListLayers(ctx, "r", "main")
+	layers, err := s.Changesets().ListLayers(ctx, "r", "main")
 	require.NoError(t, err)
 	require.Len(t, layers, 1)
 	assert.Equal(t, cs.ID, layers[0].Changeset)
+	got, err = s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, session.StateAccepted, got.State)
+	err = s.Changesets().InTx(ctx, func(tx changeset.Tx) error {
+		mkChangeset(t, tx, ss, nil)
+		require.NoError(t, tx.SetSessionState(ctx, ss.ID, session.StateAccepted, session.StateActive, t0))
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	list, err := s.Changesets().ListChangesets(ctx, changeset.Filter{Session: ss.ID})
+	require.NoError(t, err)
+	assert.Len(t, list, 1, "the failed changeset transaction left no changeset")
+	got, err = s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, session.StateAccepted, got.State, "nor moved the session")
 	evs, err := s.ListEvents(ctx, session.EventFilter{Repo: "r"})
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
@@ -753,19 +781,19 @@ func testInTx(t *testing.T, _ backend, s session.Store) {
 	err = s.InTx(ctx, func(tx session.Tx) error {
 		return tx.SetSessionState(ctx, ss.ID, session.StateSubmitted, session.StateAccepted, t0)
 	})
-	assertConflict(t, err, "state", "active")
+	assertConflict(t, err, "state", "accepted")
 }
 
 // testCASRace: of many concurrent compare-and-swaps from one value, exactly
 // one wins and the others see the winner's value.
-func testCASRace(t *testing.T, _ backend, s session.Store) {
+func testCASRace(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	const n = 8
 	for _, kind := range []string{"state", "head", "checkpoint", "status"} {
 		t.Run(kind, func(t *testing.T) {
 			ss := mkSession(t, s, "r", nil)
-			cs := mkChangeset(t, s, ss, nil)
+			cs := mkChangeset(t, s.Changesets(), ss, nil)
 			var (
 				wins      atomic.Int32
 				wg        sync.WaitGroup
@@ -784,7 +812,7 @@ func testCASRace(t *testing.T, _ backend, s session.Store) {
 					case "checkpoint":
 						_, err = s.CreateCheckpoint(ctx, session.Checkpoint{Session: ss.ID, Commit: oid(100 + i), Tree: oid(1), Parent: ss.Head, CreatedAt: t0})
 					case "status":
-						err = s.SetChangesetStatus(ctx, cs.ID, session.ChangesetOpen, session.ChangesetStatus("s"+strconv.Itoa(i)), gitstore.OID{}, t0)
+						err = s.Changesets().SetChangesetStatus(ctx, cs.ID, changeset.StatusOpen, changeset.Status("s"+strconv.Itoa(i)), gitstore.OID{}, t0)
 					}
 					if err == nil {
 						wins.Add(1)
@@ -807,7 +835,7 @@ func testCASRace(t *testing.T, _ backend, s session.Store) {
 
 // testSeqGoroutines: 8 goroutines append at once; the numbers are 1..N
 // with no repeat and no gap, and every mutation got the number it reported.
-func testSeqGoroutines(t *testing.T, _ backend, s session.Store) {
+func testSeqGoroutines(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
@@ -847,7 +875,7 @@ func testSeqGoroutines(t *testing.T, _ backend, s session.Store) {
 }
 
 // testSeqProcesses: two processes append to one session at once.
-func testSeqProcesses(t *testing.T, b backend, _ session.Store) {
+func testSeqProcesses(t *testing.T, b backend, _ Store) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
@@ -889,7 +917,7 @@ func childCommand(t testing.TB, b backend, dsn string, id uuid.UUID, mode string
 	return cmd
 }
 
-func testContextCanceled(t *testing.T, _ backend, s session.Store) {
+func testContextCanceled(t *testing.T, _ backend, s Store) {
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -923,7 +951,7 @@ func testContextCanceled(t *testing.T, _ backend, s session.Store) {
 	assert.Equal(t, int64(0), got.Seq)
 }
 
-func testReopen(t *testing.T, b backend, _ session.Store) {
+func testReopen(t *testing.T, b backend, _ Store) {
 	ctx := t.Context()
 	dsn := b.fresh(t)
 	s, err := b.open(ctx, dsn)
@@ -958,7 +986,7 @@ func testReopen(t *testing.T, b backend, _ session.Store) {
 
 // testMigrations: stores opened at once on one empty database all succeed
 // and apply each migration once.
-func testMigrations(t *testing.T, b backend, _ session.Store) {
+func testMigrations(t *testing.T, b backend, _ Store) {
 	dsn := b.fresh(t)
 	var wg sync.WaitGroup
 	for range 4 {
@@ -988,7 +1016,7 @@ func testMigrations(t *testing.T, b backend, _ session.Store) {
 	}
 }
 
-func testReads(t *testing.T, _ backend, s session.Store) {
+func testReads(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	a := mkSession(t, s, "r", nil)
@@ -1020,26 +1048,27 @@ func testReads(t *testing.T, _ backend, s session.Store) {
 	assert.ErrorIs(t, s.RecordReads(ctx, uuid.New(), map[string]gitstore.OID{"x": oid(1)}), session.ErrNotFound)
 }
 
-func testChangesetSelection(t *testing.T, _ backend, s session.Store) {
+func testChangesetSelection(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
+	cst := s.Changesets()
 	mkRepo(t, s, "r1")
-	c := mkChangeset(t, s, mkSession(t, s, "r1", nil), nil)
-	got, err := s.GetChangeset(ctx, c.ID)
+	c := mkChangeset(t, cst, mkSession(t, s, "r1", nil), nil)
+	got, err := cst.GetChangeset(ctx, c.ID)
 	require.NoError(t, err)
 	assert.Nil(t, got.Selection, "a changeset starts without a selection")
 
-	sel := session.AcceptedSelection{
+	sel := changeset.AcceptedSelection{
 		Taken:   merge.Selection{Files: []string{"a.txt"}, Hunks: map[string][]int{"b.go": {0, 2}}},
 		LeftOut: merge.Selection{Files: []string{"c.txt"}, Hunks: map[string][]int{"b.go": {1}}},
 	}
-	require.NoError(t, s.SetChangesetSelection(ctx, c.ID, sel))
-	got, err = s.GetChangeset(ctx, c.ID)
+	require.NoError(t, cst.SetChangesetSelection(ctx, c.ID, sel))
+	got, err = cst.GetChangeset(ctx, c.ID)
 	require.NoError(t, err)
 	require.NotNil(t, got.Selection)
 	assert.Equal(t, sel, *got.Selection)
-	list, err := s.ListChangesets(ctx, session.ChangesetFilter{Repo: "r1"})
+	list, err := cst.ListChangesets(ctx, changeset.Filter{Repo: "r1"})
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	assert.Equal(t, &sel, list[0].Selection)
-	assert.ErrorIs(t, s.SetChangesetSelection(ctx, uuid.New(), sel), session.ErrNotFound)
+	assert.ErrorIs(t, cst.SetChangesetSelection(ctx, uuid.New(), sel), session.ErrNotFound)
 }

@@ -1,15 +1,17 @@
-// Package db implements session.Store twice: on Postgres through a pgx pool
-// (OpenPostgres) and, as the zero-setup default, on an embedded SQLite file
-// through the pure-Go modernc.org/sqlite driver (OpenSQLite). Both run the
-// same queries (store.go) over their own runner, apply their own embedded
-// migrations (migrations/<dialect>/NNNN_*.sql) at open, and pass one
-// conformance suite (conformance_test.go).
+// Package db implements the stores the engines declare, session.Store and
+// changeset.Store (Store.Changesets, over the same database and its
+// transactions), twice: on Postgres through a pgx pool (OpenPostgres) and,
+// as the zero-setup default, on an embedded SQLite file through the
+// pure-Go modernc.org/sqlite driver (OpenSQLite). Both run the same queries
+// (store.go) over their own runner, apply their own embedded migrations
+// (migrations/<dialect>/NNNN_*.sql) at open, and pass one conformance suite
+// (conformance_test.go) through both interfaces.
 //
 // Invariants:
 //
 //   - Session head, session state, changeset status and layer state change
 //     only by compare-and-swap: UPDATE … WHERE col = old; zero rows is a
-//     *session.ConflictError carrying the current value.
+//     *record.ConflictError carrying the current value.
 //   - A session's mutation sequence numbers are 1, 2, 3, … with no repeat or
 //     gap, also with writers in several processes: the number comes from
 //     UPDATE sessions SET seq = seq + 1 … RETURNING seq in the transaction
@@ -19,7 +21,8 @@
 //   - Event ids increase in commit order (a counter row locked until commit),
 //     so a reader resuming after id n never misses an event.
 //   - No driver error leaves the package: errors.go translates them into
-//     session.ErrNotFound, ErrDuplicate, ErrConflict, ErrUnavailable, or an
+//     record's (and so session's) ErrNotFound, ErrDuplicate, ErrConflict,
+//     ErrUnavailable, or an
 //     opaque error that keeps only the driver's message. Context errors
 //     stay context.Canceled and context.DeadlineExceeded.
 //   - Object ids are stored as 40-digit hex text, NULL for the zero id;
@@ -35,7 +38,7 @@
 // the fsynced git objects the rows point at.
 //
 // Concurrency: Postgres and SQLite are safe for concurrent use by many
-// goroutines and processes. The session.Tx passed to InTx is not; it belongs
+// goroutines and processes. The Tx passed to InTx is not; it belongs
 // to the goroutine running the transaction. In SQLite all writes of one
 // process go through a single connection, so a long transaction delays the
 // process's other writers.

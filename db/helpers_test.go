@@ -44,21 +44,21 @@ type backend struct {
 	// fresh makes an empty database for t and returns its data source
 	// name; the database is removed when t ends.
 	fresh func(t testing.TB) string
-	open  func(ctx context.Context, dsn string) (session.Store, error)
+	open  func(ctx context.Context, dsn string) (Store, error)
 }
 
 var backends = []backend{
 	{
 		name:  "sqlite",
 		fresh: func(t testing.TB) string { return filepath.Join(t.TempDir(), SQLiteFile) },
-		open: func(ctx context.Context, dsn string) (session.Store, error) {
+		open: func(ctx context.Context, dsn string) (Store, error) {
 			return OpenSQLite(ctx, dsn)
 		},
 	},
 	{
 		name:  "postgres",
 		fresh: freshSchema,
-		open: func(ctx context.Context, dsn string) (session.Store, error) {
+		open: func(ctx context.Context, dsn string) (Store, error) {
 			return OpenPostgres(ctx, dsn)
 		},
 	},
@@ -74,7 +74,7 @@ func backendNamed(name string) (backend, error) {
 }
 
 // openStore opens dsn and closes the store when t ends.
-func (b backend) openStore(t testing.TB, dsn string) session.Store {
+func (b backend) openStore(t testing.TB, dsn string) Store {
 	t.Helper()
 	s, err := b.open(t.Context(), dsn)
 	require.NoError(t, err)

@@ -13,7 +13,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -45,7 +47,10 @@ type store struct {
 	begin func(ctx context.Context, fn func(runner) error) error
 }
 
-var _ session.Tx = (*store)(nil)
+var (
+	_ session.Tx   = (*store)(nil)
+	_ changeset.Tx = (*store)(nil)
+)
 
 // InTx implements session.Store. Inside a transaction it runs fn in the
 // same transaction.
@@ -808,7 +813,7 @@ func (s *store) ListCheckpoints(ctx context.Context, id uuid.UUID) ([]session.Ch
 // Changesets and reviews.
 
 const changesetCols = `id, session_id, repo, target_branch, intent, status, base_commit, head_commit,
-	accepted_commit, agent_id, created_at, updated_at, revision, read_set, selection`
+	accepted_commit, agent_id, created_at, updated_at, revision, read_set, selection, stats`
 
 // readSetArg encodes a read set as JSON: path → hex blob id.
 func readSetArg(rs map[string]gitstore.OID) (string, error) {
@@ -818,9 +823,9 @@ func readSetArg(rs map[string]gitstore.OID) (string, error) {
 	return jsonArg(rs)
 }
 
-func (s *store) CreateChangeset(ctx context.Context, c session.Changeset) error {
+func (s *store) CreateChangeset(ctx context.Context, c changeset.Changeset) error {
 	if c.Status == "" {
-		c.Status = session.ChangesetOpen
+		c.Status = changeset.StatusOpen
 	}
 	if c.UpdatedAt.IsZero() {
 		c.UpdatedAt = c.CreatedAt
@@ -833,51 +838,70 @@ func (s *store) CreateChangeset(ctx context.Context, c session.Changeset) error 
 	if err != nil {
 		return err
 	}
+	stats, err := statsArg(c.Stats)
+	if err != nil {
+		return err
+	}
 	_, err = s.r.exec(ctx, `INSERT INTO changesets (`+changesetCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 		c.ID.String(), c.Session.String(), c.Repo, c.TargetBranch, c.Intent, string(c.Status),
 		oidArg(c.BaseCommit), oidArg(c.HeadCommit), oidArg(c.AcceptedCommit), c.AgentID,
-		timeArg(c.CreatedAt), timeArg(c.UpdatedAt), c.Revision, reads, sel)
+		timeArg(c.CreatedAt), timeArg(c.UpdatedAt), c.Revision, reads, sel, stats)
 	if err != nil {
 		return fmt.Errorf("create changeset %s: %w", c.ID, err)
 	}
 	return nil
 }
 
-func scanChangeset(sc scanner) (session.Changeset, error) {
+func scanChangeset(sc scanner) (changeset.Changeset, error) {
 	var (
-		c      session.Changeset
+		c      changeset.Changeset
 		status string
 		reads  string
 		sel    string
+		stats  string
 	)
 	err := sc.Scan(uuidCol{&c.ID}, uuidCol{&c.Session}, &c.Repo, &c.TargetBranch, &c.Intent, &status,
 		oidCol{&c.BaseCommit}, oidCol{&c.HeadCommit}, oidCol{&c.AcceptedCommit}, &c.AgentID,
-		timeCol{&c.CreatedAt}, timeCol{&c.UpdatedAt}, &c.Revision, textCol{&reads}, textCol{&sel})
-	c.Status = session.ChangesetStatus(status)
+		timeCol{&c.CreatedAt}, timeCol{&c.UpdatedAt}, &c.Revision, textCol{&reads}, textCol{&sel}, textCol{&stats})
+	c.Status = changeset.Status(status)
 	if err == nil && reads != "" && reads != "{}" {
 		if err := json.Unmarshal([]byte(reads), &c.ReadSet); err != nil {
 			return c, fmt.Errorf("db: changeset %s read set: %w", c.ID, err)
 		}
 	}
 	if err == nil && sel != "" {
-		c.Selection = &session.AcceptedSelection{}
+		c.Selection = &changeset.AcceptedSelection{}
 		if err := json.Unmarshal([]byte(sel), c.Selection); err != nil {
 			return c, fmt.Errorf("db: changeset %s selection: %w", c.ID, err)
+		}
+	}
+	if err == nil && stats != "" {
+		c.Stats = &merge.Stats{}
+		if err := json.Unmarshal([]byte(stats), c.Stats); err != nil {
+			return c, fmt.Errorf("db: changeset %s stats: %w", c.ID, err)
 		}
 	}
 	return c, err
 }
 
+// statsArg encodes a revision's diff stats as JSON; "" for none.
+func statsArg(st *merge.Stats) (string, error) {
+	if st == nil {
+		return "", nil
+	}
+	return jsonArg(st)
+}
+
 // selectionArg encodes a partial accept's selection as JSON; "" for none.
-func selectionArg(sel *session.AcceptedSelection) (string, error) {
+func selectionArg(sel *changeset.AcceptedSelection) (string, error) {
 	if sel == nil {
 		return "", nil
 	}
 	return jsonArg(sel)
 }
 
-func (s *store) SetChangesetSelection(ctx context.Context, id uuid.UUID, sel session.AcceptedSelection) error {
+func (s *store) SetChangesetSelection(ctx context.Context, id uuid.UUID, sel changeset.AcceptedSelection) error {
 	arg, err := selectionArg(&sel)
 	if err != nil {
 		return err
@@ -892,16 +916,20 @@ func (s *store) SetChangesetSelection(ctx context.Context, id uuid.UUID, sel ses
 	return nil
 }
 
-func (s *store) ReviseChangeset(ctx context.Context, c session.Changeset, oldHead gitstore.OID) error {
+func (s *store) ReviseChangeset(ctx context.Context, c changeset.Changeset, oldHead gitstore.OID) error {
 	reads, err := readSetArg(c.ReadSet)
 	if err != nil {
 		return err
 	}
+	stats, err := statsArg(c.Stats)
+	if err != nil {
+		return err
+	}
 	n, err := s.r.exec(ctx, `UPDATE changesets SET head_commit = $3, base_commit = $4, intent = $5,
-		target_branch = $6, revision = $7, read_set = $8, status = $9, updated_at = $10
+		target_branch = $6, revision = $7, read_set = $8, status = $9, updated_at = $10, stats = $11
 		WHERE id = $1 AND COALESCE(head_commit, '') = $2 AND status NOT IN ('accepted', 'undone')`,
 		c.ID.String(), oidText(oldHead), oidArg(c.HeadCommit), oidArg(c.BaseCommit), c.Intent,
-		c.TargetBranch, c.Revision, reads, string(c.Status), timeArg(c.UpdatedAt))
+		c.TargetBranch, c.Revision, reads, string(c.Status), timeArg(c.UpdatedAt), stats)
 	if err != nil {
 		return fmt.Errorf("revise changeset %s: %w", c.ID, err)
 	}
@@ -911,7 +939,7 @@ func (s *store) ReviseChangeset(ctx context.Context, c session.Changeset, oldHea
 			return err
 		}
 		current := oidText(cur.HeadCommit)
-		if cur.Status == session.ChangesetAccepted || cur.Status == session.ChangesetUndone {
+		if cur.Status == changeset.StatusAccepted || cur.Status == changeset.StatusUndone {
 			return fmt.Errorf("revise changeset %s: it is %s: %w", c.ID, cur.Status,
 				&session.ConflictError{Field: "status", Current: string(cur.Status)})
 		}
@@ -920,7 +948,7 @@ func (s *store) ReviseChangeset(ctx context.Context, c session.Changeset, oldHea
 	return nil
 }
 
-func (s *store) GetChangeset(ctx context.Context, id uuid.UUID) (session.Changeset, error) {
+func (s *store) GetChangeset(ctx context.Context, id uuid.UUID) (changeset.Changeset, error) {
 	c, err := scanChangeset(s.r.queryRow(ctx, `SELECT `+changesetCols+` FROM changesets WHERE id = $1`, id.String()))
 	if err != nil {
 		return c, fmt.Errorf("changeset %s: %w", id, err)
@@ -928,7 +956,7 @@ func (s *store) GetChangeset(ctx context.Context, id uuid.UUID) (session.Changes
 	return c, nil
 }
 
-func (s *store) ListChangesets(ctx context.Context, f session.ChangesetFilter) ([]session.Changeset, error) {
+func (s *store) ListChangesets(ctx context.Context, f changeset.Filter) ([]changeset.Changeset, error) {
 	var w filter
 	if f.Repo != "" {
 		w.add("repo = ?", f.Repo)
@@ -951,7 +979,7 @@ func (s *store) ListChangesets(ctx context.Context, f session.ChangesetFilter) (
 	return out, nil
 }
 
-func (s *store) SetChangesetStatus(ctx context.Context, id uuid.UUID, from, to session.ChangesetStatus, accepted gitstore.OID, at time.Time) error {
+func (s *store) SetChangesetStatus(ctx context.Context, id uuid.UUID, from, to changeset.Status, accepted gitstore.OID, at time.Time) error {
 	n, err := s.r.exec(ctx, `UPDATE changesets SET status = $3, updated_at = $4,
 		accepted_commit = COALESCE($5, accepted_commit) WHERE id = $1 AND status = $2`,
 		id.String(), string(from), string(to), timeArg(at), oidArg(accepted))
@@ -969,7 +997,7 @@ func (s *store) SetChangesetStatus(ctx context.Context, id uuid.UUID, from, to s
 	return nil
 }
 
-func (s *store) AddReview(ctx context.Context, r session.Review) (session.Review, error) {
+func (s *store) AddReview(ctx context.Context, r changeset.Review) (changeset.Review, error) {
 	if r.ID == uuid.Nil {
 		r.ID = uuid.New()
 	}
@@ -990,67 +1018,67 @@ func (s *store) AddReview(ctx context.Context, r session.Review) (session.Review
 		return nil
 	})
 	if err != nil {
-		return session.Review{}, err
+		return changeset.Review{}, err
 	}
 	r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Microsecond)
 	return r, nil
 }
 
-func (s *store) ListReviews(ctx context.Context, changeset uuid.UUID) ([]session.Review, error) {
+func (s *store) ListReviews(ctx context.Context, cs uuid.UUID) ([]changeset.Review, error) {
 	rs, err := s.r.query(ctx, `SELECT id, changeset_id, verdict, body, author, created_at, revision
-		FROM reviews WHERE changeset_id = $1 ORDER BY created_at, id`, changeset.String())
+		FROM reviews WHERE changeset_id = $1 ORDER BY created_at, id`, cs.String())
 	if err != nil {
-		return nil, fmt.Errorf("changeset %s reviews: %w", changeset, err)
+		return nil, fmt.Errorf("changeset %s reviews: %w", cs, err)
 	}
-	reviews, err := collect(rs, func(sc scanner) (session.Review, error) {
+	reviews, err := collect(rs, func(sc scanner) (changeset.Review, error) {
 		var (
-			r       session.Review
+			r       changeset.Review
 			verdict string
 		)
 		err := sc.Scan(uuidCol{&r.ID}, uuidCol{&r.Changeset}, &verdict, &r.Body, &r.Author, timeCol{&r.CreatedAt}, &r.Revision)
-		r.Verdict = session.Verdict(verdict)
+		r.Verdict = changeset.Verdict(verdict)
 		return r, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("changeset %s reviews: %w", changeset, err)
+		return nil, fmt.Errorf("changeset %s reviews: %w", cs, err)
 	}
 	if len(reviews) == 0 {
 		return nil, nil
 	}
-	byID := make(map[uuid.UUID]*session.Review, len(reviews))
+	byID := make(map[uuid.UUID]*changeset.Review, len(reviews))
 	for i := range reviews {
 		byID[reviews[i].ID] = &reviews[i]
 	}
 	rs, err = s.r.query(ctx, `SELECT c.review_id, c.path, c.line, c.body
 		FROM review_comments c JOIN reviews r ON r.id = c.review_id
-		WHERE r.changeset_id = $1 ORDER BY c.review_id, c.ord`, changeset.String())
+		WHERE r.changeset_id = $1 ORDER BY c.review_id, c.ord`, cs.String())
 	if err != nil {
-		return nil, fmt.Errorf("changeset %s review comments: %w", changeset, err)
+		return nil, fmt.Errorf("changeset %s review comments: %w", cs, err)
 	}
 	defer rs.Close()
 	for rs.Next() {
 		var (
 			id uuid.UUID
-			c  session.LineComment
+			c  changeset.LineComment
 		)
 		if err := rs.Scan(uuidCol{&id}, &c.Path, &c.Line, &c.Body); err != nil {
-			return nil, fmt.Errorf("changeset %s review comments: %w", changeset, err)
+			return nil, fmt.Errorf("changeset %s review comments: %w", cs, err)
 		}
 		if r := byID[id]; r != nil {
 			r.Comments = append(r.Comments, c)
 		}
 	}
 	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("changeset %s review comments: %w", changeset, err)
+		return nil, fmt.Errorf("changeset %s review comments: %w", cs, err)
 	}
 	return reviews, nil
 }
 
 // Layers.
 
-func (s *store) AddLayer(ctx context.Context, l session.Layer) (session.Layer, error) {
+func (s *store) AddLayer(ctx context.Context, l changeset.Layer) (changeset.Layer, error) {
 	if l.State == "" {
-		l.State = session.LayerAccepted
+		l.State = changeset.LayerAccepted
 	}
 	err := s.r.queryRow(ctx, `INSERT INTO layers
 		(repo, branch, changeset_id, commit_oid, state, revert_commit, accepted_at, undone_at)
@@ -1058,7 +1086,7 @@ func (s *store) AddLayer(ctx context.Context, l session.Layer) (session.Layer, e
 		l.Repo, l.Branch, l.Changeset.String(), oidArg(l.Commit), string(l.State),
 		oidArg(l.RevertCommit), timeArg(l.AcceptedAt), timeArg(l.UndoneAt)).Scan(&l.ID)
 	if err != nil {
-		return session.Layer{}, fmt.Errorf("add layer for changeset %s: %w", l.Changeset, err)
+		return changeset.Layer{}, fmt.Errorf("add layer for changeset %s: %w", l.Changeset, err)
 	}
 	l.AcceptedAt = l.AcceptedAt.UTC().Truncate(time.Microsecond)
 	if !l.UndoneAt.IsZero() {
@@ -1067,20 +1095,20 @@ func (s *store) AddLayer(ctx context.Context, l session.Layer) (session.Layer, e
 	return l, nil
 }
 
-func (s *store) ListLayers(ctx context.Context, repo, branch string) ([]session.Layer, error) {
+func (s *store) ListLayers(ctx context.Context, repo, branch string) ([]changeset.Layer, error) {
 	rs, err := s.r.query(ctx, `SELECT id, repo, branch, changeset_id, commit_oid, state, revert_commit,
 		accepted_at, undone_at FROM layers WHERE repo = $1 AND branch = $2 ORDER BY id DESC`, repo, branch)
 	if err != nil {
 		return nil, fmt.Errorf("layers of %s %s: %w", repo, branch, err)
 	}
-	out, err := collect(rs, func(sc scanner) (session.Layer, error) {
+	out, err := collect(rs, func(sc scanner) (changeset.Layer, error) {
 		var (
-			l     session.Layer
+			l     changeset.Layer
 			state string
 		)
 		err := sc.Scan(&l.ID, &l.Repo, &l.Branch, uuidCol{&l.Changeset}, oidCol{&l.Commit}, &state,
 			oidCol{&l.RevertCommit}, timeCol{&l.AcceptedAt}, timeCol{&l.UndoneAt})
-		l.State = session.LayerState(state)
+		l.State = changeset.LayerState(state)
 		return l, err
 	})
 	if err != nil {
@@ -1089,19 +1117,19 @@ func (s *store) ListLayers(ctx context.Context, repo, branch string) ([]session.
 	return out, nil
 }
 
-func (s *store) UndoLayer(ctx context.Context, changeset uuid.UUID, revert gitstore.OID, at time.Time) error {
+func (s *store) UndoLayer(ctx context.Context, cs uuid.UUID, revert gitstore.OID, at time.Time) error {
 	n, err := s.r.exec(ctx, `UPDATE layers SET state = 'undone', revert_commit = $2, undone_at = $3
-		WHERE changeset_id = $1 AND state = 'accepted'`, changeset.String(), oidArg(revert), timeArg(at))
+		WHERE changeset_id = $1 AND state = 'accepted'`, cs.String(), oidArg(revert), timeArg(at))
 	if err != nil {
-		return fmt.Errorf("undo layer %s: %w", changeset, err)
+		return fmt.Errorf("undo layer %s: %w", cs, err)
 	}
 	if n == 0 {
 		var state string
-		err := s.r.queryRow(ctx, `SELECT state FROM layers WHERE changeset_id = $1`, changeset.String()).Scan(&state)
+		err := s.r.queryRow(ctx, `SELECT state FROM layers WHERE changeset_id = $1`, cs.String()).Scan(&state)
 		if err != nil {
-			return fmt.Errorf("layer %s: %w", changeset, err)
+			return fmt.Errorf("layer %s: %w", cs, err)
 		}
-		return fmt.Errorf("undo layer %s: %w", changeset, &session.ConflictError{Field: "state", Current: state})
+		return fmt.Errorf("undo layer %s: %w", cs, &session.ConflictError{Field: "state", Current: state})
 	}
 	return nil
 }
@@ -1115,7 +1143,7 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func (s *store) SetRepoPolicy(ctx context.Context, p session.RepoPolicy) error {
+func (s *store) SetRepoPolicy(ctx context.Context, p changeset.Policy) error {
 	_, err := s.r.exec(ctx, `INSERT INTO repo_policies (repo, required_approvals, allow_checked_out, refuse_stale_reads)
 		VALUES ($1, $2, $3, $4) ON CONFLICT (repo) DO UPDATE SET required_approvals = excluded.required_approvals,
 		allow_checked_out = excluded.allow_checked_out, refuse_stale_reads = excluded.refuse_stale_reads`,
@@ -1126,13 +1154,13 @@ func (s *store) SetRepoPolicy(ctx context.Context, p session.RepoPolicy) error {
 	return nil
 }
 
-func (s *store) GetRepoPolicy(ctx context.Context, repo string) (session.RepoPolicy, error) {
-	p := session.RepoPolicy{Repo: repo}
+func (s *store) GetRepoPolicy(ctx context.Context, repo string) (changeset.Policy, error) {
+	p := changeset.Policy{Repo: repo}
 	var allow, refuse int
 	err := s.r.queryRow(ctx, `SELECT required_approvals, allow_checked_out, refuse_stale_reads
 		FROM repo_policies WHERE repo = $1`, repo).Scan(&p.RequiredApprovals, &allow, &refuse)
 	if err != nil {
-		return session.RepoPolicy{}, fmt.Errorf("policy of repository %q: %w", repo, err)
+		return changeset.Policy{}, fmt.Errorf("policy of repository %q: %w", repo, err)
 	}
 	p.AllowCheckedOut, p.RefuseStaleReads = allow != 0, refuse != 0
 	return p, nil
@@ -1195,9 +1223,29 @@ func (s *store) ListEvents(ctx context.Context, f session.EventFilter) ([]sessio
 	return out, nil
 }
 
+// Store is a database as the engines use it: package session's Store, and
+// package changeset's over the same database (Changesets).
+type Store interface {
+	session.Store
+	Changesets() changeset.Store
+}
+
+// changesets is the store as package changeset's Store: the same methods,
+// with InTx handing out changeset.Tx.
+type changesets struct{ *store }
+
+func (c changesets) InTx(ctx context.Context, fn func(changeset.Tx) error) error {
+	return c.atomic(ctx, func(t *store) error { return fn(t) })
+}
+
+// Changesets is the changeset store over the same database; its
+// transactions are the database's, so a changeset and its session change
+// at once.
+func (s *store) Changesets() changeset.Store { return changesets{s} }
+
 // Open opens the Postgres store when databaseURL is set and otherwise the
 // embedded store in dataDir, as `sessiond serve` does.
-func Open(ctx context.Context, databaseURL, dataDir string) (session.Store, error) {
+func Open(ctx context.Context, databaseURL, dataDir string) (Store, error) {
 	if databaseURL != "" {
 		return OpenPostgres(ctx, databaseURL)
 	}

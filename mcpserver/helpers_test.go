@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
@@ -78,7 +79,7 @@ func newEnv(t testing.TB) *env {
 	_, err = m.RegisterRepo(ctx, "calc", repo)
 	require.NoError(t, err)
 	e := &env{repoDir: repo, m: m, g: g}
-	e.api = api.New(api.Config{Manager: m, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Summaries: g,
+	e.api = api.New(api.Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Summaries: g,
 		MCP: mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend { return client.NewInProcess(e.api, token) }, mcpserver.Options{})})
 	e.admin = client.NewInProcess(e.api, adminToken)
 	return e

@@ -3,11 +3,10 @@
 // with stats, a line diff and a three-way line merge that make git's
 // choices, the three-way tree merge with structured conflicts, and the
 // operations built on it (cherry-pick, revert, rebase, merge of one
-// session's changes into another), selections of a patch's files and
+// session's changes into another), and selections of a patch's files and
 // hunks for a partial accept (select.go: the base with only the selected
-// hunks applied), and the review state of a changeset (review.go; it moves to package changeset with the rest of a
-// changeset's life). Accept, layers and undo, which need the store and
-// move refs, are built on Rebase and Revert here.
+// hunks applied). Package changeset's accept, layers and undo, which need
+// the store and move refs, are built on Rebase, Revert and Select here.
 //
 // Invariants:
 //   - Git fidelity. The line diff follows xdiff (Myers with git's

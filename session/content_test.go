@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/session"
@@ -108,16 +109,16 @@ func TestContentRulesOnMerges(t *testing.T) {
 
 	// The branch changes notes.txt the same way: rebasing the session
 	// onto it is refused, and so is accepting its changeset onto it.
-	_, err = e.m.SetRepoPolicy(ctx, session.RepoPolicy{Repo: "r", AllowCheckedOut: true})
+	_, err = e.cs().SetPolicy(ctx, changeset.Policy{Repo: "r", AllowCheckedOut: true})
 	require.NoError(t, err)
-	c, err := e.m.Submit(ctx, a.ID, session.SubmitOptions{Intent: "modules"})
+	c, err := e.cs().Submit(ctx, a.ID, changeset.SubmitOptions{Intent: "modules"})
 	require.NoError(t, err)
 	writeWorkFile(t, e, "notes.txt", notesBad)
 	e.git("commit", "-q", "-am", "upstream")
 	head := e.oid("main")
 	_, _, err = e.m.Rebase(ctx, a.ID, "main", "")
 	requireRule(t, err, overlay.RuleGitmodulesPath)
-	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{})
+	_, err = e.cs().Accept(ctx, c.ID, changeset.AcceptOptions{})
 	requireRule(t, err, overlay.RuleGitmodulesPath)
 	assert.Equal(t, head, e.oid("main"), "the branch did not move")
 	assert.Equal(t, notes, e.read(a.ID, ".gitmodules"))

@@ -1,8 +1,11 @@
 // Package session is the session engine: session lifecycle, file operations
 // over an overlay, the mutation log, checkpoints, rollback, fork, rebase,
-// merge, changesets with review, accept and undo, and events. It declares
-// the Store interface it needs for metadata; package db implements it for
-// Postgres and for the embedded SQLite default.
+// merge, and events. It declares the Store interface it needs for
+// metadata; package db implements it for Postgres and for the embedded
+// SQLite default. Changesets (submit, review, accept, layers, undo) are
+// package changeset's, which acts on sessions through Manager's Hold,
+// SessionInfo and CheckWrites (held.go) and record's types, so neither
+// package imports the other.
 //
 // Invariants:
 //   - Durability order. A mutation becomes durable in one order: its new

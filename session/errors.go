@@ -3,44 +3,35 @@ package session
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sessiond/sessiond/record"
 )
 
 // Sentinel errors. Callers test them with errors.Is; each maps to one API
-// error code. Store implementations translate their driver errors into these
-// at their boundary, so no driver error reaches the engine.
+// error code. They are package record's values under the engine's names,
+// so the store and package changeset return the same ones. Store
+// implementations translate their driver errors into these at their
+// boundary, so no driver error reaches the engine.
 var (
 	// ErrNotFound: no repository, session, checkpoint, changeset or layer by
 	// that id or name (API not_found).
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = record.ErrNotFound
 	// ErrConflict: a compare-and-swap found another value than expected, or
 	// the store could not serialize concurrent writers (API conflict). The
 	// error is usually a *ConflictError carrying the current value.
-	ErrConflict = errors.New("conflict")
+	ErrConflict = record.ErrConflict
 	// ErrDuplicate: a row with that id or name already exists.
-	ErrDuplicate = errors.New("already exists")
+	ErrDuplicate = record.ErrDuplicate
 	// ErrSessionClosed: a write to a session in a terminal state (API
 	// session_closed).
-	ErrSessionClosed = errors.New("session closed")
+	ErrSessionClosed = record.ErrSessionClosed
 	// ErrUnavailable: the store cannot be reached or is busy beyond its
 	// timeout (API unavailable). Retrying later may succeed.
-	ErrUnavailable = errors.New("store unavailable")
+	ErrUnavailable = record.ErrUnavailable
 )
 
 // ConflictError is a failed compare-and-swap. It matches ErrConflict.
-type ConflictError struct {
-	// Field names what was compared: "state", "head", "seq", "status".
-	Field string
-	// Current is the value found, in its text form (a state name, an object
-	// id, a decimal sequence number); empty when the row is gone.
-	Current string
-}
-
-func (e *ConflictError) Error() string {
-	return fmt.Sprintf("conflict: %s is %q", e.Field, e.Current)
-}
-
-// Is makes errors.Is(err, ErrConflict) true for a *ConflictError.
-func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+type ConflictError = record.ConflictError
 
 // Engine errors, beside the store sentinels above. Each maps to one API
 // error code; invalid paths are *overlay.PathError.
@@ -48,12 +39,12 @@ var (
 	// ErrInvalid: a request the engine cannot act on as given (API
 	// bad_request): an unknown op, a missing field, a directory where a
 	// file is needed.
-	ErrInvalid = errors.New("invalid request")
+	ErrInvalid = record.ErrInvalid
 	// ErrReadOnly: a write to a read_only session (API forbidden).
 	ErrReadOnly = errors.New("session is read-only")
 	// ErrForbidden: the session's path policy does not allow the access
 	// (API forbidden).
-	ErrForbidden = errors.New("forbidden by session policy")
+	ErrForbidden = record.ErrForbidden
 	// ErrPrecondition: a stale file version, or a create of a file that
 	// exists (API precondition_failed).
 	ErrPrecondition = errors.New("precondition failed")

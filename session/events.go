@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+
+	"github.com/sessiond/sessiond/record"
 )
 
 // Event types.
@@ -39,8 +41,8 @@ func (b *broker) waiter() <-chan struct{} {
 	return b.wake
 }
 
-// Notify wakes subscribers; for events appended to the store by other
-// parts of the engine (changesets, overlap detection).
+// Notify wakes subscribers; for events appended to the store by others
+// (package changeset, overlap detection).
 func (m *Manager) Notify() { m.events.notify() }
 
 // Subscribe streams events matching f (one session, or one repository with
@@ -86,16 +88,8 @@ func (m *Manager) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	return m.store.ListEvents(ctx, f)
 }
 
-// Payload is an event's payload: v as JSON. Only plain values built by
-// the engine and its observers (maps, structs of strings and numbers)
-// reach it, which always encode; anything else is a programming error.
-func Payload(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
+// Payload is an event's payload: v as JSON (record.Payload).
+func Payload(v any) json.RawMessage { return record.Payload(v) }
 
 func fileEvent(s Session, seq int64, c change, at time.Time) Event {
 	typ := EventFileWritten

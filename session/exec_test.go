@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/overlay"
@@ -166,9 +167,9 @@ func TestExecRecordsOneMutation(t *testing.T) {
 		res = e.sh(s.ID, "cat build/o a.out new.txt")
 		assert.Equal(t, "o\nx\nnew\n", string(res.Stdout))
 		assert.Nil(t, res.Mutation)
-		cs, err := e.m.Submit(t.Context(), s.ID, session.SubmitOptions{})
+		cs, err := e.cs().Submit(t.Context(), s.ID, changeset.SubmitOptions{})
 		require.NoError(t, err)
-		_, patch, err := e.m.ChangesetDiff(t.Context(), cs.ID)
+		_, patch, err := e.cs().Diff(t.Context(), cs.ID)
 		require.NoError(t, err)
 		var diffed []string
 		for _, f := range patch.Files {

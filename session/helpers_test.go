@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
@@ -22,8 +23,14 @@ type env struct {
 	t       testing.TB
 	dataDir string
 	repoDir string
-	store   session.Store
+	store   db.Store
 	m       *session.Manager
+}
+
+// cs is the changeset service over the engine and its store, as the
+// daemon wires it.
+func (e *env) cs() *changeset.Service {
+	return changeset.New(changeset.Config{Store: e.store.Changesets(), Sessions: e.m})
 }
 
 func newEnv(t testing.TB, fixture string) *env {

@@ -54,8 +54,6 @@ type Config struct {
 	AllowCaseCollisions bool
 	// Observers learn of every committed mutation and closed session.
 	Observers []Observer
-	// Changesets is the accept policy of repositories without their own.
-	Changesets ChangesetConfig
 	// Workdirs runs commands on sessions' views; nil: Exec is refused.
 	Workdirs *workdir.Manager
 	Exec     ExecConfig
@@ -78,10 +76,8 @@ type Manager struct {
 	events  *broker
 	// observers is fixed at construction.
 	observers []Observer
-	// changesets holds the accept defaults and the per-branch accept locks.
-	changesets changesets
-	workdirs   *workdir.Manager
-	exec       ExecConfig
+	workdirs  *workdir.Manager
+	exec      ExecConfig
 
 	mu    sync.Mutex // guards repos and live
 	repos map[string]*gitstore.Repo
@@ -102,18 +98,17 @@ func NewManager(cfg Config) *Manager {
 		now = time.Now
 	}
 	m := &Manager{
-		store:      cfg.Store,
-		dataDir:    cfg.DataDir,
-		limits:     cfg.Limits,
-		now:        func() time.Time { return now().UTC().Truncate(time.Microsecond) },
-		ovOpts:     overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions},
-		events:     newBroker(),
-		observers:  cfg.Observers,
-		changesets: changesets{cfg: cfg.Changesets},
-		workdirs:   cfg.Workdirs,
-		exec:       cfg.Exec,
-		repos:      make(map[string]*gitstore.Repo),
-		live:       make(map[uuid.UUID]*live),
+		store:     cfg.Store,
+		dataDir:   cfg.DataDir,
+		limits:    cfg.Limits,
+		now:       func() time.Time { return now().UTC().Truncate(time.Microsecond) },
+		ovOpts:    overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions},
+		events:    newBroker(),
+		observers: cfg.Observers,
+		workdirs:  cfg.Workdirs,
+		exec:      cfg.Exec,
+		repos:     make(map[string]*gitstore.Repo),
+		live:      make(map[uuid.UUID]*live),
 	}
 	if cfg.IdleUnload == 0 {
 		cfg.IdleUnload = DefaultIdleUnload

@@ -332,36 +332,6 @@ func TestRebaseAndRollbackHoldToPolicy(t *testing.T) {
 	}
 }
 
-// TestAcceptHoldsToSessionPolicy: a changeset carrying a path its session
-// may not write (a fork's inherited change under its deny glob) is not
-// accepted; the branch does not move.
-func TestAcceptHoldsToSessionPolicy(t *testing.T) {
-	e := newEnv(t, "small")
-	ctx := t.Context()
-	_, err := e.m.SetRepoPolicy(ctx, session.RepoPolicy{Repo: "r", AllowCheckedOut: true})
-	require.NoError(t, err)
-	p := e.create(session.CreateOptions{})
-	e.write(p.ID, "secret/key", "k\n")
-	e.write(p.ID, "src/ok.go", "package ok\n")
-	f, err := e.m.Fork(ctx, p.ID, session.ForkOptions{Policy: &session.Policy{Deny: []string{"secret/**"}}})
-	require.NoError(t, err)
-	c, err := e.m.Submit(ctx, f.ID, session.SubmitOptions{})
-	require.NoError(t, err)
-	main := e.git("rev-parse", "main")
-	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{})
-	assert.ErrorIs(t, err, session.ErrForbidden)
-	assert.Equal(t, main, e.git("rev-parse", "main"), "the branch did not move")
-	got, err := e.m.GetChangeset(ctx, c.ID)
-	require.NoError(t, err)
-	assert.Equal(t, session.ChangesetOpen, got.Status)
-
-	// The parent, which may write both, can.
-	cp, err := e.m.Submit(ctx, p.ID, session.SubmitOptions{})
-	require.NoError(t, err)
-	_, err = e.m.Accept(ctx, cp.ID, session.AcceptOptions{})
-	require.NoError(t, err)
-}
-
 // commitOnMain commits content at p on top of main with the git CLI,
 // through a temporary index, as another user of the repository would.
 func commitOnMain(t testing.TB, e *env, p, content string) {

@@ -2,23 +2,22 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
-	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
 )
 
 // Store is the metadata store behind the engine: repositories, sessions,
-// overlays and their mutation logs, checkpoints, changesets with reviews,
-// layers and events. Package db implements it for Postgres and SQLite; both
-// pass one conformance suite.
+// overlays and their mutation logs, checkpoints and events. Package db implements it for Postgres and SQLite;
+// both pass one conformance suite. Changesets, reviews and layers are
+// package changeset's store, over the same database.
 //
 // Every Tx method called on a Store is atomic on its own. InTx groups
-// several calls into one transaction (for example: set a changeset accepted,
-// add its layer and append the event). Store is safe for concurrent use, also
+// several calls into one transaction (for example: record a mutation and
+// append its events). Store is safe for concurrent use, also
 // by several processes sharing one database.
 type Store interface {
 	Tx
@@ -97,50 +96,6 @@ type Tx interface {
 	// ListCheckpoints returns a session's checkpoints by number.
 	ListCheckpoints(ctx context.Context, session uuid.UUID) ([]Checkpoint, error)
 
-	// CreateChangeset inserts a changeset; ErrNotFound when its session or
-	// repository does not exist.
-	CreateChangeset(ctx context.Context, c Changeset) error
-	GetChangeset(ctx context.Context, id uuid.UUID) (Changeset, error)
-	// ListChangesets returns changesets matching every set field of f,
-	// oldest first.
-	ListChangesets(ctx context.Context, f ChangesetFilter) ([]Changeset, error)
-	// SetChangesetStatus moves a changeset from status from to status to by
-	// compare-and-swap; a non-zero accepted sets AcceptedCommit. A
-	// *ConflictError carries the current status.
-	SetChangesetStatus(ctx context.Context, id uuid.UUID, from, to ChangesetStatus, accepted gitstore.OID, at time.Time) error
-	// ReviseChangeset replaces what a changeset puts under review (head,
-	// base, intent, target branch, revision, read set, status, UpdatedAt)
-	// by compare-and-swap on its head commit: a *ConflictError (Field
-	// "head") when the head is not oldHead or the changeset is accepted or
-	// undone. Its reviews stay.
-	ReviseChangeset(ctx context.Context, c Changeset, oldHead gitstore.OID) error
-	// SetChangesetSelection records what a partial accept took of the
-	// changeset and what it left out; ErrNotFound when there is no such
-	// changeset.
-	SetChangesetSelection(ctx context.Context, id uuid.UUID, sel AcceptedSelection) error
-	// AddReview records a review with its line comments. A zero r.ID gets a
-	// new UUID.
-	AddReview(ctx context.Context, r Review) (Review, error)
-	// ListReviews returns a changeset's reviews oldest first, with comments.
-	ListReviews(ctx context.Context, changeset uuid.UUID) ([]Review, error)
-
-	// AddLayer records an accepted changeset as the newest layer of its
-	// branch and assigns Layer.ID; ErrDuplicate when the changeset already
-	// has a layer.
-	AddLayer(ctx context.Context, l Layer) (Layer, error)
-	// ListLayers returns the layers of a branch, newest first.
-	ListLayers(ctx context.Context, repo, branch string) ([]Layer, error)
-	// UndoLayer marks the changeset's layer undone by compare-and-swap from
-	// accepted; a *ConflictError when it is already undone.
-	UndoLayer(ctx context.Context, changeset uuid.UUID, revert gitstore.OID, at time.Time) error
-
-	// SetRepoPolicy creates or replaces a repository's accept policy;
-	// ErrNotFound when the repository does not exist.
-	SetRepoPolicy(ctx context.Context, p RepoPolicy) error
-	// GetRepoPolicy returns a repository's accept policy; ErrNotFound when
-	// none was set.
-	GetRepoPolicy(ctx context.Context, repo string) (RepoPolicy, error)
-
 	// AppendEvent assigns the next event id and records e. Ids increase in
 	// commit order, so a reader resuming after id n never misses an event
 	// committed later with a smaller id. In a transaction, append events
@@ -158,22 +113,19 @@ type Repo struct {
 	CreatedAt time.Time
 }
 
-// State is a session's lifecycle state.
-type State string
+// State is a session's lifecycle state (package record's).
+type State = record.State
 
 // Session states. Active and submitted sessions accept writes; the others
 // are terminal.
 const (
-	StateActive    State = "active"
-	StateSubmitted State = "submitted"
-	StateAccepted  State = "accepted"
-	StateRejected  State = "rejected"
-	StateAbandoned State = "abandoned"
-	StateExpired   State = "expired"
+	StateActive    = record.StateActive
+	StateSubmitted = record.StateSubmitted
+	StateAccepted  = record.StateAccepted
+	StateRejected  = record.StateRejected
+	StateAbandoned = record.StateAbandoned
+	StateExpired   = record.StateExpired
 )
-
-// Terminal reports whether a session in state s refuses writes.
-func (s State) Terminal() bool { return s != StateActive && s != StateSubmitted }
 
 // Mode says whether a session may write.
 type Mode string
@@ -330,151 +282,10 @@ type Checkpoint struct {
 	CreatedAt time.Time
 }
 
-// ChangesetStatus is a changeset's review state.
-type ChangesetStatus string
-
-// Changeset statuses.
-const (
-	ChangesetOpen             ChangesetStatus = "open"
-	ChangesetApproved         ChangesetStatus = "approved"
-	ChangesetChangesRequested ChangesetStatus = "changes_requested"
-	ChangesetRejected         ChangesetStatus = "rejected"
-	ChangesetAccepted         ChangesetStatus = "accepted"
-	ChangesetUndone           ChangesetStatus = "undone"
-)
-
-// Changeset is a session's diff against its base, submitted for review.
-type Changeset struct {
-	ID           uuid.UUID
-	Session      uuid.UUID
-	Repo         string
-	TargetBranch string
-	Intent       string
-	Status       ChangesetStatus
-	BaseCommit   gitstore.OID
-	// HeadCommit is the checkpoint commit under review.
-	HeadCommit gitstore.OID
-	// AcceptedCommit is the commit on the target branch, once accepted.
-	AcceptedCommit gitstore.OID
-	AgentID        string
-	// Revision counts the submissions of the session this changeset
-	// carries: 1 at first, one more each time it is submitted again.
-	Revision int
-	// ReadSet is the base blob id of every base file the session had read
-	// when it was (last) submitted; nil for none.
-	ReadSet map[string]gitstore.OID
-	// Selection is what a partial accept took and left out; nil when the
-	// changeset was accepted whole (or not yet).
-	Selection *AcceptedSelection
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
-// AcceptedSelection is the part of a changeset a partial accept took
-// (files whole, hunks by index into the revision's diff) and the part it
-// left out, which stays in the session.
-type AcceptedSelection struct {
-	Taken   merge.Selection `json:"taken"`
-	LeftOut merge.Selection `json:"left_out"`
-}
-
-// ChangesetFilter selects changesets; zero fields match everything.
-type ChangesetFilter struct {
-	Repo    string
-	Status  ChangesetStatus
-	Session uuid.UUID
-	Limit   int
-}
-
-// Verdict is a review's outcome.
-type Verdict string
-
-// Review verdicts.
-const (
-	VerdictApprove        Verdict = "approve"
-	VerdictRequestChanges Verdict = "request_changes"
-	VerdictReject         Verdict = "reject"
-	VerdictComment        Verdict = "comment"
-)
-
-// Review is one review of a changeset.
-type Review struct {
-	ID        uuid.UUID
-	Changeset uuid.UUID
-	Verdict   Verdict
-	Body      string
-	Author    string
-	Comments  []LineComment
-	// Revision is the changeset revision the review looked at.
-	Revision  int
-	CreatedAt time.Time
-}
-
-// LineComment is a review comment on one line of a file.
-type LineComment struct {
-	Path string
-	Line int
-	Body string
-}
-
-// RepoPolicy is a repository's accept policy. A repository without one
-// uses the Manager's ChangesetConfig.
-type RepoPolicy struct {
-	Repo string
-	// RequiredApprovals is how many distinct approvals (on the current
-	// revision, none outstanding against) an accept needs; 0: none.
-	RequiredApprovals int
-	// AllowCheckedOut lets an accept move the branch a non-bare
-	// repository has checked out (its work tree is not updated), as git's
-	// receive.denyCurrentBranch=ignore.
-	AllowCheckedOut bool
-	// RefuseStaleReads makes an accept fail when a file the session read
-	// changed on the branch since its base, instead of only reporting it.
-	RefuseStaleReads bool
-}
-
-// LayerState says whether a layer is on its branch or was undone.
-type LayerState string
-
-// Layer states.
-const (
-	LayerAccepted LayerState = "accepted"
-	LayerUndone   LayerState = "undone"
-)
-
-// Layer is an accepted changeset on a branch.
-type Layer struct {
-	// ID orders the layers of a store; a newer layer has a larger ID.
-	ID        int64
-	Repo      string
-	Branch    string
-	Changeset uuid.UUID
-	// Commit is the commit the accept wrote on the branch.
-	Commit gitstore.OID
-	State  LayerState
-	// RevertCommit is the commit that undid the layer, once undone.
-	RevertCommit gitstore.OID
-	AcceptedAt   time.Time
-	UndoneAt     time.Time
-}
-
-// Event is one entry of the event log that SSE clients follow.
-type Event struct {
-	// ID increases by one per event in the store, in commit order.
-	ID   int64
-	Repo string
-	// Session is uuid.Nil for repository events.
-	Session uuid.UUID
-	Type    string
-	Payload json.RawMessage
-	At      time.Time
-}
+// Event is one entry of the event log that SSE clients follow (package
+// record's).
+type Event = record.Event
 
 // EventFilter selects events after an id, for one session or, when Session
 // is uuid.Nil, for one repository (including its sessions' events).
-type EventFilter struct {
-	Repo    string
-	Session uuid.UUID
-	After   int64
-	Limit   int
-}
+type EventFilter = record.EventFilter

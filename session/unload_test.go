@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -62,11 +63,11 @@ func TestFinishedSessionsAreUnloaded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, e.m.Loaded())
 
-	c, err := e.m.Submit(ctx, ids[1].ID, session.SubmitOptions{Intent: "f"})
+	c, err := e.cs().Submit(ctx, ids[1].ID, changeset.SubmitOptions{Intent: "f"})
 	require.NoError(t, err)
-	_, err = e.m.SetRepoPolicy(ctx, session.RepoPolicy{Repo: "r", AllowCheckedOut: true})
+	_, err = e.cs().SetPolicy(ctx, changeset.Policy{Repo: "r", AllowCheckedOut: true})
 	require.NoError(t, err)
-	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{})
+	_, err = e.cs().Accept(ctx, c.ID, changeset.AcceptOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, e.m.Loaded(), "accepted: unloaded")
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/internal/testrepo"
@@ -41,7 +42,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	b.Cleanup(func() { m.Close() })
 	_, err = m.RegisterRepo(ctx, "r", testrepo.Build(b, "small"))
 	require.NoError(b, err)
-	srv := httptest.NewServer(api.New(api.Config{Manager: m}))
+	srv := httptest.NewServer(api.New(api.Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m})}))
 	b.Cleanup(srv.Close)
 	e := &benchEnv{m: m, c: client.New(srv.URL, "")}
 	e.id = e.session(b)

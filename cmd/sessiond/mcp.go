@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
@@ -144,13 +145,15 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	defer wd.Close()
 	m = session.NewManager(session.Config{Store: store, DataDir: dataDir, Workdirs: wd, Observers: []session.Observer{g}})
 	defer m.Close()
+	// Changesets over the same store, acting on sessions through the engine.
+	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m})
 	name := repoName(repoPath)
 	if err := registerRepos(ctx, m, []string{name + "=" + repoPath}, log); err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	// No token: the engine is this process's own, reached through the
 	// API's handler for its rules and errors, with no network.
-	b := client.NewInProcess(api.New(api.Config{Manager: m, Logger: log, Summaries: g}), "")
+	b := client.NewInProcess(api.New(api.Config{Manager: m, Changesets: cs, Logger: log, Summaries: g}), "")
 	id := x.session
 	if id == "" {
 		s, err := b.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: name, Base: c.Base, Intent: c.Intent, AgentID: c.Agent, AgentName: c.Agent})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/internal/testrepo"
@@ -33,7 +34,7 @@ func BenchmarkMCPReadFile(b *testing.B) {
 	_, err = m.RegisterRepo(ctx, "r", testrepo.Build(b, "small"))
 	require.NoError(b, err)
 	var srvAPI *api.Server
-	srvAPI = api.New(api.Config{Manager: m, MCP: mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend {
+	srvAPI = api.New(api.Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), MCP: mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend {
 		return client.NewInProcess(srvAPI, token)
 	}, mcpserver.Options{})})
 	srv := httptest.NewServer(srvAPI)

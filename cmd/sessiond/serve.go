@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/api"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
@@ -158,6 +159,8 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		Observers: []session.Observer{g}, IdleUnload: c.IdleUnload,
 	})
 	defer m.Close()
+	// Changesets over the same store, acting on sessions through the engine.
+	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m})
 	if err := registerRepos(ctx, m, c.Repos, log); err != nil {
 		return err
 	}
@@ -169,7 +172,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		return client.NewInProcess(srvAPI, token)
 	}, mcpserver.Options{Logger: log})
 	srvAPI = api.New(api.Config{
-		Manager: m, AdminToken: c.AdminToken, TokenSecret: secret,
+		Manager: m, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: secret,
 		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, Summaries: g, MCP: mcpHandler,
 	})
 	ln, err := net.Listen("tcp", c.Addr)

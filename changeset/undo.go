@@ -1,4 +1,4 @@
-package session
+package changeset
 
 import (
 	"context"
@@ -12,10 +12,14 @@ import (
 
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
 )
 
 // UndoOptions name the layers to undo.
 type UndoOptions struct {
+	// Repo, when set, is the repository every changeset must be on
+	// (ErrInvalid otherwise).
+	Repo string
 	// Changesets are accepted changesets of one branch; they are undone
 	// newest layer first, whatever their order here.
 	Changesets []uuid.UUID
@@ -67,29 +71,32 @@ type Revert struct {
 // returns a *merge.ConflictError and writes nothing; a dry run returns
 // the conflicts in the result instead. The layers become undone and their
 // changesets undone, which is final.
-func (m *Manager) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error) {
+func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error) {
 	if len(opts.Changesets) == 0 {
-		return UndoResult{}, fmt.Errorf("%w: name the changesets to undo", ErrInvalid)
+		return UndoResult{}, fmt.Errorf("%w: name the changesets to undo", record.ErrInvalid)
 	}
 	var first Changeset
 	ids := map[uuid.UUID]bool{}
 	for i, id := range opts.Changesets {
-		c, err := m.GetChangeset(ctx, id)
+		c, err := s.Get(ctx, id)
 		if err != nil {
 			return UndoResult{}, err
+		}
+		if opts.Repo != "" && c.Repo != opts.Repo {
+			return UndoResult{}, fmt.Errorf("%w: changeset %s is on repository %q, not %q", record.ErrInvalid, id, c.Repo, opts.Repo)
 		}
 		if i == 0 {
 			first = c
 		} else if c.Repo != first.Repo || c.TargetBranch != first.TargetBranch {
-			return UndoResult{}, fmt.Errorf("%w: changesets %s and %s are on different branches", ErrInvalid, first.ID, id)
+			return UndoResult{}, fmt.Errorf("%w: changesets %s and %s are on different branches", record.ErrInvalid, first.ID, id)
 		}
 		ids[id] = true
 	}
-	r, err := m.repo(ctx, first.Repo)
+	r, err := s.sessions.GitRepo(ctx, first.Repo)
 	if err != nil {
 		return UndoResult{}, err
 	}
-	pol, err := m.RepoPolicy(ctx, first.Repo)
+	pol, err := s.Policy(ctx, first.Repo)
 	if err != nil {
 		return UndoResult{}, err
 	}
@@ -98,9 +105,9 @@ func (m *Manager) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 			return UndoResult{}, err
 		}
 	}
-	release := m.changesets.lockBranch(first.Repo, first.TargetBranch)
+	release := s.lockBranch(first.Repo, first.TargetBranch)
 	defer release()
-	all, err := m.store.ListLayers(ctx, first.Repo, first.TargetBranch)
+	all, err := s.store.ListLayers(ctx, first.Repo, first.TargetBranch)
 	if err != nil {
 		return UndoResult{}, err
 	}
@@ -108,7 +115,7 @@ func (m *Manager) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 	for _, l := range all {
 		if ids[l.Changeset] {
 			if l.State != LayerAccepted {
-				return UndoResult{}, fmt.Errorf("changeset %s is %s: %w", l.Changeset, l.State, &ConflictError{Field: "state", Current: string(l.State)})
+				return UndoResult{}, fmt.Errorf("changeset %s is %s: %w", l.Changeset, l.State, &record.ConflictError{Field: "state", Current: string(l.State)})
 			}
 			layers = append(layers, l)
 		}
@@ -117,7 +124,7 @@ func (m *Manager) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 		for id := range ids {
 			if !slices.ContainsFunc(layers, func(l Layer) bool { return l.Changeset == id }) {
 				return UndoResult{}, fmt.Errorf("changeset %s is not an accepted layer of %s: %w", id, first.TargetBranch,
-					&ConflictError{Field: "status", Current: string(first.Status)})
+					&record.ConflictError{Field: "status", Current: string(first.Status)})
 			}
 		}
 	}
@@ -127,7 +134,7 @@ func (m *Manager) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 		if err != nil {
 			return UndoResult{}, fmt.Errorf("branch %s: %w", first.TargetBranch, err)
 		}
-		res, steps, err := m.planUndo(ctx, r, head, layers, opts)
+		res, steps, err := planUndo(ctx, r, head, layers, opts)
 		if err != nil {
 			return UndoResult{}, err
 		}
@@ -139,7 +146,7 @@ func (m *Manager) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 			return UndoResult{}, &merge.ConflictError{Conflicts: res.Conflicts}
 		}
 		// Revert commits, oldest parent first; then the branch moves once.
-		now := m.now()
+		now := s.now()
 		sig := actorSignature(opts.Actor, now)
 		tip := head
 		for i := range res.Reverts {
@@ -166,7 +173,7 @@ func (m *Manager) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 			if errors.Is(err, gitstore.ErrRefConflict) || errors.Is(err, gitstore.ErrRefLocked) {
 				if attempt == acceptMaxAttempts {
 					cur, _ := r.ReadRef(ctx, ref)
-					return UndoResult{}, fmt.Errorf("undo: branch %s moved: %w", first.TargetBranch, &ConflictError{Field: "head", Current: oidString(cur)})
+					return UndoResult{}, fmt.Errorf("undo: branch %s moved: %w", first.TargetBranch, &record.ConflictError{Field: "head", Current: oidString(cur)})
 				}
 				continue
 			}
@@ -175,7 +182,7 @@ func (m *Manager) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 			}
 		}
 		res.Commit = tip
-		if err := m.recordUndo(ctx, res); err != nil {
+		if err := s.recordUndo(ctx, res); err != nil {
 			return UndoResult{}, fmt.Errorf("undo: %s is at %s but the undo was not recorded (undo again to record it): %w", first.TargetBranch, tip, err)
 		}
 		return res, nil
@@ -186,7 +193,7 @@ func (m *Manager) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 // memory: the tree after each step, what comes back, what stays and the
 // conflicts. A layer whose revert commit is already on the branch (found
 // by its trailer) is taken as done, with that commit.
-func (m *Manager) planUndo(ctx context.Context, r *gitstore.Repo, head gitstore.OID, layers []Layer, opts UndoOptions) (UndoResult, []gitstore.OID, error) {
+func planUndo(ctx context.Context, r *gitstore.Repo, head gitstore.OID, layers []Layer, opts UndoOptions) (UndoResult, []gitstore.OID, error) {
 	res := UndoResult{DryRun: opts.DryRun, Head: head}
 	hc, err := r.Commit(ctx, head)
 	if err != nil {
@@ -297,16 +304,16 @@ func sameEntry(a, b gitstore.Entry) bool { return a.Mode == b.Mode && a.OID == b
 
 // recordUndo records the undone layers and changesets and their events in
 // one transaction.
-func (m *Manager) recordUndo(ctx context.Context, res UndoResult) error {
-	now := m.now()
+func (s *Service) recordUndo(ctx context.Context, res UndoResult) error {
+	now := s.now()
 	var cs []Changeset
-	err := m.store.InTx(ctx, func(tx Tx) error {
+	err := s.store.InTx(ctx, func(tx Tx) error {
 		cs = cs[:0]
 		for _, rv := range res.Reverts {
 			if err := tx.UndoLayer(ctx, rv.Changeset, rv.RevertCommit, now); err != nil {
 				return err
 			}
-			if err := tx.SetChangesetStatus(ctx, rv.Changeset, ChangesetAccepted, ChangesetUndone, gitstore.ZeroOID, now); err != nil {
+			if err := tx.SetChangesetStatus(ctx, rv.Changeset, StatusAccepted, StatusUndone, gitstore.ZeroOID, now); err != nil {
 				return err
 			}
 			c, err := tx.GetChangeset(ctx, rv.Changeset)
@@ -314,7 +321,7 @@ func (m *Manager) recordUndo(ctx context.Context, res UndoResult) error {
 				return err
 			}
 			cs = append(cs, c)
-			if _, err := tx.AppendEvent(ctx, changesetEvent(EventChangesetUndone, c, map[string]any{
+			if _, err := tx.AppendEvent(ctx, event(EventUndone, c, map[string]any{
 				"layer": rv.Layer, "revert_commit": rv.RevertCommit.String(), "head": res.Commit.String(),
 			}, now)); err != nil {
 				return err
@@ -325,6 +332,6 @@ func (m *Manager) recordUndo(ctx context.Context, res UndoResult) error {
 	if err != nil {
 		return err
 	}
-	m.events.notify()
+	s.sessions.Notify()
 	return nil
 }

@@ -1,4 +1,4 @@
-package session
+package changeset
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
 )
 
 // AcceptOptions qualify an accept.
@@ -37,7 +38,7 @@ type AcceptOptions struct {
 	// Select, when set, accepts only part of the changeset: whole files
 	// and single hunks of its diff (merge.Select). What is left out
 	// stays in the session, which is rebased onto the new head and stays
-	// open. A bad selection is ErrInvalid (wrapping a
+	// open. A bad selection is record.ErrInvalid (wrapping a
 	// *merge.SelectionError) and writes nothing.
 	Select *merge.Selection
 	// Revision, when not 0, is the revision the caller reviewed (and made
@@ -101,20 +102,20 @@ const acceptMaxAttempts = 16
 //
 // A changeset may be accepted when its status is approved, or open with
 // no approvals required. A non-bare repository's checked-out branch is
-// refused (ErrForbidden) unless the policy allows it.
-func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) (AcceptResult, error) {
-	c, err := m.GetChangeset(ctx, id)
+// refused (record.ErrForbidden) unless the policy allows it.
+func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) (AcceptResult, error) {
+	c, err := s.Get(ctx, id)
 	if err != nil {
 		return AcceptResult{}, err
 	}
-	pol, err := m.RepoPolicy(ctx, c.Repo)
+	pol, err := s.Policy(ctx, c.Repo)
 	if err != nil {
 		return AcceptResult{}, err
 	}
 	if err := acceptable(c, pol); err != nil {
 		return AcceptResult{}, err
 	}
-	r, err := m.repo(ctx, c.Repo)
+	r, err := s.sessions.GitRepo(ctx, c.Repo)
 	if err != nil {
 		return AcceptResult{}, err
 	}
@@ -128,11 +129,11 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		}
 		opts.ExpectedHead = &h
 	}
-	release := m.changesets.lockBranch(c.Repo, c.TargetBranch)
+	release := s.lockBranch(c.Repo, c.TargetBranch)
 	defer release()
 	// Again under the lock: another accept of the same changeset may have
 	// finished while this one waited.
-	if c, err = m.GetChangeset(ctx, id); err != nil {
+	if c, err = s.Get(ctx, id); err != nil {
 		return AcceptResult{}, err
 	}
 	if err := acceptable(c, pol); err != nil {
@@ -140,9 +141,9 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	}
 	if opts.Revision != 0 && opts.Revision != c.Revision {
 		return AcceptResult{}, fmt.Errorf("changeset %s is at revision %d, not %d: %w", id, c.Revision, opts.Revision,
-			&ConflictError{Field: "revision", Current: strconv.Itoa(c.Revision)})
+			&record.ConflictError{Field: "revision", Current: strconv.Itoa(c.Revision)})
 	}
-	sess, err := m.store.GetSession(ctx, c.Session)
+	sess, err := s.sessions.SessionInfo(ctx, c.Session)
 	if err != nil {
 		return AcceptResult{}, err
 	}
@@ -150,7 +151,7 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	if err != nil {
 		return AcceptResult{}, fmt.Errorf("changeset %s head: %w", id, err)
 	}
-	if err := checkChangesetWrites(ctx, r, sess, c); err != nil {
+	if err := s.checkWrites(ctx, r, c); err != nil {
 		return AcceptResult{}, err
 	}
 	ref := gitstore.BranchRef(c.TargetBranch)
@@ -159,7 +160,7 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	// the selected changes only.
 	changesTree := headCommit.Tree
 	if opts.Select != nil {
-		if changesTree, res.Selection, err = m.selectChanges(ctx, r, c, headCommit.Tree, *opts.Select); err != nil {
+		if changesTree, res.Selection, err = selectChanges(ctx, r, c, headCommit.Tree, *opts.Select); err != nil {
 			return AcceptResult{}, err
 		}
 	}
@@ -180,7 +181,7 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 			}
 		}
 		if opts.ExpectedHead != nil && *opts.ExpectedHead != head {
-			return AcceptResult{}, fmt.Errorf("branch %s moved: %w", c.TargetBranch, &ConflictError{Field: "head", Current: oidString(head)})
+			return AcceptResult{}, fmt.Errorf("branch %s moved: %w", c.TargetBranch, &record.ConflictError{Field: "head", Current: oidString(head)})
 		}
 		tree := changesTree
 		res.Rebased, res.StaleReads = false, nil
@@ -215,10 +216,10 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 			}
 			return res, nil
 		}
-		now := m.now()
+		now := s.now()
 		commit, err := r.WriteCommit(ctx, gitstore.NewCommit{
 			Tree: tree, Parents: []gitstore.OID{parent},
-			Author:    committer(sess, gitstore.Signature{When: now}),
+			Author:    authorSignature(sess, now),
 			Committer: actorSignature(opts.Actor, now),
 			Message:   acceptMessage(c, sess, opts.Message),
 		})
@@ -235,13 +236,13 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		}
 		if opts.ExpectedHead != nil || attempt == acceptMaxAttempts {
 			cur, _ := r.ReadRef(ctx, ref)
-			return AcceptResult{}, fmt.Errorf("accept %s: branch %s moved: %w", id, c.TargetBranch, &ConflictError{Field: "head", Current: oidString(cur)})
+			return AcceptResult{}, fmt.Errorf("accept %s: branch %s moved: %w", id, c.TargetBranch, &record.ConflictError{Field: "head", Current: oidString(cur)})
 		}
 		if err := sleepCtx(ctx, time.Duration(attempt)*time.Duration(1+rand.IntN(4))*time.Millisecond); err != nil {
 			return AcceptResult{}, err
 		}
 	}
-	if err := m.recordAccept(ctx, c, &res); err != nil {
+	if err := s.recordAccept(ctx, c, &res); err != nil {
 		return AcceptResult{}, fmt.Errorf("accept %s: the commit %s is on %s but was not recorded (accept again to record it): %w",
 			id, res.Commit, c.TargetBranch, err)
 	}
@@ -250,31 +251,32 @@ func (m *Manager) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 
 // recordAccept records an accepted changeset: its status, its layer, its
 // session accepted and the events, in one transaction.
-func (m *Manager) recordAccept(ctx context.Context, c Changeset, res *AcceptResult) error {
+func (s *Service) recordAccept(ctx context.Context, c Changeset, res *AcceptResult) error {
 	// The session's lock, so its in-memory state follows the store.
-	ls, err := m.lockLive(ctx, c.Session)
+	h, err := s.sessions.Hold(ctx, c.Session)
 	if err != nil {
 		return err
 	}
-	defer ls.mu.Unlock()
-	now := m.now()
-	from := ls.meta.State
+	defer h.Release()
+	sess := h.Info()
+	now := s.now()
+	from := sess.State
 	partial := res.Selection != nil
 	// A whole accept closes the session; a partial one leaves it open with
 	// what was left out (submitted goes back to active, to revise).
-	toState := StateAccepted
+	toState := record.StateAccepted
 	if partial {
-		toState = StateActive
+		toState = record.StateActive
 	}
-	toAccepted := (from == StateActive || from == StateSubmitted) && from != toState
-	err = m.store.InTx(ctx, func(tx Tx) error {
+	toAccepted := (from == record.StateActive || from == record.StateSubmitted) && from != toState
+	err = s.store.InTx(ctx, func(tx Tx) error {
 		// The commit is on the branch: whatever review happened since the
 		// check, the changeset is accepted now.
 		cur, err := tx.GetChangeset(ctx, c.ID)
 		if err != nil {
 			return err
 		}
-		if err := tx.SetChangesetStatus(ctx, c.ID, cur.Status, ChangesetAccepted, res.Commit, now); err != nil {
+		if err := tx.SetChangesetStatus(ctx, c.ID, cur.Status, StatusAccepted, res.Commit, now); err != nil {
 			return err
 		}
 		l, err := tx.AddLayer(ctx, Layer{Repo: c.Repo, Branch: c.TargetBranch, Changeset: c.ID, Commit: res.Commit, State: LayerAccepted, AcceptedAt: now})
@@ -288,52 +290,41 @@ func (m *Manager) recordAccept(ctx context.Context, c Changeset, res *AcceptResu
 			}
 		}
 		if toAccepted {
-			if err := tx.SetSessionState(ctx, c.Session, from, toState, now); err != nil {
-				return err
-			}
-			next := ls.meta
-			next.State = toState
-			if _, err := tx.AppendEvent(ctx, stateEvent(next, from, now)); err != nil {
+			if err := h.MoveState(ctx, tx, toState, now); err != nil {
 				return err
 			}
 		}
 		acc := c
-		acc.Status = ChangesetAccepted
+		acc.Status = StatusAccepted
 		stale := make([]string, len(res.StaleReads))
-		for i, s := range res.StaleReads {
-			stale[i] = s.Path
+		for i, sr := range res.StaleReads {
+			stale[i] = sr.Path
 		}
 		extra := map[string]any{"commit": res.Commit.String(), "rebased": res.Rebased, "layer": l.ID, "stale_reads": stale}
 		if partial {
 			extra["selection"] = res.Selection
 		}
-		_, err = tx.AppendEvent(ctx, changesetEvent(EventChangesetAccepted, acc, extra, now))
+		_, err = tx.AppendEvent(ctx, event(EventAccepted, acc, extra, now))
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	res.Changeset = c
-	res.Changeset.Status, res.Changeset.AcceptedCommit, res.Changeset.UpdatedAt = ChangesetAccepted, res.Commit, now
+	res.Changeset.Status, res.Changeset.AcceptedCommit, res.Changeset.UpdatedAt = StatusAccepted, res.Commit, now
 	res.Changeset.Selection = res.Selection
-	if toAccepted {
-		ls.meta.State = toState
-		ls.meta.LastActiveAt = now
-	}
+	h.Committed(ctx)
 	if partial {
-		m.rebaseAfterPartial(ctx, ls, c, res)
+		rebaseAfterPartial(ctx, h, sess, c, res)
 	}
-	m.events.notify()
-	if toAccepted && !partial {
-		m.observeClosed(ctx, ls.meta)
-	}
+	s.sessions.Notify()
 	return nil
 }
 
 // selectChanges resolves a partial accept's selection against the
 // changeset's diff and writes the tree of the base with only the selected
 // changes. A selection of everything is a whole accept (nil selection).
-func (m *Manager) selectChanges(ctx context.Context, r *gitstore.Repo, c Changeset, headTree gitstore.OID, sel merge.Selection) (gitstore.OID, *AcceptedSelection, error) {
+func selectChanges(ctx context.Context, r *gitstore.Repo, c Changeset, headTree gitstore.OID, sel merge.Selection) (gitstore.OID, *AcceptedSelection, error) {
 	base, err := r.Commit(ctx, c.BaseCommit)
 	if err != nil {
 		return gitstore.OID{}, nil, fmt.Errorf("changeset %s base: %w", c.ID, err)
@@ -344,7 +335,7 @@ func (m *Manager) selectChanges(ctx context.Context, r *gitstore.Repo, c Changes
 	}
 	s, err := merge.Select(patch, sel)
 	if err != nil {
-		return gitstore.OID{}, nil, fmt.Errorf("%w: changeset %s revision %d: %w", ErrInvalid, c.ID, c.Revision, err)
+		return gitstore.OID{}, nil, fmt.Errorf("%w: changeset %s revision %d: %w", record.ErrInvalid, c.ID, c.Revision, err)
 	}
 	if s.All {
 		return headTree, nil, nil
@@ -361,43 +352,27 @@ func (m *Manager) selectChanges(ctx context.Context, r *gitstore.Repo, c Changes
 // the branch was still at the session's base the view stays exactly as it
 // is (the commit holds a part of it); when the branch had moved, the
 // session's changes are merged onto the commit, and a conflict leaves the
-// session where it was, reported in res. ls.mu is held.
-func (m *Manager) rebaseAfterPartial(ctx context.Context, ls *live, c Changeset, res *AcceptResult) {
-	commit, err := ls.repo.Commit(ctx, res.Commit)
-	if err != nil {
-		res.SessionError = "read the accepted commit: " + err.Error()
-		return
+// session where it was, reported in res. h is held.
+func rebaseAfterPartial(ctx context.Context, h record.Held, sess record.SessionInfo, c Changeset, res *AcceptResult) {
+	err := h.Rebase(ctx, res.Commit, sess.BaseCommit != c.BaseCommit || res.Rebased, "accept "+c.ID.String()[:8], c.TargetBranch)
+	var ce *merge.ConflictError
+	switch {
+	case errors.As(err, &ce):
+		res.SessionConflicts = ce.Conflicts
+	case err != nil:
+		res.SessionError = err.Error()
+	default:
+		res.SessionRebased = true
 	}
-	target := ls.tree
-	if ls.meta.BaseCommit != c.BaseCommit || res.Rebased {
-		merged, err := merge.Rebase(ctx, ls.repo, ls.baseTree, ls.tree, commit.Tree, merge.MergeOptions{
-			OursLabel: c.TargetBranch, TheirsLabel: "session " + ls.meta.ID.String()[:8], Render: true,
-		})
-		var ce *merge.ConflictError
-		if errors.As(err, &ce) {
-			res.SessionConflicts = ce.Conflicts
-			return
-		}
-		if err != nil {
-			res.SessionError = "rebase the session: " + err.Error()
-			return
-		}
-		target = merged.Tree
-	}
-	if _, err := m.replaceOverlay(ctx, ls, OpRebase, "accept "+c.ID.String()[:8], target, &newBase{commit: res.Commit, tree: commit.Tree}); err != nil {
-		res.SessionError = "rebase the session: " + err.Error()
-		return
-	}
-	res.SessionRebased = true
 }
 
 // acceptable checks that a changeset's status allows an accept.
-func acceptable(c Changeset, pol RepoPolicy) error {
-	conflict := &ConflictError{Field: "status", Current: string(c.Status)}
+func acceptable(c Changeset, pol Policy) error {
+	conflict := &record.ConflictError{Field: "status", Current: string(c.Status)}
 	switch c.Status {
-	case ChangesetApproved:
+	case StatusApproved:
 		return nil
-	case ChangesetOpen:
+	case StatusOpen:
 		if pol.RequiredApprovals == 0 {
 			return nil
 		}
@@ -409,19 +384,19 @@ func acceptable(c Changeset, pol RepoPolicy) error {
 // checkBranchWritable refuses the branch a non-bare repository has
 // checked out, unless the policy allows it (git's
 // receive.denyCurrentBranch).
-func checkBranchWritable(r *gitstore.Repo, branch string, pol RepoPolicy) error {
+func checkBranchWritable(r *gitstore.Repo, branch string, pol Policy) error {
 	if r.Bare() || pol.AllowCheckedOut {
 		return nil
 	}
 	if cur, _ := r.HeadBranch(); cur == branch {
-		return fmt.Errorf("%w: branch %q is checked out in the repository's work tree; sessiond does not update work trees (allow it with the repository policy allow_checked_out)", ErrForbidden, branch)
+		return fmt.Errorf("%w: branch %q is checked out in the repository's work tree; sessiond does not update work trees (allow it with the repository policy allow_checked_out)", record.ErrForbidden, branch)
 	}
 	return nil
 }
 
 // acceptMessage is the accept commit's message: the message or intent,
 // and the trailers.
-func acceptMessage(c Changeset, s Session, message string) string {
+func acceptMessage(c Changeset, s record.SessionInfo, message string) string {
 	msg := strings.TrimSpace(message)
 	if msg == "" {
 		msg = strings.TrimSpace(c.Intent)
@@ -497,23 +472,19 @@ func resolveExpectedHead(ctx context.Context, r *gitstore.Repo, rev string) (git
 	h, err := r.ResolveRevision(ctx, rev)
 	if err != nil {
 		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
-			return gitstore.OID{}, fmt.Errorf("%w: expected_head %q: %v", ErrInvalid, rev, err)
+			return gitstore.OID{}, fmt.Errorf("%w: expected_head %q: %v", record.ErrInvalid, rev, err)
 		}
 		return gitstore.OID{}, err
 	}
 	return h, nil
 }
 
-// checkChangesetWrites holds a changeset to its session's write policy:
-// every path it changes against its base must be one the session may
-// write, or the accept is refused (ErrForbidden) before anything is
-// written. The engine keeps such paths out of a session in the first
-// place; this keeps them off the branch whatever got them there.
-func checkChangesetWrites(ctx context.Context, r *gitstore.Repo, sess Session, c Changeset) error {
-	pol, err := compilePolicy(sess.Policy)
-	if err != nil {
-		return err
-	}
+// checkWrites holds a changeset to its session's write policy: every
+// path it changes against its base must be one the session may write, or
+// the accept is refused (ErrForbidden) before anything is written. The
+// engine keeps such paths out of a session in the first place; this keeps
+// them off the branch whatever got them there.
+func (s *Service) checkWrites(ctx context.Context, r *gitstore.Repo, c Changeset) error {
 	base, err := r.TreeOf(ctx, c.BaseCommit)
 	if err != nil {
 		return fmt.Errorf("changeset %s base: %w", c.ID, err)
@@ -522,8 +493,8 @@ func checkChangesetWrites(ctx context.Context, r *gitstore.Repo, sess Session, c
 	if err != nil {
 		return fmt.Errorf("changeset %s head: %w", c.ID, err)
 	}
-	if err := pol.checkTreeWrites(ctx, r, base, head, nil); err != nil {
-		return fmt.Errorf("accept changeset %s of session %s: %w", c.ID, sess.ID, err)
+	if err := s.sessions.CheckWrites(ctx, c.Session, r, base, head); err != nil {
+		return fmt.Errorf("accept changeset %s of session %s: %w", c.ID, c.Session, err)
 	}
 	return nil
 }

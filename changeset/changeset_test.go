@@ -1,4 +1,4 @@
-package session_test
+package changeset_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/merge"
@@ -64,16 +65,16 @@ func (e *csEnv) session(files map[string]string) session.Session {
 	return s
 }
 
-func (e *csEnv) submit(s session.Session, intent string) session.Changeset {
+func (e *csEnv) submit(s session.Session, intent string) changeset.Changeset {
 	e.t.Helper()
-	c, err := e.m.Submit(e.t.Context(), s.ID, session.SubmitOptions{Intent: intent})
+	c, err := e.cs.Submit(e.t.Context(), s.ID, changeset.SubmitOptions{Intent: intent})
 	require.NoError(e.t, err)
-	return c
+	return c.Changeset
 }
 
-func (e *csEnv) accept(c session.Changeset) session.AcceptResult {
+func (e *csEnv) accept(c changeset.Changeset) changeset.AcceptResult {
 	e.t.Helper()
-	res, err := e.m.Accept(e.t.Context(), c.ID, session.AcceptOptions{Actor: "reviewer"})
+	res, err := e.cs.Accept(e.t.Context(), c.ID, changeset.AcceptOptions{Actor: "reviewer"})
 	require.NoError(e.t, err)
 	return res
 }
@@ -139,7 +140,7 @@ func TestChangesetTimeMachine(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, session.StateAccepted, got.State)
 
-	layers, err := e.m.Layers(ctx, "bare", "main")
+	layers, err := e.cs.Layers(ctx, "bare", "main")
 	require.NoError(t, err)
 	require.Len(t, layers, 4)
 	assert.Equal(t, []uuid.UUID{c.Changeset.ID, b.Changeset.ID, a.Changeset.ID}, []uuid.UUID{layers[0].Changeset, layers[1].Changeset, layers[2].Changeset})
@@ -150,7 +151,7 @@ func TestChangesetTimeMachine(t *testing.T) {
 	gitWork := func(args ...string) string { return testrepo.Git(t, work, args...) }
 
 	// Undo B: B's changes are gone, A's and C's stay.
-	undoB, err := e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{b.Changeset.ID}, Actor: "undoer"})
+	undoB, err := e.cs.Undo(ctx, changeset.UndoOptions{Changesets: []uuid.UUID{b.Changeset.ID}, Actor: "undoer"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"lib.txt", "other.txt"}, undoB.ComesBack)
 	assert.Empty(t, undoB.Stays)
@@ -163,7 +164,7 @@ func TestChangesetTimeMachine(t *testing.T) {
 
 	// Undo A: a preview names feature.txt, which C still builds on.
 	before := e.head()
-	preview, err := e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID}, DryRun: true})
+	preview, err := e.cs.Undo(ctx, changeset.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID}, DryRun: true})
 	require.NoError(t, err)
 	require.Len(t, preview.Conflicts, 1)
 	assert.Equal(t, "feature.txt", preview.Conflicts[0].Path)
@@ -171,23 +172,23 @@ func TestChangesetTimeMachine(t *testing.T) {
 	assert.Equal(t, []string{"lib.txt"}, preview.ComesBack)
 	assert.True(t, preview.Commit.IsZero())
 	assert.Equal(t, before, e.head(), "a preview writes nothing")
-	_, err = e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID}})
+	_, err = e.cs.Undo(ctx, changeset.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID}})
 	var ce *merge.ConflictError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, before, e.head(), "a conflicting undo writes nothing")
-	layers, err = e.m.Layers(ctx, "bare", "main")
+	layers, err = e.cs.Layers(ctx, "bare", "main")
 	require.NoError(t, err)
-	assert.Equal(t, session.LayerAccepted, layers[2].State)
+	assert.Equal(t, changeset.LayerAccepted, layers[2].State)
 
 	// A preview of undoing A and C at once: clean.
-	preview, err = e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID, c.Changeset.ID}, DryRun: true})
+	preview, err = e.cs.Undo(ctx, changeset.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID, c.Changeset.ID}, DryRun: true})
 	require.NoError(t, err)
 	assert.Empty(t, preview.Conflicts)
 	assert.Equal(t, []string{"feature.txt", "lib.txt"}, preview.ComesBack)
 	assert.Equal(t, before, e.head())
 
 	// Undo A and C together (given oldest first, applied newest first).
-	undoAC, err := e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID, c.Changeset.ID}})
+	undoAC, err := e.cs.Undo(ctx, changeset.UndoOptions{Changesets: []uuid.UUID{a.Changeset.ID, c.Changeset.ID}})
 	require.NoError(t, err)
 	require.Len(t, undoAC.Reverts, 2)
 	assert.Equal(t, c.Changeset.ID, undoAC.Reverts[0].Changeset, "newest first")
@@ -198,20 +199,20 @@ func TestChangesetTimeMachine(t *testing.T) {
 	assert.Equal(t, undoAC.Reverts[0].RevertCommit.String(), e.bgit("rev-parse", "main~1"), "one revert commit per layer")
 	assert.Contains(t, e.bgit("log", "-1", "--format=%B", "main"), "Sessiond-Undo: "+a.Changeset.ID.String())
 
-	layers, err = e.m.Layers(ctx, "bare", "main")
+	layers, err = e.cs.Layers(ctx, "bare", "main")
 	require.NoError(t, err)
-	for i, want := range []session.LayerState{session.LayerUndone, session.LayerUndone, session.LayerUndone, session.LayerAccepted} {
+	for i, want := range []changeset.LayerState{changeset.LayerUndone, changeset.LayerUndone, changeset.LayerUndone, changeset.LayerAccepted} {
 		assert.Equal(t, want, layers[i].State, "layer %d", i)
-		if want == session.LayerUndone {
+		if want == changeset.LayerUndone {
 			assert.False(t, layers[i].UndoneAt.IsZero())
 			assert.False(t, layers[i].RevertCommit.IsZero())
 		}
 	}
-	cs, err := e.m.GetChangeset(ctx, b.Changeset.ID)
+	cs, err := e.cs.Get(ctx, b.Changeset.ID)
 	require.NoError(t, err)
-	assert.Equal(t, session.ChangesetUndone, cs.Status)
+	assert.Equal(t, changeset.StatusUndone, cs.Status)
 	// Undone is final.
-	_, err = e.m.Undo(ctx, session.UndoOptions{Changesets: []uuid.UUID{b.Changeset.ID}})
+	_, err = e.cs.Undo(ctx, changeset.UndoOptions{Changesets: []uuid.UUID{b.Changeset.ID}})
 	assert.ErrorIs(t, err, session.ErrConflict)
 	e.bgit("fsck", "--strict", "--no-dangling")
 }
@@ -223,7 +224,7 @@ func TestChangesetAcceptConcurrent(t *testing.T) {
 	ctx := t.Context()
 	base := e.head()
 	const n = 8
-	var cs []session.Changeset
+	var cs []changeset.Changeset
 	for i := range n {
 		s := e.session(map[string]string{fmt.Sprintf("c/%d.txt", i): fmt.Sprintf("change %d\n", i)})
 		cs = append(cs, e.submit(s, fmt.Sprintf("change %d", i)))
@@ -231,7 +232,7 @@ func TestChangesetAcceptConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { _, errs[i] = e.m.Accept(ctx, cs[i].ID, session.AcceptOptions{}) })
+		wg.Go(func() { _, errs[i] = e.cs.Accept(ctx, cs[i].ID, changeset.AcceptOptions{}) })
 	}
 	wg.Wait()
 	for i := range n {
@@ -245,7 +246,7 @@ func TestChangesetAcceptConcurrent(t *testing.T) {
 	assert.Empty(t, e.bgit("rev-list", "--merges", "main"), "linear history")
 	assert.Len(t, strings.Fields(e.bgit("rev-list", base.String()+"..main")), n)
 	e.bgit("fsck", "--strict", "--no-dangling")
-	layers, err := e.m.Layers(ctx, "bare", "main")
+	layers, err := e.cs.Layers(ctx, "bare", "main")
 	require.NoError(t, err)
 	assert.Len(t, layers, n)
 }
@@ -256,7 +257,7 @@ func TestChangesetAcceptRaceGitCLI(t *testing.T) {
 	e := newChangesetEnv(t)
 	ctx := t.Context()
 	const n = 6
-	var cs []session.Changeset
+	var cs []changeset.Changeset
 	for i := range n {
 		s := e.session(map[string]string{fmt.Sprintf("s/%d.txt", i): "sessiond\n"})
 		cs = append(cs, e.submit(s, fmt.Sprintf("sessiond %d", i)))
@@ -300,10 +301,10 @@ func TestChangesetAcceptRaceGitCLI(t *testing.T) {
 		}
 		// A lost race ends in a conflict; the client tries again, as
 		// clients of a compare-and-swap do.
-		var res session.AcceptResult
+		var res changeset.AcceptResult
 		var err error
 		for range 20 {
-			if res, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{}); !errors.Is(err, session.ErrConflict) {
+			if res, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{}); !errors.Is(err, session.ErrConflict) {
 				break
 			}
 		}
@@ -334,67 +335,67 @@ func TestChangesetAcceptRaceGitCLI(t *testing.T) {
 func TestChangesetReview(t *testing.T) {
 	e := newChangesetEnv(t)
 	ctx := t.Context()
-	_, err := e.m.SetRepoPolicy(ctx, session.RepoPolicy{Repo: "bare", RequiredApprovals: 2})
+	_, err := e.cs.SetPolicy(ctx, changeset.Policy{Repo: "bare", RequiredApprovals: 2})
 	require.NoError(t, err)
 	s := e.session(map[string]string{"a.txt": "reviewed\n"})
 	c := e.submit(s, "needs review")
-	assert.Equal(t, session.ChangesetOpen, c.Status)
+	assert.Equal(t, changeset.StatusOpen, c.Status)
 	assert.Equal(t, 1, c.Revision)
 	got, err := e.m.Get(ctx, s.ID)
 	require.NoError(t, err)
 	assert.Equal(t, session.StateSubmitted, got.State)
 
-	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{})
+	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{})
 	assert.ErrorIs(t, err, session.ErrConflict, "two approvals required")
 
-	review := func(author string, v session.Verdict, comments ...session.LineComment) session.Changeset {
+	review := func(author string, v changeset.Verdict, comments ...changeset.LineComment) changeset.Changeset {
 		t.Helper()
-		_, cs, err := e.m.Review(ctx, c.ID, session.ReviewInput{Verdict: v, Author: author, Body: string(v), Comments: comments})
+		_, cs, err := e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: v, Author: author, Body: string(v), Comments: comments})
 		require.NoError(t, err)
-		return cs
+		return cs.Changeset
 	}
-	assert.Equal(t, session.ChangesetChangesRequested, review("bob", session.VerdictRequestChanges, session.LineComment{Path: "a.txt", Line: 1, Body: "why?"}).Status)
-	assert.Equal(t, session.ChangesetChangesRequested, review("alice", session.VerdictApprove).Status)
-	assert.Equal(t, session.ChangesetChangesRequested, review("bob", session.VerdictComment).Status)
-	assert.Equal(t, session.ChangesetApproved, review("bob", session.VerdictApprove).Status)
-	_, _, err = e.m.Review(ctx, c.ID, session.ReviewInput{Verdict: "lgtm", Author: "x"})
+	assert.Equal(t, changeset.StatusChangesRequested, review("bob", changeset.VerdictRequestChanges, changeset.LineComment{Path: "a.txt", Line: 1, Body: "why?"}).Status)
+	assert.Equal(t, changeset.StatusChangesRequested, review("alice", changeset.VerdictApprove).Status)
+	assert.Equal(t, changeset.StatusChangesRequested, review("bob", changeset.VerdictComment).Status)
+	assert.Equal(t, changeset.StatusApproved, review("bob", changeset.VerdictApprove).Status)
+	_, _, err = e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: "lgtm", Author: "x"})
 	assert.ErrorIs(t, err, session.ErrInvalid)
-	_, _, err = e.m.Review(ctx, c.ID, session.ReviewInput{Verdict: session.VerdictComment, Author: "x",
-		Comments: []session.LineComment{{Path: "README.md", Line: 1, Body: "not in the diff"}}})
+	_, _, err = e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: changeset.VerdictComment, Author: "x",
+		Comments: []changeset.LineComment{{Path: "README.md", Line: 1, Body: "not in the diff"}}})
 	assert.ErrorIs(t, err, session.ErrInvalid)
 
 	// Writing after submit is allowed; the changeset stays frozen until
 	// the session is submitted again, which starts a new revision.
 	e.write(s.ID, "a.txt", "reviewed, then changed\n")
-	_, patch, err := e.m.ChangesetDiff(ctx, c.ID)
+	_, patch, err := e.cs.Diff(ctx, c.ID)
 	require.NoError(t, err)
 	assert.Contains(t, string(patch.Unified()), "+reviewed\n")
 	c2 := e.submit(s, "")
 	assert.Equal(t, c.ID, c2.ID)
 	assert.Equal(t, 2, c2.Revision)
-	assert.Equal(t, session.ChangesetOpen, c2.Status, "approvals were for revision 1")
+	assert.Equal(t, changeset.StatusOpen, c2.Status, "approvals were for revision 1")
 	assert.Equal(t, "needs review", c2.Intent)
-	reviews, err := e.m.Reviews(ctx, c.ID)
+	reviews, err := e.cs.Reviews(ctx, c.ID)
 	require.NoError(t, err)
 	assert.Len(t, reviews, 4, "the history stays")
 	assert.Equal(t, c2, e.submit(s, ""), "submitting an unchanged session changes nothing")
 
-	review("alice", session.VerdictApprove)
-	review("carol", session.VerdictApprove)
+	review("alice", changeset.VerdictApprove)
+	review("carol", changeset.VerdictApprove)
 	res := e.accept(c2)
 	assert.Equal(t, "reviewed, then changed\n", e.file(res.Commit.String(), "a.txt"))
-	_, _, err = e.m.Review(ctx, c.ID, session.ReviewInput{Verdict: session.VerdictReject, Author: "late"})
+	_, _, err = e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: changeset.VerdictReject, Author: "late"})
 	assert.ErrorIs(t, err, session.ErrConflict, "an accepted changeset takes comments only")
-	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{})
+	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{})
 	assert.ErrorIs(t, err, session.ErrConflict, "accepted once")
 	_, _, err = e.m.Write(ctx, s.ID, "a.txt", []byte("x"), session.WriteOptions{})
 	assert.ErrorIs(t, err, session.ErrSessionClosed, "an accepted session is closed")
 
 	rejected := e.submit(e.session(map[string]string{"b.txt": "b\n"}), "no")
-	_, cs, err := e.m.Review(ctx, rejected.ID, session.ReviewInput{Verdict: session.VerdictReject, Author: "bob"})
+	_, cs, err := e.cs.Review(ctx, rejected.ID, changeset.ReviewInput{Verdict: changeset.VerdictReject, Author: "bob"})
 	require.NoError(t, err)
-	assert.Equal(t, session.ChangesetRejected, cs.Status)
-	_, err = e.m.Accept(ctx, rejected.ID, session.AcceptOptions{})
+	assert.Equal(t, changeset.StatusRejected, cs.Status)
+	_, err = e.cs.Accept(ctx, rejected.ID, changeset.AcceptOptions{})
 	assert.ErrorIs(t, err, session.ErrConflict)
 }
 
@@ -413,26 +414,26 @@ func TestChangesetAcceptRules(t *testing.T) {
 	c1, c2, c3 := e.submit(s1, "one"), e.submit(s2, "two"), e.submit(reader, "reader")
 
 	wrong := gitstore.MustParseOID(strings.Repeat("1", 40))
-	_, err := e.m.Accept(ctx, c1.ID, session.AcceptOptions{ExpectedHead: &wrong})
+	_, err := e.cs.Accept(ctx, c1.ID, changeset.AcceptOptions{ExpectedHead: &wrong})
 	var ce *session.ConflictError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "head", ce.Field)
 	assert.Equal(t, base.String(), ce.Current)
-	r1, err := e.m.Accept(ctx, c1.ID, session.AcceptOptions{ExpectedHead: &base})
+	r1, err := e.cs.Accept(ctx, c1.ID, changeset.AcceptOptions{ExpectedHead: &base})
 	require.NoError(t, err)
 
-	_, err = e.m.Accept(ctx, c2.ID, session.AcceptOptions{})
+	_, err = e.cs.Accept(ctx, c2.ID, changeset.AcceptOptions{})
 	var mc *merge.ConflictError
 	require.ErrorAs(t, err, &mc)
 	assert.Equal(t, "a.txt", mc.Conflicts[0].Path)
 	assert.Equal(t, r1.Commit, e.head(), "a conflict writes nothing")
 
-	_, err = e.m.Accept(ctx, c3.ID, session.AcceptOptions{RequireFreshReads: true})
-	var se *session.StaleReadsError
+	_, err = e.cs.Accept(ctx, c3.ID, changeset.AcceptOptions{RequireFreshReads: true})
+	var se *changeset.StaleReadsError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "a.txt", se.Reads[0].Path)
 	assert.ErrorIs(t, err, session.ErrConflict)
-	r3, err := e.m.Accept(ctx, c3.ID, session.AcceptOptions{})
+	r3, err := e.cs.Accept(ctx, c3.ID, changeset.AcceptOptions{})
 	require.NoError(t, err)
 	require.Len(t, r3.StaleReads, 1, "reported, not refused")
 	assert.Equal(t, "a.txt", r3.StaleReads[0].Path)
@@ -440,13 +441,13 @@ func TestChangesetAcceptRules(t *testing.T) {
 	// The branch a work tree has checked out: refused unless allowed.
 	w := e.create(session.CreateOptions{Repo: "r", Base: "main"})
 	e.write(w.ID, "w.txt", "w\n")
-	cw, err := e.m.Submit(ctx, w.ID, session.SubmitOptions{})
+	cw, err := e.cs.Submit(ctx, w.ID, changeset.SubmitOptions{})
 	require.NoError(t, err)
-	_, err = e.m.Accept(ctx, cw.ID, session.AcceptOptions{})
+	_, err = e.cs.Accept(ctx, cw.ID, changeset.AcceptOptions{})
 	assert.ErrorIs(t, err, session.ErrForbidden)
-	_, err = e.m.SetRepoPolicy(ctx, session.RepoPolicy{Repo: "r", AllowCheckedOut: true})
+	_, err = e.cs.SetPolicy(ctx, changeset.Policy{Repo: "r", AllowCheckedOut: true})
 	require.NoError(t, err)
-	_, err = e.m.Accept(ctx, cw.ID, session.AcceptOptions{})
+	_, err = e.cs.Accept(ctx, cw.ID, changeset.AcceptOptions{})
 	require.NoError(t, err)
 
 	// Recovery: the branch already carries the changeset's commit (an
@@ -458,12 +459,42 @@ func TestChangesetAcceptRules(t *testing.T) {
 	require.Equal(t, head, c4.BaseCommit.String())
 	commit := e.bgit("commit-tree", tree, "-p", head, "-m", "four\n\nSessiond-Changeset: "+c4.ID.String())
 	e.bgit("update-ref", "refs/heads/main", commit, head)
-	r4, err := e.m.Accept(ctx, c4.ID, session.AcceptOptions{})
+	r4, err := e.cs.Accept(ctx, c4.ID, changeset.AcceptOptions{})
 	require.NoError(t, err)
 	assert.True(t, r4.Recovered)
 	assert.Equal(t, commit, r4.Commit.String())
 	assert.Equal(t, commit, e.head().String(), "nothing new written")
-	layers, err := e.m.Layers(ctx, "bare", "main")
+	layers, err := e.cs.Layers(ctx, "bare", "main")
 	require.NoError(t, err)
 	assert.Equal(t, c4.ID, layers[0].Changeset)
+}
+
+// TestAcceptHoldsToSessionPolicy: a changeset carrying a path its session
+// may not write (a fork's inherited change under its deny glob) is not
+// accepted; the branch does not move.
+func TestAcceptHoldsToSessionPolicy(t *testing.T) {
+	e := newEnv(t, "small")
+	ctx := t.Context()
+	_, err := e.cs.SetPolicy(ctx, changeset.Policy{Repo: "r", AllowCheckedOut: true})
+	require.NoError(t, err)
+	p := e.create(session.CreateOptions{})
+	e.write(p.ID, "secret/key", "k\n")
+	e.write(p.ID, "src/ok.go", "package ok\n")
+	f, err := e.m.Fork(ctx, p.ID, session.ForkOptions{Policy: &session.Policy{Deny: []string{"secret/**"}}})
+	require.NoError(t, err)
+	c, err := e.cs.Submit(ctx, f.ID, changeset.SubmitOptions{})
+	require.NoError(t, err)
+	main := e.git("rev-parse", "main")
+	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{})
+	assert.ErrorIs(t, err, session.ErrForbidden)
+	assert.Equal(t, main, e.git("rev-parse", "main"), "the branch did not move")
+	got, err := e.cs.Get(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Equal(t, changeset.StatusOpen, got.Status)
+
+	// The parent, which may write both, can.
+	cp, err := e.cs.Submit(ctx, p.ID, changeset.SubmitOptions{})
+	require.NoError(t, err)
+	_, err = e.cs.Accept(ctx, cp.ID, changeset.AcceptOptions{})
+	require.NoError(t, err)
 }

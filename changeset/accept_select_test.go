@@ -1,4 +1,4 @@
-package session_test
+package changeset_test
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/merge"
@@ -166,7 +167,7 @@ func TestAcceptSelectProperty(t *testing.T) {
 			e.write(s.ID, dir+"/added.txt", newLine()+"\n")
 		}
 		c := e.submit(s, "work "+dir)
-		_, patch, err := e.m.ChangesetDiff(ctx, c.ID)
+		_, patch, err := e.cs.Diff(ctx, c.ID)
 		require.NoError(rt, err)
 
 		// A random selection: per file whole, left out, or some hunks.
@@ -197,7 +198,7 @@ func TestAcceptSelectProperty(t *testing.T) {
 			sel.Files, left.Files = append(sel.Files, left.Files[0]), left.Files[1:]
 		}
 
-		res, err := e.m.Accept(ctx, c.ID, session.AcceptOptions{Actor: "reviewer", Select: &sel})
+		res, err := e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{Actor: "reviewer", Select: &sel})
 		require.NoError(rt, err)
 		branch := gitstore.MustParseOID(e.bgit("rev-parse", "main^{tree}"))
 		assert.Equal(rt, e.gitApply(bc.Tree, selectPatch(patch, sel).Unified()), branch,
@@ -206,9 +207,9 @@ func TestAcceptSelectProperty(t *testing.T) {
 		assert.Equal(rt, baseHead.String(), e.bgit("rev-parse", "main^"))
 
 		partial := !left.IsEmpty()
-		got, err := e.m.GetChangeset(ctx, c.ID)
+		got, err := e.cs.Get(ctx, c.ID)
 		require.NoError(rt, err)
-		assert.Equal(rt, session.ChangesetAccepted, got.Status)
+		assert.Equal(rt, changeset.StatusAccepted, got.Status)
 		if !partial {
 			assert.Nil(rt, got.Selection, "a selection of everything is a whole accept")
 			return
@@ -290,7 +291,7 @@ func TestAcceptSelect(t *testing.T) {
 		"new.txt": "new\n",
 	})
 	c := e.submit(s, "three hunks and a file")
-	_, patch, err := e.m.ChangesetDiff(ctx, c.ID)
+	_, patch, err := e.cs.Diff(ctx, c.ID)
 	require.NoError(t, err)
 	require.Len(t, patch.Files, 2)
 	require.Len(t, patch.Files[0].Hunks, 3)
@@ -310,19 +311,19 @@ func TestAcceptSelect(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.m.Accept(ctx, c.ID, session.AcceptOptions{Select: &tc.sel})
+			_, err := e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{Select: &tc.sel})
 			require.ErrorIs(t, err, session.ErrInvalid)
 			require.ErrorIs(t, err, merge.ErrBadSelection)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Equal(t, before, e.head(), "nothing written")
-			got, err := e.m.GetChangeset(ctx, c.ID)
+			got, err := e.cs.Get(ctx, c.ID)
 			require.NoError(t, err)
-			assert.Equal(t, session.ChangesetOpen, got.Status)
+			assert.Equal(t, changeset.StatusOpen, got.Status)
 		})
 	}
 
 	// A selection made on another revision is refused.
-	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{Select: &merge.Selection{Hunks: map[string][]int{"doc.txt": {0}}}, Revision: 2})
+	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{Select: &merge.Selection{Hunks: map[string][]int{"doc.txt": {0}}}, Revision: 2})
 	var rce *session.ConflictError
 	require.ErrorAs(t, err, &rce)
 	assert.Equal(t, "revision", rce.Field)
@@ -335,7 +336,7 @@ func TestAcceptSelect(t *testing.T) {
 	moved := e.head()
 
 	sel := merge.Selection{Hunks: map[string][]int{"doc.txt": {0, 2}}}
-	dry, err := e.m.Accept(ctx, c.ID, session.AcceptOptions{Select: &sel, DryRun: true})
+	dry, err := e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{Select: &sel, DryRun: true})
 	require.NoError(t, err)
 	assert.True(t, dry.DryRun)
 	assert.Equal(t, moved, dry.Head)
@@ -343,12 +344,12 @@ func TestAcceptSelect(t *testing.T) {
 	require.NotNil(t, dry.Preview)
 	require.Len(t, dry.Preview.Files, 1)
 	assert.Equal(t, []string{"-line 2\n", "+two\n", "-line 38\n", "+thirty-eight\n"}, changedLines(dry.Preview.Files[0].Hunks))
-	got, err := e.m.GetChangeset(ctx, c.ID)
+	got, err := e.cs.Get(ctx, c.ID)
 	require.NoError(t, err)
-	assert.Equal(t, session.ChangesetOpen, got.Status)
+	assert.Equal(t, changeset.StatusOpen, got.Status)
 	assert.Nil(t, got.Selection)
 
-	res, err := e.m.Accept(ctx, c.ID, session.AcceptOptions{Select: &sel, Revision: 1})
+	res, err := e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{Select: &sel, Revision: 1})
 	require.NoError(t, err)
 	assert.True(t, res.Rebased)
 	assert.Equal(t, moved.String(), e.bgit("rev-parse", "main^"))
@@ -365,14 +366,14 @@ func TestAcceptSelect(t *testing.T) {
 	assert.Equal(t, lines(40, map[int]string{2: "two", 20: "twenty", 38: "thirty-eight"}), e.read(s.ID, "doc.txt"))
 	c2 := e.submit(s, "the rest")
 	assert.NotEqual(t, c.ID, c2.ID)
-	_, rest, err := e.m.ChangesetDiff(ctx, c2.ID)
+	_, rest, err := e.cs.Diff(ctx, c2.ID)
 	require.NoError(t, err)
 	require.Len(t, rest.Files, 2)
 	assert.Equal(t, []string{"-line 20\n", "+twenty\n"}, changedLines(rest.Files[0].Hunks))
 	assert.Equal(t, "new.txt", rest.Files[1].Path())
 
 	// An accepted changeset cannot be accepted again, in part or whole.
-	_, err = e.m.Accept(ctx, c.ID, session.AcceptOptions{Select: &sel})
+	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{Select: &sel})
 	var ce *session.ConflictError
 	require.True(t, errors.As(err, &ce), "%v", err)
 }

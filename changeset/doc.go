@@ -1,0 +1,49 @@
+// Package changeset owns the reviewable unit and its life: changesets and
+// their revisions, reviews and line comments, the vote rules, accept
+// (commit-on-accept with compare-and-swap, whole or selected hunks),
+// stale reads, the layers of a branch and their undo, the repositories'
+// accept policies, and the view a reviewer sees. It works over gitstore
+// and merge, a Store of its own (package db implements it; one conformance
+// suite for both databases) and the session engine as Sessions declares
+// it (session.Manager); it does not import package session.
+//
+// The rules, in one place:
+//
+//   - Submit checkpoints the session and freezes that checkpoint commit as
+//     the changeset's head. The session may go on writing (submitted
+//     sessions accept writes); what is under review does not change until
+//     the session is submitted again, which revises the same changeset:
+//     a new head, Revision+1, status back to open. Reviews stay, each
+//     recording the revision it looked at; the status follows the reviews
+//     of the current revision only (ReviewStatus). The stats of the
+//     revision's diff are kept with it, so a view renders no patch.
+//   - Accept writes one commit on the target branch and moves the branch by
+//     compare-and-swap (git's <ref>.lock). The order is: the commit is
+//     durable, then the ref moves, then the store records the changeset
+//     accepted, its layer, the session accepted and the events in one
+//     transaction. A crash (or store failure) after the ref moved leaves
+//     the commit on the branch and the changeset not accepted; accepting
+//     again finds the commit by its Sessiond-Changeset trailer on the
+//     branch and only records it. Undo does the same with its
+//     Sessiond-Undo trailer.
+//   - A partial accept (AcceptOptions.Select) commits the base with only
+//     the selected files and hunks of the changeset's diff (hunks by their
+//     index in that diff, which is the same on every read of a revision),
+//     merged onto a moved branch as any accept. The changeset is accepted
+//     and records what was taken and left out; the session is not closed
+//     but moved onto the new commit (its view unchanged when the branch
+//     had not moved, otherwise rebased by merge; a conflict there leaves
+//     it on its old base and is reported), so what was left out is its
+//     diff, to revise and submit as a new changeset, or abandon.
+//   - A changeset and its session change in one store transaction: the
+//     session is held under its lock (record.Held) while the transaction
+//     runs, and its state in memory follows only once it committed.
+//
+// Concurrency: a Service is safe for concurrent use. In this process
+// accepts and undos on one branch are serialized by a lock per branch
+// (Service.mu guards the map of those locks), so concurrent accepts land
+// one after the other; against other writers (the git CLI, another
+// sessiond) the compare-and-swap decides, and a lost race re-merges on the
+// new head (a few times), or fails with a conflict when the caller gave an
+// expected head.
+package changeset

@@ -1,0 +1,40 @@
+package changeset
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
+)
+
+// Errors are package record's kinds (ErrNotFound, ErrConflict with
+// *record.ConflictError, ErrInvalid, ErrForbidden), so the API maps them as
+// it maps the session engine's; bad merges are *merge.ConflictError. The
+// one error of changesets' own is below.
+
+// StaleReadsError is an accept refused because files the session read
+// changed on the branch since its base.
+type StaleReadsError struct {
+	Branch string
+	Reads  []StaleRead
+}
+
+func (e *StaleReadsError) Error() string {
+	paths := make([]string, len(e.Reads))
+	for i, r := range e.Reads {
+		paths[i] = fmt.Sprintf("%q", r.Path)
+	}
+	return fmt.Sprintf("stale reads: %s changed on %s since the session read them", strings.Join(paths, ", "), e.Branch)
+}
+
+// Is makes errors.Is(err, record.ErrConflict) true.
+func (e *StaleReadsError) Is(target error) bool { return target == record.ErrConflict }
+
+// StaleRead is a file the session read at its base that is different on
+// the branch now: Current is its blob there, zero when it is gone.
+type StaleRead struct {
+	Path    string
+	Read    gitstore.OID
+	Current gitstore.OID
+}

@@ -1,0 +1,212 @@
+package changeset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
+)
+
+// Event types of changesets; repository events with the session that made
+// the changeset.
+const (
+	EventSubmitted = "changeset.submitted"
+	EventUpdated   = "changeset.updated"
+	EventReviewed  = "changeset.reviewed"
+	EventAccepted  = "changeset.accepted"
+	EventUndone    = "changeset.undone"
+)
+
+// Trailers written on the commits put on branches.
+const (
+	trailerSession   = "Sessiond-Session"
+	trailerChangeset = "Sessiond-Changeset"
+	trailerAgent     = "Sessiond-Agent"
+	trailerUndo      = "Sessiond-Undo"
+)
+
+// Config configures a Service.
+type Config struct {
+	Store    Store
+	Sessions Sessions
+	// Defaults is the accept policy of repositories that have no Policy of
+	// their own (see SetPolicy); its Repo is ignored.
+	Defaults Policy
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Service runs the changesets of every repository: submit, reviews,
+// accept, layers and undo. It is safe for concurrent use.
+type Service struct {
+	store    Store
+	sessions Sessions
+	defaults Policy
+	now      func() time.Time
+
+	mu       sync.Mutex // guards branches
+	branches map[string]*branchLock
+}
+
+// New returns a Service over cfg.Store and cfg.Sessions.
+func New(cfg Config) *Service {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: cfg.Store, sessions: cfg.Sessions, defaults: cfg.Defaults,
+		now: func() time.Time { return now().UTC().Truncate(time.Microsecond) }}
+}
+
+// branchLock serializes this process's accepts and undos on one branch.
+type branchLock struct {
+	mu   sync.Mutex
+	refs int // holders and waiters; guarded by Service.mu
+}
+
+// lockBranch takes the lock of repo's branch and returns its release.
+func (s *Service) lockBranch(repo, branch string) func() {
+	key := repo + "\x00" + branch
+	s.mu.Lock()
+	if s.branches == nil {
+		s.branches = map[string]*branchLock{}
+	}
+	l := s.branches[key]
+	if l == nil {
+		l = &branchLock{}
+		s.branches[key] = l
+	}
+	l.refs++
+	s.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(s.branches, key)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Repository policy.
+
+// Policy returns the accept policy of a repository: its own, or the
+// defaults.
+func (s *Service) Policy(ctx context.Context, repo string) (Policy, error) {
+	if _, err := s.sessions.GitRepo(ctx, repo); err != nil {
+		return Policy{}, err
+	}
+	p, err := s.store.GetRepoPolicy(ctx, repo)
+	if errors.Is(err, record.ErrNotFound) {
+		d := s.defaults
+		d.Repo = repo
+		return d, nil
+	}
+	return p, err
+}
+
+// SetPolicy sets a repository's own accept policy.
+func (s *Service) SetPolicy(ctx context.Context, p Policy) (Policy, error) {
+	if p.RequiredApprovals < 0 || p.RequiredApprovals > 100 {
+		return Policy{}, fmt.Errorf("%w: required approvals %d: use 0 to 100", record.ErrInvalid, p.RequiredApprovals)
+	}
+	if err := s.store.SetRepoPolicy(ctx, p); err != nil {
+		return Policy{}, err
+	}
+	return p, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func event(typ string, c Changeset, extra map[string]any, at time.Time) record.Event {
+	p := map[string]any{"changeset": c.ID, "session": c.Session, "status": c.Status, "target_branch": c.TargetBranch}
+	maps.Copy(p, extra)
+	return record.Event{Repo: c.Repo, Session: c.Session, Type: typ, Payload: record.Payload(p), At: at}
+}
+
+// Layers returns the accepted changesets of a branch, newest first: the
+// repository's HEAD branch when branch is empty.
+func (s *Service) Layers(ctx context.Context, repo, branch string) ([]Layer, error) {
+	r, err := s.sessions.GitRepo(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	if branch == "" {
+		if branch, _ = r.HeadBranch(); branch == "" {
+			return nil, fmt.Errorf("%w: say which branch", record.ErrInvalid)
+		}
+	}
+	return s.store.ListLayers(ctx, repo, strings.TrimPrefix(branch, "refs/heads/"))
+}
+
+// sanitizeIdent makes s safe inside a commit's author or committer line.
+func sanitizeIdent(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '<' || r == '>' || r == '\n' || r == 0 {
+			return -1
+		}
+		return r
+	}, strings.TrimSpace(s))
+}
+
+// actorSignature is the committer of accepts and undos.
+func actorSignature(actor string, now time.Time) gitstore.Signature {
+	name := sanitizeIdent(actor)
+	if name == "" {
+		name = "sessiond"
+	}
+	email := strings.ReplaceAll(name, " ", ".")
+	return gitstore.Signature{Name: name, Email: email + "@sessiond", When: now}
+}
+
+// authorSignature is the author of an accept: the session's agent, as its
+// checkpoints name it.
+func authorSignature(s record.SessionInfo, now time.Time) gitstore.Signature {
+	name := cmpOr(s.AgentName, s.AgentID)
+	if name == "" {
+		name = "sessiond"
+	}
+	email := cmpOr(s.AgentID, "agent")
+	return gitstore.Signature{Name: name, Email: email + "@sessiond", When: now}
+}
+
+// hasTrailer reports whether a commit message carries trailer key: value.
+func hasTrailer(msg, key, value string) bool {
+	return strings.Contains(msg, "\n"+key+": "+value+"\n") || strings.HasSuffix(msg, "\n"+key+": "+value)
+}
+
+// findTrailer walks the first-parent history of head back to stop (not
+// included), at most limit commits, for a commit with trailer key: value.
+func findTrailer(ctx context.Context, r *gitstore.Repo, head, stop gitstore.OID, key, value string) (*gitstore.Commit, error) {
+	const limit = 1000
+	id := head
+	for i := 0; i < limit && !id.IsZero() && id != stop; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c, err := r.Commit(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if hasTrailer(c.Message, key, value) {
+			return c, nil
+		}
+		if len(c.Parents) == 0 {
+			break
+		}
+		id = c.Parents[0]
+	}
+	return nil, nil
+}

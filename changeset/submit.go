@@ -1,0 +1,159 @@
+package changeset
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
+)
+
+// SubmitOptions describe a submission.
+type SubmitOptions struct {
+	// Intent is what the change is for; the session's intent when empty.
+	Intent string
+	// TargetBranch is where an accept puts it: the session's base branch
+	// when empty, else the repository's HEAD branch.
+	TargetBranch string
+}
+
+// Submit puts the session's current view under review: it checkpoints the
+// session (reusing the latest checkpoint when nothing changed since) and
+// creates a changeset whose head is that checkpoint, or revises the
+// session's open changeset (see the package documentation). The session
+// moves from active to submitted. The answer is the changeset as a
+// reviewer sees it.
+func (s *Service) Submit(ctx context.Context, id uuid.UUID, opts SubmitOptions) (View, error) {
+	c, err := s.submit(ctx, id, opts)
+	if err != nil {
+		return View{}, err
+	}
+	return s.View(ctx, c.ID)
+}
+
+func (s *Service) submit(ctx context.Context, id uuid.UUID, opts SubmitOptions) (Changeset, error) {
+	h, err := s.sessions.Hold(ctx, id)
+	if err != nil {
+		return Changeset{}, err
+	}
+	defer h.Release()
+	if err := h.CheckOpen(ctx); err != nil {
+		return Changeset{}, err
+	}
+	if !h.Changed() {
+		return Changeset{}, fmt.Errorf("%w: session %s has no changes to submit", record.ErrInvalid, id)
+	}
+	sess := h.Info()
+	existing, err := s.store.ListChangesets(ctx, Filter{Session: id})
+	if err != nil {
+		return Changeset{}, err
+	}
+	var prev *Changeset
+	for i := range existing {
+		if !existing[i].Status.closed() {
+			prev = &existing[i]
+		}
+	}
+	intent := opts.Intent
+	target := opts.TargetBranch
+	if prev != nil {
+		intent = cmpOr(intent, prev.Intent)
+		target = cmpOr(target, prev.TargetBranch)
+	}
+	intent = cmpOr(intent, sess.Intent)
+	r, err := s.sessions.GitRepo(ctx, sess.Repo)
+	if err != nil {
+		return Changeset{}, err
+	}
+	if target == "" {
+		target = sess.BaseRef
+	}
+	if target == "" {
+		target, _ = r.HeadBranch()
+	}
+	target = strings.TrimPrefix(target, "refs/heads/")
+	if target == "" {
+		return Changeset{}, fmt.Errorf("%w: the session has no base branch; say which branch to target", record.ErrInvalid)
+	}
+	if err := gitstore.ValidateRefName(gitstore.BranchRef(target)); err != nil {
+		return Changeset{}, fmt.Errorf("%w: target branch %q: %v", record.ErrInvalid, target, err)
+	}
+
+	msg := intent
+	if msg == "" {
+		msg = "submit session " + id.String()
+	}
+	head, reads, err := h.Freeze(ctx, msg)
+	if err != nil {
+		return Changeset{}, err
+	}
+	now := s.now()
+	cs := Changeset{
+		ID: uuid.New(), Session: id, Repo: sess.Repo, TargetBranch: target, Intent: intent,
+		Status: StatusOpen, BaseCommit: sess.BaseCommit, HeadCommit: head, AgentID: sess.AgentID,
+		Revision: 1, ReadSet: reads, CreatedAt: now, UpdatedAt: now,
+	}
+	typ := EventSubmitted
+	if prev != nil {
+		if prev.HeadCommit == head && prev.BaseCommit == cs.BaseCommit && prev.Intent == intent && prev.TargetBranch == target {
+			return *prev, nil // nothing new to review
+		}
+		cs.ID, cs.CreatedAt, cs.Revision = prev.ID, prev.CreatedAt, prev.Revision+1
+		typ = EventUpdated
+	}
+	if cs.Stats, err = stats(ctx, r, cs.BaseCommit, cs.HeadCommit); err != nil {
+		return Changeset{}, fmt.Errorf("submit session %s: %w", id, err)
+	}
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		if prev != nil {
+			if err := tx.ReviseChangeset(ctx, cs, prev.HeadCommit); err != nil {
+				return err
+			}
+		} else if err := tx.CreateChangeset(ctx, cs); err != nil {
+			return err
+		}
+		if sess.State == record.StateActive {
+			if err := h.MoveState(ctx, tx, record.StateSubmitted, now); err != nil {
+				return err
+			}
+		}
+		_, err := tx.AppendEvent(ctx, event(typ, cs, map[string]any{"revision": cs.Revision, "head": cs.HeadCommit.String(), "base": cs.BaseCommit.String()}, now))
+		return err
+	})
+	if err != nil {
+		return Changeset{}, fmt.Errorf("submit session %s: %w", id, err)
+	}
+	h.Committed(ctx)
+	s.sessions.Notify()
+	return cs, nil
+}
+
+// stats sums up the diff from commit base to commit head.
+func stats(ctx context.Context, r *gitstore.Repo, base, head gitstore.OID) (*merge.Stats, error) {
+	p, err := diff(ctx, r, base, head)
+	if err != nil {
+		return nil, err
+	}
+	return &p.Stats, nil
+}
+
+// diff is the patch from commit base to commit head.
+func diff(ctx context.Context, r *gitstore.Repo, base, head gitstore.OID) (*merge.Patch, error) {
+	trees := [2]gitstore.OID{}
+	for i, id := range []gitstore.OID{base, head} {
+		c, err := r.Commit(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		trees[i] = c.Tree
+	}
+	p, err := merge.Diff(ctx, r, trees[0], trees[1], merge.DiffOptions{}, merge.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("diff: %w", err)
+	}
+	return p, nil
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/failpoint"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/record"
 )
@@ -219,7 +220,7 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		now := s.now()
 		commit, err := r.WriteCommit(ctx, gitstore.NewCommit{
 			Tree: tree, Parents: []gitstore.OID{parent},
-			Author:    authorSignature(sess, now),
+			Author:    sess.Author(now),
 			Committer: actorSignature(opts.Actor, now),
 			Message:   acceptMessage(c, sess, opts.Message),
 		})
@@ -228,6 +229,7 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		}
 		err = r.UpdateRef(ctx, ref, commit, head)
 		if err == nil {
+			failpoint.Hit(failpoint.RefMoved)
 			res.Commit = commit
 			break
 		}
@@ -310,6 +312,7 @@ func (s *Service) recordAccept(ctx context.Context, c Changeset, res *AcceptResu
 	if err != nil {
 		return err
 	}
+	failpoint.Hit(failpoint.StoreCommitted)
 	res.Changeset = c
 	res.Changeset.Status, res.Changeset.AcceptedCommit, res.Changeset.UpdatedAt = StatusAccepted, res.Commit, now
 	res.Changeset.Selection = res.Selection

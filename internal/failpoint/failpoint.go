@@ -20,7 +20,8 @@ type Step string
 // The steps of a durable write: gitstore writes the objects (temporary
 // files fsynced), renames the pack and then its index into place, and
 // fsyncs the directory; the session engine then moves the session's live
-// ref and commits the store transaction.
+// ref and commits the store transaction. An accept takes the same steps
+// with the branch's ref (its one commit is a loose object: no pack).
 const (
 	ObjectsWritten Step = "objects-written"
 	PackRenamed    Step = "pack-renamed"

@@ -171,17 +171,6 @@ func actorSignature(actor string, now time.Time) gitstore.Signature {
 	return gitstore.Signature{Name: name, Email: email + "@sessiond", When: now}
 }
 
-// authorSignature is the author of an accept: the session's agent, as its
-// checkpoints name it.
-func authorSignature(s record.SessionInfo, now time.Time) gitstore.Signature {
-	name := cmpOr(s.AgentName, s.AgentID)
-	if name == "" {
-		name = "sessiond"
-	}
-	email := cmpOr(s.AgentID, "agent")
-	return gitstore.Signature{Name: name, Email: email + "@sessiond", When: now}
-}
-
 // hasTrailer reports whether a commit message carries trailer key: value.
 func hasTrailer(msg, key, value string) bool {
 	return strings.Contains(msg, "\n"+key+": "+value+"\n") || strings.HasSuffix(msg, "\n"+key+": "+value)

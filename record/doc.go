@@ -11,7 +11,8 @@
 //     into them, and the API maps each to one code; errors.Is works across
 //     all of them.
 //   - No behaviour beyond the types' own small rules (State.Terminal,
-//     Payload): the engines own what happens to the records.
+//     SessionInfo.Author, Payload): the engines own what happens to the
+//     records.
 //
 // Everything here is plain values and interfaces, safe to share.
 package record

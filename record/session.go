@@ -41,6 +41,23 @@ type SessionInfo struct {
 	State State
 }
 
+// Author is the signature of the session's agent on the commits made of
+// its work: its checkpoints and the accepts of its changesets.
+func (s SessionInfo) Author(when time.Time) gitstore.Signature {
+	name := s.AgentName
+	if name == "" {
+		name = s.AgentID
+	}
+	if name == "" {
+		name = "sessiond"
+	}
+	email := s.AgentID
+	if email == "" {
+		email = "agent"
+	}
+	return gitstore.Signature{Name: name, Email: email + "@sessiond", When: when}
+}
+
 // StateTx is the part of a store transaction that moves a session's state
 // and records its event; the session engine's and the changeset package's
 // transactions both have it, so a changeset and its session change at once.

@@ -33,18 +33,7 @@ func (m *Manager) Mutations(ctx context.Context, id uuid.UUID, after int64, limi
 
 // committer is the identity on the commits sessiond writes for a session.
 func committer(s Session, now gitstore.Signature) gitstore.Signature {
-	name := s.AgentName
-	if name == "" {
-		name = s.AgentID
-	}
-	if name == "" {
-		name = "sessiond"
-	}
-	email := s.AgentID
-	if email == "" {
-		email = "agent"
-	}
-	return gitstore.Signature{Name: name, Email: email + "@sessiond", When: now.When}
+	return info(s).Author(now.When)
 }
 
 // Checkpoint commits the session's current view: a commit of the base

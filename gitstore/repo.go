@@ -392,8 +392,15 @@ func (r *Repo) readObject(ctx context.Context, id OID) (rawObject, error) {
 		return obj, nil
 	}
 	obj, err := r.readGoGit(ctx, id)
-	if err != nil && ctx.Err() == nil && r.refreshIfPacksChanged(ctx) {
-		obj, err = r.readGoGit(ctx, id)
+	if err != nil && ctx.Err() == nil {
+		// This process's housekeeping may have packed the object (a loose
+		// file, or a pack it merged) into a new pack of its own meanwhile.
+		if obj, ok := r.packs.read(id); ok {
+			return obj, nil
+		}
+		if r.refreshIfPacksChanged(ctx) {
+			obj, err = r.readGoGit(ctx, id)
+		}
 	}
 	if len(r.alternates) > 0 && absent(err) {
 		return r.fromAlternates(ctx, id, err)

@@ -82,11 +82,11 @@ func (p Plan) Empty() bool {
 // one killed since) are neither merged again nor counted as live: each is
 // deleted once the pack covering it has been in place for RetireDelay, so
 // a git command that listed the packs before the cover appeared (git
-// fsck) still finds it. The wait holds at most PackLimit − MergeTrigger −
-// the live packs left by the plan: when more wait (restarts or merges
-// faster than the delay), those whose cover is oldest go at once, so the
-// repository stays under PackLimit with room for the packs written before
-// the next run.
+// fsck) still finds it. The wait holds at most half of PackLimit less the
+// live packs the plan leaves: when more wait (restarts or merges faster
+// than the delay), those whose cover is oldest go at once, so a run
+// leaves at most half the limit and the other half is room for the packs
+// written before the next run.
 type HeuristicStrategy struct {
 	PackLimit    int           // default 50, git's gc.autoPackLimit
 	MergeTrigger int           // default 16
@@ -170,7 +170,7 @@ func (s HeuristicStrategy) retire(st RepoState, live, waiting []PackInfo, p Plan
 	if len(p.MergePacks) > 0 || p.PackLoose {
 		liveAfter++ // the new pack
 	}
-	room := s.PackLimit - s.MergeTrigger - liveAfter - len(p.MergePacks)
+	room := s.PackLimit/2 - liveAfter - len(p.MergePacks)
 	slices.SortFunc(waiting, func(a, b PackInfo) int {
 		if c := made[a.CoveredBy].Compare(made[b.CoveredBy]); c != 0 {
 			return c

@@ -121,9 +121,10 @@ func TestHeuristicStrategy(t *testing.T) {
 		}
 		p := s.Plan(gitstore.RepoState{Now: now, Packs: append(ps, waiting...)})
 		assert.Empty(t, p.MergePacks)
-		// 50 − 16 (room for the packs written before the next run) − 3
-		// live: 31 may wait; the 29 whose cover is oldest go.
-		require.Len(t, p.DeletePacks, 29)
+		// Half of 50 (the other half is room for the packs written
+		// before the next run) less 3 live: 22 may wait; the 38 whose
+		// cover is oldest go.
+		require.Len(t, p.DeletePacks, 38)
 		for _, name := range p.DeletePacks {
 			var i int
 			fmt.Sscanf(name, "pack-w%d", &i)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/failpoint"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/record"
 )
@@ -180,11 +181,13 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 			if err != nil {
 				return UndoResult{}, fmt.Errorf("undo: %w", err)
 			}
+			failpoint.Hit(failpoint.RefMoved)
 		}
 		res.Commit = tip
 		if err := s.recordUndo(ctx, res); err != nil {
 			return UndoResult{}, fmt.Errorf("undo: %s is at %s but the undo was not recorded (undo again to record it): %w", first.TargetBranch, tip, err)
 		}
+		failpoint.Hit(failpoint.StoreCommitted)
 		return res, nil
 	}
 }

@@ -23,6 +23,14 @@
 //   - Refs change only by compare-and-swap under git's own "<ref>.lock"
 //     file, which is fsynced before it is renamed over the ref, so the git
 //     CLI and sessiond can update one repository at once.
+//   - Memory does not follow the objects and packs a long-running process
+//     writes: the caches are LRUs, the in-memory index of its own packs
+//     holds at most Options.OwnIndexSize objects (the oldest packs are
+//     forgotten and read like any other), what it remembers per pack is
+//     kept for the packs the directory still lists, and the lookup that
+//     freshens objects in other packs reads their index files on disk.
+//     go-git's storages keep the index of every pack they list, which the
+//     pack limit of housekeeping bounds.
 //
 // Concurrency: a Repo is safe for concurrent use. go-git storages are not,
 // so each read borrows one from a pool and copies out what it needs. A

@@ -48,13 +48,16 @@ func (f objectFS) ReadDir(path string) ([]os.FileInfo, error) {
 		}
 	}
 	out := infos[:0:0]
+	listed := make(map[string]bool, len(infos))
 	for _, fi := range infos {
 		n := fi.Name()
+		listed[n] = true
 		if strings.HasPrefix(n, "pack-") && strings.HasSuffix(n, ".pack") && !f.checks.usable(dir, fi, idx[strings.TrimSuffix(n, ".pack")]) {
 			continue
 		}
 		out = append(out, fi)
 	}
+	f.checks.retain(listed)
 	return out, nil
 }
 
@@ -105,11 +108,11 @@ func looseRel(id OID) string {
 }
 
 // packChecks remembers which packs passed or failed checkPack, by name
-// and the size and mtime of the pack and of its index (a pack's content
-// never changes under its name, but a truncated copy may be replaced by a
-// whole one, and a pack is renamed into place before its index: a pack
-// found without one is skipped until it has one, never remembered as
-// unusable).
+// and the size and mtime of the pack and of its index, for the packs last
+// listed (a pack's content never changes under its name, but a truncated
+// copy may be replaced by a whole one, and a pack is renamed into place
+// before its index: a pack found without one is skipped until it has one,
+// never remembered as unusable).
 type packChecks struct {
 	mu   sync.Mutex // guards seen
 	seen map[string]packCheck
@@ -119,6 +122,25 @@ type packCheck struct {
 	size, idxSize int64
 	mod, idxMod   time.Time
 	ok            bool
+}
+
+// retain forgets the packs no longer listed, so that what it remembers
+// is bounded by the packs in the directory, not by every pack it ever saw.
+func (c *packChecks) retain(listed map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name := range c.seen {
+		if !listed[name] {
+			delete(c.seen, name)
+		}
+	}
+}
+
+// size is how many packs it remembers, for tests.
+func (c *packChecks) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seen)
 }
 
 func (c *packChecks) usable(dir string, fi, idx os.FileInfo) bool {

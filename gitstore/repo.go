@@ -33,6 +33,13 @@ type Options struct {
 	// BlobCacheMaxBytes is the largest blob the blob cache holds (default
 	// 16 KiB), which bounds the cache at 64 MiB by default.
 	BlobCacheMaxBytes int
+	// OwnIndexSize is how many objects of the packs this Repo wrote it
+	// indexes in memory, for reading them without go-git (default 65,536,
+	// about 5 MiB). Past it, the oldest packs are forgotten and read
+	// through go-git like any other pack (as is a pack of more objects),
+	// so the index does not grow with every object a long-running daemon
+	// writes.
+	OwnIndexSize int
 	// Readers is how many go-git storages serve reads in parallel
 	// (default 2 × GOMAXPROCS).
 	Readers int
@@ -54,6 +61,9 @@ func (o *Options) fill() {
 	}
 	if o.BlobCacheMaxBytes <= 0 {
 		o.BlobCacheMaxBytes = 16 << 10
+	}
+	if o.OwnIndexSize <= 0 {
+		o.OwnIndexSize = 1 << 16
 	}
 	if o.Readers <= 0 {
 		o.Readers = 2 * runtime.GOMAXPROCS(0)
@@ -141,7 +151,7 @@ func openRepo(gitDir, workDir string, o Options, seen map[string]bool, depth int
 	r := &Repo{gitDir: gitDir, workDir: workDir, opts: o}
 	r.trees, _ = lru.New[OID, *Tree](o.TreeCacheSize)
 	r.blobs, _ = lru.New[OID, []byte](o.BlobCacheSize)
-	r.packs = newOwnPacks()
+	r.packs = newOwnPacks(o.OwnIndexSize)
 	alts, err := openAlternates(gitDir, Options{TreeCacheSize: 16, BlobCacheSize: 16, BlobCacheMaxBytes: 1, Readers: o.Readers}, seen, depth)
 	if err != nil {
 		return nil, fmt.Errorf("open %q: %w", gitDir, err)

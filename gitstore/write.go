@@ -13,6 +13,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,7 +220,7 @@ func (r *Repo) freshen(id OID, f *freshener) (bool, error) {
 		}
 	}
 	if !f.refreshed {
-		if err := r.locator.refresh(r.gitDir); err != nil {
+		if err := r.locator.refresh(r.gitDir, r.packs, &r.checks); err != nil {
 			return false, err
 		}
 		f.refreshed = true
@@ -369,7 +371,7 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
 	failpoint.Hit(failpoint.DirSynced)
-	r.packs.add(base+".pack", int64(pack.Len()), ids, offsets, objs)
+	r.packs.add(base+".pack", ids, offsets, objs)
 	return name, nil
 }
 
@@ -390,11 +392,16 @@ func packEntryHeader(k Kind, size int) []byte {
 // index. The packs are undeltified, so reading one object is a seek and an
 // inflate. No descriptor is kept open: a busy daemon writes thousands of
 // small packs, and the tree and blob caches absorb most reads of recent
-// objects.
+// objects. The index holds at most max objects: past it, the packs added
+// first are forgotten, and a pack of more objects is not indexed (their
+// objects are read through go-git), so its size does not follow every
+// object the process ever wrote.
 type ownPacks struct {
-	mu    sync.RWMutex // guards index and sizes
+	mu    sync.RWMutex // guards index, packs and order
 	index map[OID]packLoc
-	sizes map[string]int64 // pack path → bytes, for every pack still indexed
+	packs map[string]int // pack path → entries of index in it, for every pack still indexed
+	order []string       // the keys of packs, oldest first
+	max   int
 }
 
 type packLoc struct {
@@ -405,17 +412,66 @@ type packLoc struct {
 	size int
 }
 
-func newOwnPacks() *ownPacks {
-	return &ownPacks{index: make(map[OID]packLoc), sizes: make(map[string]int64)}
+func newOwnPacks(max int) *ownPacks {
+	return &ownPacks{index: make(map[OID]packLoc), packs: make(map[string]int), max: max}
 }
 
-func (p *ownPacks) add(path string, size int64, ids []OID, offsets []int64, objs []rawObject) {
+func (p *ownPacks) add(path string, ids []OID, offsets []int64, objs []rawObject) {
+	if len(ids) > p.max {
+		return // read through go-git as any other pack
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sizes[path] = size
-	for i, id := range ids {
-		p.index[id] = packLoc{id: id, path: path, off: offsets[i], kind: objs[i].kind, size: len(objs[i].data)}
+	if _, ok := p.packs[path]; !ok {
+		p.packs[path] = 0
+		p.order = append(p.order, path)
 	}
+	for i, id := range ids {
+		if prev, ok := p.index[id]; ok {
+			p.packs[prev.path]--
+		}
+		p.index[id] = packLoc{id: id, path: path, off: offsets[i], kind: objs[i].kind, size: len(objs[i].data)}
+		p.packs[path]++
+	}
+	if len(p.index) > p.max {
+		p.shrink(path)
+	}
+}
+
+// shrink forgets the oldest packs, never keep, until the index holds at
+// most three quarters of max (so that it shrinks seldom, each time in one
+// pass over the index). p.mu must be held.
+func (p *ownPacks) shrink(keep string) {
+	drop := map[string]bool{}
+	n := len(p.index)
+	for len(p.order) > 0 && n > p.max*3/4 && p.order[0] != keep {
+		oldest := p.order[0]
+		p.order = p.order[1:]
+		n -= p.packs[oldest]
+		drop[oldest] = true
+		delete(p.packs, oldest)
+	}
+	for id, loc := range p.index {
+		if drop[loc.path] {
+			delete(p.index, id)
+		}
+	}
+	p.order = slices.Clip(p.order) // let the dropped prefix go at the next append
+}
+
+// holds reports whether pack (its path) is one this process indexes.
+func (p *ownPacks) holds(pack string) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	_, ok := p.packs[pack]
+	return ok
+}
+
+// counts reports how many objects and packs it indexes, for tests.
+func (p *ownPacks) counts() (objects, packs int) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.index), len(p.packs)
 }
 
 func (p *ownPacks) has(id OID) bool {
@@ -465,7 +521,11 @@ func (p *ownPacks) read(id OID) (rawObject, bool) {
 func (p *ownPacks) forget(path string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.sizes, path)
+	if _, ok := p.packs[path]; !ok {
+		return
+	}
+	delete(p.packs, path)
+	p.order = slices.DeleteFunc(p.order, func(q string) bool { return q == path })
 	for id, loc := range p.index {
 		if loc.path == path {
 			delete(p.index, id)
@@ -500,61 +560,100 @@ func readPacked(loc packLoc) (rawObject, error) {
 }
 
 // packLocator finds which pack holds an object, for freshening it. It
-// keeps every pack's index in memory and, on refresh, loads the indexes of
-// packs that appeared and forgets those that went.
+// knows the usable packs that own does not index (git's packs, other
+// processes', the oldest of this one's) as last listed, and looks an
+// object up in their index files on disk, as git does through mmap: it
+// holds no index in memory, so it costs the same however many objects and
+// packs the repository has. A pack this process indexes is looked up in
+// own.
 type packLocator struct {
-	mu      sync.Mutex                      // guards indexes
-	indexes map[string]*idxfile.MemoryIndex // pack path → index
+	mu    sync.Mutex // guards packs
+	packs []string   // pack paths
 }
 
-func (l *packLocator) refresh(gitDir string) error {
+func (l *packLocator) refresh(gitDir string, own *ownPacks, checks *packChecks) error {
 	packDir := filepath.Join(gitDir, "objects", "pack")
 	names, err := filepath.Glob(filepath.Join(packDir, "pack-*.idx"))
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.indexes == nil {
-		l.indexes = make(map[string]*idxfile.MemoryIndex)
-	}
-	seen := make(map[string]bool, len(names))
+	var packs []string
+	listed := make(map[string]bool, len(names))
 	for _, name := range names {
 		pack := strings.TrimSuffix(name, ".idx") + ".pack"
-		seen[pack] = true
-		if _, ok := l.indexes[pack]; ok {
+		listed[filepath.Base(pack)] = true
+		if own.holds(pack) {
 			continue
 		}
-		f, err := os.Open(name)
+		fi, err := os.Stat(pack)
 		if err != nil {
-			continue // removed since the listing
+			continue
 		}
-		mi := idxfile.NewMemoryIndex()
-		err = idxfile.NewDecoder(f).Decode(mi)
-		f.Close()
-		if err == nil {
-			l.indexes[pack] = mi
+		ifi, err := os.Stat(name)
+		if err != nil || !checks.usable(packDir, fi, ifi) {
+			continue // removed since the listing, or skipped as git skips it
 		}
+		packs = append(packs, pack)
 	}
-	for pack := range l.indexes {
-		if !seen[pack] {
-			delete(l.indexes, pack)
-		}
-	}
+	checks.retain(listed)
+	l.mu.Lock()
+	l.packs = packs
+	l.mu.Unlock()
 	return nil
+}
+
+// size is how many packs it knows, for tests.
+func (l *packLocator) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.packs)
 }
 
 // lookup returns every pack whose index holds id.
 func (l *packLocator) lookup(id OID) []string {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	var packs []string
-	for pack, mi := range l.indexes {
-		if ok, _ := mi.Contains(plumbing.Hash(id)); ok {
-			packs = append(packs, pack)
+	packs := slices.Clone(l.packs)
+	l.mu.Unlock()
+	var out []string
+	for _, pack := range packs {
+		if idxHolds(strings.TrimSuffix(pack, ".pack")+".idx", id) {
+			out = append(out, pack)
 		}
 	}
-	return packs
+	return out
+}
+
+// idxHolds reports whether the version 2 pack index at path lists id: the
+// fan-out table bounds the run of ids that start with id's first byte,
+// which is read in one piece and searched. An index that cannot be read
+// holds nothing.
+func idxHolds(path string, id OID) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var fan [8]byte
+	lo := uint32(0)
+	if id[0] > 0 {
+		if _, err := f.ReadAt(fan[:], idxHeader+4*int64(id[0]-1)); err != nil {
+			return false
+		}
+		lo = binary.BigEndian.Uint32(fan[:4])
+	} else if _, err := f.ReadAt(fan[4:], idxHeader); err != nil {
+		return false
+	}
+	hi := binary.BigEndian.Uint32(fan[4:])
+	if hi <= lo {
+		return false
+	}
+	run := make([]byte, int(hi-lo)*OIDSize)
+	if _, err := f.ReadAt(run, idxHeader+idxFanout+int64(lo)*OIDSize); err != nil {
+		return false
+	}
+	n := int(hi - lo)
+	i := sort.Search(n, func(k int) bool { return bytes.Compare(run[k*OIDSize:(k+1)*OIDSize], id[:]) >= 0 })
+	return i < n && bytes.Equal(run[i*OIDSize:(i+1)*OIDSize], id[:])
 }
 
 func (p *ownPacks) withPrefix(prefix string) []OID {

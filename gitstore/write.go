@@ -547,16 +547,30 @@ func readPacked(loc packLoc) (rawObject, error) {
 	for i < n && hdr[i]&0x80 != 0 {
 		i++
 	}
-	zr, err := zlib.NewReader(io.NewSectionReader(f, loc.off+int64(i)+1, 1<<62))
+	zr, err := inflater(io.NewSectionReader(f, loc.off+int64(i)+1, 1<<62))
 	if err != nil {
 		return rawObject{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
 	}
-	defer zr.Close()
 	data := make([]byte, loc.size)
 	if _, err := io.ReadFull(zr, data); err != nil {
 		return rawObject{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
 	}
+	inflaters.Put(zr)
 	return rawObject{kind: loc.kind, data: data}, nil
+}
+
+// inflaters are zlib readers to reuse: each holds a 32 KiB window, and a
+// consolidation reads every object of the packs it merges.
+var inflaters sync.Pool
+
+func inflater(r io.Reader) (io.ReadCloser, error) {
+	if zr, ok := inflaters.Get().(io.ReadCloser); ok {
+		if err := zr.(zlib.Resetter).Reset(r, nil); err != nil {
+			return nil, err
+		}
+		return zr, nil
+	}
+	return zlib.NewReader(r)
 }
 
 // packLocator finds which pack holds an object, for freshening it. It

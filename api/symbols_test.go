@@ -14,6 +14,7 @@ import (
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/internal/graphsession"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -26,8 +27,8 @@ func TestChangesetSymbols(t *testing.T) {
 	st, err := db.OpenSQLiteDir(ctx, dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	g := graph.New(graph.Config{Events: st})
-	m := session.NewManager(session.Config{Store: st, DataDir: dir, Observers: []session.Observer{g}})
+	g := graph.New(graph.Config{Events: graphsession.Events(st)})
+	m := session.NewManager(session.Config{Store: st, DataDir: dir, Observers: []session.Observer{graphsession.Observer(g)}})
 	t.Cleanup(func() { m.Close() })
 	_, err = m.RegisterRepo(ctx, "r", testrepo.Build(t, "small"))
 	require.NoError(t, err)

@@ -14,15 +14,14 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/testrepo"
-	"github.com/sessiond/sessiond/session"
 )
 
 // countEvents is an event sink that only counts.
 type countEvents struct{ n int }
 
-func (c *countEvents) AppendEvent(_ context.Context, e session.Event) (session.Event, error) {
+func (c *countEvents) AppendEvent(context.Context, graph.Event) error {
 	c.n++
-	return e, nil
+	return nil
 }
 
 // benchBase is a writable clone of the synthetic repository, its main
@@ -110,17 +109,17 @@ func BenchmarkOverlapWrite(b *testing.B) {
 	// Each live session changes perSession files: the Go files it shares,
 	// then synthetic files of its own.
 	type sess struct {
-		s       session.Session
-		changes []session.FileChange
+		s       graph.Mutation
+		changes []graph.FileChange
 	}
 	sessions := make([]sess, live)
 	next := 0
 	for i := range sessions {
-		s := session.Session{ID: uuid.New(), Repo: "r", AgentID: fmt.Sprintf("agent-%d", i), State: session.StateActive}
-		var fc []session.FileChange
+		s := graph.Mutation{Session: uuid.New(), Repo: "r", AgentID: fmt.Sprintf("agent-%d", i), Git: bb.repo, BaseTree: tree, Tree: tree}
+		var fc []graph.FileChange
 		for _, n := range []int{10, 100} {
 			if i < n {
-				fc = append(fc, session.FileChange{Path: hotPaths[n], Old: baseBlob, New: varBlobs[1+i%(len(vars)-1)]})
+				fc = append(fc, graph.FileChange{Path: hotPaths[n], Old: baseBlob, New: varBlobs[1+i%(len(vars)-1)]})
 			}
 		}
 		for len(fc) < perSession {
@@ -128,7 +127,7 @@ func BenchmarkOverlapWrite(b *testing.B) {
 			next++
 			old, err := bb.repo.Lookup(ctx, bb.tree, p)
 			require.NoError(b, err)
-			fc = append(fc, session.FileChange{Path: p, Old: old.OID, New: batch.AddBlob([]byte(fmt.Sprintf("session %d of %s\n", i, p)))})
+			fc = append(fc, graph.FileChange{Path: p, Old: old.OID, New: batch.AddBlob([]byte(fmt.Sprintf("session %d of %s\n", i, p)))})
 		}
 		sessions[i] = sess{s, fc}
 	}
@@ -141,9 +140,11 @@ func BenchmarkOverlapWrite(b *testing.B) {
 		// Met with an empty view, then its changes: the incremental path.
 		// The graph queues its work; Sync waits for it after each event,
 		// so none is coalesced and each is measured.
-		g.Mutated(ctx, session.MutationEvent{Session: s.s, Repo: bb.repo, BaseTree: tree, Tree: tree})
+		g.Mutated(ctx, s.s)
 		require.NoError(b, g.Sync(ctx))
-		g.Mutated(ctx, session.MutationEvent{Session: s.s, Mutation: session.Mutation{Seq: 1}, Changes: s.changes, Repo: bb.repo, BaseTree: tree, Tree: tree})
+		m := s.s
+		m.Seq, m.Changes = 1, s.changes
+		g.Mutated(ctx, m)
 		require.NoError(b, g.Sync(ctx))
 	}
 	var ms runtime.MemStats
@@ -154,8 +155,8 @@ func BenchmarkOverlapWrite(b *testing.B) {
 	for _, shared := range []int{0, 10, 100} {
 		b.Run(fmt.Sprintf("sessions=%d/shared=%d", live, shared), func(b *testing.B) {
 			p := hotPaths[shared]
-			w := session.Session{ID: uuid.New(), Repo: "r", AgentID: "writer", State: session.StateActive}
-			g.Mutated(ctx, session.MutationEvent{Session: w, Repo: bb.repo, BaseTree: tree, Tree: tree})
+			w := graph.Mutation{Session: uuid.New(), Repo: "r", AgentID: "writer", Git: bb.repo, BaseTree: tree, Tree: tree}
+			g.Mutated(ctx, w)
 			require.NoError(b, g.Sync(ctx))
 			// The writer alternates between two edits of one function, so
 			// each write reparses, diffs and trial-merges, while the
@@ -166,8 +167,9 @@ func BenchmarkOverlapWrite(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
 				nw := mine[i%2]
-				g.Mutated(ctx, session.MutationEvent{Session: w, Mutation: session.Mutation{Seq: int64(i + 1)},
-					Changes: []session.FileChange{{Path: p, Old: cur, New: nw}}, Repo: bb.repo, BaseTree: tree, Tree: tree})
+				m := w
+				m.Seq, m.Changes = int64(i+1), []graph.FileChange{{Path: p, Old: cur, New: nw}}
+				g.Mutated(ctx, m)
 				if err := g.Sync(ctx); err != nil {
 					b.Fatal(err)
 				}
@@ -175,7 +177,7 @@ func BenchmarkOverlapWrite(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(events.n-before), "events")
-			g.Closed(ctx, w)
+			g.Closed(ctx, w.Repo, w.Session)
 			require.NoError(b, g.Sync(ctx))
 		})
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
-	"github.com/sessiond/sessiond/session"
 )
 
 // repoState is the graph of one repository: its live sessions' deltas and
@@ -128,8 +127,8 @@ type overlap struct {
 // returns the overlaps on the paths it changed. Blobs are read and parsed
 // without holding rs.mu; only the bookkeeping is done under it. With
 // force (mutations were coalesced) the delta comes from the trees.
-func (g *Graph) apply(ctx context.Context, rs *repoState, ev session.MutationEvent, force bool) ([]overlap, error) {
-	id := ev.Session.ID
+func (g *Graph) apply(ctx context.Context, rs *repoState, ev Mutation, force bool) ([]overlap, error) {
+	id := ev.Session
 	rs.mu.Lock()
 	st := rs.sessions[id]
 	full := force || st == nil || st.baseTree != ev.BaseTree
@@ -152,7 +151,7 @@ func (g *Graph) apply(ctx context.Context, rs *repoState, ev session.MutationEve
 	}
 	var edits []edit
 	if full {
-		err := ev.Repo.DiffTrees(ctx, ev.BaseTree, ev.Tree, func(c gitstore.TreeChange) error {
+		err := ev.Git.DiffTrees(ctx, ev.BaseTree, ev.Tree, func(c gitstore.TreeChange) error {
 			edits = append(edits, edit{c.Path, blobOf(c.From), blobOf(c.To)})
 			return nil
 		})
@@ -174,7 +173,7 @@ func (g *Graph) apply(ctx context.Context, rs *repoState, ev session.MutationEve
 			ups = append(ups, update{path: e.path})
 			continue
 		}
-		d, err := g.fileDelta(ctx, ev.Repo, e.path, e.base, e.cur, prev[e.path])
+		d, err := g.fileDelta(ctx, ev.Git, e.path, e.base, e.cur, prev[e.path])
 		if err != nil {
 			return nil, err
 		}
@@ -192,10 +191,10 @@ func (g *Graph) apply(ctx context.Context, rs *repoState, ev session.MutationEve
 		st = &sessionState{id: id, files: map[string]*fileDelta{}}
 		rs.sessions[id] = st
 	}
-	st.agent = ev.Session.AgentID
-	st.repo = ev.Repo
-	st.baseCommit, st.baseTree, st.tree = ev.Session.BaseCommit, ev.BaseTree, ev.Tree
-	st.seq = ev.Mutation.Seq
+	st.agent = ev.AgentID
+	st.repo = ev.Git
+	st.baseCommit, st.baseTree, st.tree = ev.BaseCommit, ev.BaseTree, ev.Tree
+	st.seq = ev.Seq
 	if full {
 		keep := map[string]bool{}
 		for _, u := range ups {

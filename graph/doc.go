@@ -35,12 +35,15 @@
 //     and the merge outcome), not on every write.
 //   - Review summaries of any two trees (Summary), for changesets.
 //
-// The graph learns of mutations as a session.Observer. It is in memory:
+// The graph learns of committed mutations and ended sessions through
+// Mutated and Closed, and records its events through an EventAppender, in
+// types of its own: it is a peer of the session engine and imports none of
+// it (internal/graphsession wires the two together). It is in memory:
 // after a restart a session reappears the next time it writes.
 //
-// Concurrency: a Graph is safe for concurrent use. The engine calls the
-// observer methods with the session's lock held and in commit order per
-// session; they only queue the work (per repository, at most one job per
+// Concurrency: a Graph is safe for concurrent use. The engine's observer
+// calls Mutated and Closed with the session's lock held and in commit
+// order per session; they only queue the work (per repository, at most one job per
 // session: a mutation arriving while the previous one waits replaces it,
 // and the delta is rebuilt from the trees) and return. One worker
 // goroutine per repository with queued work does it in order, so only one

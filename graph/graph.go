@@ -11,16 +11,16 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/sessiond/sessiond/gitstore"
-	"github.com/sessiond/sessiond/session"
 )
 
 // EventOverlapDetected is the event type of an overlap between two live
 // sessions.
 const EventOverlapDetected = "overlap.detected"
 
-// EventAppender records events; session.Store is one.
+// EventAppender records the graph's events (the engine's event store,
+// through the wiring).
 type EventAppender interface {
-	AppendEvent(ctx context.Context, e session.Event) (session.Event, error)
+	AppendEvent(ctx context.Context, e Event) error
 }
 
 // Config configures a Graph. Zero fields take defaults.
@@ -29,7 +29,7 @@ type Config struct {
 	// tracked but not reported.
 	Events EventAppender
 	// Notify is called after events were appended, to wake subscribers
-	// (session.Manager.Notify).
+	// (the engine's Notify).
 	Notify func()
 	// Logger reports what an observer cannot return: a blob that could
 	// not be read, an event that could not be stored.
@@ -45,7 +45,7 @@ type Config struct {
 // Graph is the session graph of every repository of one engine: a base
 // index per base tree, a delta per live session, and per repository the
 // inverted index from path to the live sessions that changed it. It is a
-// session.Observer.
+// observer of the engine's committed mutations (Mutated, Closed).
 type Graph struct {
 	cfg   Config
 	files *files
@@ -65,8 +65,6 @@ type Graph struct {
 	// beforeJob, when set (tests), runs in the worker before each job.
 	beforeJob func()
 }
-
-var _ session.Observer = (*Graph)(nil)
 
 type baseKey struct {
 	repo *gitstore.Repo
@@ -129,21 +127,21 @@ func (g *Graph) lookupRepo(name string) *repoState {
 // overlaps with other live sessions of the repository. It returns at
 // once: the engine calls it with the session's lock held, and parsing and
 // trial merges must not hold that lock (see queue).
-func (g *Graph) Mutated(_ context.Context, ev session.MutationEvent) {
-	if ev.Session.State.Terminal() {
+func (g *Graph) Mutated(_ context.Context, ev Mutation) {
+	if ev.Ended {
 		return
 	}
-	g.enqueue(g.repo(ev.Session.Repo), ev.Session.ID, job{ev: ev})
+	g.enqueue(g.repo(ev.Repo), ev.Session, job{ev: ev})
 }
 
 // Closed queues forgetting a session that reached a terminal state, after
 // its queued mutation if any.
-func (g *Graph) Closed(_ context.Context, s session.Session) {
-	rs := g.lookupRepo(s.Repo)
+func (g *Graph) Closed(_ context.Context, repo string, id uuid.UUID) {
+	rs := g.lookupRepo(repo)
 	if rs == nil {
 		return
 	}
-	g.enqueue(rs, s.ID, job{closed: true})
+	g.enqueue(rs, id, job{closed: true})
 }
 
 // forget drops session id's delta.

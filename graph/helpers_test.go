@@ -15,6 +15,7 @@ import (
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/internal/graphsession"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -64,8 +65,8 @@ func newEnv(t testing.TB) *env {
 	st, err := db.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "sessiond.db"))
 	require.NoError(t, err)
 	e := &env{t: t, store: st, dir: dir}
-	e.g = graph.New(graph.Config{Events: st, Notify: func() { e.m.Notify() }})
-	e.m = session.NewManager(session.Config{Store: st, DataDir: t.TempDir(), Observers: []session.Observer{e.g}})
+	e.g = graph.New(graph.Config{Events: graphsession.Events(st), Notify: func() { e.m.Notify() }})
+	e.m = session.NewManager(session.Config{Store: st, DataDir: t.TempDir(), Observers: []session.Observer{graphsession.Observer(e.g)}})
 	t.Cleanup(func() { e.m.Close(); e.g.Close(); st.Close() })
 	_, err = e.m.RegisterRepo(t.Context(), "r", dir)
 	require.NoError(t, err)

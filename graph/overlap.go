@@ -2,13 +2,13 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
-	"github.com/sessiond/sessiond/session"
 )
 
 // Merge is the outcome of a trial merge of two sessions' versions of a
@@ -47,22 +47,21 @@ type Overlap struct {
 
 // report trial-merges each overlap, and records an event for both
 // sessions of every overlap that is new or whose finding changed.
-func (g *Graph) report(ctx context.Context, rs *repoState, ev session.MutationEvent, overlaps []overlap) {
+func (g *Graph) report(ctx context.Context, rs *repoState, ev Mutation, overlaps []overlap) {
 	if len(overlaps) == 0 {
 		return
 	}
-	me := ev.Session
 	appended := false
 	for _, ov := range overlaps {
 		merge := MergeUnknown
 		if ov.sameBase {
 			var err error
-			if merge, err = trialMerge(ctx, ev.Repo, ov.ours.base, ov.ours.cur, ov.theirs.cur); err != nil {
+			if merge, err = trialMerge(ctx, ev.Git, ov.ours.base, ov.ours.cur, ov.theirs.cur); err != nil {
 				g.cfg.Logger.Warn("session graph: trial merge", "path", ov.path, "error", err)
 			}
 		}
 		fp := string(merge) + "|" + keysString(ov.shared)
-		k := pairKey(me.ID, ov.other, ov.path)
+		k := pairKey(ev.Session, ov.other, ov.path)
 		rs.mu.Lock()
 		same := rs.reported[k] == fp
 		if !same {
@@ -73,15 +72,19 @@ func (g *Graph) report(ctx context.Context, rs *repoState, ev session.MutationEv
 			continue
 		}
 		now := g.cfg.Now().UTC()
-		mine := Overlap{Session: me.ID, Other: ov.other, OtherAgent: ov.otherAgent, Path: ov.path,
+		mine := Overlap{Session: ev.Session, Other: ov.other, OtherAgent: ov.otherAgent, Path: ov.path,
 			Symbols: nonNil(ov.shared), Ours: nonNil(ov.oursKeys), Theirs: nonNil(ov.theirsKeys),
-			Merge: merge, By: me.ID, Seq: ev.Mutation.Seq}
+			Merge: merge, By: ev.Session, Seq: ev.Seq}
 		theirs := mine
-		theirs.Session, theirs.Other, theirs.OtherAgent = ov.other, me.ID, me.AgentID
+		theirs.Session, theirs.Other, theirs.OtherAgent = ov.other, ev.Session, ev.AgentID
 		theirs.Ours, theirs.Theirs = mine.Theirs, mine.Ours
 		for _, o := range []Overlap{mine, theirs} {
-			e := session.Event{Repo: me.Repo, Session: o.Session, Type: EventOverlapDetected, Payload: session.Payload(o), At: now}
-			if _, err := g.cfg.Events.AppendEvent(ctx, e); err != nil {
+			payload, err := json.Marshal(o)
+			if err != nil {
+				panic(err) // an Overlap always marshals
+			}
+			e := Event{Repo: ev.Repo, Session: o.Session, Type: EventOverlapDetected, Payload: payload, At: now}
+			if err := g.cfg.Events.AppendEvent(ctx, e); err != nil {
 				g.cfg.Logger.Warn("session graph: record overlap", "session", o.Session, "path", o.Path, "error", err)
 				continue
 			}

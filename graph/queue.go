@@ -5,14 +5,12 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
-
-	"github.com/sessiond/sessiond/session"
 )
 
 // job is a repository's pending work for one session: its latest
 // committed mutation, or its end.
 type job struct {
-	ev     session.MutationEvent
+	ev     Mutation
 	closed bool
 	// full: mutations were coalesced, so the delta is rebuilt from the
 	// event's trees rather than from its changes.

@@ -17,6 +17,7 @@ import (
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/internal/graphsession"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/mcpserver"
 	"github.com/sessiond/sessiond/session"
@@ -68,13 +69,13 @@ func newEnv(t testing.TB) *env {
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	var m *session.Manager
-	g := graph.New(graph.Config{Events: st, Notify: func() { m.Notify() }})
+	g := graph.New(graph.Config{Events: graphsession.Events(st), Notify: func() { m.Notify() }})
 	t.Cleanup(g.Close)
 	wd, err := workdir.New(workdir.Config{Dir: filepath.Join(data, "workdir"),
 		Hide: func() []string { return append([]string{data}, m.WorkdirHidden(context.Background())...) }})
 	require.NoError(t, err)
 	t.Cleanup(func() { wd.Close() })
-	m = session.NewManager(session.Config{Store: st, DataDir: data, Workdirs: wd, Observers: []session.Observer{g}})
+	m = session.NewManager(session.Config{Store: st, DataDir: data, Workdirs: wd, Observers: []session.Observer{graphsession.Observer(g)}})
 	t.Cleanup(func() { m.Close() })
 	_, err = m.RegisterRepo(ctx, "calc", repo)
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/internal/graphsession"
 	"github.com/sessiond/sessiond/mcpserver"
 	"github.com/sessiond/sessiond/session"
 )
@@ -136,14 +137,14 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	}
 	defer store.Close()
 	var m *session.Manager
-	g := graph.New(graph.Config{Events: store, Notify: func() { m.Notify() }, Logger: log})
+	g := graph.New(graph.Config{Events: graphsession.Events(store), Notify: func() { m.Notify() }, Logger: log})
 	defer g.Close()
 	wd, err := newWorkdirs(dataDir, c.WorkdirMode, int64(c.WorkdirCacheBytes), false, func() *session.Manager { return m }, log)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	defer wd.Close()
-	m = session.NewManager(session.Config{Store: store, DataDir: dataDir, Workdirs: wd, Observers: []session.Observer{g}})
+	m = session.NewManager(session.Config{Store: store, DataDir: dataDir, Workdirs: wd, Observers: []session.Observer{graphsession.Observer(g)}})
 	defer m.Close()
 	// Changesets over the same store, acting on sessions through the engine.
 	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m})

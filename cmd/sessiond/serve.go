@@ -22,6 +22,7 @@ import (
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/durable"
+	"github.com/sessiond/sessiond/internal/graphsession"
 	"github.com/sessiond/sessiond/mcpserver"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/ui"
@@ -146,7 +147,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	// The session graph observes every session; its overlap events go to
 	// the store and wake the engine's subscribers.
 	var m *session.Manager
-	g := graph.New(graph.Config{Events: store, Notify: func() { m.Notify() }, Logger: log})
+	g := graph.New(graph.Config{Events: graphsession.Events(store), Notify: func() { m.Notify() }, Logger: log})
 	defer g.Close() // after the engine's Close: its workers are joined last
 	wd, err := newWorkdirs(c.DataDir, c.WorkdirMode, int64(c.WorkdirCacheBytes), c.WorkdirNoNS, func() *session.Manager { return m }, log)
 	if err != nil {
@@ -156,7 +157,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	m = session.NewManager(session.Config{
 		Store: store, DataDir: c.DataDir, Workdirs: wd, Exec: session.ExecConfig{MaxTimeout: c.ExecMaxTimeout},
 		Limits:    session.Limits{MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MaxOverlayBytes: int64(c.MaxOverlayBytes), MaxLifetime: c.MaxLifetime},
-		Observers: []session.Observer{g}, IdleUnload: c.IdleUnload,
+		Observers: []session.Observer{graphsession.Observer(g)}, IdleUnload: c.IdleUnload,
 	})
 	defer m.Close()
 	// Changesets over the same store, acting on sessions through the engine.

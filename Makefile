@@ -4,7 +4,8 @@ BIN      := bin/sessiond
 PKGS     := ./...
 # Packages whose tests exercise concurrency; run under the race detector
 # as part of `make test` (the session engine with -short: its crash test
-# then kills 20 times instead of 200, which the plain run already did).
+# then kills 20 times instead of 200, which the plain run already did;
+# and the changesets, whose concurrent accepts moved there from session).
 RACE_PKGS := ./gitstore/ ./overlay/ ./db/ ./graph/ ./api/
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
@@ -25,7 +26,7 @@ run: build
 test: tidy-check lint
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
-	$(GO) test -count=1 -race -short -timeout 20m ./session/
+	$(GO) test -count=1 -race -short -timeout 20m ./session/ ./changeset/
 
 test-race:
 	$(GO) test -count=1 -race -timeout 30m $(PKGS)

@@ -74,9 +74,9 @@
 //
 // Retirement is decided from the directory, not from memory, so it holds
 // across kills: an own pack is superseded when another own pack holds
-// every object of it and ranks above it (more objects, or as many and an
-// older index, or then a greater name; an index's mtime never changes,
-// so every process ranks alike). A superseded pack is never merged again
+// every object of it and ranks above it (more objects, or the same ones
+// and a greater name: the rank depends on content only, so every process
+// ranks alike). A superseded pack is never merged again
 // and is deleted, by any process, once its cover's index is RetireDelay
 // old (a minute), so a git command that listed the packs before the cover
 // appeared still finds it; when more superseded packs wait than half the

@@ -274,13 +274,14 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, map[string]ownPackScan
 }
 
 // markCovered sets CoveredBy on every own pack whose objects another own
-// pack holds, one that ranks above it: more objects, or as many and put
-// in place earlier, or then a greater name. The rank is a total order
-// every process computes alike (an index's mtime never changes), so no
-// two packs cover each other, and every covered pack's objects are in a
-// pack that is not covered, which no run deletes: deleting every covered
-// pack, in any process, loses nothing. Of several covers, the one in
-// place longest is named, so the wait ends soonest.
+// pack holds, one that ranks above it: more objects, or as many (the same
+// objects) and a greater name. The rank is a strict total order on what
+// never changes under a pack's name (its content), so every process at
+// every moment ranks alike, no two packs cover each other, and every
+// covered pack's objects are in a pack that is not covered, which no run
+// deletes: deleting every covered pack, in any process, loses nothing.
+// Of several covers, the one in place longest is named, so the wait ends
+// soonest.
 func markCovered(packs []PackInfo, own map[string]ownPackScan) {
 	byName := make(map[string]int, len(packs))
 	for i, pk := range packs {
@@ -288,11 +289,8 @@ func markCovered(packs []PackInfo, own map[string]ownPackScan) {
 	}
 	above := func(a, b int) bool { // a ranks above b
 		pa, pb := packs[a], packs[b]
-		switch {
-		case pa.Objects != pb.Objects:
+		if pa.Objects != pb.Objects {
 			return pa.Objects > pb.Objects
-		case !pa.Made.Equal(pb.Made):
-			return pa.Made.Before(pb.Made)
 		}
 		return pa.Name > pb.Name
 	}

@@ -26,7 +26,7 @@ type PackInfo struct {
 	// index).
 	Made time.Time
 	// CoveredBy names another own pack that holds every object of this
-	// own pack and ranks above it (see covers), "" if none: this pack is
+	// own pack and ranks above it (see markCovered), "" if none: this pack is
 	// superseded, merged already by some process, and only waits to be
 	// deleted.
 	CoveredBy string

@@ -79,9 +79,10 @@
 // ranks alike). A superseded pack is never merged again
 // and is deleted, by any process, once its cover's index is RetireDelay
 // old (a minute), so a git command that listed the packs before the cover
-// appeared still finds it; when more superseded packs wait than half the
-// pack limit leaves room for (restarts or merges faster than the delay),
-// those whose cover is oldest go at once. Close deletes, at once, the packs its
+// appeared still finds it; when more would wait than a quarter of the pack
+// limit leaves room for (restarts or merges faster than the delay), those
+// whose cover is oldest go at once, so the packs written before the next
+// run have room under the limit. Close deletes, at once, the packs its
 // Repo merged that are still superseded.
 //
 // Nothing referenced is ever lost: a pack or loose file is deleted only

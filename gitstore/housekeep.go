@@ -86,22 +86,22 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 	if r.retired == nil {
 		r.retired = map[string]bool{}
 	}
-	for _, p := range plan.MergePacks {
+	var now []string
+	for i, p := range plan.MergePacks {
 		if p == name {
 			continue // the same objects in the same order: it is the new pack
+		}
+		rep.PacksMerged++
+		if i >= plan.MergedWait {
+			now = append(now, p) // no room to wait
+			continue
 		}
 		// Superseded now: the next run that finds the new pack old
 		// enough, in this process or any other, deletes it.
 		r.retired[p] = true
-		rep.PacksMerged++
 	}
-	if r.opts.Housekeeping.RetireDelay < 0 {
-		// No wait: the merged packs go as soon as the new pack is in place.
-		var merged []string
-		for p := range r.retired {
-			merged = append(merged, p)
-		}
-		n, err := r.deletePacks(merged)
+	if len(now) > 0 {
+		n, err := r.deletePacks(now)
 		rep.PacksDeleted += n
 		if err != nil {
 			return rep, fmt.Errorf("housekeep: %w", err)
@@ -120,33 +120,37 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 
 // deletePacks deletes superseded packs and reports how many. The pack
 // directory is synced first, so the packs covering them are durable
-// before any deletion is. r.hkMu must be held.
+// before any deletion is. The deletions happen while this process's
+// storages are all held, so none of its readers lists the directory half
+// way through them (a go-git storage fails its whole pack index when one
+// listed index is gone by the time it opens it); other processes' readers
+// list again when that happens. r.hkMu must be held.
 func (r *Repo) deletePacks(names []string) (int, error) {
 	packDir := filepath.Join(r.gitDir, "objects", "pack")
 	if err := durable.SyncDir(packDir); err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, name := range names {
-		base := filepath.Join(packDir, name)
-		// The index first, as git's repack does: a reader lists packs by
-		// their index (git) or sees only packs with one (objectFS).
-		err := os.Remove(base + ".idx")
-		for _, ext := range []string{".rev", ".pack"} {
-			_ = os.Remove(base + ext)
+	r.swapStorages(context.Background(), true, func() {
+		for _, name := range names {
+			base := filepath.Join(packDir, name)
+			// The index first, as git's repack does: a reader lists packs
+			// by their index (git) or sees only packs with one (objectFS).
+			err := os.Remove(base + ".idx")
+			for _, ext := range []string{".rev", ".pack"} {
+				_ = os.Remove(base + ext)
+			}
+			r.packs.forget(base + ".pack")
+			delete(r.retired, name)
+			if err == nil {
+				n++
+			}
 		}
-		r.packs.forget(base + ".pack")
-		delete(r.retired, name)
-		if err == nil {
-			n++
-		}
-	}
+	})
 	if n > 0 {
 		if err := durable.SyncDir(packDir); err != nil {
 			return n, err
 		}
-		// Let the storages go of the deleted packs' descriptors.
-		r.refreshStorages(context.Background(), true)
 	}
 	return n, nil
 }

@@ -60,6 +60,10 @@ type Plan struct {
 	RemoveDebris []string
 	// DeletePacks are superseded packs (CoveredBy set) to delete now.
 	DeletePacks []string
+	// MergedWait is how many of MergePacks (the first, in name order) may
+	// wait beside the new pack; the others are deleted as soon as it is
+	// in place.
+	MergedWait int
 }
 
 // Empty reports whether the plan does nothing.
@@ -82,11 +86,12 @@ func (p Plan) Empty() bool {
 // one killed since) are neither merged again nor counted as live: each is
 // deleted once the pack covering it has been in place for RetireDelay, so
 // a git command that listed the packs before the cover appeared (git
-// fsck) still finds it. The wait holds at most half of PackLimit less the
-// live packs the plan leaves: when more wait (restarts or merges faster
-// than the delay), those whose cover is oldest go at once, so a run
-// leaves at most half the limit and the other half is room for the packs
-// written before the next run.
+// fsck) still finds it. The wait holds at most a quarter of PackLimit
+// less the live packs the plan leaves: when more would wait (restarts or
+// merges faster than the delay), those whose cover is oldest go at once
+// (the packs a merge just superseded last), so a run leaves at most a
+// quarter of the limit or the live packs, and the rest is room for the
+// packs written before the next run, however slow that run is to come.
 type HeuristicStrategy struct {
 	PackLimit    int           // default 50, git's gc.autoPackLimit
 	MergeTrigger int           // default 16
@@ -154,14 +159,15 @@ func (s HeuristicStrategy) Plan(st RepoState) Plan {
 		p.MergePacks = nil // one pack into one pack changes nothing
 	}
 	slices.Sort(p.MergePacks)
-	p.DeletePacks = s.retire(st, live, waiting, p)
+	p.DeletePacks, p.MergedWait = s.retire(st, live, waiting, p)
 	return p
 }
 
 // retire picks the superseded packs to delete: those whose cover has been
 // in place for RetireDelay, and, oldest cover first, as many more as the
-// wait may not hold. The packs p merges wait after it, so they count.
-func (s HeuristicStrategy) retire(st RepoState, live, waiting []PackInfo, p Plan) []string {
+// wait may not hold. The packs p merges would wait after it, youngest, so
+// they take the room first; it returns how many of them may.
+func (s HeuristicStrategy) retire(st RepoState, live, waiting []PackInfo, p Plan) ([]string, int) {
 	made := make(map[string]time.Time, len(st.Packs))
 	for _, pk := range st.Packs {
 		made[pk.Name] = pk.Made
@@ -170,7 +176,12 @@ func (s HeuristicStrategy) retire(st RepoState, live, waiting []PackInfo, p Plan
 	if len(p.MergePacks) > 0 || p.PackLoose {
 		liveAfter++ // the new pack
 	}
-	room := s.PackLimit/2 - liveAfter - len(p.MergePacks)
+	room := s.PackLimit/4 - liveAfter
+	mergedWait := min(max(room, 0), len(p.MergePacks))
+	if s.RetireDelay < 0 {
+		mergedWait = 0
+	}
+	room -= len(p.MergePacks)
 	slices.SortFunc(waiting, func(a, b PackInfo) int {
 		if c := made[a.CoveredBy].Compare(made[b.CoveredBy]); c != 0 {
 			return c
@@ -184,7 +195,7 @@ func (s HeuristicStrategy) retire(st RepoState, live, waiting []PackInfo, p Plan
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, mergedWait
 }
 
 // geometricRollup returns the packs git's repack --geometric=factor would

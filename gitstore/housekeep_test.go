@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,6 +97,7 @@ func TestHeuristicStrategy(t *testing.T) {
 	})
 	t.Run("superseded packs are neither merged nor live", func(t *testing.T) {
 		ps := ownPacks(many(20, 3)...)
+		s := gitstore.HeuristicStrategy{PackLimit: 100} // room for 19 to wait
 		for i := range ps[1:] {
 			ps[i+1].CoveredBy = ps[0].Name // merged by an earlier process
 		}
@@ -108,28 +110,38 @@ func TestHeuristicStrategy(t *testing.T) {
 		assert.Equal(t, names(ps[1:]), p.DeletePacks, "the cover is old enough: every process may delete them")
 	})
 	t.Run("the wait never crowds the pack limit", func(t *testing.T) {
-		// Restarts faster than the delay: 60 superseded packs, covered by
+		// Restarts faster than the delay: 30 superseded packs, covered by
 		// three young packs of different ages.
 		ps := ownPacks(100, 100, 100)
 		for i := range ps {
 			ps[i].Made = now.Add(-time.Duration(3-i) * time.Second)
 		}
-		waiting := ownPacks(many(60, 3)...)
+		waiting := ownPacks(many(30, 3)...)
 		for i := range waiting {
 			waiting[i].Name = fmt.Sprintf("pack-w%02d", i)
 			waiting[i].CoveredBy = ps[i%3].Name
 		}
 		p := s.Plan(gitstore.RepoState{Now: now, Packs: append(ps, waiting...)})
 		assert.Empty(t, p.MergePacks)
-		// Half of 50 (the other half is room for the packs written
-		// before the next run) less 3 live: 22 may wait; the 38 whose
-		// cover is oldest go.
-		require.Len(t, p.DeletePacks, 38)
-		for _, name := range p.DeletePacks {
-			var i int
-			fmt.Sscanf(name, "pack-w%d", &i)
-			assert.NotEqual(t, 2, i%3, "%s: its cover is the youngest", name)
+		// A quarter of 50 (the rest is room for the packs written before
+		// the next run) less 3 live: 9 may wait, those whose cover is
+		// youngest; the other 21 go.
+		require.Len(t, p.DeletePacks, 21)
+		for _, pk := range waiting {
+			if !slices.Contains(p.DeletePacks, pk.Name) {
+				assert.Equal(t, ps[2].Name, pk.CoveredBy, "%s waits though its cover is not the youngest", pk.Name)
+			}
 		}
+	})
+	t.Run("a merge's packs wait as room allows", func(t *testing.T) {
+		ps := ownPacks(many(16, 3)...)
+		p := s.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		require.Len(t, p.MergePacks, 16)
+		assert.Equal(t, 12-1, p.MergedWait, "a quarter of 50 less the new pack")
+		p = gitstore.HeuristicStrategy{PackLimit: 100}.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Equal(t, 16, p.MergedWait)
+		p = gitstore.HeuristicStrategy{RetireDelay: -1}.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Zero(t, p.MergedWait)
 	})
 	t.Run("no delay", func(t *testing.T) {
 		ps := ownPacks(10, 3)
@@ -327,7 +339,7 @@ func TestHousekeepBesideGitGC(t *testing.T) {
 // (git fsck, say) still finds them; Close deletes them.
 func TestMergedPacksRetireBeforeDeletion(t *testing.T) {
 	dir := testrepo.Build(t, "small")
-	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: time.Hour}})
+	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: time.Hour, PackLimit: 100}})
 	require.NoError(t, err)
 	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
 	before := packCount(t, dir)
@@ -352,7 +364,7 @@ func TestMergedPacksRetireBeforeDeletion(t *testing.T) {
 // leaves them while the delay runs, and deletes them once it has passed.
 func TestSupersededPacksAreDecidedFromTheDirectory(t *testing.T) {
 	dir := testrepo.Build(t, "small")
-	killed, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: time.Hour}})
+	killed, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: time.Hour, PackLimit: 100}})
 	require.NoError(t, err)
 	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
 	before := packCount(t, dir)
@@ -362,7 +374,7 @@ func TestSupersededPacksAreDecidedFromTheDirectory(t *testing.T) {
 	require.Equal(t, 16, rep.PacksMerged)
 	// killed is never closed, as after SIGKILL.
 
-	next, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: time.Hour}})
+	next, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: time.Hour, PackLimit: 100}})
 	require.NoError(t, err)
 	defer next.Close()
 	rep, err = next.Housekeep(t.Context())
@@ -371,7 +383,7 @@ func TestSupersededPacksAreDecidedFromTheDirectory(t *testing.T) {
 	assert.Zero(t, rep.PacksDeleted, "the delay runs: %+v", rep)
 	assert.Equal(t, before+17, packCount(t, dir))
 
-	late, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: time.Nanosecond}})
+	late, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: time.Nanosecond, PackLimit: 100}})
 	require.NoError(t, err)
 	defer late.Close()
 	rep, err = late.Housekeep(t.Context())
@@ -386,4 +398,43 @@ func TestSupersededPacksAreDecidedFromTheDirectory(t *testing.T) {
 		testrepo.Git(t, dir, "update-ref", "refs/keep/"+tree.String(), testrepo.GitInput(t, dir, []byte("k\n"), "commit-tree", tree.String()))
 	}
 	fsck(t, dir)
+}
+
+// TestReadersOfTheDeletingProcessNeverFail: readers of the Repo whose
+// housekeeping deletes packs, reading objects that only go-git finds
+// (another process wrote them), never see the pack directory half way
+// through the deletions.
+func TestReadersOfTheDeletingProcessNeverFail(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	other := quiet(t, dir)
+	// Caches of one entry, so the reads go to the packs.
+	w, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, TreeCacheSize: 1, BlobCacheSize: 1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: -1}})
+	require.NoError(t, err)
+	defer w.Close()
+	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
+	files := writeFiles(t, other, base, 24, "other")
+	require.Equal(t, 24, readAll(t, w, files))
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if readAll(t, w, files) != 24 {
+					return
+				}
+			}
+		})
+	}
+	for round := range 4 {
+		writeFiles(t, other, base, 20, fmt.Sprint("more", round))
+		_, err := w.Housekeep(t.Context())
+		require.NoError(t, err)
+	}
+	close(stop)
+	wg.Wait()
 }

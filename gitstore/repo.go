@@ -351,14 +351,19 @@ func (r *Repo) refreshIfPacksChanged(ctx context.Context) bool {
 // since they last did or when forced (after a consolidation, so they let
 // go of the deleted packs' descriptors).
 func (r *Repo) refreshStorages(ctx context.Context, force bool) bool {
+	return r.swapStorages(ctx, force, nil)
+}
+
+// swapStorages takes every pooled storage, so none is mid-read, runs
+// change (if any: a change to the pack directory that no reader of this
+// process may see half done), and replaces the storages with fresh ones
+// when the directory changed or when forced.
+func (r *Repo) swapStorages(ctx context.Context, force bool, change func()) bool {
 	r.packDirMu.Lock()
 	defer r.packDirMu.Unlock()
-	mod := r.statPackDir()
-	if mod.Equal(r.packDirMod) && !force {
+	if change == nil && !force && r.statPackDir().Equal(r.packDirMod) {
 		return false
 	}
-	r.packDirMod = mod
-	// Take every storage so none is mid-read while its index is dropped.
 	taken := make([]*filesystem.Storage, 0, r.opts.Readers)
 	for range r.opts.Readers {
 		select {
@@ -371,6 +376,17 @@ func (r *Repo) refreshStorages(ctx context.Context, force bool) bool {
 			return false
 		}
 	}
+	if change != nil {
+		change()
+	}
+	mod := r.statPackDir()
+	if mod.Equal(r.packDirMod) && !force && change == nil {
+		for _, s := range taken {
+			r.readers <- s
+		}
+		return false
+	}
+	r.packDirMod = mod
 	for i, s := range taken {
 		// Packs may have been deleted: reopen to drop stale descriptors.
 		_ = s.Close()
@@ -427,7 +443,11 @@ func (r *Repo) readGoGit(ctx context.Context, id OID) (rawObject, error) {
 	looseBad := false
 	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
 		var err error
-		for attempt := 0; attempt < 3; attempt++ {
+		// A failure other than "not found" is a pack or index that went
+		// between the storage's listing and its opening it (another
+		// process's consolidation or git gc, deleting pack after pack):
+		// list again, a few times.
+		for attempt := 0; attempt < 5; attempt++ {
 			obj, err = readEncoded(s, id)
 			if err == nil {
 				break

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -52,6 +53,12 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvClock(t, nil)
+}
+
+// newEnvClock is newEnv with the engine on clock now (time.Now when nil).
+func newEnvClock(t testing.TB, now func() time.Time) *env {
+	t.Helper()
 	dir := testrepo.Init(t)
 	for _, p := range stdlibFiles {
 		full := filepath.Join(dir, filepath.FromSlash(p))
@@ -66,7 +73,7 @@ func newEnv(t testing.TB) *env {
 	require.NoError(t, err)
 	e := &env{t: t, store: st, dir: dir}
 	e.g = graph.New(graph.Config{Events: graphsession.Events(st), Notify: func() { e.m.Notify() }})
-	e.m = session.NewManager(session.Config{Store: st, DataDir: t.TempDir(), Observers: []session.Observer{graphsession.Observer(e.g)}})
+	e.m = session.NewManager(session.Config{Store: st, DataDir: t.TempDir(), Observers: []session.Observer{graphsession.Observer(e.g)}, Now: now})
 	t.Cleanup(func() { e.m.Close(); e.g.Close(); st.Close() })
 	_, err = e.m.RegisterRepo(t.Context(), "r", dir)
 	require.NoError(t, err)

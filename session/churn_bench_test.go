@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sessiond/sessiond/session"
 )
@@ -51,11 +54,20 @@ func rssBytes(tb testing.TB) int64 {
 
 // BenchmarkSessionChurn creates and finishes sessions one after another,
 // as a daemon does over months: each session is created, writes one file
-// (so it is loaded with an overlay) and is abandoned, by eight clients
-// at once. Resident memory is
-// reported after the Go heap is collected at every quarter of the run; it
-// stays flat because finished sessions leave memory at once. The number
-// of sessions is SESSIOND_CHURN_SESSIONS (default 100,000).
+// (so it is loaded with an overlay, and its repository gets a pack) and is
+// abandoned, by eight clients at once. At every tenth of the run, after
+// the Go heap is collected, it reports the heap in use, resident memory,
+// the sessions loaded and the packs in the repository, on stderr as it
+// goes (a long run takes an hour) and in the benchmark's log; both stay
+// flat because finished sessions leave memory at once and what gitstore
+// holds per pack and per object is bounded. Housekeeping runs alongside,
+// so one figure may catch a consolidation in progress.
+//
+// SESSIOND_CHURN_SESSIONS is the number of sessions (default 100,000). It
+// runs on the real configuration, fsync included, in the test's temporary
+// directory: with TMPDIR on a tmpfs fsync costs nothing, which makes a
+// quick variant. SESSIOND_CHURN_HEAPPROFILES names a directory to write a
+// heap profile into at each tenth (compare two with go tool pprof -base).
 func BenchmarkSessionChurn(b *testing.B) {
 	n := 100_000
 	if v := os.Getenv("SESSIOND_CHURN_SESSIONS"); v != "" {
@@ -68,6 +80,7 @@ func BenchmarkSessionChurn(b *testing.B) {
 		e := newEnv(b, "small")
 		ctx := b.Context()
 		var first int64
+		start := time.Now()
 		report := func(done int) {
 			runtime.GC()
 			rss := rssBytes(b)
@@ -76,19 +89,34 @@ func BenchmarkSessionChurn(b *testing.B) {
 			if done == 0 {
 				first = rss
 			}
-			b.Logf("sessions=%d rss=%.1fMB heap_inuse=%.1fMB loaded=%d", done, float64(rss)/(1<<20), float64(ms.HeapInuse)/(1<<20), e.m.Loaded())
+			if dir := os.Getenv("SESSIOND_CHURN_HEAPPROFILES"); dir != "" {
+				f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-%07d.pprof", done)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
+			idx, _ := filepath.Glob(filepath.Join(e.repoDir, ".git", "objects", "pack", "*.idx"))
+			line := fmt.Sprintf("sessions=%d rss=%.1fMB heap_inuse=%.1fMB loaded=%d packs=%d elapsed=%s", done, float64(rss)/(1<<20),
+				float64(ms.HeapInuse)/(1<<20), e.m.Loaded(), len(idx), time.Since(start).Round(time.Second))
+			fmt.Fprintln(os.Stderr, "churn:", line)
+			b.Log(line)
 			if done == n {
 				b.ReportMetric(float64(rss)/(1<<20), "rss-MB")
 				b.ReportMetric(float64(rss-first)/(1<<20), "rss-growth-MB")
+				b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-inuse-MB")
 			}
 		}
 		report(0)
 		// Eight clients at a time, as a daemon serves them: the run is
 		// bound by fsync, which they overlap.
 		const clients = 8
-		quarter := max(n/4, 1)
+		tenth := max(n/10, 1)
 		for done := 0; done < n; {
-			batch := min(quarter, n-done)
+			batch := min(tenth, n-done)
 			var wg sync.WaitGroup
 			errs := make(chan error, clients)
 			for c := range clients {

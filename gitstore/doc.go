@@ -76,28 +76,30 @@
 // across kills: an own pack is superseded when another own pack holds
 // every object of it and ranks above it (more objects, or the same ones
 // and a greater name: the rank depends on content only, so every process
-// ranks alike). A superseded pack is never merged again
-// and is deleted, by any process, once its cover's index is RetireDelay
-// old (a minute), so a git command that listed the packs before the cover
-// appeared still finds it; when more would wait than a quarter of the pack
-// limit leaves room for (restarts or merges faster than the delay), those
-// whose cover is oldest go at once, so the packs written before the next
-// run have room under the limit. Close deletes, at once, the packs its
-// Repo merged that are still superseded.
+// ranks alike). A superseded pack is never merged again and is deleted,
+// by any process, once its cover's index is RetireDelay old (a minute),
+// so a git command that listed the packs before the cover appeared still
+// finds it. The wait gives way to the pack limit: a run leaves at most a
+// quarter of the limit waiting (less the live packs), deleting first the
+// packs whose cover is oldest and, after a merge, those of the merged
+// packs there is no room for, so the packs written before the next run
+// have room under the limit however fast processes restart. Close
+// deletes, at once, the packs its Repo merged that are still superseded.
 //
 // Nothing referenced is ever lost: a pack or loose file is deleted only
 // after a pack holding every object it held is durable and in place (the
 // pack directory is fsynced before any deletion); the rank is a strict
 // order, so no two packs cover each other and every superseded pack's
 // objects are in a pack that is not superseded, which no sessiond
-// deletes; a consolidation deletes nothing itself, its merged packs are
-// superseded by its new pack. Readers never fail: this process's own
-// index is re-pointed at the new pack before the old ones go; a reader
-// that opened an old pack keeps its descriptor; one that listed the packs
-// before they went finds its object missing or the pack gone and lists
-// the directory again (the new pack is in place by then). A pack listed
-// between its rename and its index's is skipped only until the index is
-// there.
+// deletes. Readers never fail: this process's own index is re-pointed at
+// the new pack before the old ones go, and the deletions run while every
+// pooled storage is taken, so none of this process's readers lists the
+// directory half way through them (fresh storages list it afterwards); a
+// reader that opened an old pack keeps its descriptor; a reader of
+// another process that listed the packs before they went finds its
+// object missing or a pack or index gone and lists the directory again (the
+// new pack is in place by then). A pack listed between its rename and
+// its index's is skipped only until the index is there.
 //
 // Beside the git CLI: git repack and git gc delete only packs they listed
 // when they started, after writing a pack with their objects, so they

@@ -182,6 +182,8 @@ func TestUnknownFilterValues(t *testing.T) {
 		"/v1/sessions/" + id + "/diff?format=bogus",
 		"/v1/sessions/" + id + "/tree?recursive=maybe",
 		"/v1/sessions/" + id + "/mutations?after=-1",
+		"/v1/sessions/" + id + "/events?type=bogus",
+		"/v1/repos/r/events?type=file.written,bogus",
 	} {
 		r := ts.call("GET", path, nil)
 		assert.Equal(t, 400, r.StatusCode, "%s: %s", path, r.body)
@@ -416,4 +418,32 @@ func TestReviewValidation(t *testing.T) {
 	r = ts.call("POST", reviews, []byte(`{"verdict":"approve","author":"lead"}`))
 	require.NoError(t, json.Unmarshal(r.body, &res))
 	assert.Equal(t, "approved", res.Changeset.Status)
+}
+
+// TestEventTypeFilter: ?type= keeps the stored events of the named types,
+// comma-separated or repeated.
+func TestEventTypeFilter(t *testing.T) {
+	ts := newTestServer(t, "")
+	id := ts.newSession()
+	r := ts.call("PUT", "/v1/sessions/"+id+"/files/a.txt", []byte("a\n"))
+	require.Equal(t, 200, r.StatusCode, "%s", r.body)
+	r = ts.call("POST", "/v1/sessions/"+id+"/checkpoints", []byte(`{}`))
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+	types := func(query string) []string {
+		t.Helper()
+		r := ts.call("GET", "/v1/sessions/"+id+"/events"+query, nil, "Accept", "application/json")
+		require.Equal(t, 200, r.StatusCode, "%s", r.body)
+		var evs apitypes.Events
+		require.NoError(t, json.Unmarshal(r.body, &evs))
+		var out []string
+		for _, e := range evs.Events {
+			out = append(out, e.Type)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"session.state", "file.written", "checkpoint.created"}, types(""))
+	assert.Equal(t, []string{"checkpoint.created"}, types("?type=checkpoint.created"))
+	assert.Equal(t, []string{"file.written", "checkpoint.created"}, types("?type=checkpoint.created,file.written"))
+	assert.Equal(t, []string{"session.state", "checkpoint.created"}, types("?type=session.state&type=checkpoint.created"))
+	assert.Empty(t, types("?type=overlap.detected"))
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -29,11 +32,42 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	f := session.EventFilter{Repo: ss.Repo, Session: id}
+	types, err := queryEventTypes(r)
+	if err != nil {
+		return err
+	}
+	f := session.EventFilter{Repo: ss.Repo, Session: id, Types: types}
 	if wantsJSON(r) {
 		return s.listEvents(w, r, f)
 	}
 	return s.stream(w, r, f)
+}
+
+// eventTypes are the types of event the engines append.
+var eventTypes = []string{
+	session.EventFileWritten, session.EventFileDeleted, session.EventCheckpointCreated,
+	session.EventSessionState, session.EventExecRecorded,
+	changeset.EventSubmitted, changeset.EventUpdated, changeset.EventReviewed,
+	changeset.EventAccepted, changeset.EventUndone,
+	graph.EventOverlapDetected,
+}
+
+// queryEventTypes reads ?type=: event types, comma-separated or the
+// parameter repeated; none means every type.
+func queryEventTypes(r *http.Request) ([]string, error) {
+	var types []string
+	for _, v := range r.URL.Query()["type"] {
+		for t := range strings.SplitSeq(v, ",") {
+			t = strings.TrimSpace(t)
+			if !slices.Contains(eventTypes, t) {
+				return nil, badRequest("query type=%q: not an event type (%s)", t, strings.Join(eventTypes, ", "))
+			}
+			if !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+		}
+	}
+	return types, nil
 }
 
 // wantsJSON reports whether an events request asks for the stored events
@@ -76,7 +110,11 @@ func (s *Server) repoEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.stream(w, r, session.EventFilter{Repo: rp.Name})
+	types, err := queryEventTypes(r)
+	if err != nil {
+		return err
+	}
+	return s.stream(w, r, session.EventFilter{Repo: rp.Name, Types: types})
 }
 
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, f session.EventFilter) error {

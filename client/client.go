@@ -579,9 +579,12 @@ func diffQuery(against, format string) url.Values {
 
 // EventList returns up to limit of a session's stored events after id
 // after, without streaming (the events route with Accept:
-// application/json).
-func (c *Client) EventList(ctx context.Context, id string, after int64, limit int) ([]apitypes.Event, error) {
+// application/json), only those of the given types when any are given.
+func (c *Client) EventList(ctx context.Context, id string, after int64, limit int, types ...string) ([]apitypes.Event, error) {
 	q := url.Values{}
+	if len(types) > 0 {
+		q.Set("type", strings.Join(types, ","))
+	}
 	if after > 0 {
 		q.Set("after", strconv.FormatInt(after, 10))
 	}

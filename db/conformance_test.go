@@ -707,6 +707,10 @@ func testEvents(t *testing.T, _ backend, s Store) {
 	check(session.EventFilter{Repo: "r1", After: 1, Limit: 1}, got[2])
 	check(session.EventFilter{Repo: "r2"}, got[1])
 	check(session.EventFilter{Repo: "r2", After: 2})
+	check(session.EventFilter{Session: a.ID, Types: []string{"checkpoint.created"}}, got[3])
+	check(session.EventFilter{Repo: "r1", Types: []string{"changeset.accepted", "file.written"}}, got[0], got[2])
+	check(session.EventFilter{Repo: "r1", Types: []string{"changeset.accepted"}, After: 3})
+	check(session.EventFilter{Repo: "r1", Types: []string{"no.such.type"}})
 }
 
 func testInTx(t *testing.T, _ backend, s Store) {

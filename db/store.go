@@ -202,6 +202,19 @@ func (f *filter) add(cond string, arg any) {
 	f.conds = append(f.conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(f.args))))
 }
 
+// in adds "col IN (vals…)"; no values add no condition.
+func (f *filter) in(col string, vals []string) {
+	if len(vals) == 0 {
+		return
+	}
+	ph := make([]string, len(vals))
+	for i, v := range vals {
+		f.args = append(f.args, v)
+		ph[i] = "$" + strconv.Itoa(len(f.args))
+	}
+	f.conds = append(f.conds, col+" IN ("+strings.Join(ph, ", ")+")")
+}
+
 func (f *filter) where() string {
 	if len(f.conds) == 0 {
 		return ""
@@ -1203,6 +1216,7 @@ func (s *store) ListEvents(ctx context.Context, f session.EventFilter) ([]sessio
 		w.add("repo = ?", f.Repo)
 	}
 	w.add("id > ?", f.After)
+	w.in("type", f.Types)
 	q := `SELECT id, repo, session_id, type, payload, at FROM events` + w.where() + ` ORDER BY id` + w.limit(f.Limit)
 	rs, err := s.r.query(ctx, q, w.args...)
 	if err != nil {

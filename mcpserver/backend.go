@@ -24,7 +24,7 @@ type Backend interface {
 	Checkpoints(ctx context.Context, id string) ([]apitypes.Checkpoint, error)
 	Rollback(ctx context.Context, id, checkpoint string) (apitypes.RollbackResult, error)
 	Submit(ctx context.Context, id string, req apitypes.SubmitRequest) (apitypes.Changeset, error)
-	EventList(ctx context.Context, id string, after int64, limit int) ([]apitypes.Event, error)
+	EventList(ctx context.Context, id string, after int64, limit int, types ...string) ([]apitypes.Event, error)
 	// Exec runs a command on the session's view; with output set, the
 	// output streams to it as the command writes it.
 	Exec(ctx context.Context, id string, in apitypes.ExecRequest, output func(stream string, data []byte)) (apitypes.ExecResponse, error)

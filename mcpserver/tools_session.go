@@ -271,7 +271,7 @@ func (s *server) overlaps(ctx context.Context, sid string) ([]Overlap, error) {
 	var out []Overlap
 	var after int64
 	for {
-		evs, err := s.b.EventList(ctx, sid, after, 1000)
+		evs, err := s.b.EventList(ctx, sid, after, 1000, "overlap.detected")
 		if err != nil {
 			return nil, err
 		}

@@ -26,6 +26,8 @@ type EventFilter struct {
 	Session uuid.UUID
 	After   int64
 	Limit   int
+	// Types, when set, keeps only events of these types.
+	Types []string
 }
 
 // Payload is an event's payload: v as JSON. Only plain values built by

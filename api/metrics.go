@@ -74,7 +74,16 @@ func (mt *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(mt.reg, promhttp.HandlerOpts{})
 }
 
+// observe counts one request. Its labels take only values from a fixed
+// set: the route's pattern and a standard method ("other" for any method
+// a client made up), so no client adds series without end.
 func (mt *metrics) observe(method, route string, status int, d time.Duration) {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+	default:
+		method = "other"
+	}
 	mt.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	mt.latency.WithLabelValues(route, method).Observe(d.Seconds())
 }

@@ -38,7 +38,10 @@
 //     command changed is then recorded as one exec mutation by the same
 //     path as every write (path rules, policy, limits), and what was
 //     refused is undone in the scratch directory before the lock is let
-//     go, so the directory and the record agree. Anything that drops a
+//     go, so the directory and the record agree. The view a command sees
+//     leaves out what the policy does not let the session read; without
+//     namespaces (nothing hides the repository) such a session may not
+//     run commands. Anything that drops a
 //     loaded session (unloading, expiry) must leave a busy one alone.
 //
 // Concurrency: a Manager is safe for concurrent use. Each loaded session

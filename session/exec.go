@@ -141,14 +141,19 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 		ls.mu.Unlock()
 		return ExecResult{}, fmt.Errorf("session %s: %w", id, ErrBusy)
 	}
-	if err := ls.policy.checkReadAll(); err != nil {
+	if ls.policy.limitsReads() && !m.workdirs.Isolated() {
+		// The view would leave the unreadable paths out, but a command
+		// without namespaces can read the repository itself.
 		ls.mu.Unlock()
-		return ExecResult{}, err
+		return ExecResult{}, fmt.Errorf("%w: the session's policy limits reads, and this daemon runs commands without namespaces (isolated false), where they could read past it", ErrForbidden)
 	}
 	if cwd != "" {
-		n, err := ls.ov.Stat(ctx, cwd)
-		if err != nil || !n.IsDir() {
+		shown, err := m.shownDir(ctx, ls, cwd)
+		if err != nil || !shown {
 			ls.mu.Unlock()
+			if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, overlay.ErrNotFound) {
+				return ExecResult{}, err
+			}
 			return ExecResult{}, fmt.Errorf("%w: cwd %q is not a directory of the view", ErrInvalid, cwd)
 		}
 	}
@@ -231,7 +236,7 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 	res.NotRecorded = notRecorded
 	if !res.Recorded {
 		for _, c := range changes {
-			res.Changes = append(res.Changes, ExecChange{Path: c.Path, Status: statusOf(ctx, view.Overlay, c), Mode: c.Mode})
+			res.Changes = append(res.Changes, ExecChange{Path: c.Path, Status: statusOf(ctx, view, view.Overlay, c), Mode: c.Mode})
 		}
 	}
 	if err := sc.Settle(cctx, m.execView(ls, ls.ov), settle); err != nil {
@@ -289,11 +294,41 @@ func (m *Manager) checkExec(opts *ExecOptions) (argv []string, cwd string, timeo
 	return argv, cwd, timeout, nil
 }
 
-// execView is the session's view for the workdir; ls.mu must be held.
+// shownDir reports whether dir is a directory of the session's view
+// directory: one of the view with, where the policy limits reads, a file
+// below it the session may read. ls.mu must be held.
+func (m *Manager) shownDir(ctx context.Context, ls *live, dir string) (bool, error) {
+	n, err := ls.ov.Stat(ctx, dir)
+	if err != nil || !n.IsDir() {
+		return false, err
+	}
+	if !ls.policy.limitsReads() {
+		return true, nil
+	}
+	errFound := errors.New("found")
+	err = ls.ov.List(ctx, overlay.ListOptions{Prefix: dir, Recursive: true}, func(n overlay.Node) error {
+		if !n.IsDir() && ls.policy.canRead(n.Path) {
+			return errFound
+		}
+		return ctx.Err()
+	})
+	if errors.Is(err, errFound) {
+		return true, nil
+	}
+	return false, err
+}
+
+// execView is the session's view for the workdir, without the paths the
+// policy does not let the session read; ls.mu must be held.
 func (m *Manager) execView(ls *live, ov *overlay.Overlay) workdir.View {
 	id := ls.meta.ID
+	var readable func(string) bool
+	if ls.policy.limitsReads() {
+		readable = ls.policy.canRead
+	}
 	return workdir.View{
-		Session: id.String(), Repo: ls.repo, BaseTree: ls.baseTree, Seq: ls.meta.Seq, Overlay: ov,
+		Readable: readable,
+		Session:  id.String(), Repo: ls.repo, BaseTree: ls.baseTree, Seq: ls.meta.Seq, Overlay: ov,
 		Changed: func(ctx context.Context, after int64) ([]string, bool, error) {
 			ms, err := m.store.ListMutations(ctx, id, after, 0)
 			if err != nil {
@@ -331,7 +366,7 @@ func (m *Manager) recordExec(ctx context.Context, ls *live, actor string, argv [
 	rec, _, err := m.mutate(ctx, ls, OpExec, actorOf(ls, actor), false, func(mu *mutation) error {
 		mu.exec = &ExecInfo{Argv: argv, ExitCode: run.ExitCode, DurationMS: run.Duration.Milliseconds()}
 		for _, c := range cs {
-			status := statusOf(ctx, mu.ov, c)
+			status := statusOf(ctx, m.execView(ls, mu.ov), mu.ov, c)
 			err := m.applyExecChange(ctx, ls, mu, c)
 			if err == nil {
 				applied = append(applied, ExecChange{Path: c.Path, Status: status, Mode: c.Mode})
@@ -351,10 +386,15 @@ func (m *Manager) recordExec(ctx context.Context, ls *live, actor string, argv [
 	return rec, applied, rejected, nil
 }
 
-// statusOf says what change c is to the view ov.
-func statusOf(ctx context.Context, ov *overlay.Overlay, c workdir.Change) overlay.Status {
+// statusOf says what change c is to the view ov as v shows it (a write
+// over a file the view hides is an addition: the answer must not tell
+// that the file exists).
+func statusOf(ctx context.Context, v workdir.View, ov *overlay.Overlay, c workdir.Change) overlay.Status {
 	if c.Deleted {
 		return overlay.Deleted
+	}
+	if v.Readable != nil && !v.Readable(c.Path) {
+		return overlay.Added
 	}
 	if _, err := ov.Stat(ctx, c.Path); err == nil {
 		return overlay.Modified

@@ -338,3 +338,66 @@ func TestExecUnisolated(t *testing.T) {
 	res = e.sh(s.ID, "cat build/o new.txt")
 	assert.Equal(t, "o\nnew\n", string(res.Stdout))
 }
+
+// A session whose policy limits reads runs commands on a view without
+// the paths it may not read; what it writes where it may not is refused
+// and undone, and what it cannot see it cannot delete.
+func TestExecHidesUnreadable(t *testing.T) {
+	forExecModes(t, func(t *testing.T, e *execEnv) {
+		s := e.create(session.CreateOptions{Policy: session.Policy{Deny: []string{"docs/**", "add_test.go"}}})
+		res := e.sh(s.ID, `ls -A | tr '\n' ' '; echo
+cat add_test.go 2>/dev/null || echo hidden
+mkdir -p docs && echo mine > docs/read.txt
+echo mine > add_test.go
+echo ok > ok.txt`)
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, ".gitignore add.go go.mod src \nhidden\n", string(res.Stdout))
+		require.NotNil(t, res.Mutation)
+		assert.Equal(t, []session.ExecChange{{Path: "ok.txt", Status: overlay.Added, Mode: 0o100644}}, res.Changes)
+		rules := map[string]string{}
+		for _, r := range res.Rejected {
+			rules[r.Path] = r.Rule
+		}
+		assert.Equal(t, map[string]string{"add_test.go": "forbidden", "docs/read.txt": "forbidden"}, rules)
+
+		// Undone in the scratch; the record keeps the hidden files as
+		// they were, and a command that removes everything it sees
+		// leaves them.
+		res = e.sh(s.ID, "test ! -e docs && test ! -e add_test.go && rm -rf ./* .gitignore && ls -A")
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Empty(t, string(res.Stdout))
+		assert.Empty(t, res.Rejected)
+		var deleted []string
+		for _, c := range res.Changes {
+			assert.Equal(t, overlay.Deleted, c.Status)
+			deleted = append(deleted, c.Path)
+		}
+		assert.ElementsMatch(t, []string{".gitignore", "add.go", "go.mod", "ok.txt", "src/keep.txt"}, deleted)
+		ms, err := e.m.Mutations(t.Context(), s.ID, 0, 0)
+		require.NoError(t, err)
+		require.Len(t, ms, 2)
+		data, err := os.ReadFile(filepath.Join(e.repoDir, "add_test.go"))
+		require.NoError(t, err)
+		cp, err := e.m.Checkpoint(t.Context(), s.ID, "after", "")
+		require.NoError(t, err)
+		// (Git's output comes back trimmed.)
+		assert.Equal(t, strings.TrimSpace(string(data)), testrepo.Git(t, e.repoDir, "show", cp.Commit.String()+":add_test.go"))
+		assert.Equal(t, "read me", testrepo.Git(t, e.repoDir, "show", cp.Commit.String()+":docs/read.txt"))
+
+		// A hidden directory is no working directory.
+		_, err = e.m.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"true"}, Cwd: "docs"})
+		assert.ErrorIs(t, err, session.ErrInvalid)
+	})
+}
+
+// Without namespaces a command could read the repository itself, so a
+// session whose policy limits reads may not run one.
+func TestExecUnisolatedRefusesLimitedReads(t *testing.T) {
+	e := newExecEnvWith(t, workdir.Config{NoNamespaces: true})
+	s := e.create(session.CreateOptions{Policy: session.Policy{Deny: []string{"docs/**"}}})
+	_, err := e.m.Exec(t.Context(), s.ID, session.ExecOptions{Command: "true"})
+	assert.ErrorIs(t, err, session.ErrForbidden)
+	w := e.create(session.CreateOptions{Policy: session.Policy{Write: []string{"src/**"}}})
+	res := e.sh(w.ID, "echo x > src/x.txt")
+	require.NotNil(t, res.Mutation, "a write policy alone is fine")
+}

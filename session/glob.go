@@ -298,13 +298,14 @@ func narrow(parent Policy, req *Policy) Policy {
 	return out
 }
 
-// checkReadAll refuses a command on the view unless the session may read
-// every path of it: a command reads the directory, not the API.
-func (p *policy) checkReadAll() error {
+// limitsReads reports whether the policy keeps the session from reading
+// some paths (a read list other than "**", or any deny): a command's view
+// directory then leaves those paths out.
+func (p *policy) limitsReads() bool {
 	for q := p; q != nil; q = q.parent {
 		if len(q.deny) > 0 || (len(q.read) > 0 && !slices.ContainsFunc(q.read, func(g *Glob) bool { return g.pattern == "**" })) {
-			return fmt.Errorf("%w: running a command needs read access to every path (the policy limits reads)", ErrForbidden)
+			return true
 		}
 	}
-	return nil
+	return false
 }

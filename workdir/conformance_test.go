@@ -273,3 +273,60 @@ func TestUnisolated(t *testing.T) {
 	// directory is plain to see.
 	assert.Contains(t, string(res.Stdout), filepath.Join("workdir", "sessions", "s1", "view"))
 }
+
+// A view that hides what the session may not read: those files are not
+// in the directory, a command that writes there changes nothing of them
+// once refused and settled, and one that removes a directory removes
+// only what it could see.
+func TestHidesUnreadable(t *testing.T) {
+	forModes(t, func(t *testing.T, m *workdir.Manager) {
+		f := newFixture(t)
+		// gone/ entirely, one file beside others (dir/c.txt), and a
+		// directory whose only file is hidden (dir/sub).
+		f.readable = func(p string) bool {
+			return !strings.HasPrefix(p, "gone/") && p != "dir/c.txt" && p != "dir/sub/d.txt"
+		}
+		res, cs, s := f.runSh(m, `set -e
+ls -A . dir | tr '\n' ' '; echo
+test ! -e gone && test ! -e dir/c.txt && test ! -e dir/sub
+cat dir/c.txt 2>/dev/null || echo unreadable
+echo mine > dir/c.txt
+mkdir gone && echo mine > gone/e.txt
+echo ok > ok.txt`)
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, ".: .gitignore a.txt b.txt dir link run.sh  dir: .gitignore \nunreadable\n", string(res.Stdout))
+		// The writes over hidden files come back (for the caller to
+		// refuse); nothing hidden comes back deleted.
+		assert.Equal(t, []string{"dir/c.txt", "gone/e.txt", "ok.txt"}, paths(cs))
+		var keep []workdir.Change
+		for _, c := range cs {
+			if c.Path == "ok.txt" {
+				keep = append(keep, c)
+			}
+		}
+		f.record(keep)
+		require.NoError(t, s.Settle(t.Context(), f.view(), paths(cs)))
+
+		// An API write beside a hidden file keeps it hidden.
+		f.write("dir/api.txt", "api\n", gitstore.ModeFile)
+		res, cs, s = f.runSh(m, `set -e
+test ! -e gone && test ! -e dir/c.txt && test ! -e dir/sub
+ls -A dir | tr '\n' ' '; echo
+rm -rf dir && mkdir dir && echo n > dir/n.txt`)
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, ".gitignore api.txt \n", string(res.Stdout))
+		// Removing dir removed what the command saw of it.
+		assert.Equal(t, map[string]string{"dir/.gitignore": "D", "dir/api.txt": "D", "dir/n.txt": describe(cs)["dir/n.txt"]}, describe(cs))
+		require.NoError(t, s.Settle(t.Context(), f.view(), f.record(cs)))
+		c, err := f.ov.Stat(t.Context(), "dir/c.txt")
+		require.NoError(t, err, "the hidden file is still in the record")
+		assert.Equal(t, gitstore.HashObject(gitstore.KindBlob, []byte(baseFiles["dir/c.txt"])), c.OID)
+
+		// Rebuilt around the change, the directory still hides them.
+		res, cs, s = f.runSh(m, "ls -A dir; test ! -e dir/sub && test ! -e gone")
+		defer s.Abort()
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, "n.txt\n", string(res.Stdout))
+		assert.Empty(t, cs)
+	})
+}

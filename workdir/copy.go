@@ -42,17 +42,29 @@ func (l *copyLayer) reset(ctx context.Context, v View) error {
 	return l.write(ctx, v, "")
 }
 
-// write checks the view's subtree at r out below the root (r "" for all).
+// write checks the view's subtree at r out below the root (r "" for all),
+// without what the view hides.
 func (l *copyLayer) write(ctx context.Context, v View, r string) error {
 	var entries []gitstore.Entry
 	n, ok, err := viewNode(ctx, v, r)
 	if err != nil || !ok {
 		return err
 	}
+	hidden, err := hiddenRoots(ctx, v, r)
+	if err != nil {
+		return err
+	}
+	hide := newPathSet(hidden)
+	if hide.covers(r) {
+		return nil
+	}
 	if !n.IsDir() {
 		entries = append(entries, gitstore.Entry{Path: n.Path, Mode: n.Mode, OID: n.OID})
 	} else {
 		err := v.Overlay.List(ctx, overlay.ListOptions{Prefix: r, Recursive: true}, func(n overlay.Node) error {
+			if hide.covers(n.Path) {
+				return nil
+			}
 			entries = append(entries, gitstore.Entry{Path: n.Path, Mode: n.Mode, OID: n.OID})
 			return nil
 		})
@@ -94,6 +106,7 @@ func (l *copyLayer) sync(ctx context.Context, v View, paths []string) error {
 			return err
 		}
 	}
+	pruneDirs(l.root, paths, nil)
 	return nil
 }
 

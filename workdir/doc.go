@@ -22,6 +22,13 @@
 //     the change) or the copy (with a stat cache like git's index,
 //     re-hashing racy entries as git does), drops what the view's
 //     .gitignore files ignore, and reports the rest as Changes.
+//     A view may hide files (View.Readable, the session's read policy):
+//     the copy leaves them out, the upper directory whites them out
+//     (the shallowest directory with nothing readable below it, or the
+//     file), every rebuild of a subtree spells those whiteouts out again,
+//     and capture compares with the view as shown, so a hidden file is
+//     never reported deleted and a write over one is a new file (which
+//     the caller refuses).
 //   - Running: a command runs through a helper, this same binary started
 //     again in new user, mount and PID namespaces (and network, when the
 //     command may not use it). The helper mounts the view (overlayfs per

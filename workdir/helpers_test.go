@@ -28,6 +28,8 @@ type fixture struct {
 	ov   *overlay.Overlay
 	seq  int64
 	log  map[int64][]string
+	// readable is the view's read filter (nil: all).
+	readable func(string) bool
 }
 
 var baseFiles = map[string]string{
@@ -78,6 +80,7 @@ func (f *fixture) view() workdir.View {
 			}
 			return ps, false, nil
 		},
+		Readable: f.readable,
 	}
 }
 

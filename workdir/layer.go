@@ -58,6 +58,10 @@ type View struct {
 	// true when one of them changed more than its paths say (the layer is
 	// then rebuilt).
 	Changed func(ctx context.Context, after int64) (paths []string, full bool, err error)
+	// Readable, when set, says which files the directory shows (the
+	// session's read policy): the others are not in it, and a directory
+	// shows only with a readable file below it. Nil shows everything.
+	Readable func(p string) bool
 }
 
 // Change is one path a command changed, relative to the view it started
@@ -192,7 +196,7 @@ func examine(ctx context.Context, v View, p, full string, st *unix.Stat_t, seen,
 	if err != nil && !errors.Is(err, overlay.ErrNotFound) {
 		return Change{}, false, err
 	}
-	tracked := err == nil && n.Mode.IsBlob()
+	tracked := err == nil && n.Mode.IsBlob() && !v.hides(p)
 	gm := gitModeOf(st)
 	c := Change{Path: p, Mode: gm, Size: st.Size}
 	if maxFile > 0 && st.Size > maxFile {
@@ -218,7 +222,8 @@ func examine(ctx context.Context, v View, p, full string, st *unix.Stat_t, seen,
 	return c, true, nil
 }
 
-// deletions lists a deletion for every file of the view at or below p.
+// deletions lists a deletion for every file of the view at or below p
+// (that the view shows).
 func deletions(ctx context.Context, v View, p string) ([]Change, error) {
 	n, err := v.Overlay.Stat(ctx, p)
 	if errors.Is(err, overlay.ErrNotFound) {
@@ -228,14 +233,14 @@ func deletions(ctx context.Context, v View, p string) ([]Change, error) {
 		return nil, err
 	}
 	if !n.IsDir() {
-		if !n.Mode.IsBlob() {
+		if !n.Mode.IsBlob() || v.hides(p) {
 			return nil, nil
 		}
 		return []Change{{Path: p, Deleted: true}}, nil
 	}
 	var out []Change
 	err = v.Overlay.List(ctx, overlay.ListOptions{Prefix: p, Recursive: true}, func(n overlay.Node) error {
-		if n.Mode.IsBlob() {
+		if n.Mode.IsBlob() && !v.hides(n.Path) {
 			out = append(out, Change{Path: n.Path, Deleted: true})
 		}
 		return nil
@@ -243,10 +248,11 @@ func deletions(ctx context.Context, v View, p string) ([]Change, error) {
 	return out, err
 }
 
-// viewNode is the view's node at p, ok false when there is none.
+// viewNode is the view's node at p, ok false when there is none or the
+// view hides that file.
 func viewNode(ctx context.Context, v View, p string) (overlay.Node, bool, error) {
 	n, err := v.Overlay.Stat(ctx, p)
-	if errors.Is(err, overlay.ErrNotFound) {
+	if errors.Is(err, overlay.ErrNotFound) || (err == nil && !n.IsDir() && v.hides(p)) {
 		return overlay.Node{}, false, nil
 	}
 	return n, err == nil, err

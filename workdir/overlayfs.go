@@ -53,6 +53,12 @@ func (l *overlayLayer) reset(ctx context.Context, v View) error {
 		}
 	}
 	clear(l.cache)
+	if v.Readable != nil {
+		// The whole view, for the whiteouts over what it hides.
+		all := v.Overlay.Entries()
+		slices.SortFunc(all, func(a, b overlay.Entry) int { return strings.Compare(a.Path, b.Path) })
+		return l.rebuild(ctx, v, "", all)
+	}
 	var paths []string
 	for _, e := range v.Overlay.Entries() {
 		paths = append(paths, e.Path)
@@ -117,6 +123,12 @@ func (l *overlayLayer) sync(ctx context.Context, v View, paths []string) error {
 			return err
 		}
 	}
+	// An upper directory that hides a lower one stays: removing it
+	// would show the base's.
+	pruneDirs(l.upper, paths, func(d string) bool {
+		_, err := os.Lstat(filepath.Join(l.lower, d))
+		return err == nil
+	})
 	return nil
 }
 
@@ -134,7 +146,8 @@ func under(all []overlay.Entry, r string) []overlay.Entry {
 }
 
 // rebuild spells out the overlay's entries at or below r in the upper
-// directory, replacing whatever was there.
+// directory, replacing whatever was there, and whites out what the view
+// hides there.
 func (l *overlayLayer) rebuild(ctx context.Context, v View, r string, ents []overlay.Entry) error {
 	if r != "" {
 		if err := removeAll(filepath.Join(l.upper, r)); err != nil {
@@ -142,8 +155,16 @@ func (l *overlayLayer) rebuild(ctx context.Context, v View, r string, ents []ove
 		}
 	}
 	dropUnder(l.cache, r)
+	hidden, err := hiddenRoots(ctx, v, r)
+	if err != nil {
+		return err
+	}
+	hide := newPathSet(hidden)
 	var files []gitstore.Entry
 	for i, e := range ents {
+		if hide.covers(e.Path) {
+			continue
+		}
 		full := filepath.Join(l.upper, e.Path)
 		if e.Status != overlay.Deleted {
 			files = append(files, gitstore.Entry{Path: e.Path, Mode: e.Mode, OID: e.OID})
@@ -182,6 +203,17 @@ func (l *overlayLayer) rebuild(ctx context.Context, v View, r string, ents []ove
 		e := statEntryOf(&st, seen)
 		e.Git, e.OID = f.Mode, f.OID
 		l.cache[f.Path] = e
+	}
+	for _, h := range hidden {
+		if err := ensureDirs(l.upper, h); err != nil {
+			return err
+		}
+		if err := removeAll(filepath.Join(l.upper, h)); err != nil {
+			return err
+		}
+		if err := unix.Mknod(filepath.Join(l.upper, h), unix.S_IFCHR, 0); err != nil {
+			return err
+		}
 	}
 	return nil
 }

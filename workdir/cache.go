@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/durable"
 )
@@ -234,15 +232,6 @@ func (c *Cache) build(ctx context.Context, r treeLister, tree gitstore.OID) (int
 	c.evictLocked()
 	c.mu.Unlock()
 	return size, nil
-}
-
-func syncFS(dir string) error {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return unix.Syncfs(fd)
 }
 
 // dirSize is the bytes of the files below dir plus a block per directory.

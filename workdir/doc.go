@@ -63,6 +63,11 @@
 //     the tests run as root. This is isolation for correctness, not a
 //     security boundary.
 //
+// Platforms: the helper, the namespaces and overlayfs are Linux's
+// (helper_linux.go, sys_linux.go). Elsewhere on a unix (macOS) the
+// package builds and view directories are unisolated copies: auto and
+// copy work, overlay is ErrUnsupported. Windows is not supported.
+//
 // Concurrency: a Manager and its Cache are safe for concurrent use. A
 // Scratch belongs to one command at a time; the session engine runs one
 // command per session.

@@ -130,9 +130,13 @@ type statEntry struct {
 // kernel clock lags the wall clock by up to a tick).
 const racyWindow = 50 * time.Millisecond
 
+// statTimes are the modification and change times of st (ns).
+func statTimes(st *unix.Stat_t) (mtime, ctime int64) { return st.Mtim.Nano(), st.Ctim.Nano() }
+
 func statEntryOf(st *unix.Stat_t, seen int64) statEntry {
+	mtime, ctime := statTimes(st)
 	return statEntry{
-		Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino, Mode: st.Mode, Seen: seen,
+		Size: st.Size, Mtime: mtime, Ctime: ctime, Ino: st.Ino, Mode: uint32(st.Mode), Seen: seen,
 	}
 }
 
@@ -143,7 +147,8 @@ func statEntryOf(st *unix.Stat_t, seen int64) statEntry {
 // changed again with the same stat data and, as git does with entries as
 // new as its index, is hashed again.
 func (e statEntry) clean(st *unix.Stat_t, since int64) bool {
-	if e.Size != st.Size || e.Mtime != st.Mtim.Nano() || e.Ctime != st.Ctim.Nano() || e.Ino != st.Ino || e.Mode != st.Mode {
+	mtime, ctime := statTimes(st)
+	if e.Size != st.Size || e.Mtime != mtime || e.Ctime != ctime || e.Ino != st.Ino || e.Mode != uint32(st.Mode) {
 		return false
 	}
 	return e.Mtime < since-int64(racyWindow)

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Command is one command to run on a view.
@@ -138,7 +140,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		cmd = exec.Command(c.Argv[0], c.Argv[1:]...)
 		cmd.Dir = filepath.Join(view, c.Cwd)
 		cmd.Env = minimalEnv(home, view, c.Env)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = plainAttr()
 	}
 	if m.isolated {
 		cmd.ExtraFiles = []*os.File{statusW}
@@ -324,7 +326,7 @@ type writerFunc struct{ f func([]byte) }
 
 func (w *writerFunc) Write(p []byte) (int, error) { w.f(p); return len(p), nil }
 
-func signalName(s syscall.Signal) string { return unixSignalName(s) }
+func signalName(s syscall.Signal) string { return unix.SignalName(s) }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 

@@ -83,9 +83,12 @@ func New(cfg Config) (*Manager, error) {
 		logf = func(string, ...any) {}
 	}
 	var nsErr, ovErr error
-	if cfg.NoNamespaces {
+	switch {
+	case cfg.NoNamespaces:
 		nsErr = errors.New("turned off by the configuration")
-	} else {
+	case namespaces() != nil:
+		nsErr = namespaces()
+	default:
 		nsErr, ovErr = m.probe()
 	}
 	switch {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package workdir
 
 import (
@@ -25,4 +27,22 @@ func (m *Manager) nsAttr(newNet bool) *syscall.SysProcAttr {
 	}
 }
 
-func unixSignalName(s syscall.Signal) string { return unix.SignalName(s) }
+// plainAttr starts a command without namespaces (isolation unavailable):
+// its own process group, killed if the daemon's thread dies.
+func plainAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// namespaces says whether this platform has the namespaces commands are
+// isolated in (the probe then says whether the kernel grants them).
+func namespaces() error { return nil }
+
+// syncFS syncs the file system that holds dir.
+func syncFS(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Syncfs(fd)
+}

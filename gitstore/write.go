@@ -242,7 +242,8 @@ func objectHeader(k Kind, size int) []byte {
 
 func (r *Repo) writeLoose(id OID, obj rawObject) error {
 	var buf bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&buf, zlib.BestSpeed)
+	zw := deflater(zlib.BestSpeed, &buf)
+	defer putDeflater(zlib.BestSpeed, zw)
 	zw.Write(objectHeader(obj.kind, len(obj.data)))
 	zw.Write(obj.data)
 	if err := zw.Close(); err != nil {
@@ -306,10 +307,12 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
 		return "", err
 	}
 	offsets := make([]int64, len(objs))
-	// One compressor per level for the whole pack: creating a deflate
-	// writer costs far more than compressing a small object.
-	fast, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
-	stored, _ := zlib.NewWriterLevel(nil, zlib.NoCompression)
+	// One compressor per level for the whole pack, from a pool: creating
+	// a deflate writer (about a megabyte) costs far more than compressing
+	// a small object.
+	fast, stored := deflater(zlib.BestSpeed, nil), deflater(zlib.NoCompression, nil)
+	defer putDeflater(zlib.BestSpeed, fast)
+	defer putDeflater(zlib.NoCompression, stored)
 	for i, obj := range objs {
 		offsets[i] = int64(pack.Len())
 		pack.Write(packEntryHeader(obj.kind, len(obj.data)))
@@ -557,6 +560,26 @@ func readPacked(loc packLoc) (rawObject, error) {
 	}
 	inflaters.Put(zr)
 	return rawObject{kind: loc.kind, data: data}, nil
+}
+
+// deflaters are zlib writers to reuse, by level (BestSpeed and
+// NoCompression, the two the writers use).
+var deflaters [zlib.BestSpeed + 1]sync.Pool
+
+// deflater returns a zlib writer of level writing to w.
+func deflater(level int, w io.Writer) *zlib.Writer {
+	if zw, ok := deflaters[level].Get().(*zlib.Writer); ok {
+		zw.Reset(w)
+		return zw
+	}
+	zw, _ := zlib.NewWriterLevel(w, level)
+	return zw
+}
+
+// putDeflater gives zw back to the pool, without the buffer it wrote to.
+func putDeflater(level int, zw *zlib.Writer) {
+	zw.Reset(nil)
+	deflaters[level].Put(zw)
 }
 
 // inflaters are zlib readers to reuse: each holds a 32 KiB window, and a

@@ -430,7 +430,7 @@ func TestReadersOfTheDeletingProcessNeverFail(t *testing.T) {
 			}
 		})
 	}
-	for round := range 4 {
+	for round := range 3 {
 		writeFiles(t, other, base, 20, fmt.Sprint("more", round))
 		_, err := w.Housekeep(t.Context())
 		require.NoError(t, err)

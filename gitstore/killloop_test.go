@@ -43,7 +43,7 @@ func TestKillLoopKeepsPacksBounded(t *testing.T) {
 		{"delay shorter than a few lives", 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lives := 16
+			lives := 12
 			if testing.Short() {
 				lives = 8
 			}

@@ -107,8 +107,11 @@ type ExecResult struct {
 	Recorded    bool
 	NotRecorded string
 	Isolated    bool
-	// ToStart is the time from the call to the command's start.
+	// ToStart is the time from the call to the command's start; Prepare
+	// the part of it until the scratch was ready, Setup the rest.
 	ToStart time.Duration
+	Prepare time.Duration
+	Setup   workdir.Setup
 }
 
 // Rules of rejected exec changes beside overlay's path rules.
@@ -175,6 +178,7 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 		unbusy()
 		return ExecResult{}, err
 	}
+	prepared := time.Now()
 	env := make([]string, 0, len(opts.Env))
 	for k, v := range opts.Env {
 		env = append(env, k+"="+v)
@@ -192,7 +196,7 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 	res := ExecResult{
 		Argv: argv, ExitCode: run.ExitCode, Signal: run.Signal, TimedOut: run.TimedOut, Duration: run.Duration,
 		Stdout: run.Stdout, Stderr: run.Stderr, OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,
-		ToStart: run.Started.Sub(begin),
+		ToStart: run.Started.Sub(begin), Prepare: prepared.Sub(begin), Setup: run.Setup,
 	}
 	// The view is the record's while busy: capture needs no lock. A
 	// cancelled request still captures, so the scratch is settled.

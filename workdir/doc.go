@@ -30,19 +30,23 @@
 //     never reported deleted and a write over one is a new file (which
 //     the caller refuses).
 //   - Running: a command runs through a helper, this same binary started
-//     again in new user, mount and PID namespaces (and network, when the
-//     command may not use it). The helper mounts the view (overlayfs per
-//     command, so nothing stays mounted), makes every other mount
-//     read-only, covers the data directory and the registered
-//     repositories with empty read-only tmpfs mounts and /tmp, /var/tmp
-//     and /dev/shm with private writable ones, and starts the command
-//     with a minimal environment. So the view, its home directory in the
-//     scratch and those private directories are all a command can write:
+//     again, plainly, which starts itself once more in new user, mount and
+//     PID namespaces (and network, when the command may not use it): Go
+//     starts a process in a new user namespace with a full fork, whose cost
+//     grows with the daemon's memory, and the helper is small. The helper
+//     mounts the view (overlayfs per command, so nothing stays mounted),
+//     makes every other mount read-only, covers the data directory and the
+//     registered repositories with empty read-only tmpfs mounts and /tmp,
+//     /var/tmp and /dev/shm with private writable ones, and starts the
+//     command with a minimal environment. So the view, its home directory in
+//     the scratch and those private directories are all a command can write:
 //     a write through a symlink out of the view, or by an absolute path,
-//     fails with EROFS instead of landing where capture cannot see it. Killing the helper (PID 1
-//     of its namespace) kills every process the command started, and the
-//     mounts die with the namespace, on timeout, cancellation, shutdown or
-//     a crash of the daemon (the helper has a parent-death signal).
+//     fails with EROFS instead of landing where capture cannot see it.
+//     Killing the helper's process group (both stages; the second, PID 1
+//     of its namespace, also dies with the first) kills every process the
+//     command started, and the mounts die with the namespace, on timeout,
+//     cancellation, shutdown or a crash of the daemon (the helper has a
+//     parent-death signal).
 //
 // Invariants:
 //   - A scratch directory reflects the record at its saved sequence

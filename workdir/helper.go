@@ -13,6 +13,10 @@ import (
 // namespace: nothing stays mounted after a crash.
 const helperEnv = "SESSIOND_WORKDIR_HELPER"
 
+// helperOuterEnv marks the helper's first stage, started plainly by the
+// daemon, which starts the second in the namespaces (see nsAttr).
+const helperOuterEnv = "SESSIOND_WORKDIR_HELPER_OUTER"
+
 // helperSpec is what the helper is told to do.
 type helperSpec struct {
 	View presentation `json:"view"`
@@ -25,15 +29,19 @@ type helperSpec struct {
 	Env    []string `json:"env"`
 	// Probe: set up the mounts and report, without a command.
 	Probe bool `json:"probe,omitempty"`
+	// NewNet: the command gets a network namespace of its own.
+	NewNet bool `json:"new_net,omitempty"`
 }
 
 // helperStatus is one report line of the helper.
 type helperStatus struct {
 	Error   string `json:"error,omitempty"`
 	Started int64  `json:"started,omitempty"`
-	Exited  bool   `json:"exited,omitempty"`
-	Code    int    `json:"code"`
-	Signal  string `json:"signal,omitempty"`
+	// Began is when the helper's own code began (with Started).
+	Began  int64  `json:"began,omitempty"`
+	Exited bool   `json:"exited,omitempty"`
+	Code   int    `json:"code"`
+	Signal string `json:"signal,omitempty"`
 }
 
 func unwrapExec(err error) error {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -19,11 +20,46 @@ import (
 
 func init() {
 	if spec := os.Getenv(helperEnv); spec != "" {
+		if os.Getenv(helperOuterEnv) != "" {
+			os.Exit(helperOuter(spec))
+		}
 		os.Exit(helperMain(spec))
 	}
 }
 
+// helperOuter is the helper's first stage: it starts the second in the
+// namespaces, with the same standard streams and status pipe, and waits
+// for it. The second stage stays in this process group, so killing the
+// group kills both, and dies with this one (its parent-death signal is
+// tied to this thread).
+func helperOuter(specJSON string) int {
+	status := os.NewFile(3, "status")
+	var spec helperSpec
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		_ = json.NewEncoder(status).Encode(helperStatus{Error: "spec: " + err.Error()})
+		return 125
+	}
+	runtime.LockOSThread()
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Env = []string{helperEnv + "=" + specJSON}
+	cmd.SysProcAttr = nsAttr(spec.NewNet)
+	cmd.SysProcAttr.Setpgid = false
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{status}
+	if err := cmd.Start(); err != nil {
+		_ = json.NewEncoder(status).Encode(helperStatus{Error: "start in new namespaces: " + err.Error()})
+		return 125
+	}
+	status.Close()
+	_ = cmd.Wait()
+	if cmd.ProcessState == nil {
+		return 125
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
 func helperMain(specJSON string) int {
+	began := time.Now().UnixNano()
 	// The command must not inherit the status pipe.
 	unix.CloseOnExec(3)
 	status := os.NewFile(3, "status")
@@ -52,11 +88,11 @@ func helperMain(specJSON string) int {
 	started := time.Now().UnixNano()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "sessiond: %s: %v\n", spec.Argv[0], unwrapExec(err))
-		_ = enc.Encode(helperStatus{Started: started})
+		_ = enc.Encode(helperStatus{Started: started, Began: began})
 		_ = enc.Encode(helperStatus{Exited: true, Code: 127})
 		return 0
 	}
-	_ = enc.Encode(helperStatus{Started: started})
+	_ = enc.Encode(helperStatus{Started: started, Began: began})
 	err := cmd.Wait()
 	st := helperStatus{Exited: true}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

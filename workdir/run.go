@@ -57,6 +57,24 @@ type Result struct {
 	// Isolated: the command ran in its own namespaces with the data
 	// directory and repositories hidden.
 	Isolated bool
+	// Setup is where the time before the command's start went.
+	Setup Setup
+}
+
+// Setup splits the time from Run to the command's start (for
+// benchmarks; zero parts where there is no helper).
+type Setup struct {
+	// Spawn: starting the helper process in its new namespaces (fork,
+	// the user namespace's id maps, exec), until that call returns.
+	Spawn time.Duration
+	// Init: from there until the helper's code in the namespaces runs:
+	// this binary's start (the runtime and package initializers) twice,
+	// once outside to make the namespaces from a small process, once in
+	// them.
+	Init time.Duration
+	// Mounts: in the helper, the view's mounts and covers and starting
+	// the command.
+	Mounts time.Duration
 }
 
 // tail keeps the last max bytes written to it.
@@ -126,15 +144,17 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		spec := helperSpec{
 			View: s.layer.present(), Target: target, Home: home, Hide: m.hidden(),
 			Cwd: filepath.Join(target, c.Cwd), Argv: c.Argv, Env: minimalEnv(home, target, c.Env),
+			NewNet: !c.Network,
 		}
 		b, err := json.Marshal(spec)
 		if err != nil {
 			statusW.Close()
 			return Result{}, err
 		}
+		// Started plainly: the helper makes the namespaces (see nsAttr).
 		cmd = exec.Command(m.exe)
-		cmd.Env = []string{helperEnv + "=" + string(b)}
-		cmd.SysProcAttr = m.nsAttr(!c.Network)
+		cmd.Env = []string{helperEnv + "=" + string(b), helperOuterEnv + "=1"}
+		cmd.SysProcAttr = plainAttr()
 	} else {
 		view := s.layer.present().Src
 		cmd = exec.Command(c.Argv[0], c.Argv[1:]...)
@@ -187,9 +207,12 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	// tied to the thread), so start and wait on one locked thread.
 	startErr := make(chan error, 1)
 	waited := make(chan error, 1)
+	spawn := time.Now()
+	var spawned time.Time
 	go func() {
 		runtime.LockOSThread()
 		err := cmd.Start()
+		spawned = time.Now()
 		startErr <- err
 		if err != nil {
 			return
@@ -236,6 +259,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		res.Started = start
 	}
 	var final *helperStatus
+	var began time.Time
 	var setupErr string
 	kill := func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -254,6 +278,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 				setupErr = st.Error
 			case st.Started != 0:
 				res.Started = time.Unix(0, st.Started)
+				began = time.Unix(0, st.Began)
 			case st.Exited:
 				s := st
 				final = &s
@@ -296,6 +321,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			setupErr = st.Error
 		case st.Started != 0:
 			res.Started = time.Unix(0, st.Started)
+			began = time.Unix(0, st.Began)
 		case st.Exited:
 			s := st
 			final = &s
@@ -306,6 +332,9 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		res.Started = start
 	}
 	res.Duration = end.Sub(res.Started)
+	if m.isolated && !began.IsZero() {
+		res.Setup = Setup{Spawn: spawned.Sub(spawn), Init: began.Sub(spawned), Mounts: res.Started.Sub(began)}
+	}
 	res.Stdout, res.Stderr = stdout.buf, stderr.buf
 	res.OutputTruncated = stdout.dropped || stderr.dropped
 	if m.isolated {

@@ -64,10 +64,14 @@ func newExecEnvWith(t *testing.T, cfg workdir.Config, limits ...session.Limits) 
 	cfg.Dir = filepath.Join(e.dataDir, "workdir")
 	cfg.Hide = func() []string { return m.WorkdirHidden(context.Background()) }
 	wd, err := workdir.New(cfg)
-	if errors.Is(err, workdir.ErrUnsupported) {
+	requireIsolation := os.Getenv("SESSIOND_TEST_REQUIRE_ISOLATION") == "1" && !cfg.NoNamespaces
+	if errors.Is(err, workdir.ErrUnsupported) && !requireIsolation {
 		t.Skipf("mode %s: %v", mode, err)
 	}
 	require.NoError(t, err)
+	if requireIsolation {
+		require.True(t, wd.Isolated(), "SESSIOND_TEST_REQUIRE_ISOLATION=1: this machine must give commands their namespaces")
+	}
 	var lim session.Limits
 	if len(limits) > 0 {
 		lim = limits[0]

@@ -127,13 +127,22 @@ func newManager(t *testing.T, mode workdir.Mode, noNamespaces ...bool) *workdir.
 	data := t.TempDir()
 	m, err := workdir.New(workdir.Config{Dir: filepath.Join(data, "workdir"), Mode: mode, Hide: func() []string { return []string{data} },
 		NoNamespaces: len(noNamespaces) > 0 && noNamespaces[0]})
-	if errors.Is(err, workdir.ErrUnsupported) {
+	wantIsolation := requireIsolation && !(len(noNamespaces) > 0 && noNamespaces[0])
+	if errors.Is(err, workdir.ErrUnsupported) && !wantIsolation {
 		t.Skipf("mode %s: %v", mode, err)
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
+	if wantIsolation {
+		require.True(t, m.Isolated(), "SESSIOND_TEST_REQUIRE_ISOLATION=1: this machine must give commands their namespaces")
+	}
 	return m
 }
+
+// requireIsolation turns the skips of a kernel without namespaces or
+// overlayfs into failures: CI sets it, since its machine has both, so a
+// broken helper cannot pass as a kernel that refuses.
+var requireIsolation = os.Getenv("SESSIOND_TEST_REQUIRE_ISOLATION") == "1"
 
 // forModes runs fn once per mode, and once more without namespaces (as
 // where the kernel refuses them: copy mode, unisolated).

@@ -2,9 +2,6 @@ package api
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -12,9 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessiond/sessiond/changeset"
-	"github.com/sessiond/sessiond/db"
-	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -24,42 +18,20 @@ import (
 // the routes they hit.
 func TestMetricsLabelsBounded(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	st, err := db.OpenSQLiteDir(ctx, dir)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	m := session.NewManager(session.Config{Store: st, DataDir: dir})
-	t.Cleanup(func() { m.Close() })
-	_, err = m.RegisterRepo(ctx, "r", testrepo.Build(t, "small"))
-	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m})}))
-	t.Cleanup(srv.Close)
-
-	do := func(method, path string) {
-		req, err := http.NewRequestWithContext(ctx, method, srv.URL+path, nil)
-		require.NoError(t, err)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
+	ts := newTestServer(t, "")
 	var ids []string
 	for i := range 30 {
-		s, err := m.Create(ctx, session.CreateOptions{Repo: "r"})
+		s, err := ts.m.Create(ctx, session.CreateOptions{Repo: "r"})
 		require.NoError(t, err)
 		ids = append(ids, s.ID.String())
-		do("GET", "/v1/sessions/"+s.ID.String())
-		do("GET", fmt.Sprintf("/v1/sessions/%s/files/f%d.txt", s.ID, i))
-		do("GET", "/v1/sessions/"+uuid.NewString())
-		do(fmt.Sprintf("BREW%d", i), "/v1/sessions/"+s.ID.String())
-		do("GET", fmt.Sprintf("/no/such/route/%d", i))
+		ts.call("GET", "/v1/sessions/"+s.ID.String(), nil)
+		ts.call("GET", fmt.Sprintf("/v1/sessions/%s/files/f%d.txt", s.ID, i), nil)
+		ts.call("GET", "/v1/sessions/"+uuid.NewString(), nil)
+		ts.call(fmt.Sprintf("BREW%d", i), "/v1/sessions/"+s.ID.String(), nil)
+		ts.call("GET", fmt.Sprintf("/no/such/route/%d", i), nil)
 	}
 
-	resp, err := http.Get(srv.URL + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	body := ts.call("GET", "/metrics", nil).body
 	series := 0
 	for _, l := range strings.Split(string(body), "\n") {
 		if !strings.HasPrefix(l, "sessiond_http_requests_total{") {

@@ -32,10 +32,9 @@ var _ session.Store = (*Postgres)(nil)
 // key=value DSN; a search_path parameter selects the schema) and applies
 // pending migrations before it returns.
 func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := parseURL(url)
 	if err != nil {
-		// The parse error may quote the password; keep only the fact.
-		return nil, errors.New("db: invalid postgres url")
+		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -48,6 +47,23 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// CheckPostgresURL reports whether url is one OpenPostgres can parse (a
+// postgres:// URL or a key=value DSN), without connecting. The error
+// never quotes url, which may hold a password.
+func CheckPostgresURL(url string) error {
+	_, err := parseURL(url)
+	return err
+}
+
+func parseURL(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// The parse error may quote the password; keep only the fact.
+		return nil, errors.New("db: invalid postgres url: want postgres://… or a key=value DSN")
+	}
+	return cfg, nil
 }
 
 // Close closes the pool, waiting for connections in use to be returned.

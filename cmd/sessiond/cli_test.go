@@ -84,26 +84,40 @@ func TestCLIUsage(t *testing.T) {
 }
 
 // TestServeRefusesBadEnvironment: a value of a variable that does not
-// parse stops the daemon before it starts, naming the variable.
+// parse, or parses to something the daemon cannot use, stops the daemon
+// before it starts, naming the variable (and never echoing a database
+// URL, which may hold a password).
 func TestServeRefusesBadEnvironment(t *testing.T) {
 	for _, tc := range []struct{ name, value string }{
 		{"SESSIOND_MAX_BODY_BYTES", "10 parsecs"},
 		{"SESSIOND_MAX_BODY_BYTES", "MB"},
 		{"SESSIOND_MAX_FILE_BYTES", "-1"},
 		{"SESSIOND_MAX_OVERLAY_ENTRIES", "many"},
+		{"SESSIOND_MAX_OVERLAY_ENTRIES", "0"},
 		{"SESSIOND_HEARTBEAT", "15"},
 		{"SESSIOND_LOG_LEVEL", "loud"},
 		{"SESSIOND_LOG_FORMAT", "xml"},
+		{"SESSIOND_WORKDIR_MODE", "fast"},
+		{"SESSIOND_REPOS", "r"},
+		{"SESSIOND_REPOS", "r=/somewhere,=/elsewhere"},
+		{"SESSIOND_ADDR", "localhost"},
+		{"SESSIOND_ADDR", "0.0.0.0:7420"},
+		{"SESSIOND_DATABASE_URL", "postgres://u:hunter2@[::1"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
-			cmd := exec.Command(testdaemon.Binary, "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir())
+			args := []string{"serve", "--data-dir", t.TempDir()}
+			if tc.name != "SESSIOND_ADDR" {
+				args = append(args, "--addr", "127.0.0.1:0")
+			}
+			cmd := exec.Command(testdaemon.Binary, args...)
 			cmd.Env = append(cmd.Environ(), tc.name+"="+tc.value)
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
 			require.ErrorAs(t, err, &ee, "%s", out)
-			assert.Equal(t, exitUsage, ee.ExitCode())
+			assert.Equal(t, exitUsage, ee.ExitCode(), "%s", out)
 			assert.Contains(t, string(out), tc.name)
 			assert.NotContains(t, string(out), "listening")
+			assert.NotContains(t, string(out), "hunter2")
 		})
 	}
 }

@@ -39,8 +39,8 @@ type mcpCmd struct {
 	Probe    time.Duration `help:"How long to wait for the daemon to answer before running the engine in-process." default:"1s" placeholder:"DURATION"`
 	LogLevel slog.Level    `help:"debug, info, warn or error (logs go to standard error)." env:"SESSIOND_LOG_LEVEL" default:"warn" placeholder:"LEVEL"`
 	// The in-process engine's view directories, as serve's.
-	WorkdirMode       string   `help:"In-process: how commands (the run tool) see the session's view: overlay, copy or auto." env:"SESSIOND_WORKDIR_MODE" default:"auto" enum:"overlay,copy,auto" placeholder:"MODE"`
-	WorkdirCacheBytes byteSize `help:"In-process: disk for shared base checkouts." env:"SESSIOND_WORKDIR_CACHE_BYTES" default:"20GiB" placeholder:"SIZE"`
+	WorkdirMode       workdirMode `help:"In-process: how commands (the run tool) see the session's view: overlay, copy or auto." env:"SESSIOND_WORKDIR_MODE" default:"auto" placeholder:"MODE"`
+	WorkdirCacheBytes byteSize    `help:"In-process: disk for shared base checkouts." env:"SESSIOND_WORKDIR_CACHE_BYTES" default:"20GiB" placeholder:"SIZE"`
 }
 
 func (c *mcpCmd) Run(ctx context.Context, x *cli) error {
@@ -139,7 +139,7 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: graphsession.Events(store), Notify: func() { m.Notify() }, Logger: log})
 	defer g.Close()
-	wd, err := newWorkdirs(dataDir, c.WorkdirMode, int64(c.WorkdirCacheBytes), false, func() *session.Manager { return m }, log)
+	wd, err := newWorkdirs(dataDir, string(c.WorkdirMode), int64(c.WorkdirCacheBytes), false, func() *session.Manager { return m }, log)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}

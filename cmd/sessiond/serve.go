@@ -47,7 +47,7 @@ type serveConfig struct {
 	IdleUnload        time.Duration `help:"Unload a session from memory after this long unused (it loads again when used), negative for never; finished sessions are unloaded at once." name:"session-idle-unload" env:"SESSIOND_SESSION_IDLE_UNLOAD" default:"10m" placeholder:"DURATION"`
 	Heartbeat         time.Duration `help:"Interval of event-stream heartbeats." env:"SESSIOND_HEARTBEAT" default:"15s" placeholder:"DURATION"`
 	ShutdownTimeout   time.Duration `help:"How long shutdown waits for in-flight requests." env:"SESSIOND_SHUTDOWN_TIMEOUT" default:"30s" placeholder:"DURATION"`
-	WorkdirMode       string        `help:"How commands see a session's view: overlay (overlayfs in a user namespace), copy, or auto. Isolation for correctness, not a security boundary." env:"SESSIOND_WORKDIR_MODE" default:"auto" enum:"overlay,copy,auto" placeholder:"MODE"`
+	WorkdirMode       workdirMode   `help:"How commands see a session's view: overlay (overlayfs in a user namespace), copy, or auto. Isolation for correctness, not a security boundary." env:"SESSIOND_WORKDIR_MODE" default:"auto" placeholder:"MODE"`
 	WorkdirCacheBytes byteSize      `help:"Disk for shared base checkouts; least recently used ones beyond it are removed." env:"SESSIOND_WORKDIR_CACHE_BYTES" default:"20GiB" placeholder:"SIZE"`
 	WorkdirNoNS       bool          `help:"Run commands without namespaces, as where the kernel refuses them: copy mode, unisolated (answers say isolated false). For tests of that path." name:"workdir-no-namespaces" env:"SESSIOND_WORKDIR_NO_NAMESPACES"`
 	ExecMaxTimeout    time.Duration `help:"Longest timeout a command may ask for." env:"SESSIOND_EXEC_MAX_TIMEOUT" default:"1h" placeholder:"DURATION"`
@@ -68,19 +68,42 @@ func (c *serveCmd) Run(x *cli) error {
 }
 
 // Validate runs after parsing, so that a bad configuration is a usage
-// error before anything starts.
+// error before anything starts. Kong names the variable a value came from
+// only when the value does not parse; these checks come after, so each
+// message names the flag and its variable. A database URL is never
+// echoed: it may hold a password.
 func (c *serveConfig) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("--addr (SESSIOND_ADDR) %q: want HOST:PORT", c.Addr)
+	}
 	if c.AdminToken == "" && !loopback(c.Addr) {
-		return fmt.Errorf("refusing to listen on %s without a token: set --admin-token or listen on a loopback address", c.Addr)
+		return fmt.Errorf("--addr (SESSIOND_ADDR) %s: refusing to listen beyond loopback without a token: set --admin-token (SESSIOND_ADMIN_TOKEN) or listen on a loopback address", c.Addr)
 	}
 	if c.MaxEntries <= 0 {
-		return fmt.Errorf("--max-overlay-entries %d: want a positive number", c.MaxEntries)
+		return fmt.Errorf("--max-overlay-entries (SESSIOND_MAX_OVERLAY_ENTRIES) %d: want a positive number", c.MaxEntries)
 	}
 	for _, spec := range c.Repos {
 		if name, path, ok := strings.Cut(spec, "="); !ok || name == "" || path == "" {
-			return fmt.Errorf("--repo %q: want NAME=PATH", spec)
+			return fmt.Errorf("--repo (SESSIOND_REPOS) %q: want NAME=PATH", spec)
 		}
 	}
+	if c.DatabaseURL != "" {
+		if err := db.CheckPostgresURL(c.DatabaseURL); err != nil {
+			return fmt.Errorf("--database-url (SESSIOND_DATABASE_URL): %w", err)
+		}
+	}
+	return nil
+}
+
+// workdirMode is overlay, copy or auto, as workdir.ParseMode reads it.
+type workdirMode string
+
+func (m *workdirMode) UnmarshalText(b []byte) error {
+	md, err := workdir.ParseMode(string(b))
+	if err != nil {
+		return err
+	}
+	*m = workdirMode(md)
 	return nil
 }
 
@@ -149,7 +172,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: graphsession.Events(store), Notify: func() { m.Notify() }, Logger: log})
 	defer g.Close() // after the engine's Close: its workers are joined last
-	wd, err := newWorkdirs(c.DataDir, c.WorkdirMode, int64(c.WorkdirCacheBytes), c.WorkdirNoNS, func() *session.Manager { return m }, log)
+	wd, err := newWorkdirs(c.DataDir, string(c.WorkdirMode), int64(c.WorkdirCacheBytes), c.WorkdirNoNS, func() *session.Manager { return m }, log)
 	if err != nil {
 		return err
 	}

@@ -7,10 +7,13 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -446,4 +449,50 @@ func TestEventTypeFilter(t *testing.T) {
 	assert.Equal(t, []string{"file.written", "checkpoint.created"}, types("?type=checkpoint.created,file.written"))
 	assert.Equal(t, []string{"session.state", "checkpoint.created"}, types("?type=session.state&type=checkpoint.created"))
 	assert.Empty(t, types("?type=overlap.detected"))
+}
+
+// TestDiffAgainstRevision: a diff's against is "base", a checkpoint, or
+// any revision resolved as git rev-parse resolves it, and the diff lists
+// the files git diff lists between the same trees.
+func TestDiffAgainstRevision(t *testing.T) {
+	ts := newTestServer(t, "")
+	id := ts.newSession()
+	r := ts.call("PUT", "/v1/sessions/"+id+"/files/new.txt", []byte("new\n"))
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+	r = ts.call("POST", "/v1/sessions/"+id+"/checkpoints", nil)
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+	tree, _, err := ts.m.Tree(t.Context(), uuid.MustParse(id))
+	require.NoError(t, err)
+	full := testrepo.Git(t, ts.repo, "rev-parse", "main~1")
+	// against, and the revision git compares the session's tree with.
+	for _, tc := range [][2]string{
+		{"base", "main"}, {"1", tree.String()}, {"main", "main"}, {"main~1", "main~1"}, {"main^", "main^"},
+		{"HEAD~2", "HEAD~2"}, {"v1", "v1"}, {"v1^{commit}", "v1"}, {"v0", "v0"}, {"main~1^{tree}", "main~1"},
+		{"feature", "feature"}, {full, full}, {full[:10], full},
+	} {
+		against, rev := tc[0], tc[1]
+		r := ts.call("GET", "/v1/sessions/"+id+"/diff?format=json&against="+url.QueryEscape(against), nil)
+		if !assert.Equal(t, 200, r.StatusCode, "against %s: %s", against, r.body) {
+			continue
+		}
+		var d apitypes.Diff
+		require.NoError(t, json.Unmarshal(r.body, &d))
+		// Every path on either side of each file, renames included.
+		var got []string
+		for _, f := range d.Files {
+			for _, p := range []string{f.Path, f.OldPath, f.NewPath} {
+				if p != "" && !slices.Contains(got, p) {
+					got = append(got, p)
+				}
+			}
+		}
+		slices.Sort(got)
+		assert.Equal(t, testrepo.Git(t, ts.repo, "diff", "--no-renames", "--name-only", rev, tree.String()), strings.Join(got, "\n"), "against %s", against)
+		assert.Equal(t, testrepo.Git(t, ts.repo, "rev-parse", rev+"^{tree}"), d.From, "against %s", against)
+	}
+	for _, against := range []string{"nope", "main~99", "main^{blob}"} {
+		r := ts.call("GET", "/v1/sessions/"+id+"/diff?against="+url.QueryEscape(against), nil)
+		assert.Equal(t, 404, r.StatusCode, "against %s: %s", against, r.body)
+		assert.Contains(t, r.errorOf(t)["message"], "no checkpoint or revision", against)
+	}
 }

@@ -15,19 +15,19 @@ type SessionDiff struct {
 	Patch    *merge.Patch
 }
 
-// Diff compares the session's view with its base (against "" or "base")
-// or with one of its checkpoints (id, number or commit), from the trees
+// Diff compares the session's view with its base (against "" or "base"),
+// one of its checkpoints (id, number or commit) or any revision of its
+// repository, as AgainstTree resolves against, from the trees
 // the engine keeps, so nothing is written for a read. Files the session's
 // policy does not let it read, on either side of a rename, are left out
 // and the stats summed again without them.
 func (m *Manager) Diff(ctx context.Context, id uuid.UUID, against string) (SessionDiff, error) {
 	var from gitstore.OID
 	if against != "" && against != "base" {
-		cp, err := m.FindCheckpoint(ctx, id, against)
-		if err != nil {
+		var err error
+		if from, err = m.AgainstTree(ctx, id, against); err != nil {
 			return SessionDiff{}, err
 		}
-		from = cp.Tree
 	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {

@@ -619,7 +619,7 @@ func (c *eventsCmd) Run(ctx context.Context, x *cli) error {
 }
 
 type diffCmd struct {
-	Against string `help:"base, or a checkpoint (number, id or commit)." default:"base" placeholder:"REV"`
+	Against string `help:"base, a checkpoint (number, id or commit), or any revision (main~1, v1)." default:"base" placeholder:"REV"`
 	Color   string `help:"Colour the diff: auto, always or never." enum:"auto,always,never" default:"auto"`
 }
 

@@ -16,7 +16,7 @@ import (
 // DiffIn is diff's input.
 type DiffIn struct {
 	SessionArg
-	Against string   `json:"against,omitempty" jsonschema:"What to compare the session's current files with: base (the default, the commit the session started from) or a checkpoint (its number, id or commit)."`
+	Against string   `json:"against,omitempty" jsonschema:"What to compare the session's current files with: base (the default, the commit the session started from), a checkpoint (its number, id or commit) or any git revision (main~1, v1)."`
 	Paths   []string `json:"paths,omitempty" jsonschema:"Only show these files, or the files under these directories."`
 }
 

@@ -43,10 +43,7 @@ func TestToolList(t *testing.T) {
 				}
 				schema := tool.InputSchema.(map[string]any)
 				props, _ := schema["properties"].(map[string]any)
-				for name, p := range props {
-					d, _ := p.(map[string]any)["description"].(string)
-					assert.NotEmpty(t, d, "%s.%s has no description", tool.Name, name)
-				}
+				assertDescribed(t, tool.Name, props)
 				req, _ := schema["required"].([]any)
 				if bound {
 					assert.NotContains(t, props, "session", tool.Name)
@@ -81,6 +78,23 @@ func TestToolList(t *testing.T) {
 	assert.False(t, ann["edit_file"].IdempotentHint)
 }
 
+// assertDescribed checks that every property of a schema, and of the
+// objects it nests (edit_file's edits), has a description for the model.
+func assertDescribed(t *testing.T, at string, props map[string]any) {
+	t.Helper()
+	for name, p := range props {
+		ps := p.(map[string]any)
+		d, _ := ps["description"].(string)
+		assert.NotEmpty(t, d, "%s.%s has no description", at, name)
+		if items, ok := ps["items"].(map[string]any); ok {
+			ps = items
+		}
+		if nested, ok := ps["properties"].(map[string]any); ok {
+			assertDescribed(t, at+"."+name, nested)
+		}
+	}
+}
+
 func TestSchemasAreJSONSchema(t *testing.T) {
 	e := newEnv(t)
 	cs := e.connect(t, e.newSession(t, apitypes.CreateSessionRequest{}), mcpserver.Options{})
@@ -98,7 +112,9 @@ func TestSchemasAreJSONSchema(t *testing.T) {
 
 func TestReadFile(t *testing.T) {
 	e := newEnv(t)
-	cs := e.connect(t, e.newSession(t, apitypes.CreateSessionRequest{}), mcpserver.Options{})
+	s := e.newSession(t, apitypes.CreateSessionRequest{})
+	sid := s.ID
+	cs := e.connect(t, s, mcpserver.Options{})
 
 	text, data := ok(t, cs, "read_file", map[string]any{"path": "calc.go"})
 	blob := strings.TrimSpace(testrepo.Git(t, e.repoDir, "rev-parse", "HEAD:calc.go"))
@@ -115,6 +131,21 @@ func TestReadFile(t *testing.T) {
 		assert.Contains(t, text, "call read_file with offset 6 for more")
 		assert.EqualValues(t, 6, data["next_offset"])
 		assert.EqualValues(t, 2, data["lines"])
+	})
+	t.Run("default limit of 2000 lines", func(t *testing.T) {
+		var long strings.Builder
+		for i := 1; i <= 2100; i++ {
+			fmt.Fprintf(&long, "%d\n", i)
+		}
+		_, err := e.admin.WriteFile(t.Context(), sid, "lines.txt", []byte(long.String()), client.WriteOptions{})
+		require.NoError(t, err)
+		text, data := ok(t, cs, "read_file", map[string]any{"path": "lines.txt"})
+		assert.EqualValues(t, 2100, data["total_lines"])
+		assert.EqualValues(t, 2000, data["lines"])
+		assert.EqualValues(t, 2001, data["next_offset"])
+		assert.Contains(t, text, "  2000\t2000\n")
+		assert.NotContains(t, text, "  2001\t2001\n")
+		assert.Contains(t, text, "[shown lines 1–2000 of 2100; call read_file with offset 2001 for more]")
 	})
 	t.Run("binary", func(t *testing.T) {
 		text, data := ok(t, cs, "read_file", map[string]any{"path": "bin/blob.dat"})
@@ -222,9 +253,10 @@ func TestEditFile(t *testing.T) {
 		assert.Contains(t, text, "matches 2 times")
 		assert.Contains(t, text, "match 1 at line 5:")
 		assert.Contains(t, text, "match 2 at line 10:")
-		assert.Contains(t, text, "     4\tfunc Add(a, b int) int {", "two lines of context before")
-		assert.Contains(t, text, ">     5\t\treturn a - b")
-		assert.Contains(t, text, "     9\tfunc Sub(a, b int) int {")
+		assert.Contains(t, text, "match 1 at line 5:\n      3\t// Add returns a plus b.\n      4\tfunc Add(a, b int) int {\n>     5\t\treturn a - b\n      6\t}\n      7\t\n",
+			"two lines of context before and after")
+		assert.Contains(t, text, "match 2 at line 10:\n      8\t// Sub returns a minus b.\n      9\tfunc Sub(a, b int) int {\n>    10\t\treturn a - b\n     11\t}\n")
+		assert.NotContains(t, text, "      2\t\n", "no more than two lines of context")
 		cands := ed["candidates"].([]any)
 		require.Len(t, cands, 2)
 		assert.EqualValues(t, 5, cands[0].(map[string]any)["line"])
@@ -462,8 +494,16 @@ func TestResultCap(t *testing.T) {
 	}
 	_, err := e.admin.WriteFile(t.Context(), s.ID, "big.txt", []byte(big.String()), client.WriteOptions{})
 	require.NoError(t, err)
+	// The default cap, 100 KB: 2000 lines of big.txt are 112 KB.
+	def := e.connect(t, s, mcpserver.Options{})
+	text, data := ok(t, def, "read_file", map[string]any{"path": "big.txt"})
+	assert.LessOrEqual(t, len(text), 100_000)
+	assert.Greater(t, len(text), 90_000)
+	assert.Less(t, data["next_offset"], 2000.0, "cut by the cap before the 2000-line default")
+	assert.Contains(t, text, fmt.Sprintf("call read_file with offset %v for more", data["next_offset"]))
+
 	cs := e.connect(t, s, mcpserver.Options{MaxResultBytes: 20_000})
-	text, data := ok(t, cs, "read_file", map[string]any{"path": "big.txt"})
+	text, data = ok(t, cs, "read_file", map[string]any{"path": "big.txt"})
 	assert.LessOrEqual(t, len(text), 20_000)
 	next := int(data["next_offset"].(float64))
 	assert.Greater(t, next, 100)
@@ -554,4 +594,105 @@ func TestRunProgressAndCancel(t *testing.T) {
 		_, isErr, _ := call(t, cs, "run", map[string]any{"command": "true"})
 		return !isErr
 	}, 20*time.Second, 100*time.Millisecond, "the 60 s command was stopped")
+}
+
+// TestRunRefused: what a command changed against the session's policy is
+// refused, undone and listed with its rule; the rest is recorded.
+func TestRunRefused(t *testing.T) {
+	e := newEnv(t)
+	s := e.newSession(t, apitypes.CreateSessionRequest{Policy: &apitypes.Policy{Read: []string{"**"}, Write: []string{"docs/**"}}})
+	cs := e.connect(t, s, mcpserver.Options{})
+	text, data := ok(t, cs, "run", map[string]any{"command": "echo ok > docs/ok.txt && echo no > outside.txt"})
+	assert.Contains(t, text, "Recorded as change 1: 1 path(s) changed: added docs/ok.txt.\n")
+	assert.Contains(t, text, "Refused and undone (1):\n  outside.txt: ")
+	assert.Contains(t, text, " (forbidden)\n")
+	rej := data["rejected"].([]any)
+	require.Len(t, rej, 1)
+	assert.Equal(t, "outside.txt", rej[0].(map[string]any)["path"])
+	assert.Equal(t, "forbidden", rej[0].(map[string]any)["rule"])
+	_, code, _ := fails(t, cs, "read_file", map[string]any{"path": "outside.txt"})
+	assert.Equal(t, "not_found", code, "the refused file is not in the session")
+}
+
+// TestOverlapCleanMerge: two sessions changing different functions of one
+// file are told of each other, and that a trial merge is clean.
+func TestOverlapCleanMerge(t *testing.T) {
+	e := newEnv(t)
+	a := e.newSession(t, apitypes.CreateSessionRequest{AgentID: "alice"})
+	c := e.newSession(t, apitypes.CreateSessionRequest{AgentID: "carol"})
+	ca, cc := e.connect(t, a, mcpserver.Options{}), e.connect(t, c, mcpserver.Options{})
+	ok(t, ca, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "func Add(a, b int) int {\n\treturn a - b", "new_text": "func Add(a, b int) int {\n\treturn a + b"}}})
+	ok(t, cc, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "func Sub(a, b int) int {\n\treturn a - b", "new_text": "func Sub(a, b int) int {\n\treturn -(b - a)"}}})
+	require.NoError(t, e.g.Sync(t.Context()))
+	var text string
+	var data map[string]any
+	require.Eventually(t, func() bool {
+		text, data = ok(t, ca, "status", nil)
+		return strings.Contains(text, "Overlaps (1)")
+	}, 20*time.Second, 20*time.Millisecond, "no overlap reported")
+	assert.Contains(t, text, "calc.go: carol (session "+c.ID+"); a trial merge is clean\n")
+	ovs := data["overlaps"].([]any)
+	require.Len(t, ovs, 1)
+	assert.Equal(t, "clean", ovs[0].(map[string]any)["merge"])
+	assert.Empty(t, ovs[0].(map[string]any)["symbols"], "no function changed on both sides")
+}
+
+// TestEveryToolErrorIsAToolError: each of the sixteen tools, asked about a
+// session that does not exist and about one that was abandoned, answers
+// with a tool error carrying the API's code, not a protocol failure.
+func TestEveryToolErrorIsAToolError(t *testing.T) {
+	e := newEnv(t)
+	closed := e.newSession(t, apitypes.CreateSessionRequest{})
+	_, err := e.admin.Checkpoint(t.Context(), closed.ID, "", "")
+	require.NoError(t, err)
+	_, err = e.admin.AbandonSession(t.Context(), closed.ID)
+	require.NoError(t, err)
+	args := map[string]map[string]any{
+		"read_file": {"path": "go.mod"}, "read_files": {"paths": []string{"go.mod"}},
+		"write_file":  {"path": "x.txt", "content": "x\n"},
+		"edit_file":   {"path": "go.mod", "edits": []any{map[string]any{"old_text": "go 1.22", "new_text": "go 1.23"}}},
+		"delete_path": {"path": "go.mod"}, "move_path": {"from": "go.mod", "to": "mod/go.mod"},
+		"list_dir": {}, "glob": {"pattern": "*.go"}, "grep": {"pattern": "func"}, "diff": {}, "status": {},
+		"checkpoint": {"label": "x"}, "rollback": {"checkpoint": "1"}, "log": {}, "run": {"command": "true"}, "submit": {},
+	}
+	require.ElementsMatch(t, mcpserver.ToolNames(), func() []string {
+		var ns []string
+		for n := range args {
+			ns = append(ns, n)
+		}
+		return ns
+	}())
+	unbound := connectServer(t, mcpserver.New(e.admin, mcpserver.Options{}), nil)
+	boundClosed := e.connect(t, closed, mcpserver.Options{})
+	// What changes the session is refused on a closed one (run runs, as
+	// SPEC section 9's exec does, and records nothing).
+	writes := map[string]bool{"write_file": true, "edit_file": true, "delete_path": true, "move_path": true,
+		"checkpoint": true, "rollback": true, "submit": true}
+	for _, name := range mcpserver.ToolNames() {
+		t.Run(name, func(t *testing.T) {
+			a := map[string]any{"session": "00000000-0000-0000-0000-000000000000"}
+			for k, v := range args[name] {
+				a[k] = v
+			}
+			if name == "read_files" { // each file's error in place
+				_, data := ok(t, unbound, name, a)
+				f := data["files"].([]any)[0].(map[string]any)
+				assert.Equal(t, "not_found", f["error"].(map[string]any)["code"])
+			} else {
+				text, code, e := fails(t, unbound, name, a)
+				assert.Equal(t, "not_found", code, text)
+				assert.NotEmpty(t, e["message"])
+				assert.True(t, strings.HasPrefix(text, "Error not_found: "), text)
+			}
+			switch {
+			case writes[name]:
+				text, code, _ := fails(t, boundClosed, name, args[name])
+				assert.Equal(t, "session_closed", code, text)
+			case name == "run":
+				text, data := ok(t, boundClosed, name, args[name])
+				assert.Contains(t, text, "Nothing recorded: ")
+				assert.Equal(t, false, data["recorded"])
+			}
+		})
+	}
 }

@@ -89,6 +89,6 @@ func (e *Error) structured() map[string]any {
 var hints = map[string]string{
 	"precondition_failed": "The file changed since you read it: read it again (read_file) and retry with the new ETag.",
 	"invalid_path":        "Paths are relative to the repository root, with / between names and no . or .. parts.",
-	"not_found":           "Check the path with list_dir or glob.",
+	"not_found":           "Check the name: list_dir and glob list the session's paths, status lists the checkpoints.",
 	"session_busy":        "A command is running on this session; retry when it has finished.",
 }

@@ -435,8 +435,9 @@ func TestCheckpointRollbackLogDiffStatusSubmit(t *testing.T) {
 	got, _, err := e.admin.ReadFile(t.Context(), s.ID, "notes.md")
 	require.NoError(t, err)
 	assert.Equal(t, "a\n", string(got))
-	_, code, _ = fails(t, cs, "rollback", map[string]any{"checkpoint": "9"})
+	text, code, _ = fails(t, cs, "rollback", map[string]any{"checkpoint": "9"})
 	assert.Equal(t, "not_found", code)
+	assert.Contains(t, text, "status lists the checkpoints", "the hint fits a checkpoint, not only a path")
 
 	text, data = ok(t, cs, "submit", map[string]any{"intent": "add notes"})
 	assert.Contains(t, text, "Submitted: changeset ")

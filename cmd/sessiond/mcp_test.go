@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,7 +53,14 @@ func calcRepo(t *testing.T) string {
 // it; stderr collects the process's logs.
 func mcpClient(t *testing.T, stderr io.Writer, args ...string) *mcp.ClientSession {
 	t.Helper()
+	return mcpClientIn(t, "", stderr, args...)
+}
+
+// mcpClientIn is mcpClient with the process started in dir.
+func mcpClientIn(t *testing.T, dir string, stderr io.Writer, args ...string) *mcp.ClientSession {
+	t.Helper()
 	cmd := exec.Command(testdaemon.Binary, append([]string{"mcp"}, args...)...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "SESSIOND_TOKEN=", "SESSIOND_SESSION=", "SESSIOND_SERVER=")
 	cmd.Stderr = stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-agent", Version: "1"}, nil).
@@ -141,6 +149,7 @@ func TestMCPStdioAgainstDaemon(t *testing.T) {
 	assert.Equal(t, "fix Add", s.Intent)
 
 	// Accepted, the change is one commit on main that git sees.
+	before := git(t, repo, "rev-parse", "main")
 	acc, err := d.C.Accept(t.Context(), id, apitypes.AcceptRequest{})
 	require.NoError(t, err)
 	assert.Equal(t, acc.Commit, git(t, repo, "rev-parse", "main"))
@@ -155,16 +164,67 @@ func TestMCPStdioAgainstDaemon(t *testing.T) {
 	cs2 := mcpClient(t, &logs, "--server", d.URL, "--token", s2.Token, "--session", s2.ID)
 	text, _ := toolOK(t, cs2, "status", nil)
 	assert.Contains(t, text, "Session "+s2.ID)
+
+	// --base starts the session on another revision: the commit before
+	// the accept, where Add is still wrong.
+	cs3 := mcpClient(t, &logs, "--server", d.URL, "--token", "adm", "--repo", "calc", "--base", before)
+	text, _ = toolOK(t, cs3, "status", nil)
+	assert.Contains(t, text, "Base: "+before[:12]+".\n")
+	text, _ = toolOK(t, cs3, "read_file", map[string]any{"path": "calc.go", "offset": 5, "limit": 1})
+	assert.Contains(t, text, "     5\t\treturn a - b\n")
+
+	// The daemon serves the same tools over streamable HTTP: the
+	// session's own token on its route, another session's refused.
+	connect := func(token, path string) (*mcp.ClientSession, error) {
+		tr := &mcp.StreamableClientTransport{Endpoint: d.URL + path, MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: bearer{token}}}
+		return mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1"}, nil).Connect(t.Context(), tr, nil)
+	}
+	hs, err := connect(s2.Token, "/mcp/sessions/"+s2.ID)
+	require.NoError(t, err)
+	t.Cleanup(func() { hs.Close() })
+	res, err := hs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	assert.Len(t, res.Tools, 16)
+	toolOK(t, hs, "write_file", map[string]any{"path": "over-http.txt", "content": "hi\n"})
+	got, _, err := d.C.ReadFile(t.Context(), s2.ID, "over-http.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "hi\n", string(got))
+	s4, err := d.C.CreateSession(t.Context(), apitypes.CreateSessionRequest{Repo: "calc"})
+	require.NoError(t, err)
+	_, err = connect(s4.Token, "/mcp/sessions/"+s2.ID)
+	assert.Error(t, err, "another session's token is refused")
+	_, err = connect("", "/mcp/sessions/"+s2.ID)
+	assert.Error(t, err, "no token is refused")
+	as, err := connect("adm", "/mcp")
+	require.NoError(t, err)
+	t.Cleanup(func() { as.Close() })
+	text, _ = toolOK(t, as, "read_file", map[string]any{"session": s2.ID, "path": "over-http.txt"})
+	assert.Contains(t, text, "over-http.txt: 1 lines")
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 func TestMCPStdioInProcess(t *testing.T) {
 	repo := calcRepo(t)
 	var logs lockedBuffer
-	// Nothing listens on the port: the engine runs in the process.
+	// Nothing listens on the port: the engine runs in the process, on
+	// the repository of the directory it starts in (`--repo .`).
 	noDaemon := []string{"--server", "http://127.0.0.1:9", "--probe", "200ms"}
-	cs := mcpClient(t, &logs, append(noDaemon, "--repo", repo)...)
+	cs := mcpClientIn(t, repo, &logs, append(noDaemon, "--repo", ".")...)
 	id := agentLoop(t, cs)
-	assert.Contains(t, logs.String(), "engine in this process, data in "+filepath.Join(repo, ".git", "sessiond"))
+	real, err := filepath.EvalSymlinks(repo)
+	require.NoError(t, err)
+	assert.Contains(t, logs.String(), "engine in this process, data in "+filepath.Join(real, ".git", "sessiond"))
 
 	// A second process on the same data directory is refused, naming the
 	// holder.

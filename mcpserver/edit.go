@@ -31,14 +31,19 @@ const (
 // not match exactly once (or at least once with replace_all) fails the
 // whole list with a no_match or ambiguous_match error naming the
 // candidates. A file with CRLF line endings takes old and new texts
-// written with LF, and keeps its CRLF.
+// written with LF, and keeps its CRLF, on the lines it had and on those
+// the edits add.
 func applyEdits(content string, ops []EditOp) (string, []int, error) {
 	if len(ops) == 0 {
 		return "", nil, badRequest("edits is empty: give at least one {old_text, new_text}")
 	}
 	counts := make([]int, len(ops))
+	crlf := isCRLF(content)
 	for i, op := range ops {
 		old, new := op.OldText, op.NewText
+		if crlf {
+			new = toCRLF(new) // the lines it adds end as the file's do
+		}
 		if old == "" {
 			if content == "" && len(ops) == 1 {
 				counts[i] = 1
@@ -69,6 +74,14 @@ func applyEdits(content string, ops []EditOp) (string, []int, error) {
 		counts[i] = n
 	}
 	return content, counts, nil
+}
+
+// isCRLF reports whether content's lines all end in CRLF: the file
+// whose edits keep CRLF. A file that mixes line endings is edited as
+// given.
+func isCRLF(content string) bool {
+	n := strings.Count(content, "\r\n")
+	return n > 0 && n == strings.Count(content, "\n")
 }
 
 func toCRLF(s string) string {

@@ -83,6 +83,18 @@ func TestApplyEditsCRLF(t *testing.T) {
 	got, _, err = applyEdits("a\r\nb\r\n", []EditOp{{OldText: "a\r\n", NewText: "z\r\n"}})
 	require.NoError(t, err)
 	assert.Equal(t, "z\r\nb\r\n", got)
+	// A one-line old_text whose new_text adds lines: the new lines get
+	// the file's CRLF too.
+	got, _, err = applyEdits("one\r\ntwo\r\n", []EditOp{{OldText: "two", NewText: "two\nmore"}})
+	require.NoError(t, err)
+	assert.Equal(t, "one\r\ntwo\r\nmore\r\n", got)
+	got, _, err = applyEdits("one\r\ntwo\r\n", []EditOp{{OldText: "one", NewText: "zero\r\none"}, {OldText: "two", NewText: "2\n3", ReplaceAll: true}})
+	require.NoError(t, err)
+	assert.Equal(t, "zero\r\none\r\n2\r\n3\r\n", got)
+	// A file that mixes line endings is edited as given.
+	got, _, err = applyEdits("a\r\nb\nc\r\n", []EditOp{{OldText: "b", NewText: "b\nx"}})
+	require.NoError(t, err)
+	assert.Equal(t, "a\r\nb\nx\nc\r\n", got)
 }
 
 // FuzzApplyEdits: any content and edit either fails with a tool error or
@@ -92,6 +104,7 @@ func FuzzApplyEdits(f *testing.F) {
 	f.Add("func Add(a, b int) int {\n\treturn a - b\n}\n", "return a - b", "return a + b", false)
 	f.Add("x\r\ny\r\n", "x\ny", "z", false)
 	f.Add("aaa", "a", "b", true)
+	f.Add("x\r\ny\r\n", "y", "y\nz", false)
 	f.Add("", "", "new", false)
 	f.Fuzz(func(t *testing.T, content, old, new string, all bool) {
 		got, counts, err := applyEdits(content, []EditOp{{OldText: old, NewText: new, ReplaceAll: all}})
@@ -104,6 +117,9 @@ func FuzzApplyEdits(f *testing.F) {
 		}
 		if len(counts) != 1 || counts[0] < 1 {
 			t.Fatalf("counts %v", counts)
+		}
+		if isCRLF(content) {
+			new = toCRLF(new)
 		}
 		if old != "" && !all && strings.Count(content, old) == 1 && got != strings.Replace(content, old, new, 1) {
 			t.Fatalf("got %q", got)

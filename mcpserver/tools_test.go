@@ -308,6 +308,8 @@ func TestEditFile(t *testing.T) {
 	t.Run("line endings and final newline kept", func(t *testing.T) {
 		ok(t, cs, "edit_file", map[string]any{"path": "docs/crlf.txt", "edits": []any{edit("one\ntwo\n", "one\n2\n")}})
 		assert.Equal(t, "one\r\n2\r\nthree\r\n", read("docs/crlf.txt"))
+		ok(t, cs, "edit_file", map[string]any{"path": "docs/crlf.txt", "edits": []any{edit("three", "three\nfour")}})
+		assert.Equal(t, "one\r\n2\r\nthree\r\nfour\r\n", read("docs/crlf.txt"), "added lines get CRLF too")
 		ok(t, cs, "edit_file", map[string]any{"path": "docs/nofinal.txt", "edits": []any{edit("beta", "gamma")}})
 		assert.Equal(t, "alpha\ngamma", read("docs/nofinal.txt"))
 	})

@@ -168,11 +168,28 @@ func numbered(lines []string, first, last, ctx int) string {
 	return b.String()
 }
 
+// cutLine is l cut to its first n characters, marked … when cut.
 func cutLine(l string, n int) string {
-	if len(l) <= n {
-		return l
+	if p, cut := firstChars(l, n); cut {
+		return p + "…"
 	}
-	return l[:n] + "…"
+	return l
+}
+
+// firstChars is l's first n characters (not bytes: a cut never splits
+// one), and whether that left any out.
+func firstChars(l string, n int) (string, bool) {
+	if len(l) <= n {
+		return l, false
+	}
+	k := 0
+	for i := range l {
+		if k == n {
+			return l[:i], true
+		}
+		k++
+	}
+	return l, false
 }
 
 // maxNearLines bounds the work of the near-match search.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -167,8 +168,8 @@ func renderFile(path string, data []byte, meta client.FileMeta, offset, limit in
 	for ; n <= len(lines) && n < offset+limit; n++ {
 		l := lines[n-1]
 		shown := l
-		if len(l) > maxLineChars {
-			shown = l[:maxLineChars] + fmt.Sprintf(" … [line cut: %d characters in all]", len(l))
+		if p, cut := firstChars(l, maxLineChars); cut {
+			shown = p + fmt.Sprintf(" … [line cut: %d characters in all]", utf8.RuneCountInString(l))
 			fc.CutLines = append(fc.CutLines, n)
 		}
 		row := fmt.Sprintf("%6d\t%s\n", n, shown)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -157,6 +158,17 @@ func TestReadFile(t *testing.T) {
 		text, data := ok(t, cs, "read_file", map[string]any{"path": "docs/long.txt"})
 		assert.Contains(t, text, "[line cut: 2500 characters in all]")
 		assert.Contains(t, text, "     3\tend\n")
+		assert.Equal(t, []any{2.0}, data["cut_lines"])
+
+		// Characters, not bytes: 1500 two-byte characters are shown
+		// whole, 2500 are cut at 2000, on a character boundary.
+		wide := strings.Repeat("é", 1500) + "\n" + strings.Repeat("é", 2500) + "\n"
+		_, err := e.admin.WriteFile(t.Context(), sid, "wide.txt", []byte(wide), client.WriteOptions{})
+		require.NoError(t, err)
+		text, data = ok(t, cs, "read_file", map[string]any{"path": "wide.txt"})
+		assert.Contains(t, text, "     1\t"+strings.Repeat("é", 1500)+"\n")
+		assert.Contains(t, text, "     2\t"+strings.Repeat("é", 2000)+" … [line cut: 2500 characters in all]\n")
+		assert.True(t, utf8.ValidString(text))
 		assert.Equal(t, []any{2.0}, data["cut_lines"])
 	})
 	t.Run("line endings and final newline", func(t *testing.T) {

@@ -27,18 +27,22 @@
 //     writes: the caches are LRUs, the in-memory index of its own packs
 //     holds at most Options.OwnIndexSize objects (the oldest packs are
 //     forgotten and read like any other), what it remembers per pack is
-//     kept for the packs the directory still lists, and the lookup that
-//     freshens objects in other packs reads their index files on disk.
-//     go-git's storages keep the index of every pack they list, which the
-//     pack limit of housekeeping bounds.
+//     kept for the packs the directory still lists, and the lookups in own
+//     packs it does not index, and the one that freshens objects in other
+//     packs, read index files on disk (a fan-out table of 1 KiB per own
+//     pack is all they keep). go-git's storages, which keep the decoded
+//     index of every pack they list, one copy per storage, never list own
+//     packs (objectFS hides them); they read git's packs and loose objects.
 //
 // Concurrency: a Repo is safe for concurrent use. go-git storages are not,
 // so each read borrows one from a pool and copies out what it needs. A
 // Batch belongs to one goroutine.
 //
 // Objects this process writes go into its own undeltified packs, which it
-// reads itself (opening the pack per read; the caches absorb most reads);
-// the pooled storages re-read pack indexes when a read misses.
+// reads itself (opening the pack per read; the caches absorb most reads),
+// as it reads every own pack, whichever process wrote it, once it knows it
+// is one (packmeta.go); the pooled storages re-read pack indexes when a
+// read misses.
 //
 // Crash debris hides nothing. go-git lists packs by their .pack file and
 // fails every packed lookup when one has no index; git lists them by
@@ -70,7 +74,16 @@
 // their content: every object whole (git's packs carry deltas) and no
 // .keep, .promisor, .bitmap or .mtimes file beside them. The new pack's
 // objects are sorted by id, so two runs merging the same set write the
-// same pack.
+// same pack. A run costs the same however many objects the repository
+// holds: what it learns of a pack (own or not, how many objects, whether
+// another pack holds all of them) is a fact of the pack's content, kept
+// until the pack goes, so a run reads the index and entries only of the
+// packs it has not seen and of those it merges; a merge copies their
+// entries as they are, each checked against its CRC-32 as git repack
+// reuses them, streaming into the new pack, and holds only the new
+// index. Writers cannot outrun it: once the packs written since a run
+// listed the directory reach a quarter of the limit, a writer waits for a
+// run to end before its write is acknowledged.
 //
 // Retirement is decided from the directory, not from memory, so it holds
 // across kills: an own pack is superseded when another own pack holds

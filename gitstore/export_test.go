@@ -7,3 +7,23 @@ func Held(r *Repo) (ownObjects, ownPacks, locatorPacks, checkedPacks int) {
 	ownObjects, ownPacks = r.packs.counts()
 	return ownObjects, ownPacks, r.locator.size(), r.checks.size()
 }
+
+// WithRunHook returns o with hook called at the start of every
+// housekeeping run, after it has counted the packs written before it
+// (tests slow runs down with it).
+func WithRunHook(o Options, hook func()) Options {
+	o.runHook = hook
+	return o
+}
+
+// GoGitPacks lists the packs (base names) the go-git storages see.
+func GoGitPacks(r *Repo) ([]string, error) {
+	s := r.newStorage()
+	defer s.Close()
+	packs, err := s.ObjectPacks()
+	var out []string
+	for _, h := range packs {
+		out = append(out, "pack-"+h.String())
+	}
+	return out, err
+}

@@ -2,18 +2,20 @@ package gitstore
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 
 	"github.com/sessiond/sessiond/internal/durable"
 )
@@ -45,7 +47,12 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 		return HousekeepReport{}, nil
 	}
 	defer r.hkMu.Unlock()
-	st, own, err := r.repoState(ctx)
+	defer r.endRound()
+	r.written.Store(0) // the listing below sees what was written until now
+	if r.opts.runHook != nil {
+		r.opts.runHook()
+	}
+	st, err := r.repoState(ctx)
 	if err != nil {
 		return HousekeepReport{}, fmt.Errorf("housekeep: %w", err)
 	}
@@ -70,16 +77,15 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 	if len(plan.MergePacks) == 0 && !plan.PackLoose {
 		return rep, nil
 	}
-	ids, objs, loose, err := r.gatherMerge(ctx, plan, own)
-	if err != nil || len(ids) == 0 {
+	name, loose, err := r.mergePacks(ctx, plan)
+	if err != nil || name == "" {
 		if errors.Is(err, errVanished) {
 			err = nil // someone else is consolidating: next time
 		}
+		if err != nil {
+			err = fmt.Errorf("housekeep: %w", err)
+		}
 		return rep, err
-	}
-	name, err := r.writePack(ids, objs)
-	if err != nil {
-		return rep, fmt.Errorf("housekeep: %w", err)
 	}
 	rep.NewPack = name
 	packDir := filepath.Join(objDir, "pack")
@@ -141,6 +147,7 @@ func (r *Repo) deletePacks(names []string) (int, error) {
 				_ = os.Remove(base + ext)
 			}
 			r.packs.forget(base + ".pack")
+			r.meta.forget(name)
 			delete(r.retired, name)
 			if err == nil {
 				n++
@@ -162,7 +169,7 @@ func (r *Repo) deleteRetired() {
 	if len(r.retired) == 0 {
 		return
 	}
-	st, _, err := r.repoState(context.Background())
+	st, err := r.repoState(context.Background())
 	if err != nil || r.gitGCRunning(st.Now) {
 		return
 	}
@@ -185,29 +192,26 @@ func (r *Repo) gitGCRunning(now time.Time) bool {
 
 var errVanished = errors.New("file vanished during housekeeping")
 
-// ownPackScan is what repoState learnt of an own pack: its objects.
-type ownPackScan struct {
-	entries []packLoc
-}
-
-// repoState lists the object directory: packs (scanning the small ones
-// for deltas, to tell own packs from git's), loose objects and debris.
-func (r *Repo) repoState(ctx context.Context) (RepoState, map[string]ownPackScan, error) {
+// repoState lists the object directory: packs (telling own packs from
+// git's, from memory or by reading a new pack's entries once), loose
+// objects and debris.
+func (r *Repo) repoState(ctx context.Context) (RepoState, error) {
 	objDir := filepath.Join(r.gitDir, "objects")
 	packDir := filepath.Join(objDir, "pack")
 	st := RepoState{Now: time.Now()}
-	own := map[string]ownPackScan{}
 	entries, err := os.ReadDir(packDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return st, nil, err
+		return st, err
 	}
 	names := map[string]bool{}
 	for _, e := range entries {
 		names[e.Name()] = true
 	}
+	listed := map[string]bool{}
+	maxOwn := r.opts.Housekeeping.withDefaults().MaxPackBytes
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
-			return st, nil, err
+			return st, err
 		}
 		n := e.Name()
 		base, ext, _ := strings.Cut(n, ".")
@@ -220,9 +224,6 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, map[string]ownPackScan
 			st.Debris = appendDebris(st.Debris, filepath.Join("pack", n), e)
 		case strings.HasPrefix(n, "pack-") && ext == "idx":
 			path := filepath.Join(packDir, base+".pack")
-			if checkPack(path, filepath.Join(packDir, n)) != nil {
-				continue // skipped by readers; not ours to delete
-			}
 			fi, err := os.Stat(path)
 			if err != nil {
 				continue
@@ -231,24 +232,35 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, map[string]ownPackScan
 			if err != nil {
 				continue
 			}
+			if !r.checks.usable(packDir, fi, ii) {
+				continue // skipped by readers; not ours to delete
+			}
+			listed[base] = true
 			pi := PackInfo{Name: base, Size: fi.Size(), Made: ii.ModTime()}
 			special := names[base+".keep"] || names[base+".promisor"] || names[base+".bitmap"] || names[base+".mtimes"]
-			if !special && fi.Size() < r.opts.Housekeeping.withDefaults().MaxPackBytes {
-				if scan, ok := scanOwnPack(path, filepath.Join(packDir, n)); ok {
+			if !special && fi.Size() < maxOwn {
+				m, ok := r.meta.get(base)
+				if !ok {
+					if m, err = classifyPack(path, filepath.Join(packDir, n)); err != nil {
+						continue
+					}
+					r.meta.note(base, m)
+				}
+				if m.own {
 					pi.Own = true
-					pi.Objects = len(scan.entries)
-					own[base] = scan
+					pi.Objects = m.objects
 				}
 			}
 			st.Packs = append(st.Packs, pi)
 		}
 	}
-	markCovered(st.Packs, own)
+	r.meta.retain(listed)
+	markCovered(st.Packs, func(p, q string) bool { return r.meta.subset(packDir, p, q) })
 	// Loose objects and their temporary files, and git's older layout's
 	// temporary files directly under objects/.
 	top, err := os.ReadDir(objDir)
 	if err != nil {
-		return st, nil, err
+		return st, err
 	}
 	for _, d := range top {
 		n := d.Name()
@@ -274,58 +286,32 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, map[string]ownPackScan
 			}
 		}
 	}
-	return st, own, nil
+	return st, nil
 }
 
 // markCovered sets CoveredBy on every own pack whose objects another own
-// pack holds, one that ranks above it: more objects, or as many (the same
-// objects) and a greater name. The rank is a strict total order on what
-// never changes under a pack's name (its content), so every process at
-// every moment ranks alike, no two packs cover each other, and every
-// covered pack's objects are in a pack that is not covered, which no run
-// deletes: deleting every covered pack, in any process, loses nothing.
-// Of several covers, the one in place longest is named, so the wait ends
-// soonest.
-func markCovered(packs []PackInfo, own map[string]ownPackScan) {
-	byName := make(map[string]int, len(packs))
-	for i, pk := range packs {
-		byName[pk.Name] = i
-	}
-	above := func(a, b int) bool { // a ranks above b
-		pa, pb := packs[a], packs[b]
-		if pa.Objects != pb.Objects {
-			return pa.Objects > pb.Objects
-		}
-		return pa.Name > pb.Name
-	}
-	holders := map[OID][]int{}
-	for name, scan := range own {
-		i := byName[name]
-		for _, e := range scan.entries {
-			holders[e.id] = append(holders[e.id], i)
-		}
-	}
-	for name, scan := range own {
-		i := byName[name]
-		if len(scan.entries) == 0 {
+// pack holds (subset(p, q): every object of p is in q), one that ranks
+// above it: more objects, or as many (the same objects) and a greater
+// name. The rank is a strict total order on what never changes under a
+// pack's name (its content), so every process at every moment ranks
+// alike, no two packs cover each other, and every covered pack's objects
+// are in a pack that is not covered, which no run deletes: deleting every
+// covered pack, in any process, loses nothing. Of several covers, the one
+// in place longest is named, so the wait ends soonest.
+func markCovered(packs []PackInfo, subset func(p, q string) bool) {
+	for i, p := range packs {
+		if !p.Own || p.Objects == 0 {
 			continue
 		}
-		var cands []int
-		for _, c := range holders[scan.entries[0].id] {
-			if c != i && above(c, i) {
-				cands = append(cands, c)
-			}
-		}
-		for _, e := range scan.entries[1:] {
-			if len(cands) == 0 {
-				break
-			}
-			hs := holders[e.id]
-			cands = slices.DeleteFunc(cands, func(c int) bool { return !slices.Contains(hs, c) })
-		}
 		best := -1
-		for _, c := range cands {
-			if best < 0 || packs[c].Made.Before(packs[best].Made) || packs[c].Made.Equal(packs[best].Made) && packs[c].Name < packs[best].Name {
+		for c, q := range packs {
+			if c == i || !q.Own || q.Objects < p.Objects || q.Objects == p.Objects && q.Name < p.Name {
+				continue // not above p
+			}
+			if best >= 0 && (packs[best].Made.Before(q.Made) || packs[best].Made.Equal(q.Made) && packs[best].Name < q.Name) {
+				continue // a better cover is known already
+			}
+			if subset(p.Name, q.Name) {
 				best = c
 			}
 		}
@@ -349,47 +335,6 @@ func appendDebris(ds []Debris, rel string, e fs.DirEntry) []Debris {
 	return append(ds, Debris{Path: rel, ModTime: fi.ModTime()})
 }
 
-// scanOwnPack reads a pack's index and each entry's header. It reports
-// false unless every object is stored whole, as sessiond writes them.
-func scanOwnPack(packPath, idxPath string) (ownPackScan, bool) {
-	ib, err := os.ReadFile(idxPath)
-	if err != nil {
-		return ownPackScan{}, false
-	}
-	mi := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(bytes.NewReader(ib)).Decode(mi); err != nil {
-		return ownPackScan{}, false
-	}
-	f, err := os.Open(packPath)
-	if err != nil {
-		return ownPackScan{}, false
-	}
-	defer f.Close()
-	it, err := mi.EntriesByOffset()
-	if err != nil {
-		return ownPackScan{}, false
-	}
-	defer it.Close()
-	var scan ownPackScan
-	var hdr [16]byte
-	for {
-		e, err := it.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return ownPackScan{}, false
-		}
-		n, _ := f.ReadAt(hdr[:], int64(e.Offset))
-		kind, size, ok := parseEntryHeader(hdr[:n])
-		if !ok || kind < KindCommit || kind > KindTag {
-			return ownPackScan{}, false // a delta, or not a pack entry
-		}
-		scan.entries = append(scan.entries, packLoc{path: packPath, off: int64(e.Offset), kind: kind, size: size, id: OID(e.Hash)})
-	}
-	return scan, true
-}
-
 // parseEntryHeader decodes a pack entry's type and inflated size.
 func parseEntryHeader(b []byte) (Kind, int, bool) {
 	if len(b) == 0 {
@@ -408,70 +353,210 @@ func parseEntryHeader(b []byte) (Kind, int, bool) {
 	return kind, size, true
 }
 
-// gatherMerge reads every object of the packs to merge and, when asked,
-// every loose object, deduplicated and sorted by id.
-func (r *Repo) gatherMerge(ctx context.Context, plan Plan, own map[string]ownPackScan) ([]OID, []rawObject, []OID, error) {
-	byID := map[OID]rawObject{}
-	for _, p := range plan.MergePacks {
-		scan, ok := own[p]
-		if !ok {
-			return nil, nil, nil, fmt.Errorf("merge %s: not an own pack", p)
+// mergeEntry is one object of a merge: an entry of a source pack to copy
+// as it is, or a loose object's entry built in memory.
+type mergeEntry struct {
+	id    OID
+	src   int   // index into the source packs; -1 for a loose object
+	off   int64 // where the entry starts in its source pack
+	n     int64 // its length in bytes
+	crc   uint32
+	entry []byte // a loose object's pack entry
+}
+
+// mergePacks writes one pack holding every object of plan.MergePacks and,
+// when plan.PackLoose, every loose object, sorted by id (so two runs
+// merging the same set write the same pack), and returns its name and the
+// loose objects it holds ("" and none when there was nothing to merge).
+// Entries of the packs are copied as they are, each checked against the
+// CRC-32 its index records, as git repack reuses them: nothing is
+// inflated, and memory holds one entry and the index of the new pack,
+// never the objects.
+func (r *Repo) mergePacks(ctx context.Context, plan Plan) (string, []OID, error) {
+	packDir := filepath.Join(r.gitDir, "objects", "pack")
+	var entries []mergeEntry
+	var srcs []*os.File
+	defer func() {
+		for _, f := range srcs {
+			f.Close()
 		}
-		for _, loc := range scan.entries {
-			if err := ctx.Err(); err != nil {
-				return nil, nil, nil, err
+	}()
+	for _, p := range plan.MergePacks {
+		base := filepath.Join(packDir, p)
+		f, err := os.Open(base + ".pack")
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil, errVanished
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("merge %s: %w", p, err)
+		}
+		srcs = append(srcs, f)
+		fi, err := f.Stat()
+		if err != nil {
+			return "", nil, fmt.Errorf("merge %s: %w", p, err)
+		}
+		t, err := readIdx(base + ".idx")
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil, errVanished
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("merge %s: %w", p, err)
+		}
+		// An entry ends where the next one (in the file) starts, the last
+		// where the pack's checksum does.
+		order := make([]int, len(t.ids))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return int(t.offs[a] - t.offs[b]) })
+		for k, i := range order {
+			end := fi.Size() - OIDSize
+			if k+1 < len(order) {
+				end = t.offs[order[k+1]]
 			}
-			if _, dup := byID[loc.id]; dup {
-				continue
+			if end <= t.offs[i] || t.offs[i] < packHeader {
+				return "", nil, fmt.Errorf("merge %s: entry of %s out of place: %w", p, t.ids[i], ErrCorrupt)
 			}
-			obj, err := readPacked(loc)
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, nil, nil, errVanished
-			}
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("merge %s: %w", p, err)
-			}
-			byID[loc.id] = obj
+			entries = append(entries, mergeEntry{id: t.ids[i], src: len(srcs) - 1, off: t.offs[i], n: end - t.offs[i], crc: t.crcs[i]})
 		}
 	}
 	var loose []OID
 	if plan.PackLoose {
-		objDir := filepath.Join(r.gitDir, "objects")
-		for i := 0; i < 256; i++ {
+		var err error
+		if entries, loose, err = r.looseEntries(ctx, entries); err != nil {
+			return "", nil, err
+		}
+	}
+	// By id, the first source (in name order, loose objects last) first;
+	// then one entry per object.
+	slices.SortFunc(entries, func(a, b mergeEntry) int {
+		if c := bytes.Compare(a.id[:], b.id[:]); c != 0 {
+			return c
+		}
+		return cmpSrc(a.src, b.src)
+	})
+	entries = slices.CompactFunc(entries, func(a, b mergeEntry) bool { return a.id == b.id })
+	if len(entries) == 0 {
+		return "", nil, nil
+	}
+	ids := make([]OID, len(entries))
+	crcs := make([]uint32, len(entries))
+	offs := make([]int64, len(entries))
+	indexed := len(entries) <= r.opts.OwnIndexSize
+	var locs []packLoc
+	if indexed {
+		locs = make([]packLoc, len(entries))
+	}
+	var sum [OIDSize]byte
+	packTmp, err := durable.WriteTempFunc(packDir, "tmp_pack_", 0o444, func(w io.Writer) error {
+		h := sha1.New()
+		hw := io.MultiWriter(w, h)
+		pos := int64(packHeader)
+		hw.Write(packFileHeader(len(entries)))
+		var buf []byte
+		for i, e := range entries {
 			if err := ctx.Err(); err != nil {
-				return nil, nil, nil, err
+				return err
 			}
-			dir := fmt.Sprintf("%02x", i)
-			files, err := os.ReadDir(filepath.Join(objDir, dir))
+			b := e.entry
+			if e.src >= 0 {
+				buf = slices.Grow(buf[:0], int(e.n))[:e.n]
+				if _, err := srcs[e.src].ReadAt(buf, e.off); err != nil {
+					return fmt.Errorf("merge %s: read %s: %w", plan.MergePacks[e.src], e.id, err)
+				}
+				if crc32.ChecksumIEEE(buf) != e.crc {
+					return fmt.Errorf("merge %s: entry of %s fails its CRC: %w", plan.MergePacks[e.src], e.id, ErrCorrupt)
+				}
+				b = buf
+			}
+			ids[i], offs[i], crcs[i] = e.id, pos, crc32.ChecksumIEEE(b)
+			if indexed {
+				kind, size, _ := parseEntryHeader(b[:min(len(b), 16)])
+				locs[i] = packLoc{id: e.id, off: pos, kind: kind, size: size}
+			}
+			if _, err := hw.Write(b); err != nil {
+				return err
+			}
+			pos += int64(len(b))
+		}
+		copy(sum[:], h.Sum(nil))
+		_, err := w.Write(sum[:])
+		return err
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("merge: %w", err)
+	}
+	defer os.Remove(packTmp) // no-op once renamed
+	idxTmp, err := durable.WriteTempFunc(packDir, "tmp_idx_", 0o444, func(w io.Writer) error {
+		return writeIdx(w, ids, crcs, offs, sum)
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("merge: write pack index: %w", err)
+	}
+	defer os.Remove(idxTmp)
+	name, err := installPack(packDir, packTmp, idxTmp, sum, false)
+	if err != nil {
+		return "", nil, err
+	}
+	if indexed {
+		path := filepath.Join(packDir, name+".pack")
+		for i := range locs {
+			locs[i].path = path
+		}
+		r.packs.add(path, locs)
+	}
+	r.meta.note(name, packMeta{own: true, objects: len(ids), first: ids[0]})
+	return name, loose, nil
+}
+
+// cmpSrc orders sources: packs by index, loose objects (-1) last.
+func cmpSrc(a, b int) int {
+	if a < 0 {
+		a = math.MaxInt
+	}
+	if b < 0 {
+		b = math.MaxInt
+	}
+	return a - b
+}
+
+// looseEntries appends to entries every loose object that inflates to its
+// id, as a pack entry built in memory, and returns their ids too.
+func (r *Repo) looseEntries(ctx context.Context, entries []mergeEntry) ([]mergeEntry, []OID, error) {
+	objDir := filepath.Join(r.gitDir, "objects")
+	fast, stored := deflater(zlib.BestSpeed, nil), deflater(zlib.NoCompression, nil)
+	defer putDeflater(zlib.BestSpeed, fast)
+	defer putDeflater(zlib.NoCompression, stored)
+	var loose []OID
+	for i := 0; i < 256; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		dir := fmt.Sprintf("%02x", i)
+		files, err := os.ReadDir(filepath.Join(objDir, dir))
+		if err != nil {
+			continue
+		}
+		for _, f := range files {
+			id, err := ParseOID(dir + f.Name())
 			if err != nil {
 				continue
 			}
-			for _, f := range files {
-				id, err := ParseOID(dir + f.Name())
-				if err != nil {
-					continue
-				}
-				b, err := os.ReadFile(filepath.Join(objDir, dir, f.Name()))
-				if err != nil {
-					continue // pruned meanwhile
-				}
-				obj, err := inflateLoose(b)
-				if err != nil || HashObject(obj.kind, obj.data) != id {
-					continue // corrupt: left for git fsck to report
-				}
-				byID[id] = obj
-				loose = append(loose, id)
+			b, err := os.ReadFile(filepath.Join(objDir, dir, f.Name()))
+			if err != nil {
+				continue // pruned meanwhile
 			}
+			obj, err := inflateLoose(b)
+			if err != nil || HashObject(obj.kind, obj.data) != id {
+				continue // corrupt: left for git fsck to report
+			}
+			var e bytes.Buffer
+			if err := writePackEntry(&e, obj, fast, stored); err != nil {
+				return nil, nil, err
+			}
+			entries = append(entries, mergeEntry{id: id, src: -1, entry: e.Bytes()})
+			loose = append(loose, id)
 		}
 	}
-	ids := make([]OID, 0, len(byID))
-	for id := range byID {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(a, b OID) int { return bytes.Compare(a[:], b[:]) })
-	objs := make([]rawObject, len(ids))
-	for i, id := range ids {
-		objs[i] = byID[id]
-	}
-	return ids, objs, loose, nil
+	return entries, loose, nil
 }

@@ -77,8 +77,10 @@ func (p Plan) Empty() bool {
 // largest that form a progression in which each holds at least twice the
 // objects of the next smaller one stay, and the rest are rolled into one,
 // so the own packs stay logarithmic in number and each object is rewritten
-// a logarithmic number of times. When the repository still holds more than
-// PackLimit packs, every own pack is merged. Loose objects are packed once
+// a logarithmic number of times. When the repository holds more than half
+// of PackLimit live packs, every own pack is merged, so the limit keeps
+// room for what writers add before the next run (a repository whose own
+// git packs fill half the limit needs git gc, which merges them). Loose objects are packed once
 // LooseLimit exist. Debris older than DebrisGrace is removed; younger
 // debris may be another writer's file mid-write.
 //
@@ -147,7 +149,7 @@ func (s HeuristicStrategy) Plan(st RepoState) Plan {
 		}
 	}
 	switch {
-	case len(live) > s.PackLimit && len(own) > 1:
+	case len(live) > s.PackLimit/2 && len(own) > 1:
 		for _, pk := range own {
 			p.MergePacks = append(p.MergePacks, pk.Name)
 		}

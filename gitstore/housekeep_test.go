@@ -83,6 +83,16 @@ func TestHeuristicStrategy(t *testing.T) {
 		p := s.Plan(gitstore.RepoState{Now: now, Packs: ps})
 		assert.Len(t, p.MergePacks, 10)
 	})
+	t.Run("over half the pack limit: every own pack", func(t *testing.T) {
+		ps := ownPacks(1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+		for range 16 {
+			ps = append(ps, gitstore.PackInfo{Name: "pack-git", Objects: 10})
+		}
+		p := s.Plan(gitstore.RepoState{Now: now, Packs: ps})
+		assert.Len(t, p.MergePacks, 10, "26 live packs")
+		p = s.Plan(gitstore.RepoState{Now: now, Packs: ps[:len(ps)-1]})
+		assert.Empty(t, p.MergePacks, "25 live packs, a progression")
+	})
 	t.Run("large own packs are left to git gc", func(t *testing.T) {
 		ps := ownPacks(many(16, 3)...)
 		ps[0].Size = 1 << 30

@@ -31,6 +31,11 @@ type objectFS struct {
 	packDir string // absolute objects/pack
 	checks  *packChecks
 	bad     *badLoose
+	// own reports the packs (base names) known to be sessiond's: they are
+	// hidden from go-git, which would hold every storage's decoded copy of
+	// their growing indexes; Repo reads them through the index files on
+	// disk (packMetas.find).
+	own func(name string) bool
 }
 
 var packDirRel = filepath.Join("objects", "pack")
@@ -52,7 +57,11 @@ func (f objectFS) ReadDir(path string) ([]os.FileInfo, error) {
 	for _, fi := range infos {
 		n := fi.Name()
 		listed[n] = true
-		if strings.HasPrefix(n, "pack-") && strings.HasSuffix(n, ".pack") && !f.checks.usable(dir, fi, idx[strings.TrimSuffix(n, ".pack")]) {
+		base, ext, _ := strings.Cut(n, ".")
+		if strings.HasPrefix(n, "pack-") && (ext == "pack" || ext == "idx") && f.own != nil && f.own(base) {
+			continue
+		}
+		if strings.HasPrefix(n, "pack-") && ext == "pack" && !f.checks.usable(dir, fi, idx[base]) {
 			continue
 		}
 		out = append(out, fi)

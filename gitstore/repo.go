@@ -50,6 +50,8 @@ type Options struct {
 	// every housekeepEvery packs this Repo writes. Negative: never in the
 	// background, only when Housekeep is called.
 	HousekeepInterval time.Duration
+
+	runHook func() // for tests: called as each housekeeping run starts
 }
 
 func (o *Options) fill() {
@@ -98,12 +100,19 @@ type Repo struct {
 	// hkMu is held by the one housekeeping run in progress; it guards
 	// retired.
 	hkMu sync.Mutex
+	// meta is what housekeeping knows of each pack listed (packmeta.go).
+	meta packMetas
 	// retired: the packs (base names) this Repo merged into a newer pack;
 	// any run deletes them once superseded long enough (the directory
 	// tells), and Close at once.
 	retired map[string]bool
-	// written counts packs written since housekeeping last ran.
+	// written counts packs written since a housekeeping run last listed
+	// the object directory.
 	written atomic.Int32
+	// hkRound is closed when the housekeeping run in progress, or the
+	// next one, ends (then replaced); hkRoundMu guards it.
+	hkRoundMu sync.Mutex
+	hkRound   chan struct{}
 	// hkKick wakes the background housekeeper; hkStop ends it (and a run
 	// in progress) and hkDone is closed when it has.
 	hkKick chan struct{}
@@ -164,6 +173,7 @@ func openRepo(gitDir, workDir string, o Options, seen map[string]bool, depth int
 	r.packDirMod = r.statPackDir()
 	r.hkKick = make(chan struct{}, 1)
 	r.hkDone = make(chan struct{})
+	r.hkRound = make(chan struct{})
 	hkCtx, stop := context.WithCancel(context.Background())
 	r.hkStop = stop
 	if o.HousekeepInterval > 0 {
@@ -193,21 +203,54 @@ func (r *Repo) housekeeper(ctx context.Context, interval time.Duration) {
 }
 
 // packWritten counts a pack this Repo wrote and kicks the housekeeper
-// every housekeepEvery packs.
-func (r *Repo) packWritten() {
-	if r.written.Add(1) < housekeepEvery {
+// every housekeepEvery packs. When the packs written since a run last
+// listed the directory reach a quarter of the pack limit (housekeeping
+// falls behind: runs slower than writers, many writers at once), the
+// writer waits for runs to catch up before its write is acknowledged, so
+// writers cannot outrun housekeeping past the limit. Without background
+// housekeeping nobody waits.
+func (r *Repo) packWritten(ctx context.Context) {
+	n := r.written.Add(1)
+	if n%housekeepEvery == 0 {
+		r.kickHousekeeper()
+	}
+	if r.opts.HousekeepInterval <= 0 {
 		return
 	}
-	r.written.Store(0)
+	backlog := int32(max(r.opts.Housekeeping.withDefaults().PackLimit/4, housekeepEvery))
+	for r.written.Load() >= backlog {
+		r.hkRoundMu.Lock()
+		round := r.hkRound
+		r.hkRoundMu.Unlock()
+		r.kickHousekeeper()
+		select {
+		case <-round:
+		case <-r.hkDone:
+			return
+		case <-ctx.Done():
+			return // written and durable; only the wait is cut short
+		}
+	}
+}
+
+func (r *Repo) kickHousekeeper() {
 	select {
 	case r.hkKick <- struct{}{}:
 	default:
 	}
 }
 
+// endRound wakes the writers waiting for a housekeeping run to end.
+func (r *Repo) endRound() {
+	r.hkRoundMu.Lock()
+	close(r.hkRound)
+	r.hkRound = make(chan struct{})
+	r.hkRoundMu.Unlock()
+}
+
 func (r *Repo) newStorage() *filesystem.Storage {
 	fs := objectFS{Filesystem: osfs.New(r.gitDir, osfs.WithBoundOS()),
-		packDir: filepath.Join(r.gitDir, "objects", "pack"), checks: &r.checks, bad: &r.bad}
+		packDir: filepath.Join(r.gitDir, "objects", "pack"), checks: &r.checks, bad: &r.bad, own: r.meta.isOwn}
 	return filesystem.NewStorageWithOptions(fs,
 		cache.NewObjectLRU(4*cache.MiByte),
 		filesystem.Options{KeepDescriptors: true})
@@ -417,11 +460,17 @@ func (r *Repo) readObject(ctx context.Context, id OID) (rawObject, error) {
 	if obj, ok := r.packs.read(id); ok {
 		return obj, nil
 	}
+	if obj, ok := r.readOwnDisk(id); ok {
+		return obj, nil
+	}
 	obj, err := r.readGoGit(ctx, id)
 	if err != nil && ctx.Err() == nil {
 		// This process's housekeeping may have packed the object (a loose
 		// file, or a pack it merged) into a new pack of its own meanwhile.
 		if obj, ok := r.packs.read(id); ok {
+			return obj, nil
+		}
+		if obj, ok := r.readOwnDisk(id); ok {
 			return obj, nil
 		}
 		if r.refreshIfPacksChanged(ctx) {
@@ -432,6 +481,26 @@ func (r *Repo) readObject(ctx context.Context, id OID) (rawObject, error) {
 		return r.fromAlternates(ctx, id, err)
 	}
 	return obj, err
+}
+
+// readOwnDisk reads id from an own pack that this process does not index
+// in memory, through the pack's index on disk (packMetas.find). A pack
+// that went meanwhile (merged by another process) is forgotten, and the
+// object looked for again.
+func (r *Repo) readOwnDisk(id OID) (rawObject, bool) {
+	packDir := filepath.Join(r.gitDir, "objects", "pack")
+	for attempt := 0; attempt < 3; attempt++ {
+		loc, ok := r.meta.find(packDir, id)
+		if !ok {
+			return rawObject{}, false
+		}
+		obj, err := readPacked(loc)
+		if err == nil {
+			return obj, true
+		}
+		r.meta.forget(strings.TrimSuffix(filepath.Base(loc.path), ".pack"))
+	}
+	return rawObject{}, false
 }
 
 // readGoGit reads id through a pooled storage. A storage whose pack index
@@ -515,6 +584,9 @@ func (r *Repo) looseCorrupt(id OID) bool {
 // re-indexes packs, so it stays cheap for ids that do not exist.
 func (r *Repo) HasObject(ctx context.Context, id OID) (bool, error) {
 	if r.packs.has(id) {
+		return true, nil
+	}
+	if _, ok := r.meta.find(filepath.Join(r.gitDir, "objects", "pack"), id); ok {
 		return true, nil
 	}
 	found, err := r.hasGoGit(ctx, id)
@@ -604,6 +676,11 @@ func (r *Repo) BlobSize(ctx context.Context, id OID) (int64, error) {
 	}
 	if loc, ok := r.packs.loc(id); ok {
 		return int64(loc.size), nil
+	}
+	if loc, ok := r.meta.find(filepath.Join(r.gitDir, "objects", "pack"), id); ok {
+		if _, size, err := entryHeader(loc); err == nil {
+			return int64(size), nil
+		}
 	}
 	var size int64
 	err := r.withStorage(ctx, func(s *filesystem.Storage) error {

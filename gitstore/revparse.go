@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/go-git/go-git/v5/storage/filesystem"
@@ -334,6 +335,7 @@ func (r *Repo) withPrefix(ctx context.Context, prefix string, found map[OID]bool
 	for _, id := range r.packs.withPrefix(prefix) {
 		found[id] = true
 	}
+	r.meta.withPrefix(filepath.Join(r.gitDir, "objects", "pack"), prefix, found)
 	// An odd-length prefix cannot be decoded to bytes: search by the even
 	// part and filter.
 	even := prefix[:len(prefix)&^1]

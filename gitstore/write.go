@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -19,9 +20,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 
 	"github.com/sessiond/sessiond/internal/durable"
 	"github.com/sessiond/sessiond/internal/failpoint"
@@ -159,7 +157,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 		}
 	}
 	if len(fresh) > 1 {
-		b.r.packWritten()
+		b.r.packWritten(ctx)
 	}
 	b.objs, b.ids = b.objs[:0], b.ids[:0]
 	clear(b.seen)
@@ -285,7 +283,7 @@ func writeObjectFile(path string, data []byte) error {
 // writePack writes objects as one undeltified pack with its index and
 // returns the pack's base name: the pack is built in memory, written and
 // fsynced, then the index; both are renamed into place and the directory
-// is fsynced once.
+// is fsynced once. The objects must be distinct.
 func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
 	packDir := filepath.Join(r.gitDir, "objects", "pack")
 	if err := durable.MkdirAll(packDir); err != nil {
@@ -297,16 +295,9 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
 	}
 	var pack bytes.Buffer
 	pack.Grow(size)
-	hdr := make([]byte, 12)
-	copy(hdr, "PACK")
-	binary.BigEndian.PutUint32(hdr[4:], 2)
-	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
-	pack.Write(hdr)
-	idx := new(idxfile.Writer)
-	if err := idx.OnHeader(uint32(len(objs))); err != nil {
-		return "", err
-	}
+	pack.Write(packFileHeader(len(objs)))
 	offsets := make([]int64, len(objs))
+	crcs := make([]uint32, len(objs))
 	// One compressor per level for the whole pack, from a pool: creating
 	// a deflate writer (about a megabyte) costs far more than compressing
 	// a small object.
@@ -315,35 +306,16 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
 	defer putDeflater(zlib.NoCompression, stored)
 	for i, obj := range objs {
 		offsets[i] = int64(pack.Len())
-		pack.Write(packEntryHeader(obj.kind, len(obj.data)))
-		// Trees and commits are small and barely compress: store them
-		// (zlib level 0 is valid in a pack, and git gc recompresses).
-		zw := stored
-		if obj.kind == KindBlob {
-			zw = fast
-		}
-		zw.Reset(&pack)
-		zw.Write(obj.data)
-		if err := zw.Close(); err != nil {
+		if err := writePackEntry(&pack, obj, fast, stored); err != nil {
 			return "", fmt.Errorf("write pack: %w", err)
 		}
-		crc := crc32.ChecksumIEEE(pack.Bytes()[offsets[i]:])
-		if err := idx.OnInflatedObjectContent(plumbing.Hash(ids[i]), offsets[i], crc, nil); err != nil {
-			return "", err
-		}
+		crcs[i] = crc32.ChecksumIEEE(pack.Bytes()[offsets[i]:])
 	}
-	packSum := plumbing.Hash(sha1.Sum(pack.Bytes()))
+	packSum := sha1.Sum(pack.Bytes())
 	pack.Write(packSum[:])
-	if err := idx.OnFooter(packSum); err != nil {
-		return "", err
-	}
-	mi, err := idx.Index()
-	if err != nil {
-		return "", err
-	}
 	var ib bytes.Buffer
-	if _, err := idxfile.NewEncoder(&ib).Encode(mi); err != nil {
-		return "", fmt.Errorf("write pack index: %w", err)
+	if err := writeIdx(&ib, ids, crcs, offsets, packSum); err != nil {
+		return "", err
 	}
 	packTmp, err := durable.WriteTemp(packDir, "tmp_pack_", pack.Bytes(), 0o444)
 	if err != nil {
@@ -356,25 +328,70 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
 	}
 	defer os.Remove(idxTmp)
 	failpoint.Hit(failpoint.ObjectsWritten)
-	name := "pack-" + packSum.String()
+	name, err := installPack(packDir, packTmp, idxTmp, packSum, true)
+	if err != nil {
+		return "", err
+	}
+	locs := make([]packLoc, len(ids))
+	for i, id := range ids {
+		locs[i] = packLoc{id: id, path: filepath.Join(packDir, name+".pack"), off: offsets[i], kind: objs[i].kind, size: len(objs[i].data)}
+	}
+	r.packs.add(filepath.Join(packDir, name+".pack"), locs)
+	r.meta.note(name, packMeta{own: true, objects: len(ids), first: minOID(ids)})
+	return name, nil
+}
+
+// packFileHeader is a version 2 pack's header for n objects.
+func packFileHeader(n int) []byte {
+	hdr := make([]byte, packHeader)
+	copy(hdr, "PACK")
+	binary.BigEndian.PutUint32(hdr[4:], 2)
+	binary.BigEndian.PutUint32(hdr[8:], uint32(n))
+	return hdr
+}
+
+// writePackEntry writes obj whole (undeltified) as a pack entry. Trees
+// and commits are small and barely compress: they are stored (zlib level
+// 0 is valid in a pack, and git gc recompresses); blobs go through fast.
+func writePackEntry(w io.Writer, obj rawObject, fast, stored *zlib.Writer) error {
+	if _, err := w.Write(packEntryHeader(obj.kind, len(obj.data))); err != nil {
+		return err
+	}
+	zw := stored
+	if obj.kind == KindBlob {
+		zw = fast
+	}
+	zw.Reset(w)
+	zw.Write(obj.data)
+	return zw.Close()
+}
+
+// installPack puts a written pack in place under its checksum's name: the
+// pack first, then its index, as git's finish_tmp_packfile does (git lists
+// packs by their index and objectFS hides a pack without one from go-git,
+// so either reader sees a complete pack or none), then the directory is
+// synced. failpoints says whether the write path's failpoints apply (they
+// do not to housekeeping's merges).
+func installPack(packDir, packTmp, idxTmp string, sum [OIDSize]byte, failpoints bool) (string, error) {
+	name := "pack-" + hex.EncodeToString(sum[:])
 	base := filepath.Join(packDir, name)
-	// The pack goes first, then its index, as git's finish_tmp_packfile
-	// does: git lists packs by their index and objectFS hides a pack
-	// without one from go-git, so either reader sees a complete pack or
-	// none.
+	hit := func(p failpoint.Step) {
+		if failpoints {
+			failpoint.Hit(p)
+		}
+	}
 	if err := os.Rename(packTmp, base+".pack"); err != nil {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
-	failpoint.Hit(failpoint.PackRenamed)
+	hit(failpoint.PackRenamed)
 	if err := os.Rename(idxTmp, base+".idx"); err != nil {
 		return "", fmt.Errorf("write pack index: %w", err)
 	}
-	failpoint.Hit(failpoint.IndexRenamed)
+	hit(failpoint.IndexRenamed)
 	if err := durable.SyncDir(packDir); err != nil {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
-	failpoint.Hit(failpoint.DirSynced)
-	r.packs.add(base+".pack", ids, offsets, objs)
+	hit(failpoint.DirSynced)
 	return name, nil
 }
 
@@ -419,8 +436,8 @@ func newOwnPacks(max int) *ownPacks {
 	return &ownPacks{index: make(map[OID]packLoc), packs: make(map[string]int), max: max}
 }
 
-func (p *ownPacks) add(path string, ids []OID, offsets []int64, objs []rawObject) {
-	if len(ids) > p.max {
+func (p *ownPacks) add(path string, locs []packLoc) {
+	if len(locs) > p.max {
 		return // read through go-git as any other pack
 	}
 	p.mu.Lock()
@@ -429,11 +446,11 @@ func (p *ownPacks) add(path string, ids []OID, offsets []int64, objs []rawObject
 		p.packs[path] = 0
 		p.order = append(p.order, path)
 	}
-	for i, id := range ids {
-		if prev, ok := p.index[id]; ok {
+	for _, loc := range locs {
+		if prev, ok := p.index[loc.id]; ok {
 			p.packs[prev.path]--
 		}
-		p.index[id] = packLoc{id: id, path: path, off: offsets[i], kind: objs[i].kind, size: len(objs[i].data)}
+		p.index[loc.id] = loc
 		p.packs[path]++
 	}
 	if len(p.index) > p.max {
@@ -536,6 +553,22 @@ func (p *ownPacks) forget(path string) {
 	}
 }
 
+// entryHeader reads the kind and size of the object at loc.
+func entryHeader(loc packLoc) (Kind, int, error) {
+	f, err := os.Open(loc.path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	var hdr [16]byte
+	n, _ := f.ReadAt(hdr[:], loc.off)
+	kind, size, ok := parseEntryHeader(hdr[:n])
+	if !ok {
+		return 0, 0, fmt.Errorf("pack %s: no object at %d: %w", loc.path, loc.off, ErrCorrupt)
+	}
+	return kind, size, nil
+}
+
 // readPacked reads one undeltified object from a pack.
 func readPacked(loc packLoc) (rawObject, error) {
 	f, err := os.Open(loc.path)
@@ -543,12 +576,21 @@ func readPacked(loc packLoc) (rawObject, error) {
 		return rawObject{}, err
 	}
 	defer f.Close()
-	// Skip the entry header: one byte plus one per continuation bit.
+	// Skip the entry header: one byte plus one per continuation bit. A
+	// place found in an index on disk (kind < 0) learns kind and size
+	// from it.
 	var hdr [16]byte
 	n, _ := f.ReadAt(hdr[:], loc.off)
 	i := 0
 	for i < n && hdr[i]&0x80 != 0 {
 		i++
+	}
+	if loc.kind < 0 {
+		kind, size, ok := parseEntryHeader(hdr[:n])
+		if !ok || kind < KindCommit || kind > KindTag {
+			return rawObject{}, fmt.Errorf("pack %s: no whole object at %d: %w", loc.path, loc.off, ErrCorrupt)
+		}
+		loc.kind, loc.size = kind, size
 	}
 	zr, err := inflater(io.NewSectionReader(f, loc.off+int64(i)+1, 1<<62))
 	if err != nil {
@@ -660,37 +702,95 @@ func (l *packLocator) lookup(id OID) []string {
 	return out
 }
 
-// idxHolds reports whether the version 2 pack index at path lists id: the
-// fan-out table bounds the run of ids that start with id's first byte,
-// which is read in one piece and searched. An index that cannot be read
-// holds nothing.
+// idxHolds reports whether the version 2 pack index at path lists id.
+// An index that cannot be read holds nothing.
 func idxHolds(path string, id OID) bool {
+	_, ok := idxFind(path, nil, id)
+	return ok
+}
+
+// readFan reads the fan-out table of the version 2 index at path.
+func readFan(path string) (*[256]uint32, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false
+		return nil, err
 	}
 	defer f.Close()
-	var fan [8]byte
-	lo := uint32(0)
-	if id[0] > 0 {
-		if _, err := f.ReadAt(fan[:], idxHeader+4*int64(id[0]-1)); err != nil {
-			return false
-		}
-		lo = binary.BigEndian.Uint32(fan[:4])
-	} else if _, err := f.ReadAt(fan[4:], idxHeader); err != nil {
-		return false
+	var b [idxFanout]byte
+	if _, err := f.ReadAt(b[:], idxHeader); err != nil {
+		return nil, err
 	}
-	hi := binary.BigEndian.Uint32(fan[4:])
-	if hi <= lo {
-		return false
+	var fan [256]uint32
+	for i := range fan {
+		fan[i] = binary.BigEndian.Uint32(b[4*i:])
+	}
+	return &fan, nil
+}
+
+// idxFind looks id up in the version 2 pack index at path and returns its
+// offset in the pack: the fan-out table (given, or read from the file)
+// bounds the run of ids that start with id's first byte, which is read in
+// one piece and searched. An index that cannot be read holds nothing.
+func idxFind(path string, fan *[256]uint32, id OID) (int64, bool) {
+	var lo, hi uint32
+	if fan != nil {
+		if id[0] > 0 {
+			lo = fan[id[0]-1]
+		}
+		hi = fan[id[0]]
+		if hi <= lo {
+			return 0, false // no object starts with that byte: no I/O
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	if fan == nil {
+		var b [8]byte
+		if id[0] > 0 {
+			if _, err := f.ReadAt(b[:], idxHeader+4*int64(id[0]-1)); err != nil {
+				return 0, false
+			}
+			lo = binary.BigEndian.Uint32(b[:4])
+		} else if _, err := f.ReadAt(b[4:], idxHeader); err != nil {
+			return 0, false
+		}
+		hi = binary.BigEndian.Uint32(b[4:])
+		if hi <= lo {
+			return 0, false
+		}
 	}
 	run := make([]byte, int(hi-lo)*OIDSize)
 	if _, err := f.ReadAt(run, idxHeader+idxFanout+int64(lo)*OIDSize); err != nil {
-		return false
+		return 0, false
 	}
 	n := int(hi - lo)
 	i := sort.Search(n, func(k int) bool { return bytes.Compare(run[k*OIDSize:(k+1)*OIDSize], id[:]) >= 0 })
-	return i < n && bytes.Equal(run[i*OIDSize:(i+1)*OIDSize], id[:])
+	if i >= n || !bytes.Equal(run[i*OIDSize:(i+1)*OIDSize], id[:]) {
+		return 0, false
+	}
+	// The offset table follows the ids and their CRCs; an offset with its
+	// top bit set indexes the table of 8-byte offsets after it.
+	var total [4]byte
+	if _, err := f.ReadAt(total[:], idxHeader+idxFanout-4); err != nil {
+		return 0, false
+	}
+	count := int64(binary.BigEndian.Uint32(total[:]))
+	k := int64(lo) + int64(i)
+	var o [8]byte
+	if _, err := f.ReadAt(o[:4], idxHeader+idxFanout+count*(OIDSize+4)+4*k); err != nil {
+		return 0, false
+	}
+	off := binary.BigEndian.Uint32(o[:4])
+	if off&0x80000000 == 0 {
+		return int64(off), true
+	}
+	if _, err := f.ReadAt(o[:], idxHeader+idxFanout+count*(OIDSize+8)+8*int64(off&0x7fffffff)); err != nil {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(o[:])), true
 }
 
 func (p *ownPacks) withPrefix(prefix string) []OID {

@@ -11,7 +11,9 @@
 package durable
 
 import (
+	"bufio"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -22,11 +24,24 @@ import (
 // caller renames it into place (and then syncs dir); on error nothing is
 // left behind.
 func WriteTemp(dir, pattern string, data []byte, perm fs.FileMode) (string, error) {
+	return WriteTempFunc(dir, pattern, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteTempFunc is WriteTemp for content too large to hold: write writes
+// it (buffered) to the temporary file.
+func WriteTempFunc(dir, pattern string, perm fs.FileMode, write func(io.Writer) error) (string, error) {
 	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = f.Chmod(perm)
 	}

@@ -65,7 +65,7 @@ func (a *auth) authenticate(r *http.Request) (principal, *apitypes.Error) {
 	if !a.enabled {
 		return principal{admin: true}, nil
 	}
-	tok, ok := bearer(r.Header.Get("Authorization"))
+	tok, ok := apitypes.BearerToken(r.Header.Get("Authorization"))
 	if !ok {
 		return principal{}, newError(http.StatusUnauthorized, apitypes.CodeUnauthorized, "a bearer token is required")
 	}
@@ -123,17 +123,6 @@ func withPrincipal(ctx context.Context, p principal) context.Context {
 func principalFrom(ctx context.Context) principal {
 	p, _ := ctx.Value(principalKey{}).(principal)
 	return p
-}
-
-// bearer is the token of an Authorization header with the Bearer scheme,
-// whose name is case-insensitive (RFC 7235 §2.1).
-func bearer(h string) (string, bool) {
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
-	tok = strings.TrimSpace(tok)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
-		return "", false
-	}
-	return tok, true
 }
 
 // authorize checks that p may call a route of scope sc; sessionID is the

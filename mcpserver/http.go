@@ -5,11 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sessiond/sessiond/apitypes"
 )
 
 // boundHeader carries the session of /mcp/sessions/{id} from the route to
@@ -71,7 +72,8 @@ func NewHTTPHandler(backend func(token string) Backend, opts Options) http.Handl
 	})
 }
 
+// bearerOf is the request's bearer token, read as the API reads it.
 func bearerOf(h http.Header) string {
-	tok, _ := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
-	return strings.TrimSpace(tok)
+	tok, _ := apitypes.BearerToken(h.Get("Authorization"))
+	return tok
 }

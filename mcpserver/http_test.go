@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,24 +18,36 @@ import (
 	"github.com/sessiond/sessiond/apitypes"
 )
 
-// bearerTransport adds a bearer token to every request.
-type bearerTransport struct{ token string }
+// bearerTransport adds a bearer token to every request, under the scheme
+// name spelled as given ("Bearer" when empty).
+type bearerTransport struct{ scheme, token string }
 
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	if b.token != "" {
-		r.Header.Set("Authorization", "Bearer "+b.token)
+		scheme := b.scheme
+		if scheme == "" {
+			scheme = "Bearer"
+		}
+		r.Header.Set("Authorization", scheme+" "+b.token)
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func httpClient(token string) *http.Client { return &http.Client{Transport: bearerTransport{token}} }
+func httpClient(token string) *http.Client {
+	return &http.Client{Transport: bearerTransport{token: token}}
+}
 
 // connectHTTP connects the SDK's client to an MCP endpoint over streamable
 // HTTP with a token.
 func connectHTTP(t *testing.T, url, token string) (*mcp.ClientSession, error) {
 	t.Helper()
-	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: httpClient(token), MaxRetries: -1}
+	return connectWith(t, url, httpClient(token))
+}
+
+func connectWith(t *testing.T, url string, hc *http.Client) (*mcp.ClientSession, error) {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-agent", Version: "1"}, nil).Connect(t.Context(), tr, nil)
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
@@ -80,6 +93,20 @@ func TestStreamableHTTPAuth(t *testing.T) {
 		assert.Contains(t, text, "Wrote from-http.txt")
 		_, _, err = e.admin.ReadFile(t.Context(), b.ID, "from-http.txt")
 		assert.Error(t, err, "the write stayed in session a")
+	})
+	t.Run("the scheme name in any case", func(t *testing.T) {
+		// RFC 7235: the API takes "bearer" as "Bearer", and so do the
+		// tool calls made with the request's token.
+		for i, scheme := range []string{"bearer", "BEARER"} {
+			cs, err := connectWith(t, urlA, &http.Client{Transport: bearerTransport{scheme: scheme, token: a.Token}})
+			require.NoError(t, err, scheme)
+			name := fmt.Sprintf("scheme-%d.txt", i)
+			text, _ := ok(t, cs, "write_file", map[string]any{"path": name, "content": scheme + "\n"})
+			assert.Contains(t, text, "Wrote "+name, scheme)
+			got, _, err := e.admin.ReadFile(t.Context(), a.ID, name)
+			require.NoError(t, err, scheme)
+			assert.Equal(t, scheme+"\n", string(got), scheme)
+		}
 	})
 	t.Run("admin token, bound and unbound", func(t *testing.T) {
 		cs, err := connectHTTP(t, urlA, adminToken)

@@ -244,8 +244,11 @@ func (s *Server) edits(w http.ResponseWriter, r *http.Request) error {
 	edits := make([]session.Edit, len(req.Edits))
 	var written int64
 	for i, e := range req.Edits {
-		if e.Op == string(session.OpWrite) && !e.HasContent() {
+		switch {
+		case e.Op == string(session.OpWrite) && !e.HasContent():
 			return badRequest("edit %d: write needs \"content\" (\"\" for an empty file)", i)
+		case e.Op == string(session.OpAppend) && !e.HasContent():
+			return badRequest("edit %d: append needs \"content\"", i)
 		}
 		se := session.Edit{Op: session.Op(e.Op), Path: e.Path, To: e.To, Content: e.Content, Recursive: e.Recursive,
 			Glob: e.Glob, Old: e.Old, New: e.New, Count: e.Count, Overwrite: e.Overwrite}

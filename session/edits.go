@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -14,9 +16,10 @@ import (
 )
 
 // Edit is one step of a batch. Ops: write (Path, Content, Mode), append
-// (Path, Content), delete (Path, Recursive), move and copy (Path → To),
-// replace (Path or Glob, Old → New, at most Count times per file; 0 is
-// all).
+// (Path, Content, Mode), delete (Path, Recursive), move and copy (Path →
+// To, Overwrite), replace (Path or Glob, Old → New, at most Count times
+// per file; 0 is all); IfMatch on any. A field the op does not take is
+// refused (editFields), not ignored.
 type Edit struct {
 	// Op is one of OpWrite, OpAppend, OpDelete, OpMove, OpCopy, OpReplace.
 	Op        Op            `json:"op"`
@@ -86,11 +89,8 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 	}
 	var paths, reads []string
 	for i, e := range edits {
-		if e.To != "" && e.Op != OpMove && e.Op != OpCopy {
-			return BatchResult{}, fmt.Errorf("%w: edit %d: %s takes no \"to\" (only move and copy do)", ErrInvalid, i, e.Op)
-		}
-		if e.Overwrite && e.Op != OpMove && e.Op != OpCopy {
-			return BatchResult{}, fmt.Errorf("%w: edit %d: %s takes no \"overwrite\" (only move and copy do)", ErrInvalid, i, e.Op)
+		if err := checkEditFields(e); err != nil {
+			return BatchResult{}, fmt.Errorf("%w: edit %d: %w", ErrInvalid, i, err)
 		}
 		switch e.Op {
 		case OpWrite, OpAppend:
@@ -131,8 +131,6 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 			} else {
 				paths = append(paths, e.Path)
 			}
-		default:
-			return BatchResult{}, fmt.Errorf("%w: edit %d: unknown op %q", ErrInvalid, i, e.Op)
 		}
 	}
 	ls, err := m.openEdit(ctx, id, reads, paths)
@@ -164,6 +162,51 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 		res.Mutation = &rec
 	}
 	return res, nil
+}
+
+// editFields says, for each field of an Edit, whether an edit sets it and
+// which ops take it. An edit that sets a field its op does not take is
+// refused, so nothing a client sends is silently ignored.
+var editFields = []struct {
+	name string
+	set  func(Edit) bool
+	ops  []Op
+}{
+	{"to", func(e Edit) bool { return e.To != "" }, []Op{OpMove, OpCopy}},
+	{"overwrite", func(e Edit) bool { return e.Overwrite }, []Op{OpMove, OpCopy}},
+	{"content", func(e Edit) bool { return e.Content != "" }, []Op{OpWrite, OpAppend}},
+	{"mode", func(e Edit) bool { return e.Mode != 0 }, []Op{OpWrite, OpAppend}},
+	{"recursive", func(e Edit) bool { return e.Recursive }, []Op{OpDelete}},
+	{"glob", func(e Edit) bool { return e.Glob != "" }, []Op{OpReplace}},
+	{"old", func(e Edit) bool { return e.Old != "" }, []Op{OpReplace}},
+	{"new", func(e Edit) bool { return e.New != "" }, []Op{OpReplace}},
+	{"count", func(e Edit) bool { return e.Count != 0 }, []Op{OpReplace}},
+}
+
+// editOps are the ops a batch takes.
+var editOps = []Op{OpWrite, OpAppend, OpDelete, OpMove, OpCopy, OpReplace}
+
+// checkEditFields refuses an edit whose op is unknown or that sets a field
+// its op does not take.
+func checkEditFields(e Edit) error {
+	if !slices.Contains(editOps, e.Op) {
+		return fmt.Errorf("unknown op %q", e.Op)
+	}
+	for _, f := range editFields {
+		if !f.set(e) || slices.Contains(f.ops, e.Op) {
+			continue
+		}
+		names := make([]string, len(f.ops))
+		for i, op := range f.ops {
+			names[i] = string(op)
+		}
+		only := names[0] + " does"
+		if len(names) > 1 {
+			only = strings.Join(names, " and ") + " do"
+		}
+		return fmt.Errorf("%s takes no %q (only %s)", e.Op, f.name, only)
+	}
+	return nil
 }
 
 func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit) (EditResult, error) {

@@ -320,6 +320,17 @@ func TestErrorMessages(t *testing.T) {
 			assert.LessOrEqual(t, strings.Count(msg, missing), 1, "%s: %q", path, msg)
 		}
 	}
+	// A revision that resolves to nothing is named once, with what is wrong.
+	for _, tc := range []struct{ path, body, rev string }{
+		{"/v1/sessions", `{"repo":"r","base":"nope~1"}`, "nope~1"},
+		{"/v1/sessions", `{"repo":"r","base":"main~99"}`, "main~99"},
+		{"/v1/sessions/" + id + "/rebase", `{"onto":"nope^{commit}"}`, "nope^{commit}"},
+	} {
+		r := ts.call("POST", tc.path, []byte(tc.body))
+		assert.Equal(t, 400, r.StatusCode, "%s: %s", tc.body, r.body)
+		msg := r.errorOf(t)["message"].(string)
+		assert.Equal(t, 1, strings.Count(msg, `"`+tc.rev+`"`), "%s: %q", tc.body, msg)
+	}
 	for _, body := range []string{`{"checkpoint":"9"}`, `{"checkpoint":"nolabel"}`} {
 		r := ts.call("POST", "/v1/sessions/"+id+"/rollback", []byte(body))
 		assert.Equal(t, 404, r.StatusCode, "%s", r.body)

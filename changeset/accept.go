@@ -475,7 +475,7 @@ func resolveExpectedHead(ctx context.Context, r *gitstore.Repo, rev string) (git
 	h, err := r.ResolveRevision(ctx, rev)
 	if err != nil {
 		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
-			return gitstore.OID{}, fmt.Errorf("%w: expected_head %q: %v", record.ErrInvalid, rev, err)
+			return gitstore.OID{}, fmt.Errorf("%w: expected_head: %v", record.ErrInvalid, err)
 		}
 		return gitstore.OID{}, err
 	}

@@ -328,7 +328,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 	commit, err := r.ResolveRevision(ctx, base)
 	if err != nil {
 		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
-			return Session{}, fmt.Errorf("%w: base %q: %v", ErrInvalid, base, err)
+			return Session{}, fmt.Errorf("%w: base: %v", ErrInvalid, err)
 		}
 		return Session{}, err
 	}

@@ -33,7 +33,7 @@ func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) 
 	commit, err := ls.repo.ResolveRevision(ctx, onto)
 	if err != nil {
 		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
-			return Session{}, Mutation{}, fmt.Errorf("%w: rebase onto %q: %v", ErrInvalid, onto, err)
+			return Session{}, Mutation{}, fmt.Errorf("%w: rebase onto: %v", ErrInvalid, err)
 		}
 		return Session{}, Mutation{}, err
 	}

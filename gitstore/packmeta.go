@@ -118,7 +118,10 @@ func (c *packMetas) find(packDir string, id OID) (packLoc, bool) {
 			p.fan = fan
 			c.setFan(p.name, fan)
 		}
-		off, ok := idxFind(idx, p.fan, id)
+		off, ok, err := idxFind(idx, p.fan, id)
+		if errors.Is(err, fs.ErrNotExist) {
+			c.forget(p.name) // merged and deleted by another process
+		}
 		if !ok {
 			continue
 		}
@@ -128,7 +131,8 @@ func (c *packMetas) find(packDir string, id OID) (packLoc, bool) {
 }
 
 // withPrefix adds to found the ids in own packs that start with prefix
-// (lower-case hex, at least two digits).
+// (lower-case hex, at least two digits), reading of each index only the
+// ids that start with the prefix's first byte.
 func (c *packMetas) withPrefix(packDir, prefix string, found map[OID]bool) {
 	var first [1]byte
 	if len(prefix) < 2 {
@@ -138,14 +142,9 @@ func (c *packMetas) withPrefix(packDir, prefix string, found map[OID]bool) {
 		return
 	}
 	for _, p := range c.ownPacks() {
-		t, err := readIdx(filepath.Join(packDir, p.name+".idx"))
-		if err != nil {
-			continue
-		}
-		i, _ := slices.BinarySearchFunc(t.ids, first[0], func(id OID, b byte) int { return int(id[0]) - int(b) })
-		for ; i < len(t.ids) && t.ids[i][0] == first[0]; i++ {
-			if strings.HasPrefix(t.ids[i].String(), prefix) {
-				found[t.ids[i]] = true
+		for _, id := range idxRun(filepath.Join(packDir, p.name+".idx"), first[0]) {
+			if strings.HasPrefix(id.String(), prefix) {
+				found[id] = true
 			}
 		}
 	}

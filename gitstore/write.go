@@ -705,8 +705,38 @@ func (l *packLocator) lookup(id OID) []string {
 // idxHolds reports whether the version 2 pack index at path lists id.
 // An index that cannot be read holds nothing.
 func idxHolds(path string, id OID) bool {
-	_, ok := idxFind(path, nil, id)
+	_, ok, _ := idxFind(path, nil, id)
 	return ok
+}
+
+// idxRun returns the ids in the version 2 pack index at path that start
+// with byte b (none if it cannot be read).
+func idxRun(path string, b byte) []OID {
+	fan, err := readFan(path)
+	if err != nil {
+		return nil
+	}
+	lo, hi := uint32(0), fan[b]
+	if b > 0 {
+		lo = fan[b-1]
+	}
+	if hi <= lo {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	run := make([]byte, int(hi-lo)*OIDSize)
+	if _, err := f.ReadAt(run, idxHeader+idxFanout+int64(lo)*OIDSize); err != nil {
+		return nil
+	}
+	ids := make([]OID, hi-lo)
+	for i := range ids {
+		copy(ids[i][:], run[i*OIDSize:])
+	}
+	return ids
 }
 
 // readFan reads the fan-out table of the version 2 index at path.
@@ -730,8 +760,9 @@ func readFan(path string) (*[256]uint32, error) {
 // idxFind looks id up in the version 2 pack index at path and returns its
 // offset in the pack: the fan-out table (given, or read from the file)
 // bounds the run of ids that start with id's first byte, which is read in
-// one piece and searched. An index that cannot be read holds nothing.
-func idxFind(path string, fan *[256]uint32, id OID) (int64, bool) {
+// one piece and searched. An index that cannot be read holds nothing (the
+// error says why).
+func idxFind(path string, fan *[256]uint32, id OID) (int64, bool, error) {
 	var lo, hi uint32
 	if fan != nil {
 		if id[0] > 0 {
@@ -739,58 +770,58 @@ func idxFind(path string, fan *[256]uint32, id OID) (int64, bool) {
 		}
 		hi = fan[id[0]]
 		if hi <= lo {
-			return 0, false // no object starts with that byte: no I/O
+			return 0, false, nil // no object starts with that byte: no I/O
 		}
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, false
+		return 0, false, err
 	}
 	defer f.Close()
 	if fan == nil {
 		var b [8]byte
 		if id[0] > 0 {
 			if _, err := f.ReadAt(b[:], idxHeader+4*int64(id[0]-1)); err != nil {
-				return 0, false
+				return 0, false, err
 			}
 			lo = binary.BigEndian.Uint32(b[:4])
 		} else if _, err := f.ReadAt(b[4:], idxHeader); err != nil {
-			return 0, false
+			return 0, false, err
 		}
 		hi = binary.BigEndian.Uint32(b[4:])
 		if hi <= lo {
-			return 0, false
+			return 0, false, err
 		}
 	}
 	run := make([]byte, int(hi-lo)*OIDSize)
 	if _, err := f.ReadAt(run, idxHeader+idxFanout+int64(lo)*OIDSize); err != nil {
-		return 0, false
+		return 0, false, err
 	}
 	n := int(hi - lo)
 	i := sort.Search(n, func(k int) bool { return bytes.Compare(run[k*OIDSize:(k+1)*OIDSize], id[:]) >= 0 })
 	if i >= n || !bytes.Equal(run[i*OIDSize:(i+1)*OIDSize], id[:]) {
-		return 0, false
+		return 0, false, err
 	}
 	// The offset table follows the ids and their CRCs; an offset with its
 	// top bit set indexes the table of 8-byte offsets after it.
 	var total [4]byte
 	if _, err := f.ReadAt(total[:], idxHeader+idxFanout-4); err != nil {
-		return 0, false
+		return 0, false, err
 	}
 	count := int64(binary.BigEndian.Uint32(total[:]))
 	k := int64(lo) + int64(i)
 	var o [8]byte
 	if _, err := f.ReadAt(o[:4], idxHeader+idxFanout+count*(OIDSize+4)+4*k); err != nil {
-		return 0, false
+		return 0, false, err
 	}
 	off := binary.BigEndian.Uint32(o[:4])
 	if off&0x80000000 == 0 {
-		return int64(off), true
+		return int64(off), true, nil
 	}
 	if _, err := f.ReadAt(o[:], idxHeader+idxFanout+count*(OIDSize+8)+8*int64(off&0x7fffffff)); err != nil {
-		return 0, false
+		return 0, false, err
 	}
-	return int64(binary.BigEndian.Uint64(o[:])), true
+	return int64(binary.BigEndian.Uint64(o[:])), true, nil
 }
 
 func (p *ownPacks) withPrefix(prefix string) []OID {

@@ -122,6 +122,22 @@ func TestServeRefusesBadEnvironment(t *testing.T) {
 	}
 }
 
+// TestClientRefusesBadServer: a --server or SESSIOND_SERVER that is not an
+// http(s) URL is a usage error naming it, before any request.
+func TestClientRefusesBadServer(t *testing.T) {
+	for _, server := range []string{"bogus", "ftp://x", "http://[::1", "http://", "127.0.0.1:7420"} {
+		t.Setenv("SESSIOND_SERVER", server)
+		r := runCLI(t, "", "repo", "ls")
+		assert.Equal(t, exitUsage, r.code, "SESSIOND_SERVER=%s: %s", server, r.stderr)
+		assert.Contains(t, r.stderr, "SESSIOND_SERVER", server)
+		assert.Contains(t, r.stderr, "--server", server)
+	}
+	t.Setenv("SESSIOND_SERVER", "")
+	r := runCLI(t, "", "--server", "ftp://x", "session", "ls")
+	assert.Equal(t, exitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `"ftp://x"`)
+}
+
 // TestServeTakesHumanSizes: SESSIOND_MAX_BODY_BYTES=10MB is ten million
 // bytes, not ignored.
 func TestServeTakesHumanSizes(t *testing.T) {

@@ -145,6 +145,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 		return exitUsage
 	}
+	// The client's daemon URL, checked before any command that talks to
+	// one (the daemon's own commands ignore it).
+	if cmd := strings.Fields(kctx.Command()); len(cmd) > 0 && cmd[0] != "serve" && cmd[0] != "quickstart" && cmd[0] != "help" {
+		if err := checkServer(root.Server); err != nil {
+			fmt.Fprintf(stderr, "sessiond: %v\n", err)
+			return exitUsage
+		}
+	}
 	x := &cli{server: root.Server, token: root.Token, session: root.SessionID, json: root.JSON,
 		c: client.New(root.Server, root.Token), stdin: stdin, stdout: stdout, stderr: stderr}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

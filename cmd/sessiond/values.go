@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/sessiond/sessiond/client"
 )
 
 // The value types of flags and environment variables that a plain int or
@@ -108,5 +111,18 @@ func (m *fileMode) UnmarshalText(text []byte) error {
 		return err
 	}
 	*m = fileMode(s)
+	return nil
+}
+
+// checkServer accepts the daemon's URL: http:// or https:// with a host
+// ("" is the client's default).
+func checkServer(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--server (SESSIOND_SERVER) %q: want the daemon's http:// or https:// URL, such as %s", s, client.DefaultServer)
+	}
 	return nil
 }

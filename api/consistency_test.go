@@ -316,10 +316,36 @@ func TestErrorMessages(t *testing.T) {
 		assert.Equal(t, 404, r.StatusCode, "%s: %s", path, r.body)
 		msg := r.errorOf(t)["message"].(string)
 		assert.Equal(t, 1, strings.Count(msg, "not found"), "%s: %q", path, msg)
-		if strings.Contains(path, missing) {
-			assert.LessOrEqual(t, strings.Count(msg, missing), 1, "%s: %q", path, msg)
+		for _, name := range []string{missing, `"nosuch"`} {
+			assert.LessOrEqual(t, strings.Count(msg, name), 1, "%s: %q", path, msg)
 		}
 	}
+	// Every route that changes a session or a changeset says once that it
+	// is missing.
+	for _, tc := range []struct{ method, path, body string }{
+		{"DELETE", "/v1/sessions/" + missing, ""},
+		{"POST", "/v1/sessions/" + missing + "/fork", "{}"},
+		{"POST", "/v1/sessions/" + missing + "/checkpoints", "{}"},
+		{"POST", "/v1/sessions/" + missing + "/rebase", "{}"},
+		{"POST", "/v1/sessions/" + missing + "/rollback", `{"checkpoint":"1"}`},
+		{"POST", "/v1/sessions/" + missing + "/edits", `{"edits":[{"op":"delete","path":"x"}]}`},
+		{"POST", "/v1/sessions/" + missing + "/changesets", "{}"},
+		{"PUT", "/v1/sessions/" + missing + "/files/x", "x"},
+		{"DELETE", "/v1/sessions/" + missing + "/files/x", ""},
+		{"POST", "/v1/changesets/" + missing + "/accept", "{}"},
+		{"POST", "/v1/changesets/" + missing + "/undo", "{}"},
+		{"POST", "/v1/changesets/" + missing + "/reviews", `{"verdict":"approve"}`},
+		{"GET", "/v1/changesets/" + missing + "/diff", ""},
+	} {
+		r := ts.call(tc.method, tc.path, []byte(tc.body))
+		assert.Equal(t, 404, r.StatusCode, "%s %s: %s", tc.method, tc.path, r.body)
+		msg := r.errorOf(t)["message"].(string)
+		assert.Equal(t, 1, strings.Count(msg, "not found"), "%s %s: %q", tc.method, tc.path, msg)
+		assert.Equal(t, 1, strings.Count(msg, missing), "%s %s: %q", tc.method, tc.path, msg)
+	}
+	r = ts.call("POST", "/v1/sessions", []byte(`{"repo":"nosuch"}`))
+	assert.Equal(t, 404, r.StatusCode, "%s", r.body)
+	assert.Equal(t, `repository "nosuch": not found`, r.errorOf(t)["message"])
 	// A revision that resolves to nothing is named once, with what is wrong.
 	for _, tc := range []struct{ path, body, rev string }{
 		{"/v1/sessions", `{"repo":"r","base":"nope~1"}`, "nope~1"},

@@ -478,7 +478,7 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 	// the fork's policy is its source's narrowed by what it asks for.
 	meta, err := m.store.GetSession(ctx, id)
 	if err != nil {
-		return Session{}, fmt.Errorf("session %s: %w", id, err)
+		return Session{}, err // the store's error names the session
 	}
 	if meta.Mode == ModeReadOnly && opts.Mode != "" && opts.Mode != ModeReadOnly {
 		return Session{}, fmt.Errorf("fork %s as %s: %w: a fork may only narrow its source's mode", id, opts.Mode, ErrReadOnly)

@@ -229,7 +229,7 @@ func (m *Manager) repo(ctx context.Context, name string) (*gitstore.Repo, error)
 	}
 	rec, err := m.store.GetRepo(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("repository %q: %w", name, err)
+		return nil, err // the store's error names the repository
 	}
 	opened, err := gitstore.Open(rec.Path)
 	if err != nil {

@@ -230,7 +230,7 @@ func (m *Manager) closeSession(ctx context.Context, id uuid.UUID, to State, ok f
 	// is the whole truth.
 	s, err := m.store.GetSession(ctx, id)
 	if err != nil {
-		return fmt.Errorf("session %s: %w", id, err)
+		return err // the store's error names the session
 	}
 	switch {
 	case s.State.Terminal():

@@ -47,14 +47,21 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 		return HousekeepReport{}, nil
 	}
 	defer r.hkMu.Unlock()
+	r.runsStarted.Add(1)
 	defer r.endRound()
+	defer r.runsEnded.Add(1)
 	r.written.Store(0) // the listing below sees what was written until now
 	if r.opts.runHook != nil {
 		r.opts.runHook()
 	}
-	st, err := r.repoState(ctx)
+	st, learnt, err := r.repoState(ctx)
 	if err != nil {
 		return HousekeepReport{}, fmt.Errorf("housekeep: %w", err)
+	}
+	if learnt {
+		// Packs just found to be own (a restart, another process's) are
+		// hidden from storages made from now on; let these go too.
+		r.refreshStorages(ctx, true)
 	}
 	plan := r.opts.Housekeeping.Plan(st)
 	rep := HousekeepReport{PacksBefore: len(st.Packs)}
@@ -169,7 +176,7 @@ func (r *Repo) deleteRetired() {
 	if len(r.retired) == 0 {
 		return
 	}
-	st, err := r.repoState(context.Background())
+	st, _, err := r.repoState(context.Background())
 	if err != nil || r.gitGCRunning(st.Now) {
 		return
 	}
@@ -194,24 +201,25 @@ var errVanished = errors.New("file vanished during housekeeping")
 
 // repoState lists the object directory: packs (telling own packs from
 // git's, from memory or by reading a new pack's entries once), loose
-// objects and debris.
-func (r *Repo) repoState(ctx context.Context) (RepoState, error) {
+// objects and debris. It reports whether it learnt of an own pack it did
+// not know.
+func (r *Repo) repoState(ctx context.Context) (RepoState, bool, error) {
 	objDir := filepath.Join(r.gitDir, "objects")
 	packDir := filepath.Join(objDir, "pack")
 	st := RepoState{Now: time.Now()}
 	entries, err := os.ReadDir(packDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return st, err
+		return st, false, err
 	}
 	names := map[string]bool{}
 	for _, e := range entries {
 		names[e.Name()] = true
 	}
 	listed := map[string]bool{}
-	maxOwn := r.opts.Housekeeping.withDefaults().MaxPackBytes
+	learnt := false
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
-			return st, err
+			return st, false, err
 		}
 		n := e.Name()
 		base, ext, _ := strings.Cut(n, ".")
@@ -238,13 +246,14 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, error) {
 			listed[base] = true
 			pi := PackInfo{Name: base, Size: fi.Size(), Made: ii.ModTime()}
 			special := names[base+".keep"] || names[base+".promisor"] || names[base+".bitmap"] || names[base+".mtimes"]
-			if !special && fi.Size() < maxOwn {
+			if !special {
 				m, ok := r.meta.get(base)
 				if !ok {
 					if m, err = classifyPack(path, filepath.Join(packDir, n)); err != nil {
 						continue
 					}
 					r.meta.note(base, m)
+					learnt = learnt || m.own
 				}
 				if m.own {
 					pi.Own = true
@@ -260,7 +269,7 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, error) {
 	// temporary files directly under objects/.
 	top, err := os.ReadDir(objDir)
 	if err != nil {
-		return st, err
+		return st, false, err
 	}
 	for _, d := range top {
 		n := d.Name()
@@ -286,7 +295,7 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, error) {
 			}
 		}
 	}
-	return st, nil
+	return st, learnt, nil
 }
 
 // markCovered sets CoveredBy on every own pack whose objects another own

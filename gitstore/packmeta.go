@@ -3,14 +3,13 @@ package gitstore
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // What housekeeping knows of each pack, kept between runs. A pack's
@@ -39,7 +38,11 @@ type packMetas struct {
 	mu  sync.Mutex // guards m and sub
 	m   map[string]packMeta
 	sub map[[2]string]bool // sub[{p, q}]: every object of p is in q
+	gen atomic.Int64       // counts the packs forgotten
 }
+
+// generation counts the own packs forgotten so far.
+func (c *packMetas) generation() int64 { return c.gen.Load() }
 
 func (c *packMetas) get(name string) (packMeta, bool) {
 	c.mu.Lock()
@@ -66,10 +69,15 @@ func (c *packMetas) isOwn(name string) bool {
 	return c.m[name].own
 }
 
-// forget drops pack name, found gone.
+// forget drops pack name, found gone or unreadable: the go-git storages
+// see it again (as they see any pack not known to be own) once they list
+// the directory anew.
 func (c *packMetas) forget(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.m[name].own {
+		c.gen.Add(1)
+	}
 	delete(c.m, name)
 }
 
@@ -110,17 +118,15 @@ func (c *packMetas) find(packDir string, id OID) (packLoc, bool) {
 		if p.fan == nil {
 			fan, err := readFan(idx)
 			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					c.forget(p.name)
-				}
+				c.forget(p.name) // gone, or go-git's to read (and report)
 				continue
 			}
 			p.fan = fan
 			c.setFan(p.name, fan)
 		}
 		off, ok, err := idxFind(idx, p.fan, id)
-		if errors.Is(err, fs.ErrNotExist) {
-			c.forget(p.name) // merged and deleted by another process
+		if err != nil {
+			c.forget(p.name) // merged and deleted by another process, or damaged
 		}
 		if !ok {
 			continue
@@ -142,7 +148,11 @@ func (c *packMetas) withPrefix(packDir, prefix string, found map[OID]bool) {
 		return
 	}
 	for _, p := range c.ownPacks() {
-		for _, id := range idxRun(filepath.Join(packDir, p.name+".idx"), first[0]) {
+		ids, err := idxRun(filepath.Join(packDir, p.name+".idx"), first[0])
+		if err != nil {
+			c.forget(p.name) // gone (merged by another process) or damaged
+		}
+		for _, id := range ids {
 			if strings.HasPrefix(id.String(), prefix) {
 				found[id] = true
 			}
@@ -179,7 +189,12 @@ func (c *packMetas) subset(packDir, p, q string) bool {
 	}
 	qIdx := filepath.Join(packDir, q+".idx")
 	v = true
-	if pm.objects > 0 && !idxHolds(qIdx, pm.first) {
+	if pm.objects == 0 {
+		return false
+	}
+	if _, holds, err := idxFind(qIdx, nil, pm.first); err != nil {
+		return false
+	} else if !holds {
 		v = false // the usual answer, from one look into q's index
 	} else {
 		a, err := readIdx(filepath.Join(packDir, p+".idx"))

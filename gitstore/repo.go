@@ -113,6 +113,12 @@ type Repo struct {
 	// next one, ends (then replaced); hkRoundMu guards it.
 	hkRoundMu sync.Mutex
 	hkRound   chan struct{}
+	// runsStarted and runsEnded count housekeeping runs (runs are one at
+	// a time, so they end in the order they start).
+	runsStarted, runsEnded atomic.Int64
+	// swappedGen is meta's generation when the storages were last made:
+	// a pack forgotten since may hide an object the storages do not know.
+	swappedGen atomic.Int64
 	// hkKick wakes the background housekeeper; hkStop ends it (and a run
 	// in progress) and hkDone is closed when it has.
 	hkKick chan struct{}
@@ -218,10 +224,21 @@ func (r *Repo) packWritten(ctx context.Context) {
 		return
 	}
 	backlog := int32(max(r.opts.Housekeeping.withDefaults().PackLimit/4, housekeepEvery))
-	for r.written.Load() >= backlog {
+	if r.written.Load() < backlog {
+		return
+	}
+	// Wait for the end of a run that starts after this pack was written
+	// (so its listing holds it), once: the count of packs written meanwhile
+	// is other writers' business, so a steady load cannot hold one writer
+	// for good.
+	target := r.runsStarted.Load() + 1
+	for {
 		r.hkRoundMu.Lock()
 		round := r.hkRound
 		r.hkRoundMu.Unlock()
+		if r.runsEnded.Load() >= target {
+			return
+		}
 		r.kickHousekeeper()
 		select {
 		case <-round:
@@ -390,6 +407,17 @@ func (r *Repo) refreshIfPacksChanged(ctx context.Context) bool {
 	return r.refreshStorages(ctx, false)
 }
 
+// refreshIfPackForgotten replaces the storages when an own pack, hidden
+// from them, was forgotten since they were made (another process merged
+// and deleted it: the pack holding its objects now may be one they have
+// not listed). It reports whether it did.
+func (r *Repo) refreshIfPackForgotten(ctx context.Context) bool {
+	if r.meta.generation() == r.swappedGen.Load() {
+		return false
+	}
+	return r.refreshStorages(ctx, true)
+}
+
 // refreshStorages replaces every pooled storage, when objects/pack changed
 // since they last did or when forced (after a consolidation, so they let
 // go of the deleted packs' descriptors).
@@ -430,6 +458,7 @@ func (r *Repo) swapStorages(ctx context.Context, force bool, change func()) bool
 		return false
 	}
 	r.packDirMod = mod
+	r.swappedGen.Store(r.meta.generation())
 	for i, s := range taken {
 		// Packs may have been deleted: reopen to drop stale descriptors.
 		_ = s.Close()
@@ -591,6 +620,9 @@ func (r *Repo) HasObject(ctx context.Context, id OID) (bool, error) {
 	}
 	found, err := r.hasGoGit(ctx, id)
 	if err != nil && ctx.Err() == nil && r.refreshIfPacksChanged(ctx) {
+		found, err = r.hasGoGit(ctx, id)
+	}
+	if err == nil && !found && r.refreshIfPackForgotten(ctx) {
 		found, err = r.hasGoGit(ctx, id)
 	}
 	if err == nil && !found && len(r.alternates) > 0 {

@@ -305,6 +305,11 @@ func (r *Repo) resolveShort(ctx context.Context, rev, prefix string, hint disamb
 	if err := r.withPrefix(ctx, prefix, found); err != nil {
 		return OID{}, fmt.Errorf("resolve revision %q: %w", rev, err)
 	}
+	if len(found) == 0 && r.refreshIfPackForgotten(ctx) {
+		if err := r.withPrefix(ctx, prefix, found); err != nil {
+			return OID{}, fmt.Errorf("resolve revision %q: %w", rev, err)
+		}
+	}
 	ids := make([]OID, 0, len(found))
 	for id := range found {
 		ids = append(ids, id)

@@ -188,3 +188,47 @@ func TestPackIndexIsGits(t *testing.T) {
 	require.NotEmpty(t, rep.NewPack)
 	check(filepath.Join(dir, ".git", "objects", "pack", rep.NewPack+".pack"))
 }
+
+// TestObjectsMergedByAnotherProcessStayFound: this process reads its own
+// packs through their indexes (go-git does not list them); when another
+// process merges them into a pack this process's storages have not
+// listed and deletes them, every object is still found, its presence
+// reported and its abbreviated id resolved.
+func TestObjectsMergedByAnotherProcessStayFound(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	a, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, OwnIndexSize: 1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: -1}})
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
+	files := writeFiles(t, a, base, 12, "other") // under the merge trigger
+	_, err = a.Housekeep(t.Context())            // learns its packs are own: hidden from its storages
+	require.NoError(t, err)
+	// a's storages list the packs now (looking for an object nobody has
+	// makes them), before the merged pack exists.
+	for range 8 {
+		ok, err := a.HasObject(t.Context(), gitstore.OID{0xfe, 0xed})
+		require.NoError(t, err)
+		require.False(t, ok)
+	}
+
+	b, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: -1, MergeTrigger: 2}})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	rep, err := b.Housekeep(t.Context())
+	require.NoError(t, err)
+	require.NotEmpty(t, rep.NewPack)
+	require.Positive(t, rep.PacksDeleted, "%+v", rep)
+
+	var trees []gitstore.OID
+	for tree := range files {
+		trees = append(trees, tree)
+	}
+	got, _, err := a.RevParse(t.Context(), trees[0].String()[:12])
+	if assert.NoError(t, err) {
+		assert.Equal(t, trees[0], got)
+	}
+	ok, err := a.HasObject(t.Context(), trees[1])
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, len(files), readAll(t, a, files))
+}

@@ -710,33 +710,48 @@ func idxHolds(path string, id OID) bool {
 }
 
 // idxRun returns the ids in the version 2 pack index at path that start
-// with byte b (none if it cannot be read).
-func idxRun(path string, b byte) []OID {
+// with byte b.
+func idxRun(path string, b byte) ([]OID, error) {
 	fan, err := readFan(path)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	lo, hi := uint32(0), fan[b]
 	if b > 0 {
 		lo = fan[b-1]
 	}
 	if hi <= lo {
-		return nil
+		return nil, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	defer f.Close()
+	if err := idxFits(f, int64(fan[255])); err != nil {
+		return nil, err
+	}
 	run := make([]byte, int(hi-lo)*OIDSize)
 	if _, err := f.ReadAt(run, idxHeader+idxFanout+int64(lo)*OIDSize); err != nil {
-		return nil
+		return nil, err
 	}
 	ids := make([]OID, hi-lo)
 	for i := range ids {
 		copy(ids[i][:], run[i*OIDSize:])
 	}
-	return ids
+	return ids, nil
+}
+
+// idxFits checks that the index file f is large enough for count objects.
+func idxFits(f *os.File, count int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() < idxHeader+idxFanout+idxTrailer+count*idxPerEntry {
+		return ErrCorrupt
+	}
+	return nil
 }
 
 // readFan reads the fan-out table of the version 2 index at path.
@@ -753,6 +768,9 @@ func readFan(path string) (*[256]uint32, error) {
 	var fan [256]uint32
 	for i := range fan {
 		fan[i] = binary.BigEndian.Uint32(b[4*i:])
+		if i > 0 && fan[i] < fan[i-1] {
+			return nil, fmt.Errorf("pack index %s: fan-out table not monotonic: %w", path, ErrCorrupt)
+		}
 	}
 	return &fan, nil
 }
@@ -790,8 +808,18 @@ func idxFind(path string, fan *[256]uint32, id OID) (int64, bool, error) {
 		}
 		hi = binary.BigEndian.Uint32(b[4:])
 		if hi <= lo {
-			return 0, false, err
+			return 0, false, nil
 		}
+	}
+	// The run must lie within the table the last fan-out entry counts
+	// (a damaged table could ask for any size).
+	var total [4]byte
+	if _, err := f.ReadAt(total[:], idxHeader+idxFanout-4); err != nil {
+		return 0, false, err
+	}
+	count := int64(binary.BigEndian.Uint32(total[:]))
+	if err := idxFits(f, count); err != nil || int64(hi) > count {
+		return 0, false, fmt.Errorf("pack index %s: fan-out past its object count or its size: %w", path, ErrCorrupt)
 	}
 	run := make([]byte, int(hi-lo)*OIDSize)
 	if _, err := f.ReadAt(run, idxHeader+idxFanout+int64(lo)*OIDSize); err != nil {
@@ -800,15 +828,10 @@ func idxFind(path string, fan *[256]uint32, id OID) (int64, bool, error) {
 	n := int(hi - lo)
 	i := sort.Search(n, func(k int) bool { return bytes.Compare(run[k*OIDSize:(k+1)*OIDSize], id[:]) >= 0 })
 	if i >= n || !bytes.Equal(run[i*OIDSize:(i+1)*OIDSize], id[:]) {
-		return 0, false, err
+		return 0, false, nil
 	}
 	// The offset table follows the ids and their CRCs; an offset with its
 	// top bit set indexes the table of 8-byte offsets after it.
-	var total [4]byte
-	if _, err := f.ReadAt(total[:], idxHeader+idxFanout-4); err != nil {
-		return 0, false, err
-	}
-	count := int64(binary.BigEndian.Uint32(total[:]))
 	k := int64(lo) + int64(i)
 	var o [8]byte
 	if _, err := f.ReadAt(o[:4], idxHeader+idxFanout+count*(OIDSize+4)+4*k); err != nil {

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,5 +231,43 @@ func benchCommitFastImport(b *testing.B, br *benchRepo, paths []string) {
 		}
 		s.WriteString("done\n")
 		testrepo.GitEnv(b, dir, nil, s.Bytes(), "fast-import", "--quiet", "--done", "--force")
+	}
+}
+
+// BenchmarkReadBesideOwnPacks reads blobs of the base (git's objects, not
+// cached) in a repository that also holds sessiond's own packs, which
+// every such read looks in first: own-objects=0 is the cost without them.
+func BenchmarkReadBesideOwnPacks(b *testing.B) {
+	for _, n := range []int{0, 20000} {
+		b.Run(fmt.Sprintf("own-objects=%d", n), func(b *testing.B) {
+			dir := testrepo.Build(b, "small")
+			r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, BlobCacheSize: 1, TreeCacheSize: 1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: -1}})
+			require.NoError(b, err)
+			b.Cleanup(func() { r.Close() })
+			for i := 0; i < n; i += 1000 {
+				batch := r.NewBatch()
+				for j := range 1000 {
+					batch.AddBlob(fmt.Appendf(nil, "own %d\n", i+j))
+				}
+				require.NoError(b, batch.Flush(b.Context()))
+			}
+			if n > 0 {
+				_, err = r.Housekeep(b.Context())
+				require.NoError(b, err)
+			}
+			var ids []gitstore.OID
+			for _, line := range strings.Split(strings.TrimSpace(testrepo.Git(b, dir, "ls-tree", "-r", "main")), "\n") {
+				if f := strings.Fields(line); len(f) >= 3 && f[1] == "blob" {
+					ids = append(ids, oid(b, f[2]))
+				}
+			}
+			i := 0
+			for b.Loop() {
+				if _, err := r.ReadBlob(b.Context(), ids[i%len(ids)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }

@@ -29,8 +29,10 @@
 //     forgotten and read like any other), what it remembers per pack is
 //     kept for the packs the directory still lists, and the lookups in own
 //     packs it does not index, and the one that freshens objects in other
-//     packs, read index files on disk (a fan-out table of 1 KiB per own
-//     pack is all they keep). go-git's storages, which keep the decoded
+//     packs, read index files on disk (all they keep is the first
+//     four bytes of each id of an own pack, so a lookup of an id a pack
+//     lacks costs no I/O: 4 bytes an object, where a go-git storage holds
+//     28). go-git's storages, which keep the decoded
 //     index of every pack they list, one copy per storage, never list own
 //     packs (objectFS hides them); they read git's packs and loose objects.
 //

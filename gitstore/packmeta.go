@@ -3,6 +3,7 @@ package gitstore
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,10 +28,12 @@ type packMeta struct {
 	own     bool // every object whole, as sessiond writes them
 	objects int
 	first   OID // the smallest id, for a quick "is it in that pack" test
-	// fan is the index's fan-out table, read at the first lookup in an
-	// own pack (then a lookup of an id no object there starts like costs
-	// no I/O).
-	fan *[256]uint32
+	// heads are the first four bytes of each id in the pack, ascending,
+	// read at the first lookup in an own pack: a lookup of an id the pack
+	// lacks (every read of git's objects looks in every own pack first)
+	// then costs no I/O but for one in 2^32/objects, for 4 bytes an object
+	// where go-git would hold 28 in each storage.
+	heads []uint32
 }
 
 // packMetas is the memory of packs, by base name.
@@ -83,8 +86,8 @@ func (c *packMetas) forget(name string) {
 
 // ownPack is an own pack as a lookup sees it.
 type ownPack struct {
-	name string
-	fan  *[256]uint32
+	name  string
+	heads []uint32
 }
 
 func (c *packMetas) ownPacks() []ownPack {
@@ -93,17 +96,17 @@ func (c *packMetas) ownPacks() []ownPack {
 	out := make([]ownPack, 0, len(c.m))
 	for name, m := range c.m {
 		if m.own {
-			out = append(out, ownPack{name, m.fan})
+			out = append(out, ownPack{name, m.heads})
 		}
 	}
 	return out
 }
 
-func (c *packMetas) setFan(name string, fan *[256]uint32) {
+func (c *packMetas) setHeads(name string, heads []uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m, ok := c.m[name]; ok {
-		m.fan = fan
+		m.heads = heads
 		c.m[name] = m
 	}
 }
@@ -115,16 +118,22 @@ func (c *packMetas) setFan(name string, fan *[256]uint32) {
 func (c *packMetas) find(packDir string, id OID) (packLoc, bool) {
 	for _, p := range c.ownPacks() {
 		idx := filepath.Join(packDir, p.name+".idx")
-		if p.fan == nil {
-			fan, err := readFan(idx)
+		if p.heads == nil {
+			t, err := readIdx(idx)
 			if err != nil {
 				c.forget(p.name) // gone, or go-git's to read (and report)
 				continue
 			}
-			p.fan = fan
-			c.setFan(p.name, fan)
+			p.heads = make([]uint32, len(t.ids))
+			for i, id := range t.ids {
+				p.heads[i] = binary.BigEndian.Uint32(id[:4])
+			}
+			c.setHeads(p.name, p.heads)
 		}
-		off, ok, err := idxFind(idx, p.fan, id)
+		if _, ok := slices.BinarySearch(p.heads, binary.BigEndian.Uint32(id[:4])); !ok {
+			continue
+		}
+		off, ok, err := idxFind(idx, id)
 		if err != nil {
 			c.forget(p.name) // merged and deleted by another process, or damaged
 		}
@@ -192,7 +201,7 @@ func (c *packMetas) subset(packDir, p, q string) bool {
 	if pm.objects == 0 {
 		return false
 	}
-	if _, holds, err := idxFind(qIdx, nil, pm.first); err != nil {
+	if _, holds, err := idxFind(qIdx, pm.first); err != nil {
 		return false
 	} else if !holds {
 		v = false // the usual answer, from one look into q's index

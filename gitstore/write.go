@@ -705,7 +705,7 @@ func (l *packLocator) lookup(id OID) []string {
 // idxHolds reports whether the version 2 pack index at path lists id.
 // An index that cannot be read holds nothing.
 func idxHolds(path string, id OID) bool {
-	_, ok, _ := idxFind(path, nil, id)
+	_, ok, _ := idxFind(path, id)
 	return ok
 }
 
@@ -776,40 +776,28 @@ func readFan(path string) (*[256]uint32, error) {
 }
 
 // idxFind looks id up in the version 2 pack index at path and returns its
-// offset in the pack: the fan-out table (given, or read from the file)
-// bounds the run of ids that start with id's first byte, which is read in
-// one piece and searched. An index that cannot be read holds nothing (the
-// error says why).
-func idxFind(path string, fan *[256]uint32, id OID) (int64, bool, error) {
-	var lo, hi uint32
-	if fan != nil {
-		if id[0] > 0 {
-			lo = fan[id[0]-1]
-		}
-		hi = fan[id[0]]
-		if hi <= lo {
-			return 0, false, nil // no object starts with that byte: no I/O
-		}
-	}
+// offset in the pack: the fan-out table bounds the run of ids that start
+// with id's first byte, which is read in one piece and searched. An index
+// that cannot be read holds nothing (the error says why).
+func idxFind(path string, id OID) (int64, bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, false, err
 	}
 	defer f.Close()
-	if fan == nil {
-		var b [8]byte
-		if id[0] > 0 {
-			if _, err := f.ReadAt(b[:], idxHeader+4*int64(id[0]-1)); err != nil {
-				return 0, false, err
-			}
-			lo = binary.BigEndian.Uint32(b[:4])
-		} else if _, err := f.ReadAt(b[4:], idxHeader); err != nil {
+	var lo, hi uint32
+	var b [8]byte
+	if id[0] > 0 {
+		if _, err := f.ReadAt(b[:], idxHeader+4*int64(id[0]-1)); err != nil {
 			return 0, false, err
 		}
-		hi = binary.BigEndian.Uint32(b[4:])
-		if hi <= lo {
-			return 0, false, nil
-		}
+		lo = binary.BigEndian.Uint32(b[:4])
+	} else if _, err := f.ReadAt(b[4:], idxHeader); err != nil {
+		return 0, false, err
+	}
+	hi = binary.BigEndian.Uint32(b[4:])
+	if hi <= lo {
+		return 0, false, nil
 	}
 	// The run must lie within the table the last fan-out entry counts
 	// (a damaged table could ask for any size).

@@ -192,10 +192,22 @@ func TestUnknownFilterValues(t *testing.T) {
 		assert.Equal(t, 400, r.StatusCode, "%s: %s", path, r.body)
 		assert.Equal(t, apitypes.CodeBadRequest, r.errorOf(t)["code"], path)
 	}
-	for _, path := range []string{"/v1/sessions?state=active", "/v1/sessions?state=expired", "/v1/changesets?status=open"} {
+	// A repository that is not registered is an unknown value too, not an
+	// empty list; the message names the filter and the value.
+	for _, path := range []string{"/v1/sessions?repo=nosuch", "/v1/changesets?repo=nosuch", "/v1/changesets?repo=nosuch&status=open"} {
+		r := ts.call("GET", path, nil)
+		assert.Equal(t, 400, r.StatusCode, "%s: %s", path, r.body)
+		e := r.errorOf(t)
+		assert.Equal(t, apitypes.CodeBadRequest, e["code"], path)
+		assert.Contains(t, e["message"], `repo="nosuch"`, path)
+	}
+	for _, path := range []string{"/v1/sessions?state=active", "/v1/sessions?state=expired", "/v1/changesets?status=open",
+		"/v1/sessions?repo=r", "/v1/changesets?repo=r"} {
 		r := ts.call("GET", path, nil)
 		assert.Equal(t, 200, r.StatusCode, "%s: %s", path, r.body)
 	}
+	r := ts.call("GET", "/v1/sessions?repo=r", nil)
+	assert.Contains(t, string(r.body), id, "the registered repository's sessions are listed")
 }
 
 // TestBearerSchemeCaseInsensitive: RFC 7235 makes the scheme name

@@ -3,6 +3,7 @@ package changeset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -71,8 +72,16 @@ type Listing struct {
 	Approvals int
 }
 
-// Listings is List with each changeset's approvals.
+// Listings is List with each changeset's approvals; a repository in f
+// that is not registered is ErrInvalid.
 func (s *Service) Listings(ctx context.Context, f Filter) ([]Listing, error) {
+	if f.Repo != "" {
+		if _, err := s.sessions.GitRepo(ctx, f.Repo); errors.Is(err, record.ErrNotFound) {
+			return nil, record.UnknownRepoFilter(f.Repo)
+		} else if err != nil {
+			return nil, err
+		}
+	}
 	cs, err := s.store.ListChangesets(ctx, f)
 	if err != nil {
 		return nil, err

@@ -48,3 +48,11 @@ func (e *ConflictError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) true for a *ConflictError.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// UnknownRepoFilter is the error of a listing filtered by a repository
+// that is not registered. The filter is what is wrong, not the route, so it
+// is ErrInvalid (API bad_request), as an unknown state or status is, and
+// never an empty list.
+func UnknownRepoFilter(repo string) error {
+	return fmt.Errorf("%w: filter repo=%q: no such repository", ErrInvalid, repo)
+}

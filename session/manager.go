@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/workdir"
 )
 
@@ -402,8 +403,16 @@ func (m *Manager) Get(ctx context.Context, id uuid.UUID) (Session, error) {
 	return s, nil
 }
 
-// ListSessions returns sessions matching f.
+// ListSessions returns sessions matching f; a repository in f that is not
+// registered is ErrInvalid.
 func (m *Manager) ListSessions(ctx context.Context, f SessionFilter) ([]Session, error) {
+	if f.Repo != "" {
+		if _, err := m.store.GetRepo(ctx, f.Repo); errors.Is(err, ErrNotFound) {
+			return nil, record.UnknownRepoFilter(f.Repo)
+		} else if err != nil {
+			return nil, err
+		}
+	}
 	if _, err := m.ExpireDue(ctx); err != nil {
 		return nil, err
 	}

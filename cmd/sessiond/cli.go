@@ -410,6 +410,12 @@ func (c *chmodCmd) Run(ctx context.Context, x *cli) error {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
+		// A mutation without paths is the API's answer for a write that
+		// changed nothing: nothing was recorded, so there is no seq to name.
+		if len(res.Mutation.Paths) == 0 {
+			fmt.Fprintf(w, "mode of %s is already %s: nothing changed\n", c.Path, meta.Mode)
+			return
+		}
 		fmt.Fprintf(w, "mode of %s: %s → %s at seq %d\n", c.Path, meta.Mode, res.File.Mode, res.Mutation.Seq)
 	})
 }

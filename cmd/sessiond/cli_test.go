@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -461,4 +463,42 @@ func TestCLIMergeFromToken(t *testing.T) {
 	got, _, err := d.C.ReadFile(ctx, a.ID, "from-b.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "b\n", string(got))
+}
+
+// TestCLIHumanOutput: what the commands print for a person. A chmod to
+// the mode a file has says that nothing changed; ls quotes unusual names
+// as git does (core.quotePath); changeset show --diff is coloured by the
+// same rules as diff.
+func TestCLIHumanOutput(t *testing.T) {
+	ctx := t.Context()
+	repo := testrepo.Build(t, "small")
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, "odd"), 0o755))
+	for _, name := range []string{"tab\there.txt", "new\nline.txt", `back\slash.txt`, `dq"uote.txt`, "plain name.txt", "é.txt"} {
+		require.NoError(t, os.WriteFile(filepath.Join(repo, "odd", name), []byte("x\n"), 0o644))
+	}
+	git(t, repo, "add", "odd")
+	git(t, repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "odd names")
+	d := newDaemon(t, stores[0], "--repo", "r="+repo)
+	s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r"})
+	require.NoError(t, err)
+	clientEnv(t, d, s.ID)
+
+	t.Run("chmod to the same mode", func(t *testing.T) {
+		before, err := d.C.GetSession(ctx, s.ID)
+		require.NoError(t, err)
+		for _, args := range [][]string{{"chmod", "644", "README.md"}, {"put", "README.md", "--mode", "100644"}} {
+			r := runCLI(t, "", args...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assert.Contains(t, r.stdout, "nothing changed", args)
+			assert.NotContains(t, r.stdout, "→", args)
+			assert.NotContains(t, r.stdout, "at seq", args)
+		}
+		after, err := d.C.GetSession(ctx, s.ID)
+		require.NoError(t, err)
+		assert.Equal(t, before.Seq, after.Seq, "nothing was recorded")
+
+		r := runCLI(t, "", "chmod", "755", "README.md")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "100644 → 100755 at seq")
+	})
 }

@@ -198,7 +198,7 @@ func writeFile(b *bytes.Buffer, f *FileDiff) {
 	if newPath == "" {
 		newPath = oldPath
 	}
-	fmt.Fprintf(b, "diff --git %s %s\n", quotePath("a/"+oldPath), quotePath("b/"+newPath))
+	fmt.Fprintf(b, "diff --git %s %s\n", QuotePath("a/"+oldPath), QuotePath("b/"+newPath))
 	abbrev := func(id gitstore.OID) string {
 		if f.Binary {
 			return id.String()
@@ -221,7 +221,7 @@ func writeFile(b *bytes.Buffer, f *FileDiff) {
 			if f.Status == StatusCopied {
 				verb = "copy"
 			}
-			fmt.Fprintf(b, "similarity index %d%%\n%s from %s\n%s to %s\n", f.Similarity, verb, quotePath(f.OldPath), verb, quotePath(f.NewPath))
+			fmt.Fprintf(b, "similarity index %d%%\n%s from %s\n%s to %s\n", f.Similarity, verb, QuotePath(f.OldPath), verb, QuotePath(f.NewPath))
 		}
 		if f.OldOID != f.NewOID {
 			fmt.Fprintf(b, "index %s..%s", abbrev(f.OldOID), abbrev(f.NewOID))
@@ -243,7 +243,7 @@ func writeFile(b *bytes.Buffer, f *FileDiff) {
 	if len(f.Hunks) == 0 {
 		return
 	}
-	from, to := quotePath("a/"+oldPath), quotePath("b/"+newPath)
+	from, to := QuotePath("a/"+oldPath), QuotePath("b/"+newPath)
 	if f.Status == StatusAdded {
 		from = "/dev/null"
 	}
@@ -269,9 +269,9 @@ func rangeText(start, n int) string {
 	return fmt.Sprintf("%d,%d", start, n)
 }
 
-// quotePath quotes a path the way git does when it holds control
+// QuotePath quotes a path the way git does when it holds control
 // characters, quotes, backslashes or non-ASCII bytes (core.quotePath).
-func quotePath(p string) string {
+func QuotePath(p string) string {
 	need := false
 	for i := 0; i < len(p); i++ {
 		if c := p[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // The client commands: each is a struct whose fields are its flags and
@@ -323,7 +324,9 @@ func (c *lsCmd) Run(ctx context.Context, x *cli) error {
 				if e.Type == "dir" {
 					p += "/"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", e.Mode, e.Status, e.Size, p)
+				// Quoted as git quotes paths (core.quotePath), so a tab
+				// or newline in a name cannot break the table.
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", e.Mode, e.Status, e.Size, merge.QuotePath(p))
 			}
 		})
 	})

@@ -501,4 +501,16 @@ func TestCLIHumanOutput(t *testing.T) {
 		require.Equal(t, exitOK, r.code, r.stderr)
 		assert.Contains(t, r.stdout, "100644 → 100755 at seq")
 	})
+
+	t.Run("ls quotes names as git ls-files does", func(t *testing.T) {
+		r := runCLI(t, "", "ls", "odd")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+		want := strings.Split(git(t, repo, "ls-files", "odd"), "\n")
+		require.Len(t, lines, 1+len(want), "a header and one line per file:\n%s", r.stdout)
+		for i, w := range want {
+			assert.True(t, strings.HasSuffix(lines[1+i], " "+w), "line %q ends with git's %q", lines[1+i], w)
+		}
+		assert.Contains(t, want, `"odd/tab\there.txt"`, "git quotes it")
+	})
 }

@@ -110,8 +110,9 @@ func (c *changesetLsCmd) Run(ctx context.Context, x *cli) error {
 }
 
 type changesetShowCmd struct {
-	ID   string `arg:"" help:"Changeset id."`
-	Diff bool   `help:"Print the unified diff under review."`
+	ID        string `arg:"" help:"Changeset id."`
+	Diff      bool   `help:"Print the unified diff under review."`
+	colorFlag `embed:""`
 }
 
 func (c *changesetShowCmd) Run(ctx context.Context, x *cli) error {
@@ -120,7 +121,7 @@ func (c *changesetShowCmd) Run(ctx context.Context, x *cli) error {
 		if err != nil {
 			return err
 		}
-		_, err = x.stdout.Write(d)
+		_, err = x.stdout.Write(c.paint(x.stdout, d))
 		return err
 	}
 	cs, err := x.c.GetChangeset(ctx, c.ID)

@@ -628,8 +628,8 @@ func (c *eventsCmd) Run(ctx context.Context, x *cli) error {
 }
 
 type diffCmd struct {
-	Against string `help:"base, a checkpoint (number, id or commit), or any revision (main~1, v1)." default:"base" placeholder:"REV"`
-	Color   string `help:"Colour the diff: auto, always or never." enum:"auto,always,never" default:"auto"`
+	Against   string `help:"base, a checkpoint (number, id or commit), or any revision (main~1, v1)." default:"base" placeholder:"REV"`
+	colorFlag `embed:""`
 }
 
 func (c *diffCmd) Run(ctx context.Context, x *cli) error {
@@ -649,11 +649,23 @@ func (c *diffCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	if c.Color == "always" || (c.Color == "auto" && isTerminal(x.stdout)) {
-		text = colorDiff(text)
-	}
-	_, err = x.stdout.Write(text)
+	_, err = x.stdout.Write(c.paint(x.stdout, text))
 	return err
+}
+
+// colorFlag is the --color of every command that prints a unified diff,
+// and the one rule for when it is coloured: always, or auto when w is a
+// terminal and NO_COLOR is not set.
+type colorFlag struct {
+	Color string `help:"Colour the diff: auto, always or never." enum:"auto,always,never" default:"auto"`
+}
+
+// paint returns diff coloured for w, or as it is.
+func (c colorFlag) paint(w io.Writer, diff []byte) []byte {
+	if c.Color == "always" || (c.Color == "auto" && isTerminal(w)) {
+		return colorDiff(diff)
+	}
+	return diff
 }
 
 func isTerminal(w io.Writer) bool {

@@ -513,4 +513,28 @@ func TestCLIHumanOutput(t *testing.T) {
 		}
 		assert.Contains(t, want, `"odd/tab\there.txt"`, "git quotes it")
 	})
+
+	t.Run("changeset show --diff is coloured as diff is", func(t *testing.T) {
+		r := runCLI(t, "hello\n", "put", "odd/plain name.txt")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		sub := runCLI(t, "", "changeset", "submit", "-q")
+		require.Equal(t, exitOK, sub.code, sub.stderr)
+		cs := strings.TrimSpace(sub.stdout)
+		plain, err := d.C.ChangesetDiff(ctx, cs)
+		require.NoError(t, err)
+		require.NotEmpty(t, plain)
+
+		r = runCLI(t, "", "changeset", "show", cs, "--diff", "--color", "always")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Equal(t, string(colorDiff(plain)), r.stdout)
+		assert.Contains(t, r.stdout, "\x1b[32m+hello\x1b[m")
+		for _, args := range [][]string{{"--color", "never"}, {"--color", "auto"}, {}} {
+			r = runCLI(t, "", append([]string{"changeset", "show", cs, "--diff"}, args...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assert.Equal(t, string(plain), r.stdout, "not a terminal: %v", args)
+		}
+		r = runCLI(t, "", "changeset", "show", cs, "--diff", "--color", "sometimes")
+		assert.Equal(t, exitUsage, r.code)
+		assert.Contains(t, r.stderr, "--color")
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // The changeset commands (changeset submit|ls|show|review|accept|undo|
@@ -65,7 +66,7 @@ func printChangeset(w io.Writer, c apitypes.Changeset) {
 	for _, r := range c.Reviews {
 		fmt.Fprintf(w, "  review by %s (revision %d): %s %s\n", r.Author, r.Revision, r.Verdict, r.Body)
 		for _, lc := range r.Comments {
-			fmt.Fprintf(w, "    %s:%d: %s\n", lc.Path, lc.Line, lc.Body)
+			fmt.Fprintf(w, "    %s:%d: %s\n", merge.QuotePath(lc.Path), lc.Line, lc.Body)
 		}
 	}
 }
@@ -74,7 +75,7 @@ func printChangeset(w io.Writer, c apitypes.Changeset) {
 // modified and removed.
 func printSymbols(w io.Writer, files []apitypes.FileSymbols) {
 	for _, f := range files {
-		fmt.Fprintf(w, "  %s (%s)\n", f.Path, f.Status)
+		fmt.Fprintf(w, "  %s (%s)\n", merge.QuotePath(f.Path), f.Status)
 		if f.ParseError != "" {
 			fmt.Fprintf(w, "    not parsed: %s\n", f.ParseError)
 		}
@@ -235,7 +236,7 @@ func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
 			fmt.Fprintf(w, "dry run: nothing written; the commit on %s at %s would change:\n", res.Branch, short(res.Head))
 			if res.Diff != nil {
 				for _, f := range res.Diff.Files {
-					fmt.Fprintf(w, "  %-12s %s +%d -%d\n", f.Status, f.Path, f.Insertions, f.Deletions)
+					fmt.Fprintf(w, "  %-12s %s +%d -%d\n", f.Status, merge.QuotePath(f.Path), f.Insertions, f.Deletions)
 					for _, h := range f.Hunks {
 						fmt.Fprintf(w, "    @@ -%d,%d +%d,%d @@\n", h.OldStart, h.OldLines, h.NewStart, h.NewLines)
 						for _, l := range h.Lines {
@@ -252,12 +253,12 @@ func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
 			fmt.Fprintf(w, "%s %s on %s\n", how, res.Commit, res.Branch)
 		}
 		for _, s := range res.StaleReads {
-			fmt.Fprintf(w, "  stale read: %s changed on %s since the session read it\n", s.Path, res.Branch)
+			fmt.Fprintf(w, "  stale read: %s changed on %s since the session read it\n", merge.QuotePath(s.Path), res.Branch)
 		}
 		if res.Selection != nil {
 			left := res.Selection.LeftOut
 			for _, p := range left.Files {
-				fmt.Fprintf(w, "  left out: %s\n", p)
+				fmt.Fprintf(w, "  left out: %s\n", merge.QuotePath(p))
 			}
 			for _, p := range slices.Sorted(maps.Keys(left.Hunks)) {
 				if hs := left.Hunks[p]; len(hs) > 0 {
@@ -265,7 +266,7 @@ func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
 					for i, h := range hs {
 						nums[i] = strconv.Itoa(h + 1)
 					}
-					fmt.Fprintf(w, "  left out: %s hunks %s\n", p, strings.Join(nums, ","))
+					fmt.Fprintf(w, "  left out: %s hunks %s\n", merge.QuotePath(p), strings.Join(nums, ","))
 				}
 			}
 			if res.SessionRebased {
@@ -309,13 +310,13 @@ func (c *changesetUndoCmd) Run(ctx context.Context, x *cli) error {
 			fmt.Fprintf(w, "%s is now at %s\n", res.Branch, res.Commit)
 		}
 		for _, p := range res.ComesBack {
-			fmt.Fprintf(w, "  comes back: %s\n", p)
+			fmt.Fprintf(w, "  comes back: %s\n", merge.QuotePath(p))
 		}
 		for _, p := range res.Stays {
-			fmt.Fprintf(w, "  stays:      %s\n", p)
+			fmt.Fprintf(w, "  stays:      %s\n", merge.QuotePath(p))
 		}
 		for _, c := range res.Conflicts {
-			fmt.Fprintf(w, "  conflict:   %s (%s)\n", c.Path, c.Kind)
+			fmt.Fprintf(w, "  conflict:   %s (%s)\n", merge.QuotePath(c.Path), c.Kind)
 		}
 	})
 	if len(res.Conflicts) > 0 {
@@ -372,13 +373,13 @@ func (c *mergeCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	merge := x.c.Merge
+	call := x.c.Merge
 	if c.FromToken != "" {
-		merge = func(ctx context.Context, session, from string) (apitypes.MutationResult, error) {
+		call = func(ctx context.Context, session, from string) (apitypes.MutationResult, error) {
 			return x.c.MergeWithToken(ctx, session, from, c.FromToken)
 		}
 	}
-	res, err := merge(ctx, id, c.From)
+	res, err := call(ctx, id, c.From)
 	if err != nil {
 		return err
 	}

@@ -80,6 +80,16 @@ func (x *cli) out(v any, human func(w io.Writer)) error {
 	return nil
 }
 
+// quotePaths is paths for a person, each quoted as git quotes it
+// (merge.QuotePath, core.quotePath), joined by spaces.
+func quotePaths(paths []string) string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = merge.QuotePath(p)
+	}
+	return strings.Join(q, " ")
+}
+
 func table(w io.Writer, header string, rows func(tw io.Writer)) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, header)
@@ -383,7 +393,7 @@ func (c *putCmd) Run(ctx context.Context, x *cli) error {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		fmt.Fprintf(w, "wrote %s (%d bytes, %s) at seq %d\n", c.Path, len(data), short(res.File.OID), res.Mutation.Seq)
+		fmt.Fprintf(w, "wrote %s (%d bytes, %s) at seq %d\n", merge.QuotePath(c.Path), len(data), short(res.File.OID), res.Mutation.Seq)
 	})
 }
 
@@ -416,10 +426,10 @@ func (c *chmodCmd) Run(ctx context.Context, x *cli) error {
 		// A mutation without paths is the API's answer for a write that
 		// changed nothing: nothing was recorded, so there is no seq to name.
 		if len(res.Mutation.Paths) == 0 {
-			fmt.Fprintf(w, "mode of %s is already %s: nothing changed\n", c.Path, meta.Mode)
+			fmt.Fprintf(w, "mode of %s is already %s: nothing changed\n", merge.QuotePath(c.Path), meta.Mode)
 			return
 		}
-		fmt.Fprintf(w, "mode of %s: %s → %s at seq %d\n", c.Path, meta.Mode, res.File.Mode, res.Mutation.Seq)
+		fmt.Fprintf(w, "mode of %s: %s → %s at seq %d\n", merge.QuotePath(c.Path), meta.Mode, res.File.Mode, res.Mutation.Seq)
 	})
 }
 
@@ -437,7 +447,7 @@ func (c *rmCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	return x.out(res, func(w io.Writer) { fmt.Fprintf(w, "deleted %s at seq %d\n", c.Path, res.Mutation.Seq) })
+	return x.out(res, func(w io.Writer) { fmt.Fprintf(w, "deleted %s at seq %d\n", merge.QuotePath(c.Path), res.Mutation.Seq) })
 }
 
 type grepCmd struct {
@@ -464,7 +474,7 @@ func (c *grepCmd) Run(ctx context.Context, x *cli) error {
 	}
 	_ = x.out(res, func(w io.Writer) {
 		for _, m := range res.Matches {
-			fmt.Fprintf(w, "%s:%d:%s\n", m.Path, m.Line, m.Text)
+			fmt.Fprintf(w, "%s:%d:%s\n", merge.QuotePath(m.Path), m.Line, m.Text)
 		}
 		if res.Truncated {
 			fmt.Fprintln(x.stderr, "(more matches left out)")
@@ -493,7 +503,7 @@ func (c *logCmd) Run(ctx context.Context, x *cli) error {
 	return x.out(apitypes.Mutations{Mutations: ms}, func(w io.Writer) {
 		table(w, "SEQ\tOP\tACTOR\tAT\tPATHS", func(tw io.Writer) {
 			for _, m := range ms {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", m.Seq, m.Op, m.Actor, m.At.Local().Format(time.DateTime), strings.Join(m.Paths, " "))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", m.Seq, m.Op, m.Actor, m.At.Local().Format(time.DateTime), quotePaths(m.Paths))
 			}
 		})
 	})

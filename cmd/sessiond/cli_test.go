@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -467,8 +468,10 @@ func TestCLIMergeFromToken(t *testing.T) {
 
 // TestCLIHumanOutput: what the commands print for a person. A chmod to
 // the mode a file has says that nothing changed; ls quotes unusual names
-// as git does (core.quotePath); changeset show --diff is coloured by the
-// same rules as diff.
+// as git does (core.quotePath), and so does every other line naming a
+// repository path (grep, mutation summaries, the log, changeset show,
+// accept and undo); changeset show --diff is coloured by the same rules
+// as diff.
 func TestCLIHumanOutput(t *testing.T) {
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
@@ -536,5 +539,80 @@ func TestCLIHumanOutput(t *testing.T) {
 		r = runCLI(t, "", "changeset", "show", cs, "--diff", "--color", "sometimes")
 		assert.Equal(t, exitUsage, r.code)
 		assert.Contains(t, r.stderr, "--color")
+	})
+
+	t.Run("every path printed is quoted as git quotes it", func(t *testing.T) {
+		tab, nl, dq, e := "odd/tab\there.txt", "odd/new\nline.txt", `odd/dq"uote.txt`, "odd/é.txt"
+		// git's own quoting of each name (core.quotePath), in the same
+		// repository, and its grep of the session's base.
+		quoted := func(p string) string {
+			q := git(t, repo, "ls-files", "--", p)
+			require.True(t, strings.HasPrefix(q, `"`), "git quotes %q: %s", p, q)
+			return q
+		}
+		qt, qn, qd, qe := quoted(tab), quoted(nl), quoted(dq), quoted(e)
+		gitGrep := strings.Split(git(t, repo, "grep", "-n", "-e", "^x$", "--", "odd"), "\n")
+		require.Contains(t, gitGrep, qt+":1:x")
+
+		s2, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r"})
+		require.NoError(t, err)
+		clientEnv(t, d, s2.ID)
+		_, err = d.C.SetRepoPolicy(ctx, "r", apitypes.RepoPolicy{AllowCheckedOut: true})
+		require.NoError(t, err)
+		// The branch moves on a file the session reads: a stale read.
+		require.NoError(t, os.WriteFile(filepath.Join(repo, nl), []byte("moved\n"), 0o644))
+		git(t, repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-am", "move a read file")
+
+		var cs string
+		for _, tc := range []struct {
+			name  string
+			stdin string
+			args  []string // "CS" stands for the changeset submitted
+			exact []string // the output is these lines
+			want  []string // or has each of these in one of its lines
+			save  *string  // keeps the trimmed output
+		}{
+			{name: "grep as git grep", args: []string{"grep", "^x$", "--prefix", "odd"}, exact: gitGrep},
+			{name: "cat", args: []string{"cat", nl}, exact: []string{"x"}},
+			// A base name with a tab stays readable and deletable, but the
+			// write rules refuse it (badPathChar); a double quote or a
+			// non-ASCII byte is written, and quoted too.
+			{name: "put", stdin: "y\n", args: []string{"put", dq}, want: []string{"wrote " + qd + " (2 bytes, "}},
+			{name: "chmod", args: []string{"chmod", "755", dq}, want: []string{"mode of " + qd + ": 100644 → 100755 at seq"}},
+			{name: "chmod to the same mode", args: []string{"chmod", "755", dq}, want: []string{"mode of " + qd + " is already 100755"}},
+			{name: "exec summary", args: []string{"exec", "--", "sh", "-c", `echo z >> "$1"`, "sh", e}, want: []string{"  M " + qe}},
+			{name: "exec refusal", args: []string{"exec", "--", "sh", "-c", `echo z >> "$1"`, "sh", tab}, want: []string{"  " + qt + " (badPathChar): "}},
+			{name: "rm", args: []string{"rm", tab}, want: []string{"deleted " + qt + " at seq"}},
+			{name: "log", args: []string{"log"}, want: []string{" " + qd, " " + qe, " " + qt}},
+			{name: "submit", args: []string{"changeset", "submit", "-q"}, save: &cs},
+			{name: "review", args: []string{"changeset", "review", "CS", "--comment", tab + ":1:why"}, want: []string{"reviewed"}},
+			{name: "show", args: []string{"changeset", "show", "CS"}, want: []string{"    " + qt + ":1: why"}},
+			{name: "accept --dry-run", args: []string{"changeset", "accept", "CS", "--dry-run"},
+				want: []string{" " + qd + " +1 -1", " " + qe + " +1 -0", " " + qt + " +0 -1", "  stale read: " + qn + " changed on main"}},
+			{name: "accept --select", args: []string{"changeset", "accept", "CS", "--select", dq},
+				want: []string{"  stale read: " + qn + " changed on main", "  left out: " + qe, "  left out: " + qt}},
+			{name: "undo --dry-run", args: []string{"changeset", "undo", "CS", "--dry-run"}, want: []string{"  comes back: " + qd}},
+		} {
+			args := slices.Clone(tc.args)
+			for i, a := range args {
+				if a == "CS" {
+					args[i] = cs
+				}
+			}
+			r := runCLI(t, tc.stdin, args...)
+			require.Equal(t, exitOK, r.code, "%s: %s", tc.name, r.stderr)
+			out := r.stdout + r.stderr
+			if tc.save != nil {
+				*tc.save = strings.TrimSpace(r.stdout)
+			}
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if tc.exact != nil {
+				assert.Equal(t, tc.exact, lines, tc.name)
+			}
+			for _, w := range tc.want {
+				assert.True(t, slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, w) }),
+					"%s: a line has %q:\n%s", tc.name, w, out)
+			}
+		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // execCmd is `sessiond exec [--cwd DIR] [--timeout D] [--no-network] --
@@ -111,12 +112,12 @@ func printExecSummary(w io.Writer, res apitypes.ExecResponse) {
 		fmt.Fprintln(w, "sessiond: no changes")
 	}
 	for _, c := range res.Changes {
-		fmt.Fprintf(w, "  %s %s\n", letters[c.Status], c.Path)
+		fmt.Fprintf(w, "  %s %s\n", letters[c.Status], merge.QuotePath(c.Path))
 	}
 	if len(res.Rejected) > 0 {
 		fmt.Fprintln(w, "sessiond: refused and undone:")
 		for _, r := range res.Rejected {
-			fmt.Fprintf(w, "  %s (%s): %s\n", r.Path, r.Rule, r.Message)
+			fmt.Fprintf(w, "  %s (%s): %s\n", merge.QuotePath(r.Path), r.Rule, r.Message)
 		}
 	}
 }

@@ -468,12 +468,7 @@ func TestOverlapWarnings(t *testing.T) {
 	ok(t, cb, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b", "new_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn b + a"}}})
 	require.NoError(t, e.g.Sync(t.Context())) // the graph works off the sessions' locks
 	// The graph reports overlaps from its own queue, after the write.
-	var text string
-	var data map[string]any
-	require.Eventually(t, func() bool {
-		text, data = ok(t, ca, "status", nil)
-		return strings.Contains(text, "Overlaps (1)")
-	}, 20*time.Second, 20*time.Millisecond, "no overlap reported")
+	text, data := waitOverlap(t, ca)
 	assert.Contains(t, text, "calc.go: bob (session "+b.ID+"), both changed Add; a trial merge CONFLICTS")
 	ovs := data["overlaps"].([]any)
 	require.Len(t, ovs, 1)
@@ -639,12 +634,7 @@ func TestOverlapCleanMerge(t *testing.T) {
 	ok(t, ca, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "func Add(a, b int) int {\n\treturn a - b", "new_text": "func Add(a, b int) int {\n\treturn a + b"}}})
 	ok(t, cc, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "func Sub(a, b int) int {\n\treturn a - b", "new_text": "func Sub(a, b int) int {\n\treturn -(b - a)"}}})
 	require.NoError(t, e.g.Sync(t.Context()))
-	var text string
-	var data map[string]any
-	require.Eventually(t, func() bool {
-		text, data = ok(t, ca, "status", nil)
-		return strings.Contains(text, "Overlaps (1)")
-	}, 20*time.Second, 20*time.Millisecond, "no overlap reported")
+	text, data := waitOverlap(t, ca)
 	assert.Contains(t, text, "calc.go: carol (session "+c.ID+"); a trial merge is clean\n")
 	ovs := data["overlaps"].([]any)
 	require.Len(t, ovs, 1)
@@ -710,4 +700,17 @@ func TestEveryToolErrorIsAToolError(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitOverlap asks status until it reports one overlap (the graph reports
+// from its own queue, after the write) and returns the result.
+func waitOverlap(t *testing.T, c *mcp.ClientSession) (string, map[string]any) {
+	t.Helper()
+	var text string
+	var data map[string]any
+	require.Eventually(t, func() bool {
+		text, data = ok(t, c, "status", nil)
+		return strings.Contains(text, "Overlaps (1)")
+	}, 20*time.Second, 20*time.Millisecond, "no overlap reported")
+	return text, data
 }

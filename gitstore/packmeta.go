@@ -111,10 +111,10 @@ func (c *packMetas) setHeads(name string, heads []uint32) {
 	}
 }
 
-// find looks id up in the own packs' index files, on disk, as git does
-// through mmap: the go-git storages do not see own packs (objectFS hides
-// them), so their decoded indexes, which grow with every object, are not
-// held once per storage. It reports the object's place, or false.
+// find looks id up in the own packs' index files, on disk: the go-git
+// storages do not see own packs (objectFS hides them), so their decoded
+// indexes, which grow with every object, are not held once per storage.
+// It reports the object's place, or false.
 func (c *packMetas) find(packDir string, id OID) (packLoc, bool) {
 	for _, p := range c.ownPacks() {
 		idx := filepath.Join(packDir, p.name+".idx")
@@ -173,8 +173,11 @@ func (c *packMetas) withPrefix(packDir, prefix string, found map[OID]bool) {
 func (c *packMetas) retain(listed map[string]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for name := range c.m {
+	for name, m := range c.m {
 		if !listed[name] {
+			if m.own {
+				c.gen.Add(1) // as forget: the storages may not know its cover
+			}
 			delete(c.m, name)
 		}
 	}
@@ -196,16 +199,15 @@ func (c *packMetas) subset(packDir, p, q string) bool {
 	if ok {
 		return v
 	}
-	qIdx := filepath.Join(packDir, q+".idx")
-	v = true
 	if pm.objects == 0 {
 		return false
 	}
-	if _, holds, err := idxFind(qIdx, pm.first); err != nil {
+	qIdx := filepath.Join(packDir, q+".idx")
+	_, v, err := idxFind(qIdx, pm.first) // usually false: one look into q's index
+	if err != nil {
 		return false
-	} else if !holds {
-		v = false // the usual answer, from one look into q's index
-	} else {
+	}
+	if v {
 		a, err := readIdx(filepath.Join(packDir, p+".idx"))
 		if err != nil {
 			return false

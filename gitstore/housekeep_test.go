@@ -286,29 +286,13 @@ func TestReadersNeverFailDuringHousekeeping(t *testing.T) {
 	for _, r := range readers {
 		require.Equal(t, 20, readAll(t, r, files)) // the storages index the packs
 	}
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for _, r := range readers {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if readAll(t, r, files) != 20 {
-					return
-				}
-			}
-		})
-	}
-	for round := range 5 {
-		writeFiles(t, w, base, 17, fmt.Sprint("round", round))
-		_, err := w.Housekeep(t.Context())
-		require.NoError(t, err)
-	}
-	close(stop)
-	wg.Wait()
+	readWhile(t, readers, files, func() {
+		for round := range 5 {
+			writeFiles(t, w, base, 17, fmt.Sprint("round", round))
+			_, err := w.Housekeep(t.Context())
+			require.NoError(t, err)
+		}
+	})
 	assert.LessOrEqual(t, packCount(t, dir), 10)
 }
 
@@ -411,9 +395,9 @@ func TestSupersededPacksAreDecidedFromTheDirectory(t *testing.T) {
 }
 
 // TestReadersOfTheDeletingProcessNeverFail: readers of the Repo whose
-// housekeeping deletes packs, reading objects that only go-git finds
-// (another process wrote them), never see the pack directory half way
-// through the deletions.
+// housekeeping deletes packs, reading objects another process wrote
+// (through go-git until the Repo learns the packs are own, then through
+// their indexes on disk), never fail half way through the deletions.
 func TestReadersOfTheDeletingProcessNeverFail(t *testing.T) {
 	dir := testrepo.Build(t, "small")
 	other := quiet(t, dir)
@@ -424,9 +408,22 @@ func TestReadersOfTheDeletingProcessNeverFail(t *testing.T) {
 	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
 	files := writeFiles(t, other, base, 24, "other")
 	require.Equal(t, 24, readAll(t, w, files))
+	readWhile(t, []*gitstore.Repo{w, w, w, w}, files, func() {
+		for round := range 3 {
+			writeFiles(t, other, base, 20, fmt.Sprint("more", round))
+			_, err := w.Housekeep(t.Context())
+			require.NoError(t, err)
+		}
+	})
+}
+
+// readWhile reads every file through each of readers, over and over, one
+// goroutine each, while work runs; every read must succeed.
+func readWhile(t *testing.T, readers []*gitstore.Repo, files map[gitstore.OID][2]string, work func()) {
+	t.Helper()
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	for range 4 {
+	for _, r := range readers {
 		wg.Go(func() {
 			for {
 				select {
@@ -434,17 +431,13 @@ func TestReadersOfTheDeletingProcessNeverFail(t *testing.T) {
 					return
 				default:
 				}
-				if readAll(t, w, files) != 24 {
+				if readAll(t, r, files) != len(files) {
 					return
 				}
 			}
 		})
 	}
-	for round := range 3 {
-		writeFiles(t, other, base, 20, fmt.Sprint("more", round))
-		_, err := w.Housekeep(t.Context())
-		require.NoError(t, err)
-	}
+	work()
 	close(stop)
 	wg.Wait()
 }

@@ -236,7 +236,8 @@ func benchCommitFastImport(b *testing.B, br *benchRepo, paths []string) {
 
 // BenchmarkReadBesideOwnPacks reads blobs of the base (git's objects, not
 // cached) in a repository that also holds sessiond's own packs, which
-// every such read looks in first: own-objects=0 is the cost without them.
+// every such read looks in first: own-objects=0 is the cost without them,
+// and git cat-file --batch reads the same blobs of the same repository.
 func BenchmarkReadBesideOwnPacks(b *testing.B) {
 	for _, n := range []int{0, 20000} {
 		b.Run(fmt.Sprintf("own-objects=%d", n), func(b *testing.B) {
@@ -261,13 +262,23 @@ func BenchmarkReadBesideOwnPacks(b *testing.B) {
 					ids = append(ids, oid(b, f[2]))
 				}
 			}
-			i := 0
-			for b.Loop() {
-				if _, err := r.ReadBlob(b.Context(), ids[i%len(ids)]); err != nil {
-					b.Fatal(err)
+			b.Run("impl=sessiond", func(b *testing.B) {
+				i := 0
+				for b.Loop() {
+					if _, err := r.ReadBlob(b.Context(), ids[i%len(ids)]); err != nil {
+						b.Fatal(err)
+					}
+					i++
 				}
-				i++
-			}
+			})
+			b.Run("impl=git-cat-file-batch", func(b *testing.B) {
+				c := testrepo.StartCatFile(b, dir)
+				i := 0
+				for b.Loop() {
+					c.Read(b, ids[i%len(ids)].String())
+					i++
+				}
+			})
 		})
 	}
 }

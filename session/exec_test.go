@@ -63,6 +63,8 @@ func newExecEnvWith(t *testing.T, cfg workdir.Config, limits ...session.Limits) 
 	var m *session.Manager
 	cfg.Dir = filepath.Join(e.dataDir, "workdir")
 	cfg.Hide = func() []string { return m.WorkdirHidden(context.Background()) }
+	// This machine's Go build cache, read-only, for goEnv.
+	cfg.Show = append(cfg.Show, hostGoCache(t))
 	wd, err := workdir.New(cfg)
 	requireIsolation := os.Getenv("SESSIOND_TEST_REQUIRE_ISOLATION") == "1" && !cfg.NoNamespaces
 	if errors.Is(err, workdir.ErrUnsupported) && !requireIsolation {
@@ -101,9 +103,14 @@ func (e *execEnv) sh(id uuid.UUID, script string) session.ExecResult {
 // goEnv lets `go` in the view reuse this machine's build cache (the
 // command's own HOME starts empty) and stay offline.
 func goEnv(t *testing.T) map[string]string {
+	return map[string]string{"GOCACHE": hostGoCache(t), "GOPROXY": "off", "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
+}
+
+func hostGoCache(t *testing.T) string {
+	t.Helper()
 	out, err := exec.Command("go", "env", "GOCACHE").Output()
 	require.NoError(t, err)
-	return map[string]string{"GOCACHE": strings.TrimSpace(string(out)), "GOPROXY": "off", "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
+	return strings.TrimSpace(string(out))
 }
 
 func TestExecGoTestPassesAndFails(t *testing.T) {
@@ -315,7 +322,7 @@ func TestExecEnvironment(t *testing.T) {
 	assert.Equal(t, "dumb", env["TERM"])
 	assert.Equal(t, "1", env["EXTRA"])
 	assert.Equal(t, os.Getenv("PATH"), env["PATH"])
-	assert.True(t, strings.HasPrefix(env["HOME"], filepath.Join(e.dataDir, "workdir", "sessions", s.ID.String())), env["HOME"])
+	assert.Equal(t, workdir.HomeInside, env["HOME"], "the same home for every session")
 	assert.NotEmpty(t, env["GIT_CEILING_DIRECTORIES"])
 	assert.NotEmpty(t, env["LANG"])
 	for k := range env {

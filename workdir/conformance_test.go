@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,17 +211,29 @@ func TestExitCodeAndOutputCap(t *testing.T) {
 	})
 }
 
-// outsideDir is a directory outside the view that no cover hides (not
-// below /tmp, which commands get a private one of): in the package's own
-// directory, where go test runs.
-func outsideDir(t *testing.T) string {
-	t.Helper()
+// outsideRoot is a host directory outside the view that commands see
+// read-only (the managers of these tests show it): wherever the tests
+// run, below /tmp or a home too, so nothing depends on where the
+// repository is cloned. A run as another user is handed one it may
+// write.
+var outsideRoot = sync.OnceValue(func() string {
 	if dir := os.Getenv(outsideEnv); dir != "" {
 		return dir
 	}
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	dir, err := os.MkdirTemp(wd, ".outside-")
+	dir, err := os.MkdirTemp("", "sessiond-outside-")
+	if err != nil {
+		panic(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		panic(err)
+	}
+	return dir
+})
+
+// outsideDir is a fresh directory below outsideRoot.
+func outsideDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(outsideRoot(), "outside-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir

@@ -30,21 +30,32 @@
 //     never reported deleted and a write over one is a new file (which
 //     the caller refuses).
 //   - Running: a command runs through a helper, this same binary started
-//     again, plainly, which starts itself once more in new user, mount and
-//     PID namespaces (and network, when the command may not use it): Go
-//     starts a process in a new user namespace with a full fork, whose cost
-//     grows with the daemon's memory, and the helper is small. The helper
-//     mounts the view (overlayfs per command, so nothing stays mounted),
-//     makes every other mount read-only, covers the data directory and the
-//     registered repositories with empty read-only tmpfs mounts and /tmp,
-//     /var/tmp and /dev/shm with private writable ones, and starts the
-//     command with a minimal environment. So the view, its home directory in
-//     the scratch and those private directories are all a command can write:
-//     a write through a symlink out of the view, or by an absolute path,
-//     fails with EROFS instead of landing where capture cannot see it.
-//     Killing the helper's process group (both stages; the second, PID 1
-//     of its namespace, also dies with the first) kills every process the
-//     command started, and the mounts die with the namespace, on timeout,
+//     again, plainly, which joins the command's cgroup and starts itself
+//     once more in new user, mount, PID, network, IPC, UTS and cgroup
+//     namespaces (Go starts a process in a new user namespace with a full
+//     fork, whose cost grows with the daemon's memory, and the helper is
+//     small). There, as PID 1, it builds the command's root (see
+//     sandbox_linux.go): the host's file system read-only, with the data
+//     directory, the repositories, the base checkouts, /run and the
+//     directories of the host's sockets, and people's homes absent, not
+//     covered; a fresh /proc, a minimal /dev, private size-bounded /tmp and
+//     /var/tmp; the view at one path (/workspace/<repo>) and its home at
+//     another (/home/sessiond), the same for every session; all of it
+//     nosuid, the writable parts nodev too. It pivots into that root,
+//     becomes undumpable, and starts the command from one thread with an
+//     empty capability bounding set, no_new_privs, Landlock (where the
+//     kernel has it) and no descriptor above 2, so the command holds no
+//     capability and can gain none, cannot change a mount, and writes only
+//     to its view, its home and its temporary directories. Limits
+//     (limits.go): memory, processes and CPU weight by a cgroup per
+//     command (v2 where delegated, else v1's memory, pids, cpu and freezer
+//     hierarchies, else rlimits, and the result says which), the private
+//     tmpfs mounts by their size, the scratch by the daemon watching it
+//     (the command is killed past its bound and the scratch keeps only
+//     what the record holds). Killing the helper's process group (both
+//     stages; the second, PID 1 of its namespace, also dies with the
+//     first) kills every process the command started, and its cgroup is
+//     killed too; the mounts die with the namespace, on timeout,
 //     cancellation, shutdown or a crash of the daemon (the helper has a
 //     parent-death signal).
 //
@@ -56,16 +67,23 @@
 //   - Capture never changes the record; the caller records what passes
 //     its rules and hands the refused paths to Settle, which puts them
 //     back as the record has them, so directory and record agree.
+//   - Isolated, nothing a command does with ordinary system calls reaches
+//     what the daemon owns; the escape suite (escape_test.go) is the list
+//     of what was tried. Kernel exploits are out of scope.
+//   - The scratch is 0700 and never keeps a setuid or setgid bit or a
+//     file capability (stripped after every command; the mounts are
+//     nosuid meanwhile).
 //   - Where the kernel refuses namespaces, commands run without isolation
-//     (Manager.Isolated is false) in copy mode: they can then read the
-//     data directory and the repositories, and write anywhere the
-//     daemon's user may, through a symlink out of the view too, and such
-//     a write is neither captured nor undone. Config.NoNamespaces takes
-//     that path where the kernel would allow namespaces (overlay mode,
-//     which needs a mount namespace, is then refused), so the conformance
-//     suite runs on it too, and runs again as an unprivileged user when
-//     the tests run as root. This is isolation for correctness, not a
-//     security boundary.
+//     (Manager.Isolated is false) in copy mode, through a helper that is
+//     their child subreaper (so every descendant dies with the command):
+//     they can then read the data directory and the repositories, and
+//     write anywhere the daemon's user may, through a symlink out of the
+//     view too, and such a write is neither captured nor undone; the
+//     daemon refuses read-limited sessions there. Config.NoNamespaces
+//     takes that path where the kernel would allow namespaces (overlay
+//     mode, which needs a mount namespace, is then refused), so the
+//     conformance suite runs on it too, and runs again as an unprivileged
+//     user when the tests run as root.
 //
 // Platforms: the helper, the namespaces and overlayfs are Linux's
 // (helper_linux.go, sys_linux.go). Elsewhere on a unix (macOS) the

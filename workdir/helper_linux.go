@@ -4,13 +4,12 @@ package workdir
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"os/signal"
 	"runtime"
-	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,19 +18,37 @@ import (
 )
 
 func init() {
-	if spec := os.Getenv(helperEnv); spec != "" {
-		if os.Getenv(helperOuterEnv) != "" {
-			os.Exit(helperOuter(spec))
-		}
-		os.Exit(helperMain(spec))
+	spec := os.Getenv(helperEnv)
+	if spec == "" {
+		return
 	}
+	// Nothing of the helper runs on another thread than the one that
+	// starts the command: what it drops there is what the command gets.
+	runtime.LockOSThread()
+	switch {
+	case os.Getenv(helperOuterEnv) != "":
+		os.Exit(helperOuter(spec))
+	case os.Getenv(helperPlainEnv) != "":
+		os.Exit(helperPlain(spec))
+	}
+	os.Exit(helperMain(spec))
 }
 
-// helperOuter is the helper's first stage: it starts the second in the
-// namespaces, with the same standard streams and status pipe, and waits
-// for it. The second stage stays in this process group, so killing the
-// group kills both, and dies with this one (its parent-death signal is
-// tied to this thread).
+// joinCgroups writes the calling process into each cgroup.procs file.
+func joinCgroups(procs []string) error {
+	for _, f := range procs {
+		if err := os.WriteFile(f, []byte("0\n"), 0); err != nil {
+			return fmt.Errorf("join cgroup: %w", err)
+		}
+	}
+	return nil
+}
+
+// helperOuter is the helper's first stage: it joins the command's
+// cgroups and starts the second stage in the namespaces, with the same
+// standard streams and status pipe, and waits for it. The second stage
+// stays in this process group, so killing the group kills both, and dies
+// with this one (its parent-death signal is tied to this thread).
 func helperOuter(specJSON string) int {
 	status := os.NewFile(3, "status")
 	var spec helperSpec
@@ -39,7 +56,11 @@ func helperOuter(specJSON string) int {
 		_ = json.NewEncoder(status).Encode(helperStatus{Error: "spec: " + err.Error()})
 		return 125
 	}
-	runtime.LockOSThread()
+	closeExtraFiles(4)
+	if err := joinCgroups(spec.Cgroups); err != nil {
+		_ = json.NewEncoder(status).Encode(helperStatus{Error: err.Error()})
+		return 125
+	}
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Env = []string{helperEnv + "=" + specJSON}
 	cmd.SysProcAttr = nsAttr(spec.NewNet)
@@ -58,10 +79,15 @@ func helperOuter(specJSON string) int {
 	return cmd.ProcessState.ExitCode()
 }
 
+// helperMain is the second stage, PID 1 of the namespaces: it builds the
+// command's root, drops privilege and runs the command, then reports how
+// it ended. When it returns, the kernel kills whatever else runs in the
+// namespace.
 func helperMain(specJSON string) int {
 	began := time.Now().UnixNano()
-	// The command must not inherit the status pipe.
+	// The command must not inherit the status pipe, nor anything else.
 	unix.CloseOnExec(3)
+	closeExtraFiles(4)
 	status := os.NewFile(3, "status")
 	enc := json.NewEncoder(status)
 	var spec helperSpec
@@ -69,170 +95,221 @@ func helperMain(specJSON string) int {
 		_ = enc.Encode(helperStatus{Error: "spec: " + err.Error()})
 		return 125
 	}
-	if err := setupMounts(spec); err != nil {
+	fail := func(err error) int {
 		_ = enc.Encode(helperStatus{Error: err.Error()})
 		return 125
 	}
+	writable, err := buildRoot(spec)
+	if err != nil {
+		return fail(err)
+	}
+	if spec.NewNet {
+		if err := loopbackUp(); err != nil {
+			return fail(fmt.Errorf("loopback: %w", err))
+		}
+	}
+	_ = unix.Sethostname([]byte("sessiond"))
 	if spec.Probe {
 		_ = enc.Encode(helperStatus{Exited: true})
 		return 0
 	}
-	for _, kv := range spec.Env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			os.Setenv("PATH", v)
+	// Nothing inside may ptrace this process or read its /proc entries;
+	// signals from inside are ignored (the daemon ends it with SIGKILL).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail(fmt.Errorf("undumpable: %w", err))
+	}
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+	if err := setRlimits(spec); err != nil {
+		return fail(err)
+	}
+	abi, err := dropPrivileges(writable)
+	if err != nil {
+		return fail(err)
+	}
+	return runAsChild(spec, enc, began, abi, false)
+}
+
+// helperPlain runs a command where the kernel gives no namespaces: as a
+// child subreaper in the command's cgroups, so that every descendant,
+// even one that left the process group, is found and killed when the
+// command ends or the daemon ends it (SIGTERM).
+func helperPlain(specJSON string) int {
+	began := time.Now().UnixNano()
+	unix.CloseOnExec(3)
+	closeExtraFiles(4)
+	status := os.NewFile(3, "status")
+	enc := json.NewEncoder(status)
+	var spec helperSpec
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		_ = enc.Encode(helperStatus{Error: "spec: " + err.Error()})
+		return 125
+	}
+	fail := func(err error) int {
+		_ = enc.Encode(helperStatus{Error: err.Error()})
+		return 125
+	}
+	if err := joinCgroups(spec.Cgroups); err != nil {
+		return fail(err)
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fail(fmt.Errorf("subreaper: %w", err))
+	}
+	if err := setRlimits(spec); err != nil {
+		return fail(err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fail(fmt.Errorf("no_new_privs: %w", err))
+	}
+	return runAsChild(spec, enc, began, 0, true)
+}
+
+func setRlimits(spec helperSpec) error {
+	for _, r := range spec.Rlimits {
+		lim := unix.Rlimit{Cur: r.Value, Max: r.Value}
+		if err := unix.Setrlimit(r.Resource, &lim); err != nil {
+			return fmt.Errorf("rlimit %d: %w", r.Resource, err)
 		}
 	}
-	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
-	cmd.Dir, cmd.Env = spec.Cwd, spec.Env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if spec.Nice != 0 {
+		_ = unix.Setpriority(unix.PRIO_PROCESS, 0, spec.Nice)
+	}
+	return nil
+}
+
+// runAsChild starts the command from this (locked) thread and reaps every
+// child until the command has exited; plain, it then kills and reaps
+// whatever descendants remain (as a subreaper they are its children), and
+// on SIGTERM it does the same at once.
+func runAsChild(spec helperSpec, enc *json.Encoder, began int64, abi int, plain bool) int {
+	path := spec.Argv[0]
+	if !strings.Contains(path, "/") {
+		for _, kv := range spec.Env {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				os.Setenv("PATH", v)
+			}
+		}
+		if lp, err := exec.LookPath(path); err == nil {
+			path = lp
+		} else {
+			fmt.Fprintf(os.Stderr, "sessiond: %s: %v\n", spec.Argv[0], unwrapExec(err))
+			_ = enc.Encode(helperStatus{Started: time.Now().UnixNano(), Began: began, Landlock: abi})
+			_ = enc.Encode(helperStatus{Exited: true, Code: 127})
+			return 0
+		}
+	}
+	var term chan os.Signal
+	if plain {
+		term = make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+	}
 	started := time.Now().UnixNano()
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "sessiond: %s: %v\n", spec.Argv[0], unwrapExec(err))
-		_ = enc.Encode(helperStatus{Started: started, Began: began})
-		_ = enc.Encode(helperStatus{Exited: true, Code: 127})
+	pid, err := syscall.ForkExec(path, spec.Argv, &syscall.ProcAttr{
+		Dir: spec.Cwd, Env: spec.Env,
+		Files: []uintptr{0, 1, 2},
+		Sys:   &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sessiond: %s: %v\n", spec.Argv[0], err)
+		_ = enc.Encode(helperStatus{Started: started, Began: began, Landlock: abi})
+		code := 126
+		if err == syscall.ENOENT {
+			code = 127
+		}
+		_ = enc.Encode(helperStatus{Exited: true, Code: code})
 		return 0
 	}
-	_ = enc.Encode(helperStatus{Started: started, Began: began})
-	err := cmd.Wait()
+	_ = enc.Encode(helperStatus{Started: started, Began: began, Landlock: abi})
 	st := helperStatus{Exited: true}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		st.Code, st.Signal = 128+int(ws.Signal()), unix.SignalName(ws.Signal())
-	} else if cmd.ProcessState != nil {
-		st.Code = cmd.ProcessState.ExitCode()
-	} else if err != nil {
-		st.Code = 126
+	done := make(chan struct{})
+	if plain {
+		go func() {
+			select {
+			case <-term:
+				// The main loop reaps; what is left after the
+				// command is killed when it has been.
+				killChildren()
+			case <-done:
+			}
+		}()
+	}
+	for {
+		var ws syscall.WaitStatus
+		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			st.Code = 126
+			break
+		}
+		if wpid != pid {
+			continue // an orphan reparented to this process
+		}
+		if ws.Signaled() {
+			st.Code, st.Signal = 128+int(ws.Signal()), unix.SignalName(ws.Signal())
+		} else {
+			st.Code = ws.ExitStatus()
+		}
+		break
+	}
+	close(done)
+	if plain {
+		killDescendants()
+	} else {
+		for _, d := range append(scratchDirs, "/dev/shm") {
+			var fs unix.Statfs_t
+			if unix.Statfs(d, &fs) == nil && fs.Blocks > 0 && fs.Bavail == 0 {
+				st.Full = []string{LimitTmp}
+				break
+			}
+		}
 	}
 	_ = enc.Encode(st)
 	return 0
 }
 
-// scratchDirs are the directories a command may write beside the view
-// and its home: private, empty and gone when it ends.
-var scratchDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
-
-// setupMounts runs inside the new namespaces: the view and the home
-// directory are opened as detached mounts first (they are under the data
-// directory, which is hidden next); then every mount of the file system
-// is made read-only, so that a write that leaves the view (through a
-// symlink to an outside directory, or by an absolute path) fails with
-// EROFS instead of landing where nothing captures it or undoes it; then
-// empty tmpfs mounts cover the data directory and the repositories
-// (read-only too) and the scratch directories (writable), and the view
-// and the home directory are attached at their paths inside them.
-func setupMounts(spec helperSpec) error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
-	}
-	view, err := openView(spec.View)
-	if err != nil {
-		return err
-	}
-	home := -1
-	if spec.Home != "" {
-		if home, err = unix.OpenTree(unix.AT_FDCWD, spec.Home, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err != nil {
-			return fmt.Errorf("open home: %w", err)
+// killDescendants kills this process's children until none is left: as
+// a child subreaper, every descendant whose parent died is one of them.
+// It reaps them too, so it runs only once the command itself was reaped.
+func killDescendants() {
+	for round := 0; round < 1000; round++ {
+		if killChildren() == 0 {
+			return
 		}
+		// Reap what died; those that forked meanwhile come round again.
+		for {
+			var ws syscall.WaitStatus
+			if pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); err != nil || pid <= 0 {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond)
 	}
-	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
-		return fmt.Errorf("make the file system read-only: %w", err)
+}
+
+// killChildren sends SIGKILL to every child and says how many there were.
+func killChildren() int {
+	kids := children(strconv.Itoa(os.Getpid()))
+	for _, k := range kids {
+		_ = syscall.Kill(k, syscall.SIGKILL)
 	}
-	type cover struct {
-		path     string
-		writable bool
-	}
-	var covers []cover
-	for _, p := range scratchDirs {
-		covers = append(covers, cover{p, true})
-	}
-	for _, p := range spec.Hide {
-		covers = append(covers, cover{p, false})
-	}
-	sort.SliceStable(covers, func(i, j int) bool { return len(covers[i].path) < len(covers[j].path) })
-	var readOnly []string
-	for _, c := range covers {
-		p := filepath.Clean(c.path)
-		if p == "/" || !filepath.IsAbs(p) {
+	return len(kids)
+}
+
+// children lists the processes whose parent is pid, from /proc.
+func children(pid string) []int {
+	var out []int
+	tasks, _ := os.ReadDir("/proc/" + pid + "/task")
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + pid + "/task/" + t.Name() + "/children")
+		if err != nil {
 			continue
 		}
-		if st, err := os.Stat(p); err != nil || !st.IsDir() {
-			if !errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			// Hidden already by a shallower tmpfs: make room for the
-			// mount (it only matters if something below is attached
-			// later). Elsewhere the file system is read-only and a path
-			// that does not exist needs no cover.
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				continue
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
 			}
 		}
-		opts := "mode=0755"
-		if c.writable {
-			opts = "mode=1777"
-		}
-		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-			return fmt.Errorf("hide %s: %w", p, err)
-		}
-		if !c.writable {
-			readOnly = append(readOnly, p)
-		}
 	}
-	if err := attach(view, spec.Target); err != nil {
-		return fmt.Errorf("mount view: %w", err)
-	}
-	if home >= 0 {
-		if err := attach(home, spec.Home); err != nil {
-			return fmt.Errorf("mount home: %w", err)
-		}
-	}
-	// The covers were writable to make the mount points below them; the
-	// mounts attached there stay writable.
-	for _, p := range readOnly {
-		if err := unix.MountSetattr(unix.AT_FDCWD, p, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
-			return fmt.Errorf("make %s read-only: %w", p, err)
-		}
-	}
-	// A /proc of the new PID namespace; where the kernel refuses, the
-	// old one stays (it only shows more).
-	_ = unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
-	return nil
-}
-
-func openView(p presentation) (int, error) {
-	if !p.Overlay {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, p.Src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-		if err != nil {
-			return -1, fmt.Errorf("open view: %w", err)
-		}
-		return fd, nil
-	}
-	fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
-	if err != nil {
-		return -1, fmt.Errorf("overlayfs: %w: %w", ErrUnsupported, err)
-	}
-	defer unix.Close(fs)
-	for _, kv := range [][2]string{{"lowerdir", p.Lower}, {"upperdir", p.Upper}, {"workdir", p.Work}} {
-		if err := unix.FsconfigSetString(fs, kv[0], kv[1]); err != nil {
-			return -1, fmt.Errorf("overlayfs %s: %w: %w", kv[0], ErrUnsupported, err)
-		}
-	}
-	if err := unix.FsconfigSetFlag(fs, "userxattr"); err != nil {
-		return -1, fmt.Errorf("overlayfs userxattr: %w: %w", ErrUnsupported, err)
-	}
-	if err := unix.FsconfigCreate(fs); err != nil {
-		return -1, fmt.Errorf("overlayfs: %w: %w", ErrUnsupported, err)
-	}
-	fd, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, 0)
-	if err != nil {
-		return -1, fmt.Errorf("overlayfs mount: %w: %w", ErrUnsupported, err)
-	}
-	return fd, nil
-}
-
-func attach(fd int, target string) error {
-	defer unix.Close(fd)
-	if err := os.MkdirAll(target, 0o755); err != nil {
-		return err
-	}
-	return unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH)
+	return out
 }

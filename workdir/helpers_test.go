@@ -126,7 +126,7 @@ func newManager(t *testing.T, mode workdir.Mode, noNamespaces ...bool) *workdir.
 	t.Helper()
 	data := t.TempDir()
 	m, err := workdir.New(workdir.Config{Dir: filepath.Join(data, "workdir"), Mode: mode, Hide: func() []string { return []string{data} },
-		NoNamespaces: len(noNamespaces) > 0 && noNamespaces[0]})
+		NoNamespaces: len(noNamespaces) > 0 && noNamespaces[0], Show: []string{outsideRoot()}})
 	wantIsolation := requireIsolation && !(len(noNamespaces) > 0 && noNamespaces[0])
 	if errors.Is(err, workdir.ErrUnsupported) && !wantIsolation {
 		t.Skipf("mode %s: %v", mode, err)

@@ -5,18 +5,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Command is one command to run on a view.
@@ -31,14 +29,29 @@ type Command struct {
 	// Timeout kills the command's processes when it passes; zero: none.
 	Timeout time.Duration
 	// Network false runs the command in a network namespace of its own,
-	// without interfaces.
+	// with only its own loopback; true shares the host's network.
 	Network bool
+	// Workspace is where the view appears inside the command's namespace
+	// (DefaultWorkspace when empty); unisolated, the command runs in the
+	// scratch's copy itself.
+	Workspace string
+	// Limits bound the command; zero fields take the Manager's.
+	Limits Limits
 	// OutputCap is the bytes kept per stream (the tail); 0: 1 MiB.
 	OutputCap int
 	// Output, when set, is called with each chunk of output as it comes
 	// ("stdout" or "stderr"), from one goroutine at a time.
 	Output func(stream string, p []byte)
 }
+
+// DefaultWorkspace is where a view appears inside a command's namespace
+// when the command names no path.
+const DefaultWorkspace = "/workspace/view"
+
+// HomeInside is the command's home directory inside its namespace, the
+// same for every session, so that tools which key their caches on
+// absolute paths find them again.
+const HomeInside = "/home/sessiond"
 
 // Result is what a command did, apart from its changes.
 type Result struct {
@@ -55,8 +68,19 @@ type Result struct {
 	Stdout, Stderr  []byte
 	OutputTruncated bool
 	// Isolated: the command ran in its own namespaces with the data
-	// directory and repositories hidden.
+	// directory and repositories absent.
 	Isolated bool
+	// Limits are the limits the command ran under and how each was
+	// enforced; Exceeded names those it ran into (LimitMemory: the
+	// kernel killed a process out of memory; LimitPids: a fork was
+	// refused; LimitScratch: the scratch outgrew its bound, the command
+	// was killed and the scratch's ignored outputs and home dropped;
+	// LimitTmp: a private tmpfs filled up).
+	Limits   []AppliedLimit
+	Exceeded []string
+	// Landlock is the Landlock ABI the command was restricted by; 0
+	// where the kernel has none.
+	Landlock int
 	// Setup is where the time before the command's start went.
 	Setup Setup
 }
@@ -72,8 +96,7 @@ type Setup struct {
 	// once outside to make the namespaces from a small process, once in
 	// them.
 	Init time.Duration
-	// Mounts: in the helper, the view's mounts and covers and starting
-	// the command.
+	// Mounts: in the helper, the command's root and starting the command.
 	Mounts time.Duration
 }
 
@@ -110,8 +133,8 @@ func minimalEnv(home, view string, extra []string) []string {
 	return append(env, extra...)
 }
 
-// run starts the command (through the helper when isolated) and waits for
-// it, killing its whole process tree on timeout or cancellation.
+// run starts the command through the helper and waits for it, killing
+// its whole process tree on timeout or cancellation.
 func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error) {
 	if len(c.Argv) == 0 || c.Argv[0] == "" {
 		return Result{}, fmt.Errorf("%w: empty argv", ErrInvalid)
@@ -119,52 +142,73 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	if c.OutputCap <= 0 {
 		c.OutputCap = 1 << 20
 	}
+	limits := c.Limits.Fill(m.limits)
 	runCtx := ctx
 	var cancel context.CancelFunc
 	if c.Timeout > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	target := filepath.Join(s.dir, "mnt")
+	stage := filepath.Join(s.dir, "mnt")
 	home := filepath.Join(s.dir, "home")
-	// Both exist before the helper starts: outside the hidden data
-	// directory it finds the file system read-only.
-	for _, d := range []string{home, target} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	for _, d := range []string{home, stage} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return Result{}, err
 		}
 	}
-	var cmd *exec.Cmd
+	res := Result{Isolated: m.isolated}
+	spec := helperSpec{Argv: c.Argv}
+	if m.isolated {
+		target := c.Workspace
+		if target == "" {
+			target = DefaultWorkspace
+		}
+		spec.View, spec.Stage, spec.Target = s.layer.present(), stage, target
+		spec.Home, spec.HomeSrc = HomeInside, home
+		spec.Hide, spec.Show = m.hidden(), m.shown()
+		spec.Cwd = filepath.Join(target, c.Cwd)
+		spec.Env = minimalEnv(HomeInside, target, c.Env)
+		spec.NewNet = !c.Network
+		if limits.TmpBytes > 0 {
+			spec.TmpBytes = limits.TmpBytes
+			res.Limits = append(res.Limits, AppliedLimit{Name: LimitTmp, Value: limits.TmpBytes, Via: ViaTmpfs})
+		}
+	} else {
+		view := s.layer.present().Src
+		spec.Cwd = filepath.Join(view, c.Cwd)
+		spec.Env = minimalEnv(home, view, c.Env)
+	}
+	cg, applied, err := m.limit(s, &spec, limits)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Limits = append(res.Limits, applied...)
+	if cg != nil {
+		defer func() {
+			cg.kill()
+			cg.remove()
+		}()
+	}
+
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return Result{}, err
+	}
+	// Started plainly: isolated, the helper makes the namespaces (see
+	// nsAttr); unisolated, it is the command's subreaper.
+	cmd := exec.Command(m.exe)
+	if m.isolated {
+		cmd.Env = []string{helperEnv + "=" + string(b), helperOuterEnv + "=1"}
+	} else {
+		cmd.Env = []string{helperEnv + "=" + string(b), helperPlainEnv + "=1"}
+	}
+	cmd.SysProcAttr = plainAttr()
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return Result{}, err
 	}
 	defer statusR.Close()
-	if m.isolated {
-		spec := helperSpec{
-			View: s.layer.present(), Target: target, Home: home, Hide: m.hidden(),
-			Cwd: filepath.Join(target, c.Cwd), Argv: c.Argv, Env: minimalEnv(home, target, c.Env),
-			NewNet: !c.Network,
-		}
-		b, err := json.Marshal(spec)
-		if err != nil {
-			statusW.Close()
-			return Result{}, err
-		}
-		// Started plainly: the helper makes the namespaces (see nsAttr).
-		cmd = exec.Command(m.exe)
-		cmd.Env = []string{helperEnv + "=" + string(b), helperOuterEnv + "=1"}
-		cmd.SysProcAttr = plainAttr()
-	} else {
-		view := s.layer.present().Src
-		cmd = exec.Command(c.Argv[0], c.Argv[1:]...)
-		cmd.Dir = filepath.Join(view, c.Cwd)
-		cmd.Env = minimalEnv(home, view, c.Env)
-		cmd.SysProcAttr = plainAttr()
-	}
-	if m.isolated {
-		cmd.ExtraFiles = []*os.File{statusW}
-	}
+	cmd.ExtraFiles = []*os.File{statusW}
 	cmd.Stdin = bytes.NewReader(c.Stdin)
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -180,13 +224,11 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 
-	res := Result{Isolated: m.isolated}
 	stdout, stderr := &tail{max: c.OutputCap}, &tail{max: c.OutputCap}
 	var outMu sync.Mutex
 	var readers sync.WaitGroup
 	pump := func(r io.ReadCloser, t *tail, name string) {
 		defer readers.Done()
-		defer r.Close()
 		buf := make([]byte, 32<<10)
 		for {
 			n, err := r.Read(buf)
@@ -209,6 +251,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	waited := make(chan error, 1)
 	spawn := time.Now()
 	var spawned time.Time
+	scratchFree, watchScratch := freeBytes(s.dir)
 	go func() {
 		runtime.LockOSThread()
 		err := cmd.Start()
@@ -225,13 +268,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		outW.Close()
 		errR.Close()
 		errW.Close()
-		if m.isolated {
-			return Result{}, fmt.Errorf("%w: start helper: %w", ErrHelper, err)
-		}
-		// The program itself did not start.
-		fmt.Fprintf(&writerFunc{func(p []byte) { stderr.Write(p) }}, "sessiond: %s: %v\n", c.Argv[0], unwrapExec(err))
-		res.ExitCode, res.Stderr, res.Started = 127, stderr.buf, time.Now()
-		return res, nil
+		return Result{}, fmt.Errorf("%w: start helper: %w", ErrHelper, err)
 	}
 	m.track(cmd, true)
 	defer m.track(cmd, false)
@@ -255,48 +292,55 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		}
 	}()
 	start := time.Now()
-	if !m.isolated {
-		res.Started = start
-	}
 	var final *helperStatus
 	var began time.Time
 	var setupErr string
-	kill := func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Process.Kill()
+	take := func(st helperStatus) {
+		switch {
+		case st.Error != "":
+			setupErr = st.Error
+		case st.Started != 0:
+			res.Started = time.Unix(0, st.Started)
+			began = time.Unix(0, st.Began)
+			res.Landlock = st.Landlock
+		case st.Exited:
+			s := st
+			final = &s
+		}
 	}
-	done := false
-	for !done {
+	// kill ends the command's whole tree: isolated, killing the helper's
+	// process group ends its PID namespace; unisolated, the helper kills
+	// its descendants on SIGTERM and is killed outright after a grace.
+	var killed bool
+	var grace <-chan time.Time
+	kill := func() {
+		killed = true
+		if m.isolated {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		} else {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			grace = time.After(2 * time.Second)
+		}
+		if cg != nil {
+			cg.kill()
+		}
+	}
+	var tick <-chan time.Time
+	if watchScratch && limits.ScratchBytes > 0 {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		tick = t.C
+	}
+	for done := false; !done; {
 		select {
 		case st, ok := <-statuses:
 			if !ok {
 				statuses = nil
 				continue
 			}
-			switch {
-			case st.Error != "":
-				setupErr = st.Error
-			case st.Started != 0:
-				res.Started = time.Unix(0, st.Started)
-				began = time.Unix(0, st.Began)
-			case st.Exited:
-				s := st
-				final = &s
-			}
-		case err := <-waited:
+			take(st)
+		case <-waited:
 			done = true
-			if !m.isolated {
-				var ee *exec.ExitError
-				if err == nil {
-					res.ExitCode = 0
-				} else if errors.As(err, &ee) {
-					if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-						res.ExitCode, res.Signal = 128+int(ws.Signal()), signalName(ws.Signal())
-					} else {
-						res.ExitCode = ee.ExitCode()
-					}
-				}
-			}
 			// Whatever the command left in its process group goes too.
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		case <-runCtx.Done():
@@ -307,25 +351,43 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 				res.TimedOut = true
 			}
 			runCtx = context.Background()
+		case <-grace:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			grace = nil
+		case <-tick:
+			// Only when the file system lost more than the scratch may
+			// still grow is the scratch itself measured.
+			if free, ok := freeBytes(s.dir); ok && scratchFree-free > limits.ScratchBytes-s.st.Usage && !killed {
+				if s.st.Usage = sweep(s.dir); s.st.Usage > limits.ScratchBytes {
+					res.Exceeded = append(res.Exceeded, LimitScratch)
+					kill()
+				}
+				scratchFree = free
+			}
 		}
 	}
-	readers.Wait()
+	// Nothing outside the helper's tree can hold the output pipes open
+	// (isolated, the namespace died with it; unisolated, it killed its
+	// descendants); still, a reader never outwaits the helper by more
+	// than a moment.
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(time.Second):
+		outR.Close()
+		errR.Close()
+		<-drained
+	}
+	outR.Close()
+	errR.Close()
 	if p := s.layer.present(); p.Overlay {
 		// overlayfs leaves its work/work directory with mode 0, which a
 		// daemon without privilege could not remove with the scratch.
 		_ = os.Chmod(filepath.Join(p.Work, "work"), 0o755)
 	}
 	for st := range statusCh {
-		switch {
-		case st.Error != "":
-			setupErr = st.Error
-		case st.Started != 0:
-			res.Started = time.Unix(0, st.Started)
-			began = time.Unix(0, st.Began)
-		case st.Exited:
-			s := st
-			final = &s
-		}
+		take(st)
 	}
 	end := time.Now()
 	if res.Started.IsZero() {
@@ -337,25 +399,30 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	}
 	res.Stdout, res.Stderr = stdout.buf, stderr.buf
 	res.OutputTruncated = stdout.dropped || stderr.dropped
-	if m.isolated {
-		switch {
-		case setupErr != "":
-			return res, fmt.Errorf("%w: %s", ErrHelper, setupErr)
-		case final != nil:
-			res.ExitCode, res.Signal = final.Code, final.Signal
-		default:
-			// The helper was killed (timeout, cancellation, shutdown).
-			res.ExitCode, res.Signal = 128+int(syscall.SIGKILL), "SIGKILL"
-		}
+	if cg != nil {
+		res.Exceeded = append(res.Exceeded, cg.exceeded()...)
+	}
+	if final != nil {
+		res.Exceeded = append(res.Exceeded, final.Full...)
+	}
+	// Setid bits and file capabilities go, and the scratch is measured.
+	if s.st.Usage = sweep(s.dir); limits.ScratchBytes > 0 && s.st.Usage > limits.ScratchBytes && !slices.Contains(res.Exceeded, LimitScratch) {
+		res.Exceeded = append(res.Exceeded, LimitScratch)
+	}
+	if slices.Contains(res.Exceeded, LimitScratch) {
+		s.overLimit = true
+	}
+	switch {
+	case setupErr != "":
+		return res, fmt.Errorf("%w: %s", ErrHelper, setupErr)
+	case final != nil && !(killed && m.isolated):
+		res.ExitCode, res.Signal = final.Code, final.Signal
+	default:
+		// The helper was killed (timeout, cancellation, shutdown).
+		res.ExitCode, res.Signal = 128+int(syscall.SIGKILL), "SIGKILL"
 	}
 	return res, nil
 }
-
-type writerFunc struct{ f func([]byte) }
-
-func (w *writerFunc) Write(p []byte) (int, error) { w.f(p); return len(p), nil }
-
-func signalName(s syscall.Signal) string { return unix.SignalName(s) }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 

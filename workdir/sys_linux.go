@@ -9,7 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// nsAttr starts the helper in new user, mount and PID namespaces, as the
+// nsAttr starts the helper in new user, mount, PID, IPC, UTS and cgroup
+// namespaces (and network, when asked), as the
 // daemon's own user mapped to root inside, so that no privilege is needed
 // where the kernel allows unprivileged user namespaces.
 //
@@ -23,7 +24,8 @@ import (
 func (m *Manager) nsAttr(newNet bool) *syscall.SysProcAttr { return nsAttr(newNet) }
 
 func nsAttr(newNet bool) *syscall.SysProcAttr {
-	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID)
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+		syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
 	if newNet {
 		flags |= syscall.CLONE_NEWNET
 	}
@@ -56,3 +58,6 @@ func syncFS(dir string) error {
 	defer unix.Close(fd)
 	return unix.Syncfs(fd)
 }
+
+// dropFileCaps removes a file's capabilities, if it has any.
+func dropFileCaps(p string) { _ = unix.Lremovexattr(p, "security.capability") }

@@ -40,12 +40,17 @@ func TestConformanceUnprivileged(t *testing.T) {
 	home := filepath.Join(dir, "home")
 	require.NoError(t, os.Mkdir(home, 0o755))
 	require.NoError(t, os.Chown(home, unprivilegedUID, unprivilegedUID))
-	out := outsideDir(t)
+	out, err := os.MkdirTemp(outsideRoot(), "unprivileged-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(out) })
 	require.NoError(t, os.Chown(out, unprivilegedUID, unprivilegedUID))
 
 	cmd := exec.Command(bin, "-test.count=1", "-test.v", "-test.run", "^Test", "-test.skip", "^TestConformanceUnprivileged$")
 	cmd.Dir = home
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, outsideEnv + "=" + out}
+	// Isolation is required there as here: a helper that fails for want
+	// of privilege must fail the run, not skip it.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, outsideEnv + "=" + out,
+		"SESSIOND_TEST_REQUIRE_ISOLATION=" + os.Getenv("SESSIOND_TEST_REQUIRE_ISOLATION")}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivilegedUID, Gid: unprivilegedUID}}
 	output, err := cmd.CombinedOutput()
 	require.NoError(t, err, "as uid %d:\n%s", unprivilegedUID, output)

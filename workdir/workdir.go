@@ -2,7 +2,9 @@ package workdir
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/gob"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -33,6 +35,17 @@ type Config struct {
 	// allows them, as where it refuses them: copy mode, unisolated. Tests
 	// use it to exercise that path on a machine that has namespaces.
 	NoNamespaces bool
+	// Limits are the limits of a command that names none (zero fields:
+	// DefaultLimits).
+	Limits Limits
+	// NoCgroups limits commands by rlimits even where cgroups could (for
+	// tests of that path).
+	NoCgroups bool
+	// Show lists host paths commands see read-only at their own path,
+	// even where they would be hidden (a toolchain in a home directory,
+	// a dataset below /tmp); what the daemon hides below them stays
+	// hidden.
+	Show []string
 }
 
 // Manager makes view directories: it owns the base checkout cache and the
@@ -46,6 +59,10 @@ type Manager struct {
 	exe      string
 	cache    *Cache
 	hide     func() []string
+	limits   Limits
+	show     []string
+	cgroups  *cgroups
+	reach    reachCache
 
 	mu        sync.Mutex
 	scratches map[string]*Scratch
@@ -70,17 +87,31 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workdir: %w", err)
 	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("workdir: %w", err)
+	}
+	if err := os.Chmod(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("workdir: %w", err)
+	}
 	cache, err := OpenCache(filepath.Join(cfg.Dir, "bases"), cfg.CacheBytes)
 	if err != nil {
 		return nil, err
 	}
 	m := &Manager{
-		dir: cfg.Dir, exe: exe, cache: cache, hide: cfg.Hide,
+		dir: cfg.Dir, exe: exe, cache: cache, hide: cfg.Hide, limits: cfg.Limits.Fill(DefaultLimits), show: cfg.Show,
 		scratches: map[string]*Scratch{}, running: map[*exec.Cmd]struct{}{},
 	}
 	logf := cfg.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	if cfg.NoCgroups {
+		m.cgroups = &cgroups{why: "turned off by the configuration"}
+	} else {
+		m.cgroups = detectCgroups(instanceName(cfg.Dir))
+	}
+	if !m.cgroups.available() {
+		logf("workdir: commands are limited by rlimits, per process: %s", m.cgroups.why)
 	}
 	var nsErr, ovErr error
 	switch {
@@ -124,11 +155,40 @@ func (m *Manager) Isolated() bool { return m.isolated }
 // Cache is the base checkout cache.
 func (m *Manager) Cache() *Cache { return m.cache }
 
-func (m *Manager) hidden() []string {
-	if m.hide == nil {
-		return nil
+// Cgroups says how commands' memory, processes and CPU are limited: by
+// a cgroup per command (ViaCgroup2 or ViaCgroup1), or by rlimits ("").
+func (m *Manager) Cgroups() string { return m.cgroups.via }
+
+// hidden lists the host paths absent from a command's root: the data
+// directory (this Manager's too), the repositories, and what the host
+// keeps of its services and its people (reach.go).
+func (m *Manager) hidden() []string { return m.hiddenWith(m.hide) }
+
+// hiddenWith is hidden with the caller's paths from hide (nil: none, as
+// for the probe, which runs before the caller can name any).
+func (m *Manager) hiddenWith(hide func() []string) []string {
+	ps := []string{filepath.Dir(m.dir), m.dir}
+	if hide != nil {
+		ps = append(ps, hide()...)
 	}
-	return m.hide()
+	return append(resolveAll(ps), m.reach.system().hide...)
+}
+
+// shown lists the host paths a command sees read-only though they are
+// below hidden ones: the toolchains of the daemon's PATH in a hidden
+// home, and those the configuration names.
+func (m *Manager) shown() []string {
+	return append(resolveAll(m.show), m.reach.system().show...)
+}
+
+// instanceName names a Manager's cgroups after its directory.
+func instanceName(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return hex.EncodeToString(sum[:6])
 }
 
 // probe starts the helper once: with a bind mount (namespaces), then
@@ -137,13 +197,14 @@ func (m *Manager) probe() (nsErr, ovErr error) {
 	dir := filepath.Join(m.dir, "probe")
 	_ = removeAll(dir)
 	defer removeAll(dir)
-	for _, d := range []string{"lower", "upper", "work", "mnt"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+	for _, d := range []string{"lower", "upper", "work", "mnt", "home"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return err, err
 		}
 	}
 	try := func(p presentation) error {
-		spec := helperSpec{View: p, Target: filepath.Join(dir, "mnt"), Probe: true}
+		spec := helperSpec{View: p, Stage: filepath.Join(dir, "mnt"), Target: DefaultWorkspace,
+			Home: HomeInside, HomeSrc: filepath.Join(dir, "home"), Hide: m.hiddenWith(nil), Show: m.shown(), Probe: true, NewNet: true}
 		return m.runHelper(spec)
 	}
 	if err := try(presentation{Src: filepath.Join(dir, "lower")}); err != nil {
@@ -163,7 +224,7 @@ func (m *Manager) runHelper(spec helperSpec) error {
 	b, _ := jsonMarshal(spec)
 	cmd := exec.Command(m.exe)
 	cmd.Env = []string{helperEnv + "=" + string(b)}
-	cmd.SysProcAttr = m.nsAttr(false)
+	cmd.SysProcAttr = m.nsAttr(spec.NewNet)
 	cmd.ExtraFiles = []*os.File{statusW}
 	out, err := cmd.CombinedOutput()
 	statusW.Close()
@@ -219,6 +280,9 @@ type Scratch struct {
 	release func()
 	// ranAt is when the last Run began (wall clock, ns); zero before one.
 	ranAt int64
+	// overLimit: the last command outgrew the scratch's bound; Settle
+	// drops the scratch's ignored outputs and home.
+	overLimit bool
 }
 
 // scratchState is saved in the scratch directory after every command.
@@ -227,6 +291,8 @@ type scratchState struct {
 	BaseTree gitstore.OID
 	Seq      int64
 	Cache    map[string]statEntry
+	// Usage is the disk space the scratch took after the last command.
+	Usage int64
 }
 
 // runningMarker exists in a scratch directory while a command may change
@@ -278,7 +344,7 @@ func (s *Scratch) newLayer(mode Mode, lower string) layer {
 }
 
 func (s *Scratch) prepare(ctx context.Context, v View, lower string) error {
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
 	if !s.loaded {
@@ -286,7 +352,7 @@ func (s *Scratch) prepare(ctx context.Context, v View, lower string) error {
 	}
 	_, err := os.Lstat(filepath.Join(s.dir, runningMarker))
 	crashed := err == nil
-	full := crashed || s.layer == nil || s.st.Mode != s.m.mode || s.st.BaseTree != v.BaseTree || s.st.Seq > v.Seq
+	full := crashed || s.overLimit || s.layer == nil || s.st.Mode != s.m.mode || s.st.BaseTree != v.BaseTree || s.st.Seq > v.Seq
 	var cache map[string]statEntry
 	if s.layer != nil {
 		cache = s.layer.cacheState()
@@ -314,7 +380,7 @@ func (s *Scratch) prepare(ctx context.Context, v View, lower string) error {
 			return err
 		}
 	}
-	s.st = scratchState{Mode: s.m.mode, BaseTree: v.BaseTree, Seq: v.Seq}
+	s.st = scratchState{Mode: s.m.mode, BaseTree: v.BaseTree, Seq: v.Seq, Usage: s.st.Usage}
 	return nil
 }
 
@@ -375,7 +441,17 @@ func (s *Scratch) Capture(ctx context.Context, v View, maxFile int64) ([]Change,
 // holds), saves the scratch state and releases the base checkout.
 func (s *Scratch) Settle(ctx context.Context, v View, paths []string) error {
 	defer s.releaseBase()
-	if err := s.layer.sync(ctx, v, paths); err != nil {
+	if s.overLimit {
+		// Past its bound the scratch keeps only what the record holds.
+		if err := s.layer.reset(ctx, v); err != nil {
+			return fmt.Errorf("workdir: settle %s: %w", s.id, err)
+		}
+		if err := removeAll(filepath.Join(s.dir, "home")); err != nil {
+			return fmt.Errorf("workdir: settle %s: %w", s.id, err)
+		}
+		s.overLimit = false
+		s.st.Usage = sweep(s.dir)
+	} else if err := s.layer.sync(ctx, v, paths); err != nil {
 		return fmt.Errorf("workdir: settle %s: %w", s.id, err)
 	}
 	s.st.Seq, s.st.BaseTree = v.Seq, v.BaseTree

@@ -1,0 +1,210 @@
+package workdir_test
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/workdir"
+)
+
+// The escape suite: each row is one attempt to leave the sandbox, a
+// script that prints ESCAPED when the attempt worked and TRIED when it
+// got as far as trying (so a script that broke early cannot pass), and
+// what its output must show of the failure. A new escape is one row.
+//
+// The daemon's side of each attempt: a data directory holding a token
+// key and a database, a second repository, a TCP port and a Unix
+// socket of the host, and a descriptor the daemon holds without
+// close-on-exec.
+type escapeHost struct {
+	data, repo, sock, token string
+	port                    int
+	fd                      int
+}
+
+type escape struct {
+	name   string
+	script func(h escapeHost) string
+	// want is in the output (stdout and stderr) when the attempt failed
+	// as it should; empty: only that it failed.
+	want string
+}
+
+var escapes = []escape{
+	{"capabilities", func(h escapeHost) string {
+		return `grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status | grep -v ':[[:space:]]*0000000000000000$' && echo ESCAPED; echo TRIED`
+	}, ""},
+	{"no_new_privs", func(h escapeHost) string {
+		return `grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/self/status || echo ESCAPED; echo TRIED`
+	}, ""},
+	{"umount the view", func(h escapeHost) string {
+		return `umount /workspace/view && echo ESCAPED; umount -l /workspace/view && echo ESCAPED; echo TRIED`
+	}, "must be superuser"},
+	{"umount every mount", func(h escapeHost) string {
+		return `for m in $(awk '{print $5}' /proc/self/mountinfo | sort -r); do umount -l "$m" 2>/dev/null && echo "ESCAPED $m"; done; cat ` + h.token + ` && echo ESCAPED; echo TRIED`
+	}, "No such file or directory"},
+	{"remount the root writable", func(h escapeHost) string {
+		return `mount -o remount,rw / && echo ESCAPED; mount -o remount,rw /usr && echo ESCAPED; touch /usr/escaped && echo ESCAPED; echo TRIED`
+	}, "Read-only file system"},
+	{"bind mount", func(h escapeHost) string {
+		return `mkdir -p /tmp/b && mount --bind / /tmp/b && echo ESCAPED; echo TRIED`
+	}, "permission denied"},
+	{"new user namespace, then umount", func(h escapeHost) string {
+		return `echo TRIED; unshare -Urm sh -c 'umount -l /workspace/view && echo ESCAPED; umount -l / && echo ESCAPED; mount -o remount,rw / && echo ESCAPED; cat ` + h.token + ` && echo ESCAPED'`
+	}, ""},
+	{"pivot_root and chroot", func(h escapeHost) string {
+		return `unshare -Urm sh -c 'mkdir -p /tmp/r && mount -t tmpfs t /tmp/r && mkdir /tmp/r/old && cd /tmp/r && pivot_root . old && ls /old` + h.data + ` && echo ESCAPED'; chroot /proc/1/root ls && echo ESCAPED; echo TRIED`
+	}, ""},
+	{"the helper's /proc", func(h escapeHost) string {
+		return `cat /proc/1/environ && echo ESCAPED; ls /proc/1/root/ && echo ESCAPED; readlink /proc/1/fd/0 && echo ESCAPED; cat /proc/1/fd/3 && echo ESCAPED; timeout 5 cat /proc/1/mem && echo ESCAPED; readlink /proc/1/exe && echo ESCAPED; echo TRIED`
+	}, "Permission denied"},
+	{"the daemon's /proc", func(h escapeHost) string {
+		// No process outside the sandbox is there to name.
+		return `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null | grep -q '[w]orkdir[.]test' && echo "ESCAPED $p"; done; echo TRIED`
+	}, ""},
+	{"ptrace", func(h escapeHost) string {
+		return `strace -p 1 -e trace=none -o /dev/null & p=$!; sleep 0.5; kill $p 2>/dev/null; wait $p && echo ESCAPED; echo TRIED`
+	}, ""},
+	{"signal the helper", func(h escapeHost) string {
+		// Landlock scopes signals; where the kernel has no such scope the
+		// helper ignores the ones that would end it.
+		return `kill -TERM 1; kill -QUIT 1; sleep 0.2; kill -0 1 || echo ESCAPED; echo TRIED`
+	}, ""},
+	{"the data directory", func(h escapeHost) string {
+		return `ls ` + h.data + ` && echo ESCAPED; cat ` + h.token + ` && echo ESCAPED; cat ` + filepath.Join(h.data, "sessiond.db") + ` && echo ESCAPED; echo TRIED`
+	}, "No such file or directory"},
+	{"another repository", func(h escapeHost) string {
+		return `ls ` + h.repo + ` && echo ESCAPED; cat ` + filepath.Join(h.repo, "HEAD") + ` && echo ESCAPED; echo TRIED`
+	}, "No such file or directory"},
+	{"the base checkouts", func(h escapeHost) string {
+		return `ls ` + filepath.Join(h.data, "workdir", "bases") + ` && echo ESCAPED; echo TRIED`
+	}, "No such file or directory"},
+	{"run directories", func(h escapeHost) string {
+		return `ls /run && echo ESCAPED; ls /var/run/ && echo ESCAPED; echo TRIED`
+	}, "No such file or directory"},
+	{"the host's Unix socket", func(h escapeHost) string {
+		return `ls ` + filepath.Dir(h.sock) + ` && echo ESCAPED; python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' ` + h.sock + ` && echo ESCAPED; echo TRIED`
+	}, "No such file or directory"},
+	{"the daemon's port", func(h escapeHost) string {
+		return `bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + strconv.Itoa(h.port) + `' && echo ESCAPED; echo TRIED`
+	}, "Connection refused"},
+	{"inherited descriptors", func(h escapeHost) string {
+		return `for fd in /proc/self/fd/*; do n=${fd##*/}; [ "$n" -gt 3 ] && echo "ESCAPED fd $n"; done; test -e /proc/self/fd/` + strconv.Itoa(h.fd) + ` && echo ESCAPED; echo TRIED`
+	}, ""},
+	{"devices", func(h escapeHost) string {
+		return `ls /dev | grep -vxE 'null|zero|full|random|urandom|tty|pts|shm|ptmx|fd|stdin|stdout|stderr' && echo ESCAPED; mknod /tmp/d b 254 0 && echo ESCAPED; echo TRIED`
+	}, ""},
+	{"kernel settings", func(h escapeHost) string {
+		return `echo 1 > /proc/sys/kernel/sysrq && echo ESCAPED; echo x > /proc/sys/kernel/hostname && echo ESCAPED; echo TRIED`
+	}, ""},
+	{"setuid files", func(h escapeHost) string {
+		return `cp /bin/sh "$HOME/suid" && chmod 4755 "$HOME/suid" && mkdir -p build && cp /bin/sh build/suid && chmod 6755 build/suid && echo TRIED`
+	}, ""},
+}
+
+// newEscapeHost builds the daemon's side of the attempts for manager m
+// (whose data directory is data).
+func newEscapeHost(t *testing.T, data, repo string) escapeHost {
+	t.Helper()
+	h := escapeHost{data: data, repo: repo, token: filepath.Join(data, "token.key")}
+	require.NoError(t, os.WriteFile(h.token, []byte("SECRET-TOKEN"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(data, "sessiond.db"), []byte("SECRET-DB"), 0o600))
+	// A socket of a host service, in a directory nothing else hides.
+	sockDir, err := os.MkdirTemp(outsideDir(t), "sock-")
+	require.NoError(t, err)
+	h.sock = filepath.Join(sockDir, "service.sock")
+	ul, err := net.Listen("unix", h.sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { ul.Close() })
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { tl.Close() })
+	h.port = tl.Addr().(*net.TCPAddr).Port
+	// A descriptor without close-on-exec, as one inherited by the daemon.
+	fd, err := syscall.Open(h.token, syscall.O_RDONLY, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { syscall.Close(fd) })
+	h.fd = fd
+	return h
+}
+
+func TestEscapes(t *testing.T) {
+	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
+		t.Run(string(mode), func(t *testing.T) {
+			data := t.TempDir()
+			repo := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(repo, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
+			m := newManagerIn(t, data, mode, repo)
+			if !m.Isolated() {
+				t.Skip("no namespaces here")
+			}
+			h := newEscapeHost(t, data, repo)
+			f := newFixture(t)
+			for _, e := range escapes {
+				t.Run(e.name, func(t *testing.T) {
+					s, err := m.Prepare(t.Context(), f.view())
+					require.NoError(t, err)
+					res, err := s.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c", e.script(h)}, Timeout: time.Minute})
+					require.NoError(t, err)
+					cs, err := s.Capture(t.Context(), f.view(), 0)
+					require.NoError(t, err)
+					require.NoError(t, s.Settle(t.Context(), f.view(), paths(cs)))
+					out := string(res.Stdout) + string(res.Stderr)
+					assert.Contains(t, string(res.Stdout), "TRIED", out)
+					assert.NotContains(t, out, "ESCAPED", out)
+					assert.NotContains(t, out, "SECRET", out)
+					if e.want != "" {
+						assert.Contains(t, out, e.want)
+					}
+				})
+			}
+			// What the setuid row left: no setid bit survives in the
+			// scratch, and the scratch is its owner's alone.
+			scratch := filepath.Join(data, "workdir", "sessions", "s1")
+			st, err := os.Stat(scratch)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o700), st.Mode().Perm(), "the scratch is private")
+			var setid []string
+			require.NoError(t, filepath.Walk(scratch, func(p string, fi os.FileInfo, err error) error {
+				if err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+					setid = append(setid, p)
+				}
+				return nil
+			}))
+			assert.Empty(t, setid, "setuid and setgid bits are stripped in the scratch")
+			found, _ := filepath.Glob(filepath.Join(scratch, "*", "suid"))
+			more, _ := filepath.Glob(filepath.Join(scratch, "*", "build", "suid"))
+			assert.NotEmpty(t, append(found, more...), "the setuid row made its files")
+		})
+	}
+}
+
+// newManagerIn is newManager with the data directory data, hiding extra
+// paths as the daemon hides its repositories.
+func newManagerIn(t *testing.T, data string, mode workdir.Mode, hide ...string) *workdir.Manager {
+	t.Helper()
+	m, err := workdir.New(workdir.Config{Dir: filepath.Join(data, "workdir"), Mode: mode,
+		Hide: func() []string { return append([]string{data}, hide...) }, Show: []string{outsideRoot()}})
+	if errorsIsUnsupported(err) && !requireIsolation {
+		t.Skipf("mode %s: %v", mode, err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	if requireIsolation {
+		require.True(t, m.Isolated(), "SESSIOND_TEST_REQUIRE_ISOLATION=1: this machine must give commands their namespaces")
+	}
+	return m
+}
+
+func errorsIsUnsupported(err error) bool {
+	return err != nil && strings.Contains(err.Error(), workdir.ErrUnsupported.Error())
+}

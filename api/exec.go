@@ -31,8 +31,8 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	}
 	opts := session.ExecOptions{
 		Argv: req.Argv, Command: req.Command, Cwd: req.Cwd, Env: req.Env, Stdin: []byte(req.Stdin),
-		Timeout:   time.Duration(req.TimeoutSeconds * float64(time.Second)),
-		NoNetwork: req.Network != nil && !*req.Network, Record: session.RecordMode(req.Record),
+		Timeout: time.Duration(req.TimeoutSeconds * float64(time.Second)),
+		Network: req.Network != nil && *req.Network, Record: session.RecordMode(req.Record),
 	}
 	stream := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	var (
@@ -92,6 +92,10 @@ func toExecResponse(res session.ExecResult) apitypes.ExecResponse {
 		Stdout: string(res.Stdout), Stderr: string(res.Stderr), OutputTruncated: res.OutputTruncated,
 		Changes: make([]apitypes.ExecChange, 0, len(res.Changes)), Rejected: make([]apitypes.ExecRejection, 0, len(res.Rejected)),
 		Recorded: res.Recorded, NotRecorded: res.NotRecorded, Isolated: res.Isolated,
+		Limits: make([]apitypes.ExecLimit, 0, len(res.Limits)), LimitExceeded: res.Exceeded, LandlockABI: res.Landlock,
+	}
+	for _, l := range res.Limits {
+		out.Limits = append(out.Limits, apitypes.ExecLimit{Name: l.Name, Value: l.Value, Via: l.Via})
 	}
 	for _, c := range res.Changes {
 		ec := apitypes.ExecChange{Path: c.Path, Status: c.Status.String()}

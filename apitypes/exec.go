@@ -11,8 +11,9 @@ type ExecRequest struct {
 	// TimeoutSeconds: 0 takes the default (600); over the daemon's limit
 	// is refused.
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
-	// Network false runs the command without network interfaces; absent
-	// means true.
+	// Network true shares the host's network, where the daemon and the
+	// repository's policy allow it; false or absent gives the command a
+	// network namespace of its own with only its loopback.
 	Network *bool `json:"network,omitempty"`
 	// Record is always (the default), on_success or never.
 	Record string `json:"record,omitempty"`
@@ -50,6 +51,25 @@ type ExecResponse struct {
 	Recorded        bool            `json:"recorded"`
 	NotRecorded     string          `json:"not_recorded,omitempty"`
 	Isolated        bool            `json:"isolated"`
+	// Limits are the limits the command ran under and how each was
+	// enforced; LimitExceeded names those it ran into.
+	Limits        []ExecLimit `json:"limits"`
+	LimitExceeded []string    `json:"limit_exceeded,omitempty"`
+	// LandlockABI is the Landlock ABI that restricted the command's
+	// writes, signals and sockets besides its mounts; 0 where the kernel
+	// has none.
+	LandlockABI int `json:"landlock_abi,omitempty"`
+}
+
+// ExecLimit is one limit a command ran under: memory (bytes), pids,
+// cpu_weight, scratch (bytes) or tmp (bytes of each private tmpfs), and
+// how it was enforced: "cgroup v2", "cgroup v1", "rlimit" (per process),
+// "nice", "tmpfs" or "watch" (the daemon measures the scratch and kills
+// the command past it).
+type ExecLimit struct {
+	Name  string `json:"name"`
+	Value int64  `json:"value"`
+	Via   string `json:"via"`
 }
 
 // ExecOutput is the data of a stdout or stderr event of a streamed exec.

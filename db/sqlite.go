@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -46,6 +47,11 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("db: sqlite path %q may not contain ? or #", path)
 	}
+	// The database is the daemon's alone: 0600, its journal files too
+	// (SQLite gives them the database's mode).
+	if err := privateFile(path); err != nil {
+		return nil, fmt.Errorf("db: open sqlite: %w", err)
+	}
 	w, err := sql.Open("sqlite", path+"?"+sqlitePragmas+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("db: open sqlite: %w", sqliteError(ctx, err))
@@ -65,6 +71,22 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// privateFile creates path with mode 0600, or makes it (and the journal
+// files beside it) 0600 where it exists.
+func privateFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // OpenSQLiteDir opens the embedded store in a data directory.

@@ -25,6 +25,12 @@ type ExecConfig struct {
 	MaxTimeout time.Duration
 	// OutputCap is the output kept per stream (its tail): 1 MiB.
 	OutputCap int
+	// Limits bound every command (zero fields: workdir.DefaultLimits).
+	Limits workdir.Limits
+	// HostNetwork lets commands that ask for it share the host's network.
+	// A daemon without an admin token keeps it off unless told otherwise:
+	// any process on the host network could drive its API.
+	HostNetwork bool
 }
 
 func (c *ExecConfig) fill() {
@@ -65,10 +71,12 @@ type ExecOptions struct {
 	Stdin []byte
 	// Timeout: zero takes the default; over the daemon's limit is refused.
 	Timeout time.Duration
-	// NoNetwork runs the command without network interfaces.
-	NoNetwork bool
-	Record    RecordMode
-	Actor     string
+	// Network shares the host's network with the command, where the
+	// daemon allows it (ExecConfig.HostNetwork); without it the command
+	// has a network namespace of its own with only its loopback.
+	Network bool
+	Record  RecordMode
+	Actor   string
 	// Output, when set, receives the output as it comes.
 	Output func(stream string, p []byte)
 }
@@ -107,6 +115,12 @@ type ExecResult struct {
 	Recorded    bool
 	NotRecorded string
 	Isolated    bool
+	// Limits are the limits the command ran under and how each was
+	// enforced; Exceeded those it ran into (workdir.Result).
+	Limits   []workdir.AppliedLimit
+	Exceeded []string
+	// Landlock is the Landlock ABI that restricted the command (0: none).
+	Landlock int
 	// ToStart is the time from the call to the command's start; Prepare
 	// the part of it until the scratch was ready, Setup the rest.
 	ToStart time.Duration
@@ -135,6 +149,9 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 	argv, cwd, timeout, err := m.checkExec(&opts)
 	if err != nil {
 		return ExecResult{}, err
+	}
+	if opts.Network && !m.exec.HostNetwork {
+		return ExecResult{}, fmt.Errorf("%w: network: this daemon does not let commands share the host's network (without an admin token, any process there could drive its API; start it with --exec-host-network to allow it)", ErrForbidden)
 	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
@@ -186,7 +203,8 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 	slices.Sort(env)
 	run, err := sc.Run(ctx, workdir.Command{
 		Argv: argv, Cwd: cwd, Env: env, Stdin: opts.Stdin, Timeout: timeout,
-		Network: !opts.NoNetwork, OutputCap: m.exec.OutputCap, Output: opts.Output,
+		Network: opts.Network, OutputCap: m.exec.OutputCap, Output: opts.Output,
+		Workspace: workspaceOf(view), Limits: m.exec.Limits,
 	})
 	if err != nil {
 		sc.Abort()
@@ -196,6 +214,7 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 	res := ExecResult{
 		Argv: argv, ExitCode: run.ExitCode, Signal: run.Signal, TimedOut: run.TimedOut, Duration: run.Duration,
 		Stdout: run.Stdout, Stderr: run.Stderr, OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,
+		Limits: run.Limits, Exceeded: run.Exceeded, Landlock: run.Landlock,
 		ToStart: run.Started.Sub(begin), Prepare: prepared.Sub(begin), Setup: run.Setup,
 	}
 	// The view is the record's while busy: capture needs no lock. A
@@ -246,7 +265,29 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 	if err := sc.Settle(cctx, m.execView(ls, ls.ov), settle); err != nil {
 		return res, err
 	}
+	// Finished while the command ran: its scratch goes now.
+	m.removeScratch(ls)
 	return res, nil
+}
+
+// removeScratch deletes a finished session's scratch directory at once
+// (its ignored outputs can be large), unless a command still runs in it
+// (Exec removes it when that command ends). ls.mu must be held. Best
+// effort: a scratch left behind costs disk, never correctness.
+func (m *Manager) removeScratch(ls *live) {
+	if m.workdirs != nil && !ls.busy && ls.meta.State.Terminal() {
+		_ = m.workdirs.Remove(ls.meta.ID.String())
+	}
+}
+
+// workspaceOf is where a view appears inside its command's namespace:
+// /workspace/<repository>, the same for every session of a repository,
+// so tools that key caches on absolute paths find them again.
+func workspaceOf(v workdir.View) string {
+	if v.RepoName == "" {
+		return workdir.DefaultWorkspace
+	}
+	return "/workspace/" + v.RepoName
 }
 
 // checkExec validates the options; nothing runs when they are wrong.
@@ -332,7 +373,7 @@ func (m *Manager) execView(ls *live, ov *overlay.Overlay) workdir.View {
 	}
 	return workdir.View{
 		Readable: readable,
-		Session:  id.String(), Repo: ls.repo, BaseTree: ls.baseTree, Seq: ls.meta.Seq, Overlay: ov,
+		Session:  id.String(), Repo: ls.repo, RepoName: ls.meta.Repo, BaseTree: ls.baseTree, Seq: ls.meta.Seq, Overlay: ov,
 		Changed: func(ctx context.Context, after int64) ([]string, bool, error) {
 			ms, err := m.store.ListMutations(ctx, id, after, 0)
 			if err != nil {

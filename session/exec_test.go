@@ -412,3 +412,36 @@ func TestExecUnisolatedRefusesLimitedReads(t *testing.T) {
 	res := e.sh(w.ID, "echo x > src/x.txt")
 	require.NotNil(t, res.Mutation, "a write policy alone is fine")
 }
+
+// A command has only its own loopback unless it asks for the host's
+// network and the daemon allows that; it sees its view at
+// /workspace/<repository> and its home at one path, the same in every
+// session.
+func TestExecNetworkAndPaths(t *testing.T) {
+	e := newExecEnv(t, workdir.ModeOverlay)
+	s := e.create(session.CreateOptions{})
+	_, err := e.m.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"true"}, Network: true})
+	require.ErrorIs(t, err, session.ErrForbidden)
+	assert.Contains(t, err.Error(), "--exec-host-network")
+
+	res := e.sh(s.ID, `pwd; echo "$HOME"; ls /sys/class/net | tr '\n' ' '`)
+	assert.Equal(t, "/workspace/r\n"+workdir.HomeInside+"\nlo ", string(res.Stdout), string(res.Stderr))
+	assert.NotEmpty(t, res.Limits)
+	other := e.create(session.CreateOptions{})
+	res = e.sh(other.ID, "pwd")
+	assert.Equal(t, "/workspace/r\n", string(res.Stdout), "every session of a repository sees its view at one path")
+}
+
+// A finished session's scratch is removed at once: ignored outputs of a
+// Go module can take hundreds of megabytes.
+func TestExecScratchRemovedWhenFinished(t *testing.T) {
+	e := newExecEnv(t, workdir.ModeOverlay)
+	s := e.create(session.CreateOptions{})
+	res := e.sh(s.ID, "mkdir -p build && echo out > build/x.out")
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	scratch := filepath.Join(e.dataDir, "workdir", "sessions", s.ID.String())
+	require.DirExists(t, scratch)
+	_, err := e.m.Abandon(t.Context(), s.ID)
+	require.NoError(t, err)
+	assert.NoDirExists(t, scratch)
+}

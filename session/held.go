@@ -121,6 +121,7 @@ func (h *held) Committed(ctx context.Context) {
 	h.ls.meta.LastActiveAt = h.at
 	if h.to.Terminal() {
 		h.m.observeClosed(ctx, h.ls.meta)
+		h.m.removeScratch(h.ls)
 	}
 }
 

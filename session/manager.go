@@ -481,10 +481,7 @@ func (m *Manager) setState(ctx context.Context, ls *live, to State) error {
 	m.events.notify()
 	if to.Terminal() {
 		m.observeClosed(ctx, ls.meta)
-		if m.workdirs != nil && !ls.busy {
-			// Its scratch directory is of no more use (best effort).
-			_ = m.workdirs.Remove(ls.meta.ID.String())
-		}
+		m.removeScratch(ls)
 	}
 	if to.Terminal() && to != StateAccepted {
 		// Nothing reads this overlay any more: let gc have what only it

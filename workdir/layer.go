@@ -48,8 +48,10 @@ type Repo interface {
 // View is a session's view at one point of its mutation log: what a
 // scratch directory is brought in step with.
 type View struct {
-	Session  string
-	Repo     Repo
+	Session string
+	Repo    Repo
+	// RepoName names the repository (for the view's path inside).
+	RepoName string
 	BaseTree gitstore.OID
 	// Seq is the sequence number of the view's latest mutation.
 	Seq     int64

@@ -10,13 +10,23 @@ import (
 	"syscall"
 )
 
+// prepareDataDir creates the data directory, or takes an existing one,
+// as the daemon's alone (0700): it holds the token key, the store and
+// every session's scratch.
+func prepareDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
+}
+
 // lockDataDir takes the data directory for this process: an exclusive
 // flock on DIR/sessiond.lock, which holds the process id. The lock goes
 // with the process, so a crash never leaves it held. A second process is
 // refused with a message naming the holder.
 func lockDataDir(dir string) (unlock func(), err error) {
 	path := filepath.Join(dir, "sessiond.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock data directory: %w", err)
 	}

@@ -16,14 +16,15 @@ import (
 	"github.com/sessiond/sessiond/merge"
 )
 
-// execCmd is `sessiond exec [--cwd DIR] [--timeout D] [--no-network] --
+// execCmd is `sessiond exec [--cwd DIR] [--timeout D] [--network] --
 // CMD ARGS…`: it runs the command on the session's view, streams its
 // output, lists what was recorded on standard error and exits with the
 // command's exit code.
 type execCmd struct {
 	Cwd       string        `help:"Directory of the view to run in (default: its root)." placeholder:"DIR"`
 	Timeout   time.Duration `help:"Kill the command and everything it started after this long (default 10m; the daemon caps it)." placeholder:"D"`
-	NoNetwork bool          `help:"Run without network interfaces."`
+	Network   bool          `help:"Share the host's network (where the daemon and the repository's policy allow it; by default a command has only its own loopback)."`
+	NoNetwork bool          `help:"Run with only the command's own loopback (the default; kept for scripts)." hidden:""`
 	Env       []string      `help:"KEY=VALUE added to the command's minimal environment (repeatable)." short:"e" sep:"none" placeholder:"KEY=VALUE"`
 	Record    string        `help:"When to record what the command changed: always, on_success or never." enum:"always,on_success,never" default:"always"`
 	Stdin     bool          `help:"Send standard input to the command."`
@@ -43,9 +44,12 @@ func (c *execCmd) Run(ctx context.Context, x *cli) error {
 		return usagef("exec: no command: sessiond exec [flags] -- CMD ARGS…")
 	}
 	req := apitypes.ExecRequest{Argv: argv, Cwd: c.Cwd, TimeoutSeconds: c.Timeout.Seconds(), Record: c.Record}
-	if c.NoNetwork {
-		f := false
-		req.Network = &f
+	if c.Network && c.NoNetwork {
+		return usagef("exec: --network and --no-network: give one")
+	}
+	if c.Network {
+		t := true
+		req.Network = &t
 	}
 	if len(c.Env) > 0 {
 		req.Env = map[string]string{}
@@ -102,6 +106,13 @@ func printExecSummary(w io.Writer, res apitypes.ExecResponse) {
 	if !res.Isolated {
 		fmt.Fprintln(w, "sessiond: warning: the command ran without isolation (the kernel refuses namespaces)")
 	}
+	for _, l := range res.LimitExceeded {
+		for _, al := range res.Limits {
+			if al.Name == l {
+				fmt.Fprintf(w, "sessiond: the command ran into its %s limit (%s, by %s)\n", l, limitValue(al), al.Via)
+			}
+		}
+	}
 	letters := map[string]string{"added": "A", "modified": "M", "deleted": "D"}
 	switch {
 	case !res.Recorded && len(res.Changes) > 0:
@@ -120,6 +131,28 @@ func printExecSummary(w io.Writer, res apitypes.ExecResponse) {
 			fmt.Fprintf(w, "  %s (%s): %s\n", merge.QuotePath(r.Path), r.Rule, r.Message)
 		}
 	}
+}
+
+// limitValue says a limit's value as a person reads it.
+func limitValue(l apitypes.ExecLimit) string {
+	switch l.Name {
+	case "pids", "cpu_weight":
+		return fmt.Sprint(l.Value)
+	}
+	return humanBytes(l.Value)
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.3g %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // checkoutCmd is `sessiond checkout DIR`: the session's view written into

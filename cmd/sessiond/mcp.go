@@ -41,6 +41,7 @@ type mcpCmd struct {
 	// The in-process engine's view directories, as serve's.
 	WorkdirMode       workdirMode `help:"In-process: how commands (the run tool) see the session's view: overlay, copy or auto." env:"SESSIOND_WORKDIR_MODE" default:"auto" placeholder:"MODE"`
 	WorkdirCacheBytes byteSize    `help:"In-process: disk for shared base checkouts." env:"SESSIOND_WORKDIR_CACHE_BYTES" default:"20GiB" placeholder:"SIZE"`
+	execFlags         `embed:"" group:"In-process commands"`
 }
 
 func (c *mcpCmd) Run(ctx context.Context, x *cli) error {
@@ -123,7 +124,7 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 			return err
 		}
 	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := prepareDataDir(dataDir); err != nil {
 		return err
 	}
 	unlock, err := lockDataDir(dataDir)
@@ -139,12 +140,18 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: graphsession.Events(store), Notify: func() { m.Notify() }, Logger: log})
 	defer g.Close()
-	wd, err := newWorkdirs(dataDir, string(c.WorkdirMode), int64(c.WorkdirCacheBytes), false, func() *session.Manager { return m }, log)
+	if err := c.execFlags.validate(); err != nil {
+		return usagef("mcp: %v", err)
+	}
+	wd, err := newWorkdirs(dataDir, string(c.WorkdirMode), int64(c.WorkdirCacheBytes), false, c.execFlags, func() *session.Manager { return m }, log)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	defer wd.Close()
-	m = session.NewManager(session.Config{Store: store, DataDir: dataDir, Workdirs: wd, Observers: []session.Observer{graphsession.Observer(g)}})
+	// The in-process engine has no API on the network, so a command on the
+	// host's network can reach nothing of it.
+	m = session.NewManager(session.Config{Store: store, DataDir: dataDir, Workdirs: wd, Observers: []session.Observer{graphsession.Observer(g)},
+		Exec: session.ExecConfig{Limits: c.limits(), HostNetwork: true}})
 	defer m.Close()
 	// Changesets over the same store, acting on sessions through the engine.
 	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m})

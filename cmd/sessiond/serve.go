@@ -47,12 +47,51 @@ type serveConfig struct {
 	IdleUnload        time.Duration `help:"Unload a session from memory after this long unused (it loads again when used), negative for never; finished sessions are unloaded at once." name:"session-idle-unload" env:"SESSIOND_SESSION_IDLE_UNLOAD" default:"10m" placeholder:"DURATION"`
 	Heartbeat         time.Duration `help:"Interval of event-stream heartbeats." env:"SESSIOND_HEARTBEAT" default:"15s" placeholder:"DURATION"`
 	ShutdownTimeout   time.Duration `help:"How long shutdown waits for in-flight requests." env:"SESSIOND_SHUTDOWN_TIMEOUT" default:"30s" placeholder:"DURATION"`
-	WorkdirMode       workdirMode   `help:"How commands see a session's view: overlay (overlayfs in a user namespace), copy, or auto. Isolation for correctness, not a security boundary." env:"SESSIOND_WORKDIR_MODE" default:"auto" placeholder:"MODE"`
+	WorkdirMode       workdirMode   `help:"How commands see a session's view: overlay (overlayfs in a user namespace), copy, or auto." env:"SESSIOND_WORKDIR_MODE" default:"auto" placeholder:"MODE"`
 	WorkdirCacheBytes byteSize      `help:"Disk for shared base checkouts; least recently used ones beyond it are removed." env:"SESSIOND_WORKDIR_CACHE_BYTES" default:"20GiB" placeholder:"SIZE"`
 	WorkdirNoNS       bool          `help:"Run commands without namespaces, as where the kernel refuses them: copy mode, unisolated (answers say isolated false). For tests of that path." name:"workdir-no-namespaces" env:"SESSIOND_WORKDIR_NO_NAMESPACES"`
 	ExecMaxTimeout    time.Duration `help:"Longest timeout a command may ask for." env:"SESSIOND_EXEC_MAX_TIMEOUT" default:"1h" placeholder:"DURATION"`
-	LogLevel          slog.Level    `help:"debug, info, warn or error." env:"SESSIOND_LOG_LEVEL" default:"info" placeholder:"LEVEL"`
-	LogFormat         logFormat     `help:"text or json." env:"SESSIOND_LOG_FORMAT" default:"text" placeholder:"FORMAT"`
+	execFlags         `embed:""`
+	LogLevel          slog.Level `help:"debug, info, warn or error." env:"SESSIOND_LOG_LEVEL" default:"info" placeholder:"LEVEL"`
+	LogFormat         logFormat  `help:"text or json." env:"SESSIOND_LOG_FORMAT" default:"text" placeholder:"FORMAT"`
+}
+
+// execFlags bound the commands run on sessions and say what of the host
+// they reach, for serve and for mcp's in-process engine alike.
+type execFlags struct {
+	ExecMemory       byteSize `help:"Memory of one command and all it starts." env:"SESSIOND_EXEC_MEMORY" default:"4GiB" placeholder:"SIZE"`
+	ExecPids         int64    `help:"Processes and threads of one command at once." env:"SESSIOND_EXEC_PIDS" default:"1024" placeholder:"N"`
+	ExecCPUWeight    int64    `help:"CPU weight of a command against others, 1 to 10000 (100 is an even share)." name:"exec-cpu-weight" env:"SESSIOND_EXEC_CPU_WEIGHT" default:"100" placeholder:"N"`
+	ExecScratchBytes byteSize `help:"Disk of a session's scratch (ignored outputs and home); past it the command is killed and the scratch keeps only what is recorded." env:"SESSIOND_EXEC_SCRATCH_BYTES" default:"10GiB" placeholder:"SIZE"`
+	ExecTmpBytes     byteSize `help:"Size of each private tmpfs of a command (/tmp, /var/tmp, /dev/shm); past it writes fail with ENOSPC." env:"SESSIOND_EXEC_TMP_BYTES" default:"1GiB" placeholder:"SIZE"`
+	ExecHostNetwork  bool     `help:"Let commands that ask for it (network: true) share the host's network even without an admin token (any process on the host network can then use the API)." env:"SESSIOND_EXEC_HOST_NETWORK"`
+	ExecShow         []string `help:"A host path commands see read-only though it would be hidden (a toolchain in a home directory, say); repeatable, comma-separated in the variable." name:"exec-show" env:"SESSIOND_EXEC_SHOW" placeholder:"PATH"`
+}
+
+func (f execFlags) validate() error {
+	if f.ExecPids <= 0 {
+		return fmt.Errorf("--exec-pids (SESSIOND_EXEC_PIDS) %d: want a positive number", f.ExecPids)
+	}
+	if f.ExecCPUWeight < 1 || f.ExecCPUWeight > 10000 {
+		return fmt.Errorf("--exec-cpu-weight (SESSIOND_EXEC_CPU_WEIGHT) %d: want 1 to 10000", f.ExecCPUWeight)
+	}
+	for name, v := range map[string]byteSize{"--exec-memory (SESSIOND_EXEC_MEMORY)": f.ExecMemory,
+		"--exec-scratch-bytes (SESSIOND_EXEC_SCRATCH_BYTES)": f.ExecScratchBytes, "--exec-tmp-bytes (SESSIOND_EXEC_TMP_BYTES)": f.ExecTmpBytes} {
+		if v <= 0 {
+			return fmt.Errorf("%s %d: want a positive size", name, v)
+		}
+	}
+	for _, p := range f.ExecShow {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("--exec-show (SESSIOND_EXEC_SHOW) %q: want an absolute path", p)
+		}
+	}
+	return nil
+}
+
+func (f execFlags) limits() workdir.Limits {
+	return workdir.Limits{MemoryBytes: int64(f.ExecMemory), Pids: f.ExecPids, CPUWeight: f.ExecCPUWeight,
+		ScratchBytes: int64(f.ExecScratchBytes), TmpBytes: int64(f.ExecTmpBytes)}
 }
 
 // serveCmd is `sessiond serve`: it runs the daemon until SIGINT or SIGTERM.
@@ -81,6 +120,9 @@ func (c *serveConfig) Validate() error {
 	}
 	if c.MaxEntries <= 0 {
 		return fmt.Errorf("--max-overlay-entries (SESSIOND_MAX_OVERLAY_ENTRIES) %d: want a positive number", c.MaxEntries)
+	}
+	if err := c.execFlags.validate(); err != nil {
+		return err
 	}
 	for _, spec := range c.Repos {
 		if name, path, ok := strings.Cut(spec, "="); !ok || name == "" || path == "" {
@@ -150,7 +192,7 @@ func loopback(addr string) bool {
 }
 
 func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Writer, ready func(string)) error {
-	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
+	if err := prepareDataDir(c.DataDir); err != nil {
 		return err
 	}
 	unlock, err := lockDataDir(c.DataDir)
@@ -172,13 +214,17 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	var m *session.Manager
 	g := graph.New(graph.Config{Events: graphsession.Events(store), Notify: func() { m.Notify() }, Logger: log})
 	defer g.Close() // after the engine's Close: its workers are joined last
-	wd, err := newWorkdirs(c.DataDir, string(c.WorkdirMode), int64(c.WorkdirCacheBytes), c.WorkdirNoNS, func() *session.Manager { return m }, log)
+	wd, err := newWorkdirs(c.DataDir, string(c.WorkdirMode), int64(c.WorkdirCacheBytes), c.WorkdirNoNS, c.execFlags, func() *session.Manager { return m }, log)
 	if err != nil {
 		return err
 	}
 	defer wd.Close()
+	if c.AdminToken == "" {
+		log.Warn("no admin token: the daemon listens on loopback only, and any local process can use its API")
+	}
 	m = session.NewManager(session.Config{
-		Store: store, DataDir: c.DataDir, Workdirs: wd, Exec: session.ExecConfig{MaxTimeout: c.ExecMaxTimeout},
+		Store: store, DataDir: c.DataDir, Workdirs: wd,
+		Exec:      session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork},
 		Limits:    session.Limits{MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MaxOverlayBytes: int64(c.MaxOverlayBytes), MaxLifetime: c.MaxLifetime},
 		Observers: []session.Observer{graphsession.Observer(g)}, IdleUnload: c.IdleUnload,
 	})
@@ -321,7 +367,7 @@ func loadSecret(path string) ([]byte, error) {
 // newWorkdirs opens the view directories under the data directory; the
 // paths hidden from commands are the data directory and the registered
 // repositories, asked of the engine before each command.
-func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, m func() *session.Manager, log *slog.Logger) (*workdir.Manager, error) {
+func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, ex execFlags, m func() *session.Manager, log *slog.Logger) (*workdir.Manager, error) {
 	md, err := workdir.ParseMode(mode)
 	if err != nil {
 		return nil, err
@@ -334,11 +380,15 @@ func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, m fu
 		Dir: filepath.Join(abs, "workdir"), Mode: md, CacheBytes: cacheBytes,
 		Hide:         func() []string { return append([]string{abs}, m().WorkdirHidden(context.Background())...) },
 		Logf:         func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
-		NoNamespaces: noNamespaces,
+		NoNamespaces: noNamespaces, Limits: ex.limits(), Show: ex.ExecShow,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("view directories: %w", err)
 	}
-	log.Info("view directories", "mode", wd.Mode(), "isolated", wd.Isolated())
+	limits := wd.Cgroups()
+	if limits == "" {
+		limits = "rlimits (per process)"
+	}
+	log.Info("view directories", "mode", wd.Mode(), "isolated", wd.Isolated(), "limits", limits)
 	return wd, nil
 }

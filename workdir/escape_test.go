@@ -140,8 +140,11 @@ func newEscapeHost(t *testing.T, data, repo string) escapeHost {
 func TestEscapes(t *testing.T) {
 	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
 		t.Run(string(mode), func(t *testing.T) {
-			data := t.TempDir()
-			repo := t.TempDir()
+			// Below the directory the managers of these tests show, so
+			// that the data directory and the repository are absent
+			// because they are hidden, wherever the tests run.
+			data := outsideDir(t)
+			repo := outsideDir(t)
 			require.NoError(t, os.WriteFile(filepath.Join(repo, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
 			m := newManagerIn(t, data, mode, repo)
 			if !m.Isolated() {

@@ -245,9 +245,20 @@ func (c *cgroups) open(name string) *cgroup {
 }
 
 // create makes the cgroup name with the limits l, and returns it with
-// the limits it applies.
-func (c *cgroups) create(name string, l Limits) (*cgroup, []AppliedLimit, error) {
+// the limits it applies. In v1, each hierarchy a process joins costs the
+// kernel a grace period, so a command joins only those it needs: memory
+// and pids always, cpu for a weight other than the even share, freezer
+// to kill a tree that no PID namespace holds (unisolated).
+func (c *cgroups) create(name string, l Limits, isolated bool) (*cgroup, []AppliedLimit, error) {
 	g := c.open(name)
+	if c.via == ViaCgroup1 {
+		if l.CPUWeight <= 0 || l.CPUWeight == 100 {
+			delete(g.dirs, "cpu")
+		}
+		if isolated {
+			delete(g.dirs, "freezer")
+		}
+	}
 	for _, d := range g.dirs {
 		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			g.remove()

@@ -5,6 +5,7 @@ package workdir
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -34,21 +35,30 @@ func init() {
 	os.Exit(helperMain(spec))
 }
 
-// joinCgroups writes the calling process into each cgroup.procs file.
-func joinCgroups(procs []string) error {
+// joinCgroups writes process pid (0: the caller) into each cgroup.procs
+// file.
+func joinCgroups(procs []string, pid int) error {
 	for _, f := range procs {
-		if err := os.WriteFile(f, []byte("0\n"), 0); err != nil {
+		if err := os.WriteFile(f, []byte(strconv.Itoa(pid)+"\n"), 0); err != nil {
 			return fmt.Errorf("join cgroup: %w", err)
 		}
 	}
 	return nil
 }
 
-// helperOuter is the helper's first stage: it joins the command's
-// cgroups and starts the second stage in the namespaces, with the same
-// standard streams and status pipe, and waits for it. The second stage
-// stays in this process group, so killing the group kills both, and dies
-// with this one (its parent-death signal is tied to this thread).
+// joinedFD is the second stage's end of the pipe on which the first says
+// that it moved the second into the command's cgroups ("ok") or why it
+// could not.
+const joinedFD = 4
+
+// helperOuter is the helper's first stage: it starts the second stage in
+// the namespaces, with the same standard streams and status pipe, moves
+// it into the command's cgroups, and waits for it. The move runs while
+// the second stage builds the command's root (in cgroup v1 a move waits
+// for an RCU grace period, some milliseconds), and the second starts the
+// command only once told the move is done. The second stage stays in
+// this process group, so killing the group kills both, and dies with this
+// one (its parent-death signal is tied to this thread).
 func helperOuter(specJSON string) int {
 	status := os.NewFile(3, "status")
 	var spec helperSpec
@@ -57,7 +67,8 @@ func helperOuter(specJSON string) int {
 		return 125
 	}
 	closeExtraFiles(4)
-	if err := joinCgroups(spec.Cgroups); err != nil {
+	joinedR, joinedW, err := os.Pipe()
+	if err != nil {
 		_ = json.NewEncoder(status).Encode(helperStatus{Error: err.Error()})
 		return 125
 	}
@@ -66,12 +77,19 @@ func helperOuter(specJSON string) int {
 	cmd.SysProcAttr = nsAttr(spec.NewNet)
 	cmd.SysProcAttr.Setpgid = false
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{status}
+	cmd.ExtraFiles = []*os.File{status, joinedR}
 	if err := cmd.Start(); err != nil {
 		_ = json.NewEncoder(status).Encode(helperStatus{Error: "start in new namespaces: " + err.Error()})
 		return 125
 	}
 	status.Close()
+	joinedR.Close()
+	if err := joinCgroups(spec.Cgroups, cmd.Process.Pid); err != nil {
+		fmt.Fprintf(joinedW, "%v\n", err)
+	} else {
+		fmt.Fprintln(joinedW, "ok")
+	}
+	joinedW.Close()
 	_ = cmd.Wait()
 	if cmd.ProcessState == nil {
 		return 125
@@ -87,7 +105,8 @@ func helperMain(specJSON string) int {
 	began := time.Now().UnixNano()
 	// The command must not inherit the status pipe, nor anything else.
 	unix.CloseOnExec(3)
-	closeExtraFiles(4)
+	unix.CloseOnExec(joinedFD)
+	closeExtraFiles(joinedFD + 1)
 	status := os.NewFile(3, "status")
 	enc := json.NewEncoder(status)
 	var spec helperSpec
@@ -126,6 +145,9 @@ func helperMain(specJSON string) int {
 	if err != nil {
 		return fail(err)
 	}
+	if err := awaitCgroups(); err != nil {
+		return fail(err)
+	}
 	return runAsChild(spec, enc, began, abi, false)
 }
 
@@ -148,7 +170,7 @@ func helperPlain(specJSON string) int {
 		_ = enc.Encode(helperStatus{Error: err.Error()})
 		return 125
 	}
-	if err := joinCgroups(spec.Cgroups); err != nil {
+	if err := joinCgroups(spec.Cgroups, 0); err != nil {
 		return fail(err)
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
@@ -161,6 +183,24 @@ func helperPlain(specJSON string) int {
 		return fail(fmt.Errorf("no_new_privs: %w", err))
 	}
 	return runAsChild(spec, enc, began, 0, true)
+}
+
+// awaitCgroups waits for the first stage to say it moved this process
+// into the command's cgroups (a probe has none, and no pipe).
+func awaitCgroups() error {
+	f := os.NewFile(joinedFD, "joined")
+	if f == nil {
+		return nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("cgroups: %w", err)
+	}
+	if msg := strings.TrimSpace(string(b)); msg != "ok" {
+		return fmt.Errorf("cgroups: %s", msg)
+	}
+	return nil
 }
 
 func setRlimits(spec helperSpec) error {

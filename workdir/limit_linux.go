@@ -25,11 +25,14 @@ func (m *Manager) limit(s *Scratch, spec *helperSpec, l Limits) (*cgroup, []Appl
 	}
 	if m.cgroups.available() {
 		name := s.id + "-" + strconv.FormatInt(cgroupSeq.Add(1), 10)
-		cg, a, err := m.cgroups.create(name, l)
+		cg, a, err := m.cgroups.create(name, l, m.isolated)
 		if err != nil {
 			return nil, nil, err
 		}
 		spec.Cgroups = cg.procs()
+		if l.CPUWeight == 100 {
+			a = append(a, AppliedLimit{Name: LimitCPU, Value: 100, Via: m.cgroups.via})
+		}
 		return cg, append(a, applied...), nil
 	}
 	if l.MemoryBytes > 0 {

@@ -27,3 +27,11 @@ func GoGitPacks(r *Repo) ([]string, error) {
 	}
 	return out, err
 }
+
+// OnLockCommitted makes fn run each time a ref lock was renamed over its
+// file (from then on another writer may hold that lock), until the test
+// ends.
+func OnLockCommitted(tb interface{ Cleanup(func()) }, fn func(path string)) {
+	testHookLockCommitted = fn
+	tb.Cleanup(func() { testHookLockCommitted = nil })
+}

@@ -209,15 +209,28 @@ func (r *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
 // git's core.filesRefLockTimeout (100 ms by default) does.
 const lockTimeout = 100 * time.Millisecond
 
-// lockFile takes git's lock on path (path + ".lock", created exclusively),
-// retrying until lockTimeout.
-func lockFile(ctx context.Context, path string) (*os.File, error) {
+// refLock is git's lock on one file of the ref store (a loose ref or
+// packed-refs): path + ".lock", created exclusively. The one discipline
+// for every ref write: take it, write the new content into it, then
+// either commit (rename it over the file: the lock is gone, and the name
+// may at once be another writer's lock) or release (remove it, only if it
+// was never committed). A lock file is removed only by its owner, before
+// it was renamed away.
+type refLock struct {
+	f      *os.File
+	path   string // the file the lock guards
+	closed bool   // f is closed
+	done   bool   // committed: the lock file is no longer ours
+}
+
+// lockFile takes git's lock on path, retrying until lockTimeout.
+func lockFile(ctx context.Context, path string) (*refLock, error) {
 	deadline := time.Now().Add(lockTimeout)
 	backoff := time.Millisecond
 	for {
 		f, err := os.OpenFile(path+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
-			return f, nil
+			return &refLock{f: f, path: path}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, err
@@ -233,6 +246,45 @@ func lockFile(ctx context.Context, path string) (*os.File, error) {
 		backoff = min(2*backoff, 20*time.Millisecond)
 	}
 }
+
+// commit makes data the guarded file's content: written into the lock
+// file, fsynced, and the lock renamed over the file. After commit the
+// lock is released whatever happened.
+func (l *refLock) commit(data []byte) error {
+	if _, err := l.f.Write(data); err != nil {
+		return err
+	}
+	if err := l.f.Sync(); err != nil {
+		return err
+	}
+	l.closed = true
+	if err := l.f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(l.path+".lock", l.path); err != nil {
+		return err
+	}
+	l.done = true
+	if testHookLockCommitted != nil {
+		testHookLockCommitted(l.path)
+	}
+	return nil
+}
+
+// release removes the lock file unless commit renamed it away: from then
+// on that name belongs to whoever locks the file next.
+func (l *refLock) release() {
+	if !l.closed {
+		l.f.Close()
+	}
+	if !l.done {
+		os.Remove(l.path + ".lock")
+	}
+}
+
+// testHookLockCommitted, set by tests, runs after a lock was renamed over
+// its file (another writer may take the lock from then on).
+var testHookLockCommitted func(path string)
 
 // UpdateRef moves ref name from old to new by compare-and-swap, under git's
 // own <ref>.lock so the git CLI and sessiond exclude each other. old ==
@@ -254,13 +306,7 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 	if err != nil {
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			lock.Close()
-			os.Remove(lock.Name())
-		}
-	}()
+	defer lock.release()
 	cur, _, err := r.readRefRaw(name)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
@@ -277,19 +323,9 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 		}
 		return durable.SyncDir(filepath.Dir(path))
 	}
-	if _, err := lock.WriteString(newID.String() + "\n"); err != nil {
+	if err := lock.commit([]byte(newID.String() + "\n")); err != nil {
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
-	if err := lock.Sync(); err != nil {
-		return fmt.Errorf("update ref %s: %w", name, err)
-	}
-	if err := lock.Close(); err != nil {
-		return fmt.Errorf("update ref %s: %w", name, err)
-	}
-	if err := os.Rename(lock.Name(), path); err != nil {
-		return fmt.Errorf("update ref %s: %w", name, err)
-	}
-	committed = true
 	return durable.SyncDir(filepath.Dir(path))
 }
 
@@ -310,7 +346,7 @@ func (r *Repo) removePackedRef(ctx context.Context, name RefName) error {
 	if err != nil {
 		return err
 	}
-	defer func() { lock.Close(); os.Remove(lock.Name()) }()
+	defer lock.release()
 	b, err = os.ReadFile(path) // again, under the lock
 	if err != nil {
 		return err
@@ -328,13 +364,7 @@ func (r *Repo) removePackedRef(ctx context.Context, name RefName) error {
 		}
 		out.WriteString(line)
 	}
-	if _, err := lock.Write(out.Bytes()); err != nil {
-		return err
-	}
-	if err := lock.Sync(); err != nil {
-		return err
-	}
-	if err := os.Rename(lock.Name(), path); err != nil {
+	if err := lock.commit(out.Bytes()); err != nil {
 		return err
 	}
 	return durable.SyncDir(r.gitDir)

@@ -229,10 +229,10 @@ func planUndo(ctx context.Context, r *gitstore.Repo, head gitstore.OID, layers [
 		if err != nil {
 			return res, nil, err
 		}
-		err = r.DiffTrees(ctx, pc.Tree, lc.Tree, func(c gitstore.TreeChange) error {
-			before[c.Path] = c.From
-			if _, ok := left[c.Path]; !ok {
-				left[c.Path] = c.To
+		err = merge.WalkChanges(ctx, r, pc.Tree, lc.Tree, func(c merge.FileChange) error {
+			before[c.Path()] = c.From()
+			if _, ok := left[c.Path()]; !ok {
+				left[c.Path()] = c.To()
 			}
 			return nil
 		})

@@ -184,18 +184,18 @@ func (m *Manager) AgainstTree(ctx context.Context, id uuid.UUID, against string)
 // target: the changes between the two trees, deletions first.
 func (m *Manager) overlayFromTree(ctx context.Context, r *gitstore.Repo, base overlay.Base, baseTree, target gitstore.OID) (*overlay.Overlay, error) {
 	ov := overlay.New(base, m.ovOpts)
-	var puts []gitstore.TreeChange
-	err := r.DiffTrees(ctx, baseTree, target, func(c gitstore.TreeChange) error {
-		if c.To.Mode == 0 {
+	var puts []merge.FileChange
+	err := merge.WalkChanges(ctx, r, baseTree, target, func(c merge.FileChange) error {
+		if c.To().Mode == 0 {
 			// Deleting the last file of a directory collapses it into a
 			// directory whiteout, as the overlay always does.
-			if err := ov.Delete(ctx, c.Path); err != nil && !errors.Is(err, overlay.ErrNotFound) {
+			if err := ov.Delete(ctx, c.Path()); err != nil && !errors.Is(err, overlay.ErrNotFound) {
 				return err
 			}
 			return nil
 		}
-		if c.From.Mode != 0 && c.From.Mode != c.To.Mode && (c.From.Mode == gitstore.ModeGitlink || c.To.Mode == gitstore.ModeGitlink) {
-			return fmt.Errorf("%w: %q changes to or from a submodule", ErrInvalid, c.Path)
+		if c.From().Mode != 0 && c.From().Mode != c.To().Mode && (c.From().Mode == gitstore.ModeGitlink || c.To().Mode == gitstore.ModeGitlink) {
+			return fmt.Errorf("%w: %q changes to or from a submodule", ErrInvalid, c.Path())
 		}
 		puts = append(puts, c)
 		return nil
@@ -204,14 +204,14 @@ func (m *Manager) overlayFromTree(ctx context.Context, r *gitstore.Repo, base ov
 		return nil, err
 	}
 	for _, c := range puts {
-		if c.To.Mode == gitstore.ModeGitlink {
-			return nil, fmt.Errorf("%w: %q adds a submodule", ErrInvalid, c.Path)
+		if c.To().Mode == gitstore.ModeGitlink {
+			return nil, fmt.Errorf("%w: %q adds a submodule", ErrInvalid, c.Path())
 		}
-		size, err := r.BlobSize(ctx, c.To.OID)
+		size, err := r.BlobSize(ctx, c.To().OID)
 		if err != nil {
 			return nil, err
 		}
-		if err := ov.PutSized(ctx, c.Path, c.To.OID, c.To.Mode, size); err != nil {
+		if err := ov.PutSized(ctx, c.Path(), c.To().OID, c.To().Mode, size); err != nil {
 			return nil, err
 		}
 	}
@@ -365,12 +365,12 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	var paths []string
 	var olds, news []gitstore.OID
 	var changes []change
-	err = ls.repo.DiffTrees(ctx, ls.tree, target, func(c gitstore.TreeChange) error {
-		paths = append(paths, c.Path)
-		olds = append(olds, c.From.OID)
-		news = append(news, c.To.OID)
-		changes = append(changes, change{path: c.Path, old: c.From.OID, new: c.To.OID,
-			oldMode: c.From.Mode, newMode: c.To.Mode, deleted: c.To.OID.IsZero()})
+	err = merge.WalkChanges(ctx, ls.repo, ls.tree, target, func(c merge.FileChange) error {
+		paths = append(paths, c.Path())
+		olds = append(olds, c.From().OID)
+		news = append(news, c.To().OID)
+		changes = append(changes, change{path: c.Path(), old: c.From().OID, new: c.To().OID,
+			oldMode: c.From().Mode, newMode: c.To().Mode, deleted: c.To().OID.IsZero()})
 		return nil
 	})
 	if err != nil {
@@ -442,8 +442,8 @@ func (m *Manager) checkReplaceWrites(ctx context.Context, ls *live, target gitst
 	var keep func(string) bool
 	if nb != nil {
 		own := map[string]bool{}
-		err := ls.repo.DiffTrees(ctx, nb.tree, target, func(c gitstore.TreeChange) error {
-			own[c.Path] = true
+		err := merge.WalkChanges(ctx, ls.repo, nb.tree, target, func(c merge.FileChange) error {
+			own[c.Path()] = true
 			return nil
 		})
 		if err != nil {

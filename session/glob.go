@@ -9,6 +9,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // Glob is a compiled path pattern, matched by doublestar against a whole
@@ -263,11 +264,11 @@ func (p *policy) checkTreeWrites(ctx context.Context, r *gitstore.Repo, from, to
 	if from == to {
 		return nil
 	}
-	return r.DiffTrees(ctx, from, to, func(c gitstore.TreeChange) error {
-		if keep != nil && !keep(c.Path) {
+	return merge.WalkChanges(ctx, r, from, to, func(c merge.FileChange) error {
+		if keep != nil && !keep(c.Path()) {
 			return nil
 		}
-		return p.checkWrite(c.Path)
+		return p.checkWrite(c.Path())
 	})
 }
 

@@ -92,8 +92,8 @@ func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor strin
 	// What the merge brings in is read from the other session, through
 	// its policy; replaceOverlay then holds it to this session's write
 	// policy.
-	err = ls.repo.DiffTrees(ctx, ls.tree, res.Tree, func(c gitstore.TreeChange) error {
-		if err := theirPolicy.checkRead(c.Path); err != nil {
+	err = merge.WalkChanges(ctx, ls.repo, ls.tree, res.Tree, func(c merge.FileChange) error {
+		if err := theirPolicy.checkRead(c.Path()); err != nil {
 			return fmt.Errorf("merge from session %s: %w", from, err)
 		}
 		return nil

@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/session"
@@ -72,13 +72,14 @@ func TestEventStream(t *testing.T) {
 	st, err := db.OpenSQLiteDir(ctx, dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	m := session.NewManager(session.Config{Store: st, DataDir: dir})
-	t.Cleanup(func() { m.Close() })
-	_, err = m.RegisterRepo(ctx, "r", testrepo.Build(t, "small"))
+	en := testengine.New(st, dir, session.Config{})
+	m := en.Sessions
+	t.Cleanup(func() { en.Close() })
+	_, err = en.Repos.Register(ctx, "r", testrepo.Build(t, "small"))
 	require.NoError(t, err)
 	s, err := m.Create(ctx, session.CreateOptions{Repo: "r"})
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), Heartbeat: 20 * time.Millisecond}))
+	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Changesets: en.Changesets, Heartbeat: 20 * time.Millisecond}))
 	t.Cleanup(srv.Close)
 
 	streams := func() string {

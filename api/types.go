@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -24,7 +25,7 @@ func oidTexts(os []gitstore.OID) []string {
 	return out
 }
 
-func toRepo(r session.Repo) apitypes.Repo {
+func toRepo(r repos.Repo) apitypes.Repo {
 	return apitypes.Repo{Name: r.Name, Path: r.Path, CreatedAt: r.CreatedAt}
 }
 

@@ -159,7 +159,7 @@ func TestAcceptSelectProperty(t *testing.T) {
 		}
 		tree, _, err := e.m.Tree(ctx, s.ID)
 		require.NoError(rt, err)
-		baseCommit, err := e.m.GitRepo(ctx, "bare")
+		baseCommit, err := e.en.Repos.Open(ctx, "bare")
 		require.NoError(rt, err)
 		bc, err := baseCommit.Commit(ctx, baseHead)
 		require.NoError(rt, err)
@@ -237,7 +237,7 @@ func TestAcceptSelectProperty(t *testing.T) {
 			}
 		}
 		assert.Equal(rt, after, e.gitApply(branch, rest.Unified()), "the hunks left out, applied by git apply to the branch, give the session's view")
-		repo, err := e.m.GitRepo(ctx, "bare")
+		repo, err := e.en.Repos.Open(ctx, "bare")
 		require.NoError(rt, err)
 		remaining, err := merge.Diff(ctx, repo, afterBase, after, merge.DiffOptions{}, merge.PatchOptions{})
 		require.NoError(rt, err)

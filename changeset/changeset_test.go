@@ -20,6 +20,7 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -34,7 +35,7 @@ func newChangesetEnv(t *testing.T) *csEnv {
 	t.Helper()
 	e := newEnv(t, "small")
 	bare := testrepo.BuildBare(t, "small")
-	_, err := e.m.RegisterRepo(t.Context(), "bare", bare)
+	_, err := e.en.Repos.Register(t.Context(), "bare", bare)
 	require.NoError(t, err)
 	return &csEnv{env: e, bare: bare}
 }
@@ -335,7 +336,7 @@ func TestChangesetAcceptRaceGitCLI(t *testing.T) {
 func TestChangesetReview(t *testing.T) {
 	e := newChangesetEnv(t)
 	ctx := t.Context()
-	_, err := e.cs.SetPolicy(ctx, changeset.Policy{Repo: "bare", RequiredApprovals: 2})
+	_, err := e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "bare", RequiredApprovals: 2})
 	require.NoError(t, err)
 	s := e.session(map[string]string{"a.txt": "reviewed\n"})
 	c := e.submit(s, "needs review")
@@ -445,7 +446,7 @@ func TestChangesetAcceptRules(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.cs.Accept(ctx, cw.ID, changeset.AcceptOptions{})
 	assert.ErrorIs(t, err, session.ErrForbidden)
-	_, err = e.cs.SetPolicy(ctx, changeset.Policy{Repo: "r", AllowCheckedOut: true})
+	_, err = e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r", AllowCheckedOut: true})
 	require.NoError(t, err)
 	_, err = e.cs.Accept(ctx, cw.ID, changeset.AcceptOptions{})
 	require.NoError(t, err)
@@ -475,7 +476,7 @@ func TestChangesetAcceptRules(t *testing.T) {
 func TestAcceptHoldsToSessionPolicy(t *testing.T) {
 	e := newEnv(t, "small")
 	ctx := t.Context()
-	_, err := e.cs.SetPolicy(ctx, changeset.Policy{Repo: "r", AllowCheckedOut: true})
+	_, err := e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r", AllowCheckedOut: true})
 	require.NoError(t, err)
 	p := e.create(session.CreateOptions{})
 	e.write(p.ID, "secret/key", "k\n")

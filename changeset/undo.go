@@ -93,11 +93,11 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 		}
 		ids[id] = true
 	}
-	r, err := s.sessions.GitRepo(ctx, first.Repo)
+	r, err := s.repos.Open(ctx, first.Repo)
 	if err != nil {
 		return UndoResult{}, err
 	}
-	pol, err := s.Policy(ctx, first.Repo)
+	pol, err := s.repos.Policy(ctx, first.Repo)
 	if err != nil {
 		return UndoResult{}, err
 	}
@@ -335,6 +335,6 @@ func (s *Service) recordUndo(ctx context.Context, res UndoResult) error {
 	if err != nil {
 		return err
 	}
-	s.sessions.Notify()
+	s.events.Notify()
 	return nil
 }

@@ -18,8 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -87,13 +89,13 @@ func testRepos(t *testing.T, _ backend, s Store) {
 	got, err := s.GetRepo(ctx, "beta")
 	require.NoError(t, err)
 	assert.Equal(t, b, got)
-	assert.ErrorIs(t, s.CreateRepo(ctx, session.Repo{Name: "beta", Path: "x", CreatedAt: t0}), session.ErrDuplicate)
+	assert.ErrorIs(t, s.CreateRepo(ctx, repos.Repo{Name: "beta", Path: "x", CreatedAt: t0}), session.ErrDuplicate)
 	_, err = s.GetRepo(ctx, "gamma")
 	assert.ErrorIs(t, err, session.ErrNotFound)
 
 	all, err := s.ListRepos(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []session.Repo{a, b}, all)
+	assert.Equal(t, []repos.Repo{a, b}, all)
 }
 
 func testSessions(t *testing.T, _ backend, s Store) {
@@ -609,21 +611,21 @@ func testReviseChangeset(t *testing.T, _ backend, s Store) {
 
 func testRepoPolicy(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
-	cst := s.Changesets()
+	var cst repos.Store = s
 	mkRepo(t, s, "r")
 	_, err := cst.GetRepoPolicy(ctx, "r")
 	assert.ErrorIs(t, err, session.ErrNotFound)
-	p := changeset.Policy{Repo: "r", RequiredApprovals: 2, AllowCheckedOut: true}
+	p := repos.Policy{Repo: "r", RequiredApprovals: 2, AllowCheckedOut: true}
 	require.NoError(t, cst.SetRepoPolicy(ctx, p))
 	got, err := cst.GetRepoPolicy(ctx, "r")
 	require.NoError(t, err)
 	assert.Equal(t, p, got)
-	p = changeset.Policy{Repo: "r", RefuseStaleReads: true}
+	p = repos.Policy{Repo: "r", RefuseStaleReads: true}
 	require.NoError(t, cst.SetRepoPolicy(ctx, p))
 	got, err = cst.GetRepoPolicy(ctx, "r")
 	require.NoError(t, err)
 	assert.Equal(t, p, got, "a second set replaces")
-	assert.ErrorIs(t, cst.SetRepoPolicy(ctx, changeset.Policy{Repo: "nope"}), session.ErrNotFound)
+	assert.ErrorIs(t, cst.SetRepoPolicy(ctx, repos.Policy{Repo: "nope"}), session.ErrNotFound)
 }
 
 func testLayers(t *testing.T, _ backend, s Store) {
@@ -674,8 +676,8 @@ func testEvents(t *testing.T, _ backend, s Store) {
 	a := mkSession(t, s, "r1", nil)
 	b := mkSession(t, s, "r2", nil)
 
-	var got []session.Event
-	for i, e := range []session.Event{
+	var got []events.Event
+	for i, e := range []events.Event{
 		{Repo: "r1", Session: a.ID, Type: "file.written", Payload: json.RawMessage(`{"path": "x", "n": 1}`)},
 		{Repo: "r2", Session: b.ID, Type: "file.deleted"},
 		{Repo: "r1", Type: "changeset.accepted", Payload: json.RawMessage(`{"id":"c"}`)},
@@ -687,10 +689,10 @@ func testEvents(t *testing.T, _ backend, s Store) {
 		assert.Equal(t, int64(i+1), ev.ID)
 		got = append(got, ev)
 	}
-	_, err := s.AppendEvent(ctx, session.Event{Repo: "r1", Type: "bad", Payload: json.RawMessage(`{`)})
+	_, err := s.AppendEvent(ctx, events.Event{Repo: "r1", Type: "bad", Payload: json.RawMessage(`{`)})
 	assert.Error(t, err)
 
-	check := func(f session.EventFilter, want ...session.Event) {
+	check := func(f events.Filter, want ...events.Event) {
 		t.Helper()
 		list, err := s.ListEvents(ctx, f)
 		require.NoError(t, err)
@@ -701,16 +703,16 @@ func testEvents(t *testing.T, _ backend, s Store) {
 		}
 		assert.Equal(t, want, list)
 	}
-	check(session.EventFilter{Session: a.ID}, got[0], got[3])
-	check(session.EventFilter{Session: a.ID, After: 1}, got[3])
-	check(session.EventFilter{Repo: "r1"}, got[0], got[2], got[3])
-	check(session.EventFilter{Repo: "r1", After: 1, Limit: 1}, got[2])
-	check(session.EventFilter{Repo: "r2"}, got[1])
-	check(session.EventFilter{Repo: "r2", After: 2})
-	check(session.EventFilter{Session: a.ID, Types: []string{"checkpoint.created"}}, got[3])
-	check(session.EventFilter{Repo: "r1", Types: []string{"changeset.accepted", "file.written"}}, got[0], got[2])
-	check(session.EventFilter{Repo: "r1", Types: []string{"changeset.accepted"}, After: 3})
-	check(session.EventFilter{Repo: "r1", Types: []string{"no.such.type"}})
+	check(events.Filter{Session: a.ID}, got[0], got[3])
+	check(events.Filter{Session: a.ID, After: 1}, got[3])
+	check(events.Filter{Repo: "r1"}, got[0], got[2], got[3])
+	check(events.Filter{Repo: "r1", After: 1, Limit: 1}, got[2])
+	check(events.Filter{Repo: "r2"}, got[1])
+	check(events.Filter{Repo: "r2", After: 2})
+	check(events.Filter{Session: a.ID, Types: []string{"checkpoint.created"}}, got[3])
+	check(events.Filter{Repo: "r1", Types: []string{"changeset.accepted", "file.written"}}, got[0], got[2])
+	check(events.Filter{Repo: "r1", Types: []string{"changeset.accepted"}, After: 3})
+	check(events.Filter{Repo: "r1", Types: []string{"no.such.type"}})
 }
 
 func testInTx(t *testing.T, _ backend, s Store) {
@@ -723,7 +725,7 @@ func testInTx(t *testing.T, _ backend, s Store) {
 		_, err := tx.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
 		require.NoError(t, err)
 		require.NoError(t, tx.SetSessionState(ctx, ss.ID, session.StateActive, session.StateSubmitted, t0))
-		_, err = tx.AppendEvent(ctx, session.Event{Repo: "r", Session: ss.ID, Type: "x", At: t0})
+		_, err = tx.AppendEvent(ctx, events.Event{Repo: "r", Session: ss.ID, Type: "x", At: t0})
 		require.NoError(t, err)
 		// The transaction sees its own writes.
 		got, err := tx.GetSession(ctx, ss.ID)
@@ -753,7 +755,7 @@ func testInTx(t *testing.T, _ backend, s Store) {
 		if _, err := tx.AddLayer(ctx, changeset.Layer{Repo: "r", Branch: "main", Changeset: cs.ID, Commit: oid(9), AcceptedAt: t0}); err != nil {
 			return err
 		}
-		_, err := tx.AppendEvent(ctx, session.Event{Repo: "r", Type: "changeset.accepted", At: t0})
+		_, err := tx.AppendEvent(ctx, events.Event{Repo: "r", Type: "changeset.accepted", At: t0})
 		return err
 	})
 	require.NoError(t, err)
@@ -776,7 +778,7 @@ func testInTx(t *testing.T, _ backend, s Store) {
 	got, err = s.GetSession(ctx, ss.ID)
 	require.NoError(t, err)
 	assert.Equal(t, session.StateAccepted, got.State, "nor moved the session")
-	evs, err := s.ListEvents(ctx, session.EventFilter{Repo: "r"})
+	evs, err := s.ListEvents(ctx, events.Filter{Repo: "r"})
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
 	assert.Equal(t, int64(1), evs[0].ID, "the rolled back event gave its id back")
@@ -964,7 +966,7 @@ func testReopen(t *testing.T, b backend, _ Store) {
 	ss := mkSession(t, s, "r", nil)
 	m, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, Paths: []string{"a"}, At: t0}, []session.OverlayChange{write("a", 1)})
 	require.NoError(t, err)
-	ev, err := s.AppendEvent(ctx, session.Event{Repo: "r", Type: "x", At: t0})
+	ev, err := s.AppendEvent(ctx, events.Event{Repo: "r", Type: "x", At: t0})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
@@ -983,7 +985,7 @@ func testReopen(t *testing.T, b backend, _ Store) {
 	m2, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), m2.Seq)
-	ev2, err := s.AppendEvent(ctx, session.Event{Repo: "r", Type: "y", At: t0})
+	ev2, err := s.AppendEvent(ctx, events.Event{Repo: "r", Type: "y", At: t0})
 	require.NoError(t, err)
 	assert.Equal(t, ev.ID+1, ev2.ID)
 }

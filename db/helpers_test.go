@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/pgtest"
+	"github.com/sessiond/sessiond/repos"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -95,9 +96,11 @@ func oid(n int) gitstore.OID {
 	return gitstore.HashObject(gitstore.KindBlob, []byte(strconv.Itoa(n)))
 }
 
-func mkRepo(t testing.TB, s session.Tx, name string) session.Repo {
+func mkRepo(t testing.TB, s interface {
+	CreateRepo(context.Context, repos.Repo) error
+}, name string) repos.Repo {
 	t.Helper()
-	r := session.Repo{Name: name, Path: "/srv/" + name + ".git", CreatedAt: t0}
+	r := repos.Repo{Name: name, Path: "/srv/" + name + ".git", CreatedAt: t0}
 	require.NoError(t, s.CreateRepo(t.Context(), r))
 	return r
 }

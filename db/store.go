@@ -14,8 +14,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -230,7 +232,7 @@ func (f *filter) limit(n int) string {
 
 // Repositories.
 
-func (s *store) CreateRepo(ctx context.Context, r session.Repo) error {
+func (s *store) CreateRepo(ctx context.Context, r repos.Repo) error {
 	_, err := s.r.exec(ctx, `INSERT INTO repos (name, path, created_at) VALUES ($1, $2, $3)`,
 		r.Name, r.Path, timeArg(r.CreatedAt))
 	if err != nil {
@@ -239,13 +241,13 @@ func (s *store) CreateRepo(ctx context.Context, r session.Repo) error {
 	return nil
 }
 
-func scanRepo(sc scanner) (session.Repo, error) {
-	var r session.Repo
+func scanRepo(sc scanner) (repos.Repo, error) {
+	var r repos.Repo
 	err := sc.Scan(&r.Name, &r.Path, timeCol{&r.CreatedAt})
 	return r, err
 }
 
-func (s *store) GetRepo(ctx context.Context, name string) (session.Repo, error) {
+func (s *store) GetRepo(ctx context.Context, name string) (repos.Repo, error) {
 	r, err := scanRepo(s.r.queryRow(ctx, `SELECT name, path, created_at FROM repos WHERE name = $1`, name))
 	if err != nil {
 		return r, fmt.Errorf("repository %q: %w", name, err)
@@ -253,7 +255,7 @@ func (s *store) GetRepo(ctx context.Context, name string) (session.Repo, error) 
 	return r, nil
 }
 
-func (s *store) ListRepos(ctx context.Context) ([]session.Repo, error) {
+func (s *store) ListRepos(ctx context.Context) ([]repos.Repo, error) {
 	rs, err := s.r.query(ctx, `SELECT name, path, created_at FROM repos ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list repos: %w", err)
@@ -1156,7 +1158,7 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func (s *store) SetRepoPolicy(ctx context.Context, p changeset.Policy) error {
+func (s *store) SetRepoPolicy(ctx context.Context, p repos.Policy) error {
 	_, err := s.r.exec(ctx, `INSERT INTO repo_policies (repo, required_approvals, allow_checked_out, refuse_stale_reads)
 		VALUES ($1, $2, $3, $4) ON CONFLICT (repo) DO UPDATE SET required_approvals = excluded.required_approvals,
 		allow_checked_out = excluded.allow_checked_out, refuse_stale_reads = excluded.refuse_stale_reads`,
@@ -1167,13 +1169,13 @@ func (s *store) SetRepoPolicy(ctx context.Context, p changeset.Policy) error {
 	return nil
 }
 
-func (s *store) GetRepoPolicy(ctx context.Context, repo string) (changeset.Policy, error) {
-	p := changeset.Policy{Repo: repo}
+func (s *store) GetRepoPolicy(ctx context.Context, repo string) (repos.Policy, error) {
+	p := repos.Policy{Repo: repo}
 	var allow, refuse int
 	err := s.r.queryRow(ctx, `SELECT required_approvals, allow_checked_out, refuse_stale_reads
 		FROM repo_policies WHERE repo = $1`, repo).Scan(&p.RequiredApprovals, &allow, &refuse)
 	if err != nil {
-		return changeset.Policy{}, fmt.Errorf("policy of repository %q: %w", repo, err)
+		return repos.Policy{}, fmt.Errorf("policy of repository %q: %w", repo, err)
 	}
 	p.AllowCheckedOut, p.RefuseStaleReads = allow != 0, refuse != 0
 	return p, nil
@@ -1181,12 +1183,12 @@ func (s *store) GetRepoPolicy(ctx context.Context, repo string) (changeset.Polic
 
 // Events.
 
-func (s *store) AppendEvent(ctx context.Context, e session.Event) (session.Event, error) {
+func (s *store) AppendEvent(ctx context.Context, e events.Event) (events.Event, error) {
 	if len(e.Payload) == 0 {
 		e.Payload = json.RawMessage("{}")
 	}
 	if !json.Valid(e.Payload) {
-		return session.Event{}, fmt.Errorf("append event %s: payload is not JSON", e.Type)
+		return events.Event{}, fmt.Errorf("append event %s: payload is not JSON", e.Type)
 	}
 	err := s.atomic(ctx, func(t *store) error {
 		err := t.r.queryRow(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'events' RETURNING value`).Scan(&e.ID)
@@ -1202,13 +1204,13 @@ func (s *store) AppendEvent(ctx context.Context, e session.Event) (session.Event
 		return nil
 	})
 	if err != nil {
-		return session.Event{}, err
+		return events.Event{}, err
 	}
 	e.At = e.At.UTC().Truncate(time.Microsecond)
 	return e, nil
 }
 
-func (s *store) ListEvents(ctx context.Context, f session.EventFilter) ([]session.Event, error) {
+func (s *store) ListEvents(ctx context.Context, f events.Filter) ([]events.Event, error) {
 	var w filter
 	if f.Session != uuid.Nil {
 		w.add("session_id = ?", f.Session.String())
@@ -1222,9 +1224,9 @@ func (s *store) ListEvents(ctx context.Context, f session.EventFilter) ([]sessio
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
-	out, err := collect(rs, func(sc scanner) (session.Event, error) {
+	out, err := collect(rs, func(sc scanner) (events.Event, error) {
 		var (
-			e       session.Event
+			e       events.Event
 			payload string
 		)
 		err := sc.Scan(&e.ID, &e.Repo, uuidCol{&e.Session}, &e.Type, textCol{&payload}, timeCol{&e.At})
@@ -1237,10 +1239,13 @@ func (s *store) ListEvents(ctx context.Context, f session.EventFilter) ([]sessio
 	return out, nil
 }
 
-// Store is a database as the engines use it: package session's Store, and
+// Store is a database as the engines use it: package session's Store,
+// the registry's (repos.Store), the event log's (events.Store), and
 // package changeset's over the same database (Changesets).
 type Store interface {
 	session.Store
+	repos.Store
+	events.Store
 	Changesets() changeset.Store
 }
 

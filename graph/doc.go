@@ -36,7 +36,7 @@
 //   - Review summaries of any two trees (Summary), for changesets.
 //
 // The graph learns of committed mutations and ended sessions through
-// Mutated and Closed, and records its events through an EventAppender, in
+// Mutated and Closed, and records its events through an EventLog (events.Log), in
 // types of its own: it is a peer of the session engine and imports none of
 // it (internal/graphsession wires the two together). It is in memory:
 // after a restart a session reappears the next time it writes.

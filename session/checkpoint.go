@@ -102,7 +102,7 @@ func (m *Manager) checkpoint(ctx context.Context, ls *live, label, message strin
 	ls.meta.Head = commit
 	ls.meta.Checkpoints = n
 	clear(ls.unsaved)
-	m.events.notify()
+	m.events.Notify()
 	return cp, nil
 }
 
@@ -166,7 +166,7 @@ func (m *Manager) AgainstTree(ctx context.Context, id uuid.UUID, against string)
 	if gerr != nil {
 		return gitstore.OID{}, gerr
 	}
-	r, gerr := m.repo(ctx, s.Repo)
+	r, gerr := m.repos.Open(ctx, s.Repo)
 	if gerr != nil {
 		return gitstore.OID{}, gerr
 	}
@@ -428,7 +428,7 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	}
 	ls.meta.Seq = rec.Seq
 	ls.meta.LastActiveAt = now
-	m.events.notify()
+	m.events.Notify()
 	m.observeMutation(ctx, ls, rec, changes)
 	return ls.policy.visible(rec), nil
 }

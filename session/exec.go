@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -451,26 +450,4 @@ func rejection(p string, err error) (ExecRejection, bool) {
 		return ExecRejection{Path: p, Rule: RuleInvalid, Message: err.Error()}, true
 	}
 	return ExecRejection{}, false
-}
-
-// WorkdirHidden lists what commands must not reach: the data directory
-// and every registered repository.
-func (m *Manager) WorkdirHidden(ctx context.Context) []string {
-	var out []string
-	if m.dataDir != "" {
-		out = append(out, m.dataDir)
-	}
-	repos, err := m.store.ListRepos(ctx)
-	if err != nil {
-		return out
-	}
-	for _, r := range repos {
-		out = append(out, path.Clean(r.Path))
-		m.mu.Lock()
-		if g := m.repos[r.Name]; g != nil {
-			out = append(out, g.GitDir())
-		}
-		m.mu.Unlock()
-	}
-	return out
 }

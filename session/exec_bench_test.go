@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/workdir"
@@ -54,8 +55,9 @@ func newExecBench(b *testing.B, mode workdir.Mode) *execBench {
 	if err != nil {
 		b.Skipf("mode %s: %v", mode, err)
 	}
-	m := session.NewManager(session.Config{Store: st, DataDir: data, Workdirs: wd})
-	_, err = m.RegisterRepo(ctx, "r", repo)
+	en := testengine.New(st, data, session.Config{Workdirs: wd})
+	m := en.Sessions
+	_, err = en.Repos.Register(ctx, "r", repo)
 	require.NoError(b, err)
 	e := &execBench{m: m, dataDir: data}
 	e.exec(b, e.create(b), "true") // builds the shared base checkout

@@ -16,6 +16,8 @@ import (
 
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/events"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/session"
@@ -60,9 +62,9 @@ func newExecEnvWith(t *testing.T, cfg workdir.Config, limits ...session.Limits) 
 	st, err := db.OpenSQLite(context.Background(), filepath.Join(e.dataDir, "sessiond.db"))
 	require.NoError(t, err)
 	e.store = st
-	var m *session.Manager
+	var en *testengine.Engine
 	cfg.Dir = filepath.Join(e.dataDir, "workdir")
-	cfg.Hide = func() []string { return m.WorkdirHidden(context.Background()) }
+	cfg.Hide = func() []string { return en.Repos.Hidden(context.Background()) }
 	wd, err := workdir.New(cfg)
 	requireIsolation := os.Getenv("SESSIOND_TEST_REQUIRE_ISOLATION") == "1" && !cfg.NoNamespaces
 	if errors.Is(err, workdir.ErrUnsupported) && !requireIsolation {
@@ -76,11 +78,11 @@ func newExecEnvWith(t *testing.T, cfg workdir.Config, limits ...session.Limits) 
 	if len(limits) > 0 {
 		lim = limits[0]
 	}
-	m = session.NewManager(session.Config{Store: st, DataDir: e.dataDir, Workdirs: wd, Limits: lim,
+	en = testengine.New(st, e.dataDir, session.Config{Workdirs: wd, Limits: lim,
 		Exec: session.ExecConfig{MaxTimeout: time.Minute}})
-	e.m = m
-	t.Cleanup(func() { wd.Close(); m.Close(); st.Close() })
-	_, err = m.RegisterRepo(t.Context(), "r", repo)
+	e.en, e.m = en, en.Sessions
+	t.Cleanup(func() { wd.Close(); en.Close(); st.Close() })
+	_, err = en.Repos.Register(t.Context(), "r", repo)
 	require.NoError(t, err)
 	return &execEnv{env: e, wd: wd}
 }
@@ -149,7 +151,7 @@ func TestExecRecordsOneMutation(t *testing.T) {
 		assert.Equal(t, 3, ms[0].Exec.ExitCode)
 		// (A mode-only change is not in the log's paths yet: issue 13.)
 		assert.Subset(t, ms[0].Paths, []string{"docs/read.txt", "new.txt"})
-		evs, err := e.m.Events(t.Context(), session.EventFilter{Session: s.ID})
+		evs, err := e.en.Events.List(t.Context(), events.Filter{Session: s.ID})
 		require.NoError(t, err)
 		var execEvents int
 		for _, ev := range evs {

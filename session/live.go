@@ -81,7 +81,7 @@ func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	if err != nil {
 		return err
 	}
-	r, err := m.repo(ctx, s.Repo)
+	r, err := m.repos.Open(ctx, s.Repo)
 	if err != nil {
 		return err
 	}
@@ -406,7 +406,7 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 	if !expires.IsZero() {
 		ls.meta.ExpiresAt = expires
 	}
-	m.events.notify()
+	m.events.Notify()
 	m.observeMutation(ctx, ls, rec, changes)
 	return rec, changes, nil
 }

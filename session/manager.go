@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,9 +12,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/workdir"
 )
 
@@ -46,9 +46,11 @@ func (l *Limits) fill() {
 // Config configures a Manager.
 type Config struct {
 	Store Store
-	// DataDir holds repositories created with InitRepo.
-	DataDir string
-	Limits  Limits
+	// Repos opens the sessions' repositories.
+	Repos *repos.Registry
+	// Events wakes the event streams after the engine committed events.
+	Events *events.Log
+	Limits Limits
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// AllowCaseCollisions turns off the caseCollision path rule.
@@ -69,19 +71,18 @@ type Config struct {
 // sessions run in parallel, and the operations on one session are
 // serialized by that session's lock.
 type Manager struct {
-	store   Store
-	dataDir string
-	limits  Limits
-	now     func() time.Time
-	ovOpts  overlay.Options
-	events  *broker
+	store  Store
+	repos  *repos.Registry
+	events *events.Log
+	limits Limits
+	now    func() time.Time
+	ovOpts overlay.Options
 	// observers is fixed at construction.
 	observers []Observer
 	workdirs  *workdir.Manager
 	exec      ExecConfig
 
-	mu    sync.Mutex // guards repos and live
-	repos map[string]*gitstore.Repo
+	mu sync.Mutex // guards live
 	// live holds the sessions in memory: loaded ones, and entries being
 	// loaded or closed under their lock.
 	live map[uuid.UUID]*live
@@ -100,15 +101,14 @@ func NewManager(cfg Config) *Manager {
 	}
 	m := &Manager{
 		store:     cfg.Store,
-		dataDir:   cfg.DataDir,
+		repos:     cfg.Repos,
+		events:    cfg.Events,
 		limits:    cfg.Limits,
 		now:       func() time.Time { return now().UTC().Truncate(time.Microsecond) },
 		ovOpts:    overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions},
-		events:    newBroker(),
 		observers: cfg.Observers,
 		workdirs:  cfg.Workdirs,
 		exec:      cfg.Exec,
-		repos:     make(map[string]*gitstore.Repo),
 		live:      make(map[uuid.UUID]*live),
 	}
 	if cfg.IdleUnload == 0 {
@@ -118,132 +118,14 @@ func NewManager(cfg Config) *Manager {
 	return m
 }
 
-// Close stops the idle unloader and releases the open repositories. The
-// store is the caller's.
+// Close stops the idle unloader and lets the loaded sessions go. The
+// store, the repositories and the event log are the caller's.
 func (m *Manager) Close() error {
 	m.stopJanitor()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var errs []error
-	for _, r := range m.repos {
-		errs = append(errs, r.Close())
-	}
-	clear(m.repos)
 	clear(m.live)
-	return errors.Join(errs...)
-}
-
-// RegisterRepo registers the existing repository at path under name.
-func (m *Manager) RegisterRepo(ctx context.Context, name, path string) (Repo, error) {
-	if err := validateRepoName(name); err != nil {
-		return Repo{}, err
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return Repo{}, fmt.Errorf("%w: repository path %q: %v", ErrInvalid, path, err)
-	}
-	r, err := gitstore.Open(abs)
-	if err != nil {
-		return Repo{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	return m.addRepo(ctx, name, abs, r)
-}
-
-// InitRepo creates a bare repository named name under the data directory
-// and registers it.
-func (m *Manager) InitRepo(ctx context.Context, name string) (Repo, error) {
-	if err := validateRepoName(name); err != nil {
-		return Repo{}, err
-	}
-	if m.dataDir == "" {
-		return Repo{}, fmt.Errorf("%w: no data directory to create repositories in", ErrInvalid)
-	}
-	if _, err := m.store.GetRepo(ctx, name); err == nil {
-		return Repo{}, fmt.Errorf("repository %q: %w", name, ErrDuplicate)
-	}
-	path := filepath.Join(m.dataDir, "repos", name+".git")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return Repo{}, err
-	}
-	r, err := gitstore.Init(path, true)
-	if err != nil {
-		return Repo{}, fmt.Errorf("init repository %q: %w", name, err)
-	}
-	return m.addRepo(ctx, name, path, r)
-}
-
-func (m *Manager) addRepo(ctx context.Context, name, path string, r *gitstore.Repo) (Repo, error) {
-	rec := Repo{Name: name, Path: path, CreatedAt: m.now()}
-	if err := m.store.CreateRepo(ctx, rec); err != nil {
-		r.Close()
-		return Repo{}, err // the store's error names the repository
-	}
-	m.mu.Lock()
-	if old := m.repos[name]; old != nil {
-		old.Close()
-	}
-	m.repos[name] = r
-	m.mu.Unlock()
-	return rec, nil
-}
-
-func validateRepoName(name string) error {
-	if name == "" || len(name) > 100 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" ||
-		strings.HasPrefix(name, ".") {
-		return fmt.Errorf("%w: repository name %q: use letters, digits, '-', '_' and '.'", ErrInvalid, name)
-	}
 	return nil
-}
-
-// GetRepo returns a registered repository.
-func (m *Manager) GetRepo(ctx context.Context, name string) (Repo, error) {
-	return m.store.GetRepo(ctx, name)
-}
-
-// ListRepos returns the registered repositories.
-func (m *Manager) ListRepos(ctx context.Context) ([]Repo, error) {
-	return m.store.ListRepos(ctx)
-}
-
-// Branches returns the branches of a repository and their commits.
-func (m *Manager) Branches(ctx context.Context, name string) ([]gitstore.Ref, error) {
-	r, err := m.repo(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return r.ListRefs(ctx, "refs/heads/")
-}
-
-// GitRepo returns the open repository registered as name.
-func (m *Manager) GitRepo(ctx context.Context, name string) (*gitstore.Repo, error) {
-	return m.repo(ctx, name)
-}
-
-// repo returns the open repository registered as name, opening it on
-// first use.
-func (m *Manager) repo(ctx context.Context, name string) (*gitstore.Repo, error) {
-	m.mu.Lock()
-	r := m.repos[name]
-	m.mu.Unlock()
-	if r != nil {
-		return r, nil
-	}
-	rec, err := m.store.GetRepo(ctx, name)
-	if err != nil {
-		return nil, err // the store's error names the repository
-	}
-	opened, err := gitstore.Open(rec.Path)
-	if err != nil {
-		return nil, fmt.Errorf("repository %q: %w", name, err)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if r := m.repos[name]; r != nil {
-		opened.Close()
-		return r, nil
-	}
-	m.repos[name] = opened
-	return opened, nil
 }
 
 // Refs a session keeps in its repository, so that `git gc` never prunes
@@ -318,7 +200,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 	if _, err := compilePolicy(opts.Policy); err != nil {
 		return Session{}, err
 	}
-	r, err := m.repo(ctx, opts.Repo)
+	r, err := m.repos.Open(ctx, opts.Repo)
 	if err != nil {
 		return Session{}, err
 	}
@@ -383,7 +265,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 		_ = r.UpdateRef(context.WithoutCancel(ctx), baseRef(s.ID), gitstore.ZeroOID, commit)
 		return Session{}, fmt.Errorf("create session: %w", err)
 	}
-	m.events.notify()
+	m.events.Notify()
 	return s, nil
 }
 
@@ -407,7 +289,7 @@ func (m *Manager) Get(ctx context.Context, id uuid.UUID) (Session, error) {
 // registered is ErrInvalid.
 func (m *Manager) ListSessions(ctx context.Context, f SessionFilter) ([]Session, error) {
 	if f.Repo != "" {
-		if _, err := m.store.GetRepo(ctx, f.Repo); errors.Is(err, ErrNotFound) {
+		if _, err := m.repos.Get(ctx, f.Repo); errors.Is(err, ErrNotFound) {
 			return nil, record.UnknownRepoFilter(f.Repo)
 		} else if err != nil {
 			return nil, err
@@ -478,7 +360,7 @@ func (m *Manager) setState(ctx context.Context, ls *live, to State) error {
 	}
 	ls.meta.State = to
 	ls.meta.LastActiveAt = now
-	m.events.notify()
+	m.events.Notify()
 	if to.Terminal() {
 		m.observeClosed(ctx, ls.meta)
 		if m.workdirs != nil && !ls.busy {

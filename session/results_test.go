@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/merge"
@@ -96,7 +97,7 @@ func TestModeOnlyChange(t *testing.T) {
 	_, mu, err := e.m.Write(ctx, s.ID, "README.md", []byte(content), session.WriteOptions{Mode: gitstore.ModeExec})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"README.md"}, mu.Paths)
-	evs, err := e.m.Events(ctx, session.EventFilter{Session: s.ID})
+	evs, err := e.en.Events.List(ctx, events.Filter{Session: s.ID})
 	require.NoError(t, err)
 	last := evs[len(evs)-1]
 	assert.Equal(t, session.EventFileWritten, last.Type)
@@ -106,7 +107,7 @@ func TestModeOnlyChange(t *testing.T) {
 	tree, base, err := e.m.Tree(ctx, s.ID)
 	require.NoError(t, err)
 	assert.Equal(t, e.git("diff", "--raw", "--no-abbrev", base.String(), tree.String()), ":100644 100755 "+e.git("rev-parse", "main:README.md")+" "+e.git("rev-parse", "main:README.md")+" M\tREADME.md")
-	r, err := e.m.GitRepo(ctx, "r")
+	r, err := e.en.Repos.Open(ctx, "r")
 	require.NoError(t, err)
 	patch, err := merge.Diff(ctx, r, base, tree, merge.DiffOptions{}, merge.PatchOptions{})
 	require.NoError(t, err)
@@ -157,7 +158,7 @@ func newOddNamesEnv(t *testing.T) *env {
 	testrepo.GitInput(t, dir, []byte(fi), "fast-import", "--quiet", "--done")
 	e := &env{t: t, dataDir: t.TempDir(), repoDir: dir}
 	e.open()
-	_, err := e.m.RegisterRepo(t.Context(), "r", dir)
+	_, err := e.en.Repos.Register(t.Context(), "r", dir)
 	require.NoError(t, err)
 	return e
 }
@@ -482,7 +483,7 @@ func TestSessionOnSharedClone(t *testing.T) {
 	e := &env{t: t, dataDir: t.TempDir(), repoDir: shared}
 	e.open()
 	ctx := t.Context()
-	_, err := e.m.RegisterRepo(ctx, "r", shared)
+	_, err := e.en.Repos.Register(ctx, "r", shared)
 	require.NoError(t, err)
 	before := repoState(t, src)
 

@@ -17,7 +17,7 @@ func TestRevisionsEverywhere(t *testing.T) {
 	e := newEnv(t, "small")
 	ctx := t.Context()
 	bare := testrepo.BuildBare(t, "small")
-	_, err := e.m.RegisterRepo(ctx, "bare", bare)
+	_, err := e.en.Repos.Register(ctx, "bare", bare)
 	require.NoError(t, err)
 	bgit := func(args ...string) string { return testrepo.Git(t, bare, args...) }
 	for _, base := range []string{"main~1", "main^", "HEAD~2", "v1^{commit}", "v1~1", "refs/heads/main^0", "feature^^{commit}"} {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
@@ -370,7 +371,7 @@ func TestRebaseShowsOnlyReadablePaths(t *testing.T) {
 	assert.Equal(t, mu.Paths, last.Paths, "the log")
 	assert.Len(t, last.New, len(last.Paths))
 
-	evs, err := e.m.Events(ctx, session.EventFilter{Session: s.ID})
+	evs, err := e.en.Events.List(ctx, events.Filter{Session: s.ID})
 	require.NoError(t, err)
 	var seen []string
 	for _, ev := range evs {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/session"
@@ -158,7 +159,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now()
 	clock := func() time.Time { return now }
-	e.m = session.NewManager(session.Config{Store: e.store, DataDir: e.dataDir, Now: clock})
+	require.NoError(t, e.en.Close())
+	e.start(session.Config{Now: clock})
 	s := e.create(session.CreateOptions{Policy: session.Policy{Write: []string{"src/**", "*.md"}, Deny: []string{"secrets/**"}}})
 	e.write(s.ID, "src/ok.go", "package ok\n")
 	before := e.view(s.ID)
@@ -338,7 +340,7 @@ func TestEvents(t *testing.T) {
 	e := newEnv(t, "small")
 	ctx := t.Context()
 	s := e.create(session.CreateOptions{})
-	sub := e.m.Subscribe(ctx, session.EventFilter{Session: s.ID})
+	sub := e.en.Events.Subscribe(ctx, events.Filter{Session: s.ID})
 	first := <-sub
 	assert.Equal(t, session.EventSessionState, first.Type)
 	e.write(s.ID, "x", "1")
@@ -360,7 +362,7 @@ func TestEvents(t *testing.T) {
 	assert.Equal(t, []string{session.EventFileWritten, session.EventFileDeleted, session.EventCheckpointCreated}, types)
 	assert.Less(t, first.ID, ids[0])
 	// Resume after the first file event.
-	resumed := e.m.Subscribe(ctx, session.EventFilter{Session: s.ID, After: ids[0]})
+	resumed := e.en.Events.Subscribe(ctx, events.Filter{Session: s.ID, After: ids[0]})
 	assert.Equal(t, ids[1], (<-resumed).ID)
 }
 

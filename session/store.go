@@ -6,12 +6,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/record"
 )
 
-// Store is the metadata store behind the engine: repositories, sessions,
-// overlays and their mutation logs, checkpoints and events. Package db implements it for Postgres and SQLite;
+// Store is the metadata store behind the engine: sessions,
+// overlays and their mutation logs, checkpoints, and the events their
+// transactions append. Package db implements it for Postgres and SQLite;
 // both pass one conformance suite. Changesets, reviews and layers are
 // package changeset's store, over the same database.
 //
@@ -36,12 +38,6 @@ type Store interface {
 // errors.go, wrapped with context; a failed compare-and-swap is a
 // *ConflictError.
 type Tx interface {
-	// CreateRepo registers a repository; ErrDuplicate when the name is taken.
-	CreateRepo(ctx context.Context, r Repo) error
-	GetRepo(ctx context.Context, name string) (Repo, error)
-	// ListRepos returns all repositories ordered by name.
-	ListRepos(ctx context.Context) ([]Repo, error)
-
 	// CreateSession inserts a session row. Seq and Checkpoints start at 0;
 	// a zero Head is stored as BaseCommit. ErrNotFound when the repository
 	// (or the fork parent) does not exist, ErrDuplicate when the id does.
@@ -96,21 +92,10 @@ type Tx interface {
 	// ListCheckpoints returns a session's checkpoints by number.
 	ListCheckpoints(ctx context.Context, session uuid.UUID) ([]Checkpoint, error)
 
-	// AppendEvent assigns the next event id and records e. Ids increase in
-	// commit order, so a reader resuming after id n never misses an event
-	// committed later with a smaller id. In a transaction, append events
-	// last: the id counter stays locked until commit.
-	AppendEvent(ctx context.Context, e Event) (Event, error)
-	// ListEvents returns up to f.Limit events with ID > f.After, oldest
-	// first, for one session (f.Session) or one repository (f.Repo).
-	ListEvents(ctx context.Context, f EventFilter) ([]Event, error)
-}
-
-// Repo is a git repository registered by name.
-type Repo struct {
-	Name      string
-	Path      string
-	CreatedAt time.Time
+	// AppendEvent records an event of the transaction's change (see
+	// events.Appender). Ids increase in commit order, so a reader resuming
+	// after id n never misses an event committed later with a smaller id.
+	events.Appender
 }
 
 // State is a session's lifecycle state (package record's).
@@ -281,11 +266,3 @@ type Checkpoint struct {
 	Message   string
 	CreatedAt time.Time
 }
-
-// Event is one entry of the event log that SSE clients follow (package
-// record's).
-type Event = record.Event
-
-// EventFilter selects events after an id, for one session or, when Session
-// is uuid.Nil, for one repository (including its sessions' events).
-type EventFilter = record.EventFilter

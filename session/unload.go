@@ -238,7 +238,7 @@ func (m *Manager) closeSession(ctx context.Context, id uuid.UUID, to State, ok f
 	case !ok(s):
 		return nil
 	}
-	r, err := m.repo(ctx, s.Repo)
+	r, err := m.repos.Open(ctx, s.Repo)
 	if err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func (m *Manager) closeSession(ctx context.Context, id uuid.UUID, to State, ok f
 		return fmt.Errorf("session %s: %s → %s: %w", id, from, to, err)
 	}
 	s.State, s.LastActiveAt = to, now
-	m.events.notify()
+	m.events.Notify()
 	m.observeClosed(ctx, s)
 	if m.workdirs != nil {
 		_ = m.workdirs.Remove(id.String())

@@ -38,7 +38,7 @@ func TestAcceptSelectHTTP(t *testing.T) {
 	bare := testrepo.BuildBare(t, "small")
 	_, err = en.Repos.Register(ctx, "r", bare)
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Changesets: en.Changesets}))
+	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets}))
 	t.Cleanup(srv.Close)
 	call := func(method, path, body string, out any) int {
 		t.Helper()
@@ -139,7 +139,7 @@ func TestChangesetRevisionsHTTP(t *testing.T) {
 	_, err = en.Repos.Register(ctx, "r", testrepo.BuildBare(t, "small"))
 	require.NoError(t, err)
 	cs := en.Changesets
-	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Changesets: cs}))
+	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: cs}))
 	t.Cleanup(srv.Close)
 	getJSON := func(path string, out any) int {
 		t.Helper()

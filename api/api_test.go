@@ -79,7 +79,7 @@ func TestEventStream(t *testing.T) {
 	require.NoError(t, err)
 	s, err := m.Create(ctx, session.CreateOptions{Repo: "r"})
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Changesets: en.Changesets, Heartbeat: 20 * time.Millisecond}))
+	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, Heartbeat: 20 * time.Millisecond}))
 	t.Cleanup(srv.Close)
 
 	streams := func() string {

@@ -47,7 +47,7 @@ func newTestServer(t *testing.T, adminToken string) *testServer {
 	repo := testrepo.Build(t, "small")
 	_, err = en.Repos.Register(ctx, "r", repo)
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Changesets: en.Changesets, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef")}))
+	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef")}))
 	t.Cleanup(srv.Close)
 	ts := &testServer{t: t, URL: srv.URL, m: m, repo: repo}
 	if adminToken != "" {

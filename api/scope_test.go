@@ -48,7 +48,7 @@ func newScopeEnv(t testing.TB) *scopeEnv {
 	e := &scopeEnv{t: t, en: en, m: m, cs: en.Changesets, repo: testrepo.BuildBare(t, "small")}
 	_, err = en.Repos.Register(ctx, "r", e.repo)
 	require.NoError(t, err)
-	e.api = New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Changesets: e.cs, AdminToken: testAdminToken, TokenSecret: []byte("token secret for tests")})
+	e.api = New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: e.cs, AdminToken: testAdminToken, TokenSecret: []byte("token secret for tests")})
 	e.srv = httptest.NewServer(e.api)
 	t.Cleanup(e.srv.Close)
 	return e

@@ -83,7 +83,7 @@ func newEnv(t testing.TB) *env {
 	_, err = en.Repos.Register(ctx, "calc", repo)
 	require.NoError(t, err)
 	e := &env{repoDir: repo, m: m, g: g}
-	e.api = api.New(api.Config{Manager: m, Repos: en.Repos, Events: en.Events, Changesets: en.Changesets, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Summaries: g,
+	e.api = api.New(api.Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Summaries: g,
 		MCP: mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend { return client.NewInProcess(e.api, token) }, mcpserver.Options{})})
 	e.admin = client.NewInProcess(e.api, adminToken)
 	return e

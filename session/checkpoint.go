@@ -46,17 +46,17 @@ func (m *Manager) Checkpoint(ctx context.Context, id uuid.UUID, label, message s
 		return Checkpoint{}, err
 	}
 	defer ls.mu.Unlock()
-	if err := m.checkOpen(ctx, ls); err != nil {
+	if err := m.recorder.checkOpen(ctx, ls); err != nil {
 		return Checkpoint{}, err
 	}
-	return m.checkpoint(ctx, ls, label, message)
+	return m.recorder.checkpoint(ctx, ls, label, message)
 }
 
 // checkpoint commits ls.tree; ls.mu must be held. Order: the commit is
 // durable, then the refs move, then the store row commits (moving the
 // session head by compare-and-swap). A crash between leaves refs ahead of
 // the store, which load repairs.
-func (m *Manager) checkpoint(ctx context.Context, ls *live, label, message string) (Checkpoint, error) {
+func (m *recorder) checkpoint(ctx context.Context, ls *live, label, message string) (Checkpoint, error) {
 	now := m.now()
 	n := ls.meta.Checkpoints + 1
 	if message == "" {
@@ -182,7 +182,7 @@ func (m *Manager) AgainstTree(ctx context.Context, id uuid.UUID, against string)
 
 // overlayFromTree returns the overlay over base that turns baseTree into
 // target: the changes between the two trees, deletions first.
-func (m *Manager) overlayFromTree(ctx context.Context, r *gitstore.Repo, base overlay.Base, baseTree, target gitstore.OID) (*overlay.Overlay, error) {
+func (m *recorder) overlayFromTree(ctx context.Context, r *gitstore.Repo, base overlay.Base, baseTree, target gitstore.OID) (*overlay.Overlay, error) {
 	ov := overlay.New(base, m.ovOpts)
 	var puts []merge.FileChange
 	err := merge.WalkChanges(ctx, r, baseTree, target, func(c merge.FileChange) error {
@@ -230,7 +230,7 @@ const trailerBase = "Sessiond-Base: "
 // cp was taken: its Sessiond-Base trailer, or for checkpoints written
 // before it had one, the first commit down the parent chain that is not
 // one of the session's checkpoints.
-func (m *Manager) checkpointBase(ctx context.Context, ls *live, cp Checkpoint) (gitstore.OID, error) {
+func (m *recorder) checkpointBase(ctx context.Context, ls *live, cp Checkpoint) (gitstore.OID, error) {
 	c, err := ls.repo.Commit(ctx, cp.Commit)
 	if err != nil {
 		return gitstore.OID{}, fmt.Errorf("checkpoint %d: %w", cp.N, err)
@@ -286,10 +286,10 @@ func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string)
 	if ref == RollbackBase {
 		target, what = ls.baseTree, "rollback to the base"
 	} else {
-		if err := m.checkWritable(ctx, ls); err != nil {
+		if err := m.recorder.checkWritable(ctx, ls); err != nil {
 			return Checkpoint{}, Mutation{}, err
 		}
-		cpBase, err := m.checkpointBase(ctx, ls, cp)
+		cpBase, err := m.recorder.checkpointBase(ctx, ls, cp)
 		if err != nil {
 			return Checkpoint{}, Mutation{}, err
 		}
@@ -307,11 +307,11 @@ func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string)
 			target = res.Tree
 		}
 	}
-	rec, err := m.replaceOverlay(ctx, ls, OpRollback, actorOf(ls, actor), target, nil)
+	rec, err := m.recorder.replaceOverlay(ctx, ls, OpRollback, actorOf(ls, actor), target, nil)
 	if err != nil {
 		return Checkpoint{}, Mutation{}, err
 	}
-	next, err := m.checkpoint(ctx, ls, what, "")
+	next, err := m.recorder.checkpoint(ctx, ls, what, "")
 	return next, rec, err
 }
 
@@ -323,11 +323,11 @@ type newBase struct {
 // replaceOverlay makes the session's view equal to tree target, as one
 // mutation op; with nb the session's base moves too (rebase). ls.mu must
 // be held.
-func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor string, target gitstore.OID, nb *newBase) (Mutation, error) {
+func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor string, target gitstore.OID, nb *newBase) (Mutation, error) {
 	if err := m.checkWritable(ctx, ls); err != nil {
 		return Mutation{}, err
 	}
-	if err := m.checkReplaceWrites(ctx, ls, target, nb); err != nil {
+	if err := ls.checkReplaceWrites(ctx, target, nb); err != nil {
 		return Mutation{}, fmt.Errorf("%s: %w", op, err)
 	}
 	baseView, baseTree := ls.ov.Base(), ls.baseTree
@@ -438,7 +438,7 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 // written: the paths whose content changes. On a rebase (nb set) a path
 // that comes out equal to the new base is upstream's change, not the
 // session's, and is not a write. ls.mu must be held.
-func (m *Manager) checkReplaceWrites(ctx context.Context, ls *live, target gitstore.OID, nb *newBase) error {
+func (ls *live) checkReplaceWrites(ctx context.Context, target gitstore.OID, nb *newBase) error {
 	var keep func(string) bool
 	if nb != nil {
 		own := map[string]bool{}
@@ -505,7 +505,7 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 	baseCommit, baseView, baseTree := src.BaseCommit, ls.ov.Base(), ls.baseTree
 	if target.IsZero() {
 		target = ls.tree
-	} else if cpBase, err := m.checkpointBase(ctx, ls, cp); err != nil {
+	} else if cpBase, err := m.recorder.checkpointBase(ctx, ls, cp); err != nil {
 		ls.mu.Unlock()
 		return Session{}, err
 	} else if cpBase != baseCommit {
@@ -517,7 +517,7 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 		}
 		baseCommit, baseView = cpBase, ls.repo.View(baseTree)
 	}
-	ov, err := m.overlayFromTree(ctx, ls.repo, baseView, baseTree, target)
+	ov, err := m.recorder.overlayFromTree(ctx, ls.repo, baseView, baseTree, target)
 	ttl := ls.ttl
 	ls.mu.Unlock()
 	if err != nil {

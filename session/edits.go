@@ -139,9 +139,9 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 	}
 	defer ls.mu.Unlock()
 	res := BatchResult{DryRun: dryRun, Results: make([]EditResult, len(edits))}
-	rec, changes, err := m.mutate(ctx, ls, OpEdits, actorOf(ls, actor), dryRun, func(mu *mutation) error {
+	rec, changes, err := m.recorder.mutate(ctx, ls, OpEdits, actorOf(ls, actor), dryRun, func(mu *mutation) error {
 		for i, e := range edits {
-			r, err := m.applyEdit(ctx, ls, mu, e)
+			r, err := ls.applyEdit(ctx, mu, e)
 			if err != nil {
 				return fmt.Errorf("edit %d (%s): %w", i, e.Op, err)
 			}
@@ -209,27 +209,27 @@ func checkEditFields(e Edit) error {
 	return nil
 }
 
-func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit) (EditResult, error) {
+func (ls *live) applyEdit(ctx context.Context, mu *mutation, e Edit) (EditResult, error) {
 	r := EditResult{Paths: []string{e.Path}}
 	switch e.Op {
 	case OpWrite:
 		data := []byte(e.Content)
-		return r, m.put(ctx, ls, mu, e.Path, func([]byte) []byte { return data }, WriteOptions{Mode: e.Mode, IfMatch: e.IfMatch})
+		return r, ls.put(ctx, mu, e.Path, func([]byte) []byte { return data }, WriteOptions{Mode: e.Mode, IfMatch: e.IfMatch})
 	case OpAppend:
-		return r, m.put(ctx, ls, mu, e.Path, func(old []byte) []byte {
+		return r, ls.put(ctx, mu, e.Path, func(old []byte) []byte {
 			return append(append(make([]byte, 0, len(old)+len(e.Content)), old...), e.Content...)
 		}, WriteOptions{Mode: e.Mode, IfMatch: e.IfMatch})
 	case OpDelete:
 		if err := checkIfMatch(ctx, mu, e.Path, e.IfMatch); err != nil {
 			return r, err
 		}
-		return r, m.remove(ctx, ls, mu, e.Path, e.Recursive)
+		return r, ls.remove(ctx, mu, e.Path, e.Recursive)
 	case OpMove, OpCopy:
 		r.Paths = []string{e.Path, e.To}
 		if err := checkIfMatch(ctx, mu, e.Path, e.IfMatch); err != nil {
 			return r, err
 		}
-		return r, m.relocateIn(ctx, ls, mu, e.Path, e.To, e.Op == OpMove, e.Overwrite)
+		return r, ls.relocateIn(ctx, mu, e.Path, e.To, e.Op == OpMove, e.Overwrite)
 	case OpReplace:
 		if err := checkIfMatch(ctx, mu, e.Path, e.IfMatch); err != nil {
 			return r, err
@@ -242,7 +242,7 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 				return r, err
 			}
 			targets, symlinks = nil, map[string]bool{}
-			err = m.listFilesIn(ctx, ls, mu, g, func(n overlayNode) {
+			err = ls.listFilesIn(ctx, mu, g, func(n overlayNode) {
 				targets = append(targets, n.Path)
 				if n.Mode == gitstore.ModeSymlink {
 					symlinks[n.Path] = true
@@ -279,7 +279,7 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 					continue
 				}
 			}
-			if err := m.put(ctx, ls, mu, p, func([]byte) []byte { return out }, WriteOptions{}); err != nil {
+			if err := ls.put(ctx, mu, p, func([]byte) []byte { return out }, WriteOptions{}); err != nil {
 				return r, err
 			}
 			r.Paths = append(r.Paths, p)
@@ -298,7 +298,7 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 
 // listFilesIn calls fn for the files of the mutation's view matching g
 // that the policy lets the session write.
-func (m *Manager) listFilesIn(ctx context.Context, ls *live, mu *mutation, g *Glob, fn func(overlayNode)) error {
+func (ls *live) listFilesIn(ctx context.Context, mu *mutation, g *Glob, fn func(overlayNode)) error {
 	err := listGlob(ctx, mu.ov, listAll(g.Prefix()), func(n overlayNode) error {
 		if !n.IsDir() && n.Mode != gitstore.ModeGitlink && g.Match(n.Path) && ls.policy.canWrite(n.Path) {
 			fn(n)

@@ -41,6 +41,26 @@ func (c *ExecConfig) fill() {
 	}
 }
 
+// Executor runs commands on sessions' views (package workdir) and records
+// what each changed as one exec mutation: the busy mark that holds writes
+// off while a command runs, the view a command sees, capturing and
+// settling its scratch. It works on the sessions of the Manager it is
+// built over (embedded: its methods reach the sessions as the Manager's
+// do), in the view directories that Manager was configured with.
+type Executor struct {
+	*Manager
+	workdirs *workdir.Manager
+	exec     ExecConfig
+}
+
+// NewExecutor returns the command runner over m's sessions, bounded by
+// cfg. Without view directories (Config.Workdirs nil) every Exec is
+// ErrNoWorkdir.
+func NewExecutor(m *Manager, cfg ExecConfig) *Executor {
+	cfg.fill()
+	return &Executor{Manager: m, workdirs: m.workdirs, exec: cfg}
+}
+
 // RecordMode says when an exec's changes are recorded.
 type RecordMode string
 
@@ -126,7 +146,7 @@ const (
 // the session are refused with ErrBusy and reads see the state before.
 // Bad input (an empty argv, a cwd outside the view, a timeout over the
 // limit) is refused before anything runs.
-func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (ExecResult, error) {
+func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (ExecResult, error) {
 	begin := time.Now()
 	if m.workdirs == nil {
 		return ExecResult{}, ErrNoWorkdir
@@ -160,7 +180,7 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 		}
 	}
 	notRecorded := ""
-	if err := m.checkWritable(ctx, ls); err != nil {
+	if err := m.recorder.checkWritable(ctx, ls); err != nil {
 		notRecorded = err.Error()
 	}
 	ls.busy = true
@@ -249,7 +269,7 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 }
 
 // checkExec validates the options; nothing runs when they are wrong.
-func (m *Manager) checkExec(opts *ExecOptions) (argv []string, cwd string, timeout time.Duration, err error) {
+func (m *Executor) checkExec(opts *ExecOptions) (argv []string, cwd string, timeout time.Duration, err error) {
 	argv = opts.Argv
 	switch {
 	case opts.Command != "" && len(argv) > 0:
@@ -300,7 +320,7 @@ func (m *Manager) checkExec(opts *ExecOptions) (argv []string, cwd string, timeo
 // shownDir reports whether dir is a directory of the session's view
 // directory: one of the view with, where the policy limits reads, a file
 // below it the session may read. ls.mu must be held.
-func (m *Manager) shownDir(ctx context.Context, ls *live, dir string) (bool, error) {
+func (m *Executor) shownDir(ctx context.Context, ls *live, dir string) (bool, error) {
 	n, err := ls.ov.Stat(ctx, dir)
 	if err != nil || !n.IsDir() {
 		return false, err
@@ -323,7 +343,7 @@ func (m *Manager) shownDir(ctx context.Context, ls *live, dir string) (bool, err
 
 // execView is the session's view for the workdir, without the paths the
 // policy does not let the session read; ls.mu must be held.
-func (m *Manager) execView(ls *live, ov *overlay.Overlay) workdir.View {
+func (m *Executor) execView(ls *live, ov *overlay.Overlay) workdir.View {
 	id := ls.meta.ID
 	var readable func(string) bool
 	if ls.policy.limitsReads() {
@@ -352,7 +372,7 @@ func (m *Manager) execView(ls *live, ov *overlay.Overlay) workdir.View {
 // recordExec records the captured changes as one exec mutation, each
 // change checked by the rules every write follows; those refused come
 // back as rejections. ls.mu must be held.
-func (m *Manager) recordExec(ctx context.Context, ls *live, actor string, argv []string, run workdir.Result, changes []workdir.Change) (Mutation, []ExecChange, []ExecRejection, error) {
+func (m *Executor) recordExec(ctx context.Context, ls *live, actor string, argv []string, run workdir.Result, changes []workdir.Change) (Mutation, []ExecChange, []ExecRejection, error) {
 	// Deletions first, so a file may replace a directory and the reverse.
 	cs := slices.Clone(changes)
 	slices.SortStableFunc(cs, func(a, b workdir.Change) int {
@@ -366,7 +386,7 @@ func (m *Manager) recordExec(ctx context.Context, ls *live, actor string, argv [
 	})
 	var applied []ExecChange
 	var rejected []ExecRejection
-	rec, _, err := m.mutate(ctx, ls, OpExec, actorOf(ls, actor), false, func(mu *mutation) error {
+	rec, _, err := m.recorder.mutate(ctx, ls, OpExec, actorOf(ls, actor), false, func(mu *mutation) error {
 		mu.exec = &ExecInfo{Argv: argv, ExitCode: run.ExitCode, DurationMS: run.Duration.Milliseconds()}
 		for _, c := range cs {
 			status := statusOf(ctx, m.execView(ls, mu.ov), mu.ov, c)
@@ -405,7 +425,7 @@ func statusOf(ctx context.Context, v workdir.View, ov *overlay.Overlay, c workdi
 	return overlay.Added
 }
 
-func (m *Manager) applyExecChange(ctx context.Context, ls *live, mu *mutation, c workdir.Change) error {
+func (m *Executor) applyExecChange(ctx context.Context, ls *live, mu *mutation, c workdir.Change) error {
 	if c.Special != "" {
 		return &overlay.PathError{Rule: RuleSpecial, Path: c.Path, Message: "a " + c.Special + " is not a file git can hold"}
 	}
@@ -416,7 +436,7 @@ func (m *Manager) applyExecChange(ctx context.Context, ls *live, mu *mutation, c
 		return err
 	}
 	if c.Deleted {
-		err := m.remove(ctx, ls, mu, c.Path, true)
+		err := ls.remove(ctx, mu, c.Path, true)
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
@@ -432,7 +452,7 @@ func (m *Manager) applyExecChange(ctx context.Context, ls *live, mu *mutation, c
 		return fmt.Errorf("%w: %d bytes of overlay content, the limit is %d", ErrTooLarge, mu.ov.ContentBytes()+c.Size, m.limits.MaxOverlayBytes)
 	}
 	data := c.Data
-	return m.put(ctx, ls, mu, c.Path, func([]byte) []byte { return data }, WriteOptions{Mode: c.Mode})
+	return ls.put(ctx, mu, c.Path, func([]byte) []byte { return data }, WriteOptions{Mode: c.Mode})
 }
 
 // rejection turns a refused change's error into its report; ok false for

@@ -21,7 +21,7 @@ import (
 // execBench is an engine with view directories over a clone of the
 // 100,000-file repository, its base checkout already built.
 type execBench struct {
-	m       *session.Manager
+	m       *session.Executor
 	dataDir string
 }
 
@@ -56,10 +56,9 @@ func newExecBench(b *testing.B, mode workdir.Mode) *execBench {
 		b.Skipf("mode %s: %v", mode, err)
 	}
 	en := testengine.New(st, data, session.Config{Workdirs: wd})
-	m := en.Sessions
 	_, err = en.Repos.Register(ctx, "r", repo)
 	require.NoError(b, err)
-	e := &execBench{m: m, dataDir: data}
+	e := &execBench{m: en.Exec, dataDir: data}
 	e.exec(b, e.create(b), "true") // builds the shared base checkout
 	execBenches[mode] = e
 	return e

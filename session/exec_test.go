@@ -78,8 +78,8 @@ func newExecEnvWith(t *testing.T, cfg workdir.Config, limits ...session.Limits) 
 	if len(limits) > 0 {
 		lim = limits[0]
 	}
-	en = testengine.New(st, e.dataDir, session.Config{Workdirs: wd, Limits: lim,
-		Exec: session.ExecConfig{MaxTimeout: time.Minute}})
+	en = testengine.New(st, e.dataDir, session.Config{Workdirs: wd, Limits: lim},
+		session.ExecConfig{MaxTimeout: time.Minute})
 	e.en, e.m = en, en.Sessions
 	t.Cleanup(func() { wd.Close(); en.Close(); st.Close() })
 	_, err = en.Repos.Register(t.Context(), "r", repo)
@@ -95,7 +95,7 @@ func forExecModes(t *testing.T, fn func(t *testing.T, e *execEnv)) {
 
 func (e *execEnv) sh(id uuid.UUID, script string) session.ExecResult {
 	e.t.Helper()
-	res, err := e.m.Exec(e.t.Context(), id, session.ExecOptions{Command: script})
+	res, err := e.en.Exec.Exec(e.t.Context(), id, session.ExecOptions{Command: script})
 	require.NoError(e.t, err)
 	return res
 }
@@ -112,7 +112,7 @@ func TestExecGoTestPassesAndFails(t *testing.T) {
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		s := e.create(session.CreateOptions{})
 		run := func() session.ExecResult {
-			res, err := e.m.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"go", "test", "./..."}, Env: goEnv(t)})
+			res, err := e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"go", "test", "./..."}, Env: goEnv(t)})
 			require.NoError(t, err)
 			return res
 		}
@@ -196,7 +196,7 @@ func TestExecBusyAndReadsDuring(t *testing.T) {
 		done := make(chan session.ExecResult)
 		go func() {
 			var once bool
-			res, err := e.m.Exec(context.Background(), s.ID, session.ExecOptions{
+			res, err := e.en.Exec.Exec(context.Background(), s.ID, session.ExecOptions{
 				Command: "echo go; sleep 1; echo late > late.txt",
 				Output: func(string, []byte) {
 					if !once {
@@ -211,7 +211,7 @@ func TestExecBusyAndReadsDuring(t *testing.T) {
 		<-started
 		_, _, err := e.m.Write(t.Context(), s.ID, "x.txt", []byte("x"), session.WriteOptions{})
 		assert.ErrorIs(t, err, session.ErrBusy)
-		_, err = e.m.Exec(t.Context(), s.ID, session.ExecOptions{Command: "true"})
+		_, err = e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Command: "true"})
 		assert.ErrorIs(t, err, session.ErrBusy)
 		assert.Equal(t, "keep\n", e.read(s.ID, "src/keep.txt"))
 		res := <-done
@@ -236,7 +236,7 @@ func TestExecRefusesBadInput(t *testing.T) {
 		"bad env":      {Argv: []string{"true"}, Env: map[string]string{"A=B": "c"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := e.m.Exec(t.Context(), s.ID, opts)
+			_, err := e.en.Exec.Exec(t.Context(), s.ID, opts)
 			require.Error(t, err)
 			var pe *overlay.PathError
 			assert.True(t, errors.Is(err, session.ErrInvalid) || errors.As(err, &pe), "%v", err)
@@ -307,7 +307,7 @@ func TestExecLimits(t *testing.T) {
 func TestExecEnvironment(t *testing.T) {
 	e := newExecEnv(t, workdir.ModeOverlay)
 	s := e.create(session.CreateOptions{})
-	res, err := e.m.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"env"}, Env: map[string]string{"EXTRA": "1"}})
+	res, err := e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"env"}, Env: map[string]string{"EXTRA": "1"}})
 	require.NoError(t, err)
 	env := map[string]string{}
 	for _, kv := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
@@ -391,7 +391,7 @@ echo ok > ok.txt`)
 		assert.Equal(t, "read me", testrepo.Git(t, e.repoDir, "show", cp.Commit.String()+":docs/read.txt"))
 
 		// A hidden directory is no working directory.
-		_, err = e.m.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"true"}, Cwd: "docs"})
+		_, err = e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"true"}, Cwd: "docs"})
 		assert.ErrorIs(t, err, session.ErrInvalid)
 	})
 }
@@ -401,7 +401,7 @@ echo ok > ok.txt`)
 func TestExecUnisolatedRefusesLimitedReads(t *testing.T) {
 	e := newExecEnvWith(t, workdir.Config{NoNamespaces: true})
 	s := e.create(session.CreateOptions{Policy: session.Policy{Deny: []string{"docs/**"}}})
-	_, err := e.m.Exec(t.Context(), s.ID, session.ExecOptions{Command: "true"})
+	_, err := e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Command: "true"})
 	assert.ErrorIs(t, err, session.ErrForbidden)
 	w := e.create(session.CreateOptions{Policy: session.Policy{Write: []string{"src/**"}}})
 	res := e.sh(w.ID, "echo x > src/x.txt")

@@ -65,7 +65,7 @@ type notFoundError struct{ err error }
 func (e *notFoundError) Error() string   { return e.err.Error() }
 func (e *notFoundError) Unwrap() []error { return []error{ErrNotFound, e.err} }
 
-func (m *Manager) info(ctx context.Context, ls *live, n overlay.Node) (FileInfo, error) {
+func (ls *live) info(ctx context.Context, n overlay.Node) (FileInfo, error) {
 	fi := FileInfo{Path: n.Path, Type: typeOf(n.Mode), Mode: n.Mode, OID: n.OID, Status: n.Status, Source: SourceBase}
 	if n.Status == overlay.Added || n.Status == overlay.Modified {
 		fi.Source = SourceOverlay
@@ -109,16 +109,7 @@ func (m *Manager) Stat(ctx context.Context, id uuid.UUID, p string) (FileInfo, e
 	if err != nil {
 		return FileInfo{}, notFound(err)
 	}
-	return m.info(ctx, ls, n)
-}
-
-// Exists reports whether p exists in the session's view.
-func (m *Manager) Exists(ctx context.Context, id uuid.UUID, p string) (bool, error) {
-	_, err := m.Stat(ctx, id, p)
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	return ls.info(ctx, n)
 }
 
 // Read returns the content of the file at p: all of it when n < 0, else up
@@ -137,7 +128,7 @@ func (m *Manager) Read(ctx context.Context, id uuid.UUID, p string, off, n int64
 	if !node.Mode.IsBlob() {
 		return nil, FileInfo{}, fmt.Errorf("read %q: %w: %w", p, ErrInvalid, overlay.ErrIsDir)
 	}
-	fi, err := m.info(ctx, ls, node)
+	fi, err := ls.info(ctx, node)
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
@@ -150,24 +141,6 @@ func (m *Manager) Read(ctx context.Context, id uuid.UUID, p string, off, n int64
 		ls.unsaved[p] = node.OID
 	}
 	return data, fi, nil
-}
-
-// ReadSet returns the base blob id of every base file the session read
-// (the first read of each path), saving reads not yet in the store.
-func (m *Manager) ReadSet(ctx context.Context, id uuid.UUID) (map[string]gitstore.OID, error) {
-	ls, err := m.lockLive(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	defer ls.mu.Unlock()
-	if err := m.flushReads(ctx, ls); err != nil {
-		return nil, err
-	}
-	out := make(map[string]gitstore.OID, len(ls.reads))
-	for k, v := range ls.reads {
-		out[k] = v
-	}
-	return out, nil
 }
 
 // WriteOptions qualify a write.
@@ -238,8 +211,8 @@ func (m *Manager) Write(ctx context.Context, id uuid.UUID, p string, data []byte
 		return FileInfo{}, Mutation{}, err
 	}
 	defer ls.mu.Unlock()
-	rec, _, err := m.mutate(ctx, ls, OpWrite, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
-		return m.put(ctx, ls, mu, p, func([]byte) []byte { return data }, opts)
+	rec, _, err := m.recorder.mutate(ctx, ls, OpWrite, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
+		return ls.put(ctx, mu, p, func([]byte) []byte { return data }, opts)
 	})
 	if err != nil {
 		return FileInfo{}, Mutation{}, err
@@ -248,7 +221,7 @@ func (m *Manager) Write(ctx context.Context, id uuid.UUID, p string, data []byte
 	if err != nil {
 		return FileInfo{}, Mutation{}, err
 	}
-	fi, err := m.info(ctx, ls, n)
+	fi, err := ls.info(ctx, n)
 	return fi, rec, err
 }
 
@@ -259,8 +232,8 @@ func (m *Manager) Append(ctx context.Context, id uuid.UUID, p string, data []byt
 		return FileInfo{}, Mutation{}, err
 	}
 	defer ls.mu.Unlock()
-	rec, _, err := m.mutate(ctx, ls, OpAppend, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
-		return m.put(ctx, ls, mu, p, func(old []byte) []byte {
+	rec, _, err := m.recorder.mutate(ctx, ls, OpAppend, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
+		return ls.put(ctx, mu, p, func(old []byte) []byte {
 			return append(append(make([]byte, 0, len(old)+len(data)), old...), data...)
 		}, opts)
 	})
@@ -271,13 +244,13 @@ func (m *Manager) Append(ctx context.Context, id uuid.UUID, p string, data []byt
 	if err != nil {
 		return FileInfo{}, Mutation{}, err
 	}
-	fi, err := m.info(ctx, ls, n)
+	fi, err := ls.info(ctx, n)
 	return fi, rec, err
 }
 
 // put writes content(old) at p in the mutation's overlay, after checking
 // the preconditions against the current file.
-func (m *Manager) put(ctx context.Context, ls *live, mu *mutation, p string, content func(old []byte) []byte, opts WriteOptions) error {
+func (ls *live) put(ctx context.Context, mu *mutation, p string, content func(old []byte) []byte, opts WriteOptions) error {
 	var old []byte
 	mode := opts.Mode
 	cur, err := mu.ov.Stat(ctx, p)
@@ -310,8 +283,8 @@ func (m *Manager) put(ctx context.Context, ls *live, mu *mutation, p string, con
 		mode = gitstore.ModeFile
 	}
 	data := content(old)
-	if int64(len(data)) > m.limits.MaxFileBytes {
-		return fmt.Errorf("%w: %q would be %d bytes, the limit is %d", ErrTooLarge, p, len(data), m.limits.MaxFileBytes)
+	if int64(len(data)) > mu.limits.MaxFileBytes {
+		return fmt.Errorf("%w: %q would be %d bytes, the limit is %d", ErrTooLarge, p, len(data), mu.limits.MaxFileBytes)
 	}
 	id := mu.addBlob(data)
 	if err := mu.ov.PutSized(ctx, p, id, mode, int64(len(data))); err != nil {
@@ -345,11 +318,11 @@ func (m *Manager) Remove(ctx context.Context, id uuid.UUID, p string, opts Delet
 		return Mutation{}, err
 	}
 	defer ls.mu.Unlock()
-	rec, _, err := m.mutate(ctx, ls, OpDelete, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
+	rec, _, err := m.recorder.mutate(ctx, ls, OpDelete, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
 		if err := checkIfMatch(ctx, mu, p, opts.IfMatch); err != nil {
 			return err
 		}
-		return m.remove(ctx, ls, mu, p, opts.Recursive)
+		return ls.remove(ctx, mu, p, opts.Recursive)
 	})
 	return rec, err
 }
@@ -377,7 +350,7 @@ func checkIfMatch(ctx context.Context, mu *mutation, p string, want *gitstore.OI
 	return nil
 }
 
-func (m *Manager) remove(ctx context.Context, ls *live, mu *mutation, p string, recursive bool) error {
+func (ls *live) remove(ctx context.Context, mu *mutation, p string, recursive bool) error {
 	n, err := mu.ov.Stat(ctx, p)
 	if err != nil {
 		return notFound(err)
@@ -386,7 +359,7 @@ func (m *Manager) remove(ctx context.Context, ls *live, mu *mutation, p string, 
 		if !recursive {
 			return fmt.Errorf("delete %q: %w: a directory needs recursive", p, ErrInvalid)
 		}
-		if err := m.checkWriteBelow(ctx, ls, mu.ov, p); err != nil {
+		if err := ls.checkWriteBelow(ctx, mu.ov, p); err != nil {
 			return err
 		}
 	}
@@ -399,7 +372,7 @@ func (m *Manager) remove(ctx context.Context, ls *live, mu *mutation, p string, 
 
 // checkWriteBelow applies the write policy to every file below directory
 // p: deleting or moving a directory writes all of them.
-func (m *Manager) checkWriteBelow(ctx context.Context, ls *live, ov *overlay.Overlay, p string) error {
+func (ls *live) checkWriteBelow(ctx context.Context, ov *overlay.Overlay, p string) error {
 	return ov.List(ctx, overlay.ListOptions{Prefix: p, Recursive: true}, func(n overlay.Node) error {
 		return ls.policy.checkWrite(n.Path)
 	})
@@ -431,15 +404,15 @@ func (m *Manager) relocate(ctx context.Context, id uuid.UUID, src, dst, actor st
 	if move {
 		op = OpMove
 	}
-	rec, _, err := m.mutate(ctx, ls, op, actorOf(ls, actor), false, func(mu *mutation) error {
-		return m.relocateIn(ctx, ls, mu, src, dst, move, false)
+	rec, _, err := m.recorder.mutate(ctx, ls, op, actorOf(ls, actor), false, func(mu *mutation) error {
+		return ls.relocateIn(ctx, mu, src, dst, move, false)
 	})
 	return rec, err
 }
 
 // relocateIn moves or copies src to dst. An existing dst is a conflict,
 // unless overwrite is set and dst is a file, which is then replaced.
-func (m *Manager) relocateIn(ctx context.Context, ls *live, mu *mutation, src, dst string, move, overwrite bool) error {
+func (ls *live) relocateIn(ctx context.Context, mu *mutation, src, dst string, move, overwrite bool) error {
 	if src == dst || strings.HasPrefix(dst, src+"/") {
 		return fmt.Errorf("%w: cannot move or copy %q into itself (%q)", ErrInvalid, src, dst)
 	}
@@ -554,7 +527,7 @@ func (m *Manager) ListFiles(ctx context.Context, id uuid.UUID, opts ListOptions)
 		if !ls.policy.canRead(n.Path) || (g != nil && !g.Match(n.Path)) {
 			return nil
 		}
-		fi, err := m.info(ctx, ls, n)
+		fi, err := ls.info(ctx, n)
 		if err != nil {
 			return err
 		}
@@ -593,24 +566,6 @@ func listGlob(ctx context.Context, ov *overlay.Overlay, opts overlay.ListOptions
 		return fn(n)
 	}
 	return err
-}
-
-// GlobPaths returns the files matching pattern, in git order.
-func (m *Manager) GlobPaths(ctx context.Context, id uuid.UUID, pattern string) ([]string, error) {
-	infos, err := m.ListFiles(ctx, id, ListOptions{Glob: pattern})
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil // the glob's literal prefix does not exist
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, fi := range infos {
-		if fi.Type != "dir" {
-			out = append(out, fi.Path)
-		}
-	}
-	return out, nil
 }
 
 // SearchOptions describe a content search.

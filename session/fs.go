@@ -14,9 +14,10 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 )
 
-// FS returns the session's current view as an fs.FS (read-only). Each
-// call reads the view as it is then; ctx bounds every operation.
-func (m *Manager) FS(ctx context.Context, id uuid.UUID) fs.FS {
+// NewFS returns the current view of session id of m as an fs.FS
+// (read-only): an adapter over the Manager's Stat, Read and ListFiles.
+// Each call reads the view as it is then; ctx bounds every operation.
+func NewFS(ctx context.Context, m *Manager, id uuid.UUID) fs.FS {
 	return &sessionFS{m: m, id: id, ctx: ctx}
 }
 

@@ -72,7 +72,7 @@ type held struct {
 
 func (h *held) Info() record.SessionInfo { return info(h.ls.meta) }
 
-func (h *held) CheckOpen(ctx context.Context) error { return h.m.checkOpen(ctx, h.ls) }
+func (h *held) CheckOpen(ctx context.Context) error { return h.m.recorder.checkOpen(ctx, h.ls) }
 
 func (h *held) Changed() bool { return h.ls.tree != h.ls.baseTree }
 
@@ -82,13 +82,13 @@ func (h *held) Freeze(ctx context.Context, message string) (gitstore.OID, map[st
 	if c, err := ls.repo.Commit(ctx, head); err != nil {
 		return gitstore.OID{}, nil, err
 	} else if ls.meta.Checkpoints == 0 || c.Tree != ls.tree {
-		cp, err := h.m.checkpoint(ctx, ls, "submit", message)
+		cp, err := h.m.recorder.checkpoint(ctx, ls, "submit", message)
 		if err != nil {
 			return gitstore.OID{}, nil, err
 		}
 		head = cp.Commit
 	}
-	if err := h.m.flushReads(ctx, ls); err != nil {
+	if err := h.m.mem.flushReads(ctx, ls); err != nil {
 		return gitstore.OID{}, nil, err
 	}
 	reads := maps.Clone(ls.reads)
@@ -120,7 +120,7 @@ func (h *held) Committed(ctx context.Context) {
 	h.ls.meta.State = h.to
 	h.ls.meta.LastActiveAt = h.at
 	if h.to.Terminal() {
-		h.m.observeClosed(ctx, h.ls.meta)
+		h.m.recorder.observeClosed(ctx, h.ls.meta)
 	}
 }
 
@@ -144,7 +144,7 @@ func (h *held) Rebase(ctx context.Context, commit gitstore.OID, mergeChanges boo
 		}
 		target = merged.Tree
 	}
-	if _, err := h.m.replaceOverlay(ctx, ls, OpRebase, actor, target, &newBase{commit: commit, tree: c.Tree}); err != nil {
+	if _, err := h.m.recorder.replaceOverlay(ctx, ls, OpRebase, actor, target, &newBase{commit: commit, tree: c.Tree}); err != nil {
 		return fmt.Errorf("rebase the session: %w", err)
 	}
 	return nil

@@ -10,9 +10,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/failpoint"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/workdir"
 )
 
 // live is a session loaded in memory: its metadata, its overlay and the
@@ -59,14 +61,14 @@ type live struct {
 // from the store if it is not in memory. It gives up when ctx ends while
 // it waits for the lock.
 func (m *Manager) lockLive(ctx context.Context, id uuid.UUID) (*live, error) {
-	ls, err := m.lockEntry(ctx, id)
+	ls, err := m.mem.lockEntry(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if ls.loaded {
 		return ls, nil
 	}
-	if err := m.load(ctx, id, ls); err != nil {
+	if err := m.mem.load(ctx, id, ls); err != nil {
 		ls.mu.Unlock() // drops the entry: nothing is loaded
 		return nil, err
 	}
@@ -75,7 +77,7 @@ func (m *Manager) lockLive(ctx context.Context, id uuid.UUID) (*live, error) {
 
 // load reads a session from the store, rebuilds its overlay and tree, and
 // repairs its refs after a crash: the store is the truth, refs follow it.
-func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
+func (m *memory) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	m.loads.Add(1)
 	s, stored, err := m.readSession(ctx, id)
 	if err != nil {
@@ -160,7 +162,7 @@ func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
 // after sending its COMMIT leaves the database to finish it a moment later.
 // Every overlay change advances the sequence, so an unchanged sequence
 // around the overlay read means the two agree.
-func (m *Manager) readSession(ctx context.Context, id uuid.UUID) (Session, []OverlayEntry, error) {
+func (m *memory) readSession(ctx context.Context, id uuid.UUID) (Session, []OverlayEntry, error) {
 	for attempt := 0; ; attempt++ {
 		s, err := m.store.GetSession(ctx, id)
 		if err != nil {
@@ -226,9 +228,27 @@ func overlayDelta(before, after []overlay.Entry) []OverlayChange {
 	return out
 }
 
+// recorder owns how a change to a loaded session becomes durable, in the
+// order of the package's durability invariant (objects, refs, then one
+// store transaction with the change's events), and who hears of it after
+// the commit: the event log's streams and the observers. Every write
+// path (mutations, whole-overlay replacements, checkpoints, state
+// changes) goes through it, and it refuses writes a session does not
+// take. Its methods' receiver is m, as the Manager's, whose part it is.
+type recorder struct {
+	store  Store
+	events *events.Log
+	// observers is fixed at construction.
+	observers []Observer
+	limits    Limits
+	now       func() time.Time
+	ovOpts    overlay.Options
+	workdirs  *workdir.Manager // a finished session's scratch is removed here
+}
+
 // checkOpen refuses operations on a closed or expired session; a session
 // found past its expiry is expired now. ls.mu must be held.
-func (m *Manager) checkOpen(ctx context.Context, ls *live) error {
+func (m *recorder) checkOpen(ctx context.Context, ls *live) error {
 	if !ls.meta.State.Terminal() && !ls.meta.ExpiresAt.IsZero() && !m.now().Before(ls.meta.ExpiresAt) {
 		if err := m.setState(ctx, ls, StateExpired); err != nil {
 			return err
@@ -241,7 +261,7 @@ func (m *Manager) checkOpen(ctx context.Context, ls *live) error {
 }
 
 // checkWritable is checkOpen plus the session's mode.
-func (m *Manager) checkWritable(ctx context.Context, ls *live) error {
+func (m *recorder) checkWritable(ctx context.Context, ls *live) error {
 	if err := m.checkOpen(ctx, ls); err != nil {
 		return err
 	}
@@ -275,6 +295,8 @@ type mutation struct {
 	repo    *gitstore.Repo
 	// exec, for an exec mutation, is recorded with it.
 	exec *ExecInfo
+	// limits are the engine's, for the rules of each write.
+	limits Limits
 }
 
 // addBlob queues a blob and keeps it readable within the mutation.
@@ -322,11 +344,11 @@ func (mu *mutation) touch(p string) { mu.paths = append(mu.paths, p) }
 // and its events are committed in one store transaction. Only then does
 // the session see the new overlay. With dryRun nothing is written and the
 // session keeps its overlay. ls.mu must be held.
-func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dryRun bool, fn func(*mutation) error) (Mutation, []change, error) {
+func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dryRun bool, fn func(*mutation) error) (Mutation, []change, error) {
 	if err := m.checkWritable(ctx, ls); err != nil {
 		return Mutation{}, nil, err
 	}
-	mu := &mutation{ov: ls.ov.Clone(), batch: ls.repo.NewBatch(), pending: map[gitstore.OID][]byte{}, repo: ls.repo}
+	mu := &mutation{ov: ls.ov.Clone(), batch: ls.repo.NewBatch(), pending: map[gitstore.OID][]byte{}, repo: ls.repo, limits: m.limits}
 	// The content rules read the blobs this mutation queues.
 	mu.ov.ReadBlobsWith(mu.readBlob)
 	before := ls.ov.Entries()
@@ -339,7 +361,7 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 	if mu.ov.ContentBytes() > m.limits.MaxOverlayBytes {
 		return Mutation{}, nil, fmt.Errorf("%w: %d bytes of overlay content, the limit is %d", ErrTooLarge, mu.ov.ContentBytes(), m.limits.MaxOverlayBytes)
 	}
-	changes, err := m.describe(ctx, ls.ov, mu.ov, mu.paths)
+	changes, err := describe(ctx, ls.ov, mu.ov, mu.paths)
 	if err != nil {
 		return Mutation{}, nil, err
 	}
@@ -421,7 +443,7 @@ func saveReads(ctx context.Context, tx Tx, ls *live) error {
 }
 
 // flushReads saves the session's unsaved reads now. ls.mu must be held.
-func (m *Manager) flushReads(ctx context.Context, ls *live) error {
+func (m *memory) flushReads(ctx context.Context, ls *live) error {
 	if err := saveReads(ctx, m.store, ls); err != nil {
 		return fmt.Errorf("session %s: save read set: %w", ls.meta.ID, err)
 	}
@@ -461,7 +483,7 @@ func nextTree(ctx context.Context, prev gitstore.OID, mu *mutation) (gitstore.OI
 
 // nextExpiry is the expiry after activity at now: the idle TTL from now,
 // capped by the absolute lifetime.
-func (m *Manager) nextExpiry(ls *live, now time.Time) time.Time {
+func (m *recorder) nextExpiry(ls *live, now time.Time) time.Time {
 	if ls.ttl <= 0 {
 		return time.Time{}
 	}
@@ -477,7 +499,7 @@ func (m *Manager) nextExpiry(ls *live, now time.Time) time.Time {
 // describe resolves, for each touched path, the file's blob before and
 // after (zero for none). A touched directory reports every file below it
 // that changed.
-func (m *Manager) describe(ctx context.Context, before, after *overlay.Overlay, paths []string) ([]change, error) {
+func describe(ctx context.Context, before, after *overlay.Overlay, paths []string) ([]change, error) {
 	seen := map[string]bool{}
 	var out []change
 	add := func(p string) error {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,9 +55,10 @@ type Config struct {
 	AllowCaseCollisions bool
 	// Observers learn of every committed mutation and closed session.
 	Observers []Observer
-	// Workdirs runs commands on sessions' views; nil: Exec is refused.
+	// Workdirs holds the sessions' view directories: an Executor runs
+	// commands in them, and a finished session's scratch is removed from
+	// them. Nil: no commands (NewExecutor's Exec is refused).
 	Workdirs *workdir.Manager
-	Exec     ExecConfig
 	// IdleUnload is how long a loaded session may go unused before it is
 	// unloaded from memory (it is loaded again from the store when next
 	// used): DefaultIdleUnload when zero, never when negative. Finished
@@ -67,64 +66,62 @@ type Config struct {
 	IdleUnload time.Duration
 }
 
-// Manager is the session engine. It is safe for concurrent use: many
-// sessions run in parallel, and the operations on one session are
+// Manager is the session engine: it owns sessions, their lifecycle and
+// the operations on them. It is composed of parts that own one job each:
+// memory (which sessions are loaded, their locks, unloading), recorder
+// (how a change becomes durable and who hears of it), and the repository
+// registry and event log it is handed. It is safe for concurrent use:
+// many sessions run in parallel, and the operations on one session are
 // serialized by that session's lock.
 type Manager struct {
-	store  Store
-	repos  *repos.Registry
-	events *events.Log
-	limits Limits
-	now    func() time.Time
-	ovOpts overlay.Options
-	// observers is fixed at construction.
-	observers []Observer
-	workdirs  *workdir.Manager
-	exec      ExecConfig
+	store    Store
+	repos    *repos.Registry
+	events   *events.Log
+	limits   Limits
+	now      func() time.Time
+	ovOpts   overlay.Options
+	workdirs *workdir.Manager
 
-	mu sync.Mutex // guards live
-	// live holds the sessions in memory: loaded ones, and entries being
-	// loaded or closed under their lock.
-	live map[uuid.UUID]*live
-
-	janitor janitor
-	loads   atomic.Int64 // sessions loaded from the store, for tests
+	mem      *memory
+	recorder *recorder
 }
 
 // NewManager returns an engine over cfg.Store.
 func NewManager(cfg Config) *Manager {
 	cfg.Limits.fill()
-	cfg.Exec.fill()
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
+	clock := func() time.Time { return now().UTC().Truncate(time.Microsecond) }
+	ovOpts := overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions}
 	m := &Manager{
-		store:     cfg.Store,
-		repos:     cfg.Repos,
-		events:    cfg.Events,
-		limits:    cfg.Limits,
-		now:       func() time.Time { return now().UTC().Truncate(time.Microsecond) },
-		ovOpts:    overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions},
-		observers: cfg.Observers,
-		workdirs:  cfg.Workdirs,
-		exec:      cfg.Exec,
-		live:      make(map[uuid.UUID]*live),
+		store:    cfg.Store,
+		repos:    cfg.Repos,
+		events:   cfg.Events,
+		limits:   cfg.Limits,
+		now:      clock,
+		ovOpts:   ovOpts,
+		workdirs: cfg.Workdirs,
+		mem: &memory{store: cfg.Store, repos: cfg.Repos, ovOpts: ovOpts, now: clock,
+			live: make(map[uuid.UUID]*live)},
+		recorder: &recorder{store: cfg.Store, events: cfg.Events, observers: cfg.Observers,
+			limits: cfg.Limits, now: clock, ovOpts: ovOpts, workdirs: cfg.Workdirs},
 	}
 	if cfg.IdleUnload == 0 {
 		cfg.IdleUnload = DefaultIdleUnload
 	}
-	m.startJanitor(cfg.IdleUnload)
+	m.mem.startJanitor(cfg.IdleUnload)
 	return m
 }
 
 // Close stops the idle unloader and lets the loaded sessions go. The
 // store, the repositories and the event log are the caller's.
 func (m *Manager) Close() error {
-	m.stopJanitor()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	clear(m.live)
+	m.mem.stopJanitor()
+	m.mem.mu.Lock()
+	defer m.mem.mu.Unlock()
+	clear(m.mem.live)
 	return nil
 }
 
@@ -343,7 +340,7 @@ func (m *Manager) close(ctx context.Context, id uuid.UUID, to State) error {
 }
 
 // setState moves ls to state to; ls.mu must be held.
-func (m *Manager) setState(ctx context.Context, ls *live, to State) error {
+func (m *recorder) setState(ctx context.Context, ls *live, to State) error {
 	from := ls.meta.State
 	now := m.now()
 	err := m.store.InTx(ctx, func(tx Tx) error {

@@ -21,7 +21,7 @@ func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) 
 		return Session{}, Mutation{}, err
 	}
 	defer ls.mu.Unlock()
-	if err := m.checkWritable(ctx, ls); err != nil {
+	if err := m.recorder.checkWritable(ctx, ls); err != nil {
 		return Session{}, Mutation{}, err
 	}
 	if onto == "" {
@@ -45,7 +45,7 @@ func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) 
 	if err != nil {
 		return Session{}, Mutation{}, err
 	}
-	rec, err := m.replaceOverlay(ctx, ls, OpRebase, actorOf(ls, actor), res.Tree, &newBase{commit: commit, tree: c.Tree})
+	rec, err := m.recorder.replaceOverlay(ctx, ls, OpRebase, actorOf(ls, actor), res.Tree, &newBase{commit: commit, tree: c.Tree})
 	if err != nil {
 		return Session{}, Mutation{}, err
 	}
@@ -80,7 +80,7 @@ func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor strin
 	if src.Repo != ls.meta.Repo {
 		return Mutation{}, fmt.Errorf("%w: session %s is on repository %q, not %q", ErrInvalid, from, src.Repo, ls.meta.Repo)
 	}
-	if err := m.checkWritable(ctx, ls); err != nil {
+	if err := m.recorder.checkWritable(ctx, ls); err != nil {
 		return Mutation{}, err
 	}
 	res, err := merge.Merge(ctx, ls.repo, theirBase, ls.tree, theirs, merge.MergeOptions{
@@ -101,7 +101,7 @@ func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor strin
 	if err != nil {
 		return Mutation{}, err
 	}
-	return m.replaceOverlay(ctx, ls, OpMerge, actorOf(ls, actor), res.Tree, nil)
+	return m.recorder.replaceOverlay(ctx, ls, OpMerge, actorOf(ls, actor), res.Tree, nil)
 }
 
 // readView returns the tree of a session's view, of its base, and its

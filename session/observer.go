@@ -36,7 +36,7 @@ type MutationEvent struct {
 	Tree     gitstore.OID
 }
 
-func (m *Manager) observeMutation(ctx context.Context, ls *live, rec Mutation, changes []change) {
+func (m *recorder) observeMutation(ctx context.Context, ls *live, rec Mutation, changes []change) {
 	if len(m.observers) == 0 {
 		return
 	}
@@ -49,7 +49,7 @@ func (m *Manager) observeMutation(ctx context.Context, ls *live, rec Mutation, c
 	}
 }
 
-func (m *Manager) observeClosed(ctx context.Context, s Session) {
+func (m *recorder) observeClosed(ctx context.Context, s Session) {
 	for _, o := range m.observers {
 		o.Closed(ctx, s)
 	}

@@ -408,7 +408,7 @@ func TestFSConformance(t *testing.T) {
 	e.write(s.ID, "added/file.txt", "x")
 	_, err := e.m.Delete(t.Context(), s.ID, "a/b", true, "")
 	require.NoError(t, err)
-	require.NoError(t, fstest.TestFS(e.m.FS(t.Context(), s.ID), "README.md", "added/file.txt", "a/moved.txt", "bin/run.sh"))
+	require.NoError(t, fstest.TestFS(session.NewFS(t.Context(), e.m, s.ID), "README.md", "added/file.txt", "a/moved.txt", "bin/run.sh"))
 }
 
 // TestConcurrentSessions runs many sessions in parallel and many writers on

@@ -43,7 +43,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	b.Cleanup(func() { m.Close() })
 	_, err = en.Repos.Register(ctx, "r", testrepo.Build(b, "small"))
 	require.NoError(b, err)
-	srv := httptest.NewServer(api.New(api.Config{Manager: m, Repos: en.Repos, Events: en.Events, Changesets: en.Changesets}))
+	srv := httptest.NewServer(api.New(api.Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets}))
 	b.Cleanup(srv.Close)
 	e := &benchEnv{m: m, c: client.New(srv.URL, "")}
 	e.id = e.session(b)

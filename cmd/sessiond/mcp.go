@@ -150,6 +150,7 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	defer wd.Close()
 	m := session.NewManager(session.Config{Store: store, Repos: reg, Events: evs, Workdirs: wd, Observers: []session.Observer{graphsession.Observer(g)}})
 	defer m.Close()
+	runner := session.NewExecutor(m, session.ExecConfig{})
 	// Changesets over the same store, acting on sessions through the engine.
 	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs})
 	name := repoName(repoPath)
@@ -158,7 +159,7 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	}
 	// No token: the engine is this process's own, reached through the
 	// API's handler for its rules and errors, with no network.
-	b := client.NewInProcess(api.New(api.Config{Manager: m, Repos: reg, Events: evs, Changesets: cs, Logger: log, Summaries: g}), "")
+	b := client.NewInProcess(api.New(api.Config{Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, Logger: log, Summaries: g}), "")
 	id := x.session
 	if id == "" {
 		s, err := b.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: name, Base: c.Base, Intent: c.Intent, AgentID: c.Agent, AgentName: c.Agent})

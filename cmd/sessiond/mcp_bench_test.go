@@ -35,7 +35,7 @@ func BenchmarkMCPReadFile(b *testing.B) {
 	_, err = en.Repos.Register(ctx, "r", testrepo.Build(b, "small"))
 	require.NoError(b, err)
 	var srvAPI *api.Server
-	srvAPI = api.New(api.Config{Manager: m, Repos: en.Repos, Events: en.Events, Changesets: en.Changesets, MCP: mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend {
+	srvAPI = api.New(api.Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, MCP: mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend {
 		return client.NewInProcess(srvAPI, token)
 	}, mcpserver.Options{})})
 	srv := httptest.NewServer(srvAPI)

@@ -184,11 +184,12 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	}
 	defer wd.Close()
 	m := session.NewManager(session.Config{
-		Store: store, Repos: reg, Events: evs, Workdirs: wd, Exec: session.ExecConfig{MaxTimeout: c.ExecMaxTimeout},
+		Store: store, Repos: reg, Events: evs, Workdirs: wd,
 		Limits:    session.Limits{MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MaxOverlayBytes: int64(c.MaxOverlayBytes), MaxLifetime: c.MaxLifetime},
 		Observers: []session.Observer{graphsession.Observer(g)}, IdleUnload: c.IdleUnload,
 	})
 	defer m.Close()
+	runner := session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout})
 	// Changesets over the same store, acting on sessions through the engine.
 	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs})
 	if err := registerRepos(ctx, reg, c.Repos, log); err != nil {
@@ -202,7 +203,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		return client.NewInProcess(srvAPI, token)
 	}, mcpserver.Options{Logger: log})
 	srvAPI = api.New(api.Config{
-		Manager: m, Repos: reg, Events: evs, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: secret,
+		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: secret,
 		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, Summaries: g, MCP: mcpHandler,
 	})
 	ln, err := net.Listen("tcp", c.Addr)

@@ -14,17 +14,20 @@ import (
 
 // Engine is one daemon's parts over one store.
 type Engine struct {
-	Store      db.Store
-	Repos      *repos.Registry
-	Events     *events.Log
-	Sessions   *session.Manager
+	Store    db.Store
+	Repos    *repos.Registry
+	Events   *events.Log
+	Sessions *session.Manager
+	// Exec runs commands, where cfg had view directories; else nil.
+	Exec       *session.Executor
 	Changesets *changeset.Service
 }
 
 // New wires the parts over st, with repositories created under dataDir.
 // cfg configures the session engine; its Store and Repos are set here,
 // and its Events unless given (an observer built first may need the log).
-func New(st db.Store, dataDir string, cfg session.Config) *Engine {
+// exec bounds commands, when cfg has view directories.
+func New(st db.Store, dataDir string, cfg session.Config, exec ...session.ExecConfig) *Engine {
 	e := &Engine{Store: st, Events: cfg.Events}
 	e.Repos = repos.New(repos.Config{Store: st, DataDir: dataDir, Now: cfg.Now})
 	if e.Events == nil {
@@ -32,6 +35,13 @@ func New(st db.Store, dataDir string, cfg session.Config) *Engine {
 	}
 	cfg.Store, cfg.Repos, cfg.Events = st, e.Repos, e.Events
 	e.Sessions = session.NewManager(cfg)
+	if cfg.Workdirs != nil {
+		var xc session.ExecConfig
+		if len(exec) > 0 {
+			xc = exec[0]
+		}
+		e.Exec = session.NewExecutor(e.Sessions, xc)
+	}
 	e.Changesets = changeset.New(changeset.Config{Store: st.Changesets(), Sessions: e.Sessions, Repos: e.Repos, Events: e.Events, Now: cfg.Now})
 	return e
 }

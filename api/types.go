@@ -51,7 +51,7 @@ func toFileInfo(fi session.FileInfo) apitypes.FileInfo {
 		Size: fi.Size, Status: fi.Status.String(), Source: string(fi.Source)}
 }
 
-func toMutation(m session.Mutation) apitypes.Mutation {
+func toMutation(m session.MutationRecord) apitypes.Mutation {
 	out := apitypes.Mutation{Seq: m.Seq, Op: string(m.Op), Paths: m.Paths, Old: oidTexts(m.Old), New: oidTexts(m.New), Actor: m.Actor, At: m.At}
 	if out.Paths == nil {
 		out.Paths = []string{}

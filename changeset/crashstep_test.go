@@ -20,6 +20,7 @@ import (
 	"github.com/sessiond/sessiond/internal/pgtest"
 	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -193,7 +194,7 @@ func undoCrashAtStep(t *testing.T, url string, step failpoint.Step) {
 		assert.Equal(t, changeset.LayerUndone, layers[0].State)
 		assert.Equal(t, crashed, layers[0].RevertCommit.String())
 		_, err = e.cs.Undo(ctx, changeset.UndoOptions{Changesets: []uuid.UUID{c.changeset}})
-		assert.ErrorIs(t, err, session.ErrConflict, "undone once")
+		assert.ErrorIs(t, err, record.ErrConflict, "undone once")
 		assert.Equal(t, crashed, git("rev-parse", "main"))
 	} else {
 		assert.Equal(t, changeset.StatusAccepted, got.Status, "the store did not record the undo")
@@ -283,7 +284,7 @@ func acceptCrashAtStep(t *testing.T, url string, step failpoint.Step) {
 		assert.Equal(t, crashed, layers[0].Commit.String())
 		assert.Equal(t, session.StateAccepted, sess.State)
 		_, err = e.cs.Accept(ctx, c.changeset, changeset.AcceptOptions{})
-		assert.ErrorIs(t, err, session.ErrConflict, "accepted once")
+		assert.ErrorIs(t, err, record.ErrConflict, "accepted once")
 		assert.Equal(t, crashed, git("rev-parse", "main"))
 	} else {
 		assert.Equal(t, changeset.StatusOpen, got.Status, "the store did not record the accept")

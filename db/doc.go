@@ -21,7 +21,7 @@
 //   - Event ids increase in commit order (a counter row locked until commit),
 //     so a reader resuming after id n never misses an event.
 //   - No driver error leaves the package: errors.go translates them into
-//     record's (and so session's) ErrNotFound, ErrDuplicate, ErrConflict,
+//     record's ErrNotFound, ErrDuplicate, ErrConflict,
 //     ErrUnavailable, or an
 //     opaque error that keeps only the driver's message. Context errors
 //     stay context.Canceled and context.DeadlineExceeded.

@@ -157,7 +157,7 @@ func runChild(mode string) error {
 			return err
 		}
 		for i := range n {
-			m := session.Mutation{Session: id, Op: session.OpWrite, Paths: []string{"p"}, Actor: "child", At: time.Now()}
+			m := session.MutationRecord{Session: id, Op: session.OpWrite, Paths: []string{"p"}, Actor: "child", At: time.Now()}
 			if _, err := s.AppendMutation(ctx, m, []session.OverlayChange{write("p", i)}); err != nil {
 				return err
 			}
@@ -167,7 +167,7 @@ func runChild(mode string) error {
 		// Write until killed; a line goes out only after its commit.
 		for i := 0; ; i++ {
 			path := fmt.Sprintf("f/%d", i%50)
-			m := session.Mutation{Session: id, Op: session.OpWrite, Paths: []string{path}, New: []gitstore.OID{oid(i)}, Actor: "crash", At: time.Now()}
+			m := session.MutationRecord{Session: id, Op: session.OpWrite, Paths: []string{path}, New: []gitstore.OID{oid(i)}, Actor: "crash", At: time.Now()}
 			got, err := s.AppendMutation(ctx, m, []session.OverlayChange{write(path, i)})
 			if err != nil {
 				return err

@@ -12,10 +12,11 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 )
 
 // Mutations returns up to limit mutations after sequence number after.
-func (m *Manager) Mutations(ctx context.Context, id uuid.UUID, after int64, limit int) ([]Mutation, error) {
+func (m *Manager) Mutations(ctx context.Context, id uuid.UUID, after int64, limit int) ([]MutationRecord, error) {
 	s, err := m.store.GetSession(ctx, id)
 	if err != nil {
 		return nil, err // the store's error names the session
@@ -88,7 +89,7 @@ func (m *recorder) checkpoint(ctx context.Context, ls *live, label, message stri
 			return err
 		}
 		if cp.N != n {
-			return fmt.Errorf("checkpoint number %d, expected %d: %w", cp.N, n, ErrConflict)
+			return fmt.Errorf("checkpoint number %d, expected %d: %w", cp.N, n, record.ErrConflict)
 		}
 		if err := saveReads(ctx, tx, ls); err != nil {
 			return err
@@ -135,7 +136,7 @@ func (m *Manager) FindCheckpoint(ctx context.Context, id uuid.UUID, ref string) 
 	}
 	switch len(labelled) {
 	case 0:
-		return Checkpoint{}, fmt.Errorf("checkpoint %q: %w", ref, ErrNotFound)
+		return Checkpoint{}, fmt.Errorf("checkpoint %q: %w", ref, record.ErrNotFound)
 	case 1:
 		return labelled[0], nil
 	}
@@ -143,7 +144,7 @@ func (m *Manager) FindCheckpoint(ctx context.Context, id uuid.UUID, ref string) 
 	for i, c := range labelled {
 		ns[i] = strconv.Itoa(c.N)
 	}
-	return Checkpoint{}, fmt.Errorf("%w: label %q names checkpoints %s; give a number", ErrInvalid, ref, strings.Join(ns, ", "))
+	return Checkpoint{}, fmt.Errorf("%w: label %q names checkpoints %s; give a number", record.ErrInvalid, ref, strings.Join(ns, ", "))
 }
 
 // AgainstTree resolves what a diff of session id compares with: "" or
@@ -159,7 +160,7 @@ func (m *Manager) AgainstTree(ctx context.Context, id uuid.UUID, against string)
 	if err == nil {
 		return cp.Tree, nil
 	}
-	if !errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, record.ErrNotFound) {
 		return gitstore.OID{}, err
 	}
 	s, gerr := m.Get(ctx, id)
@@ -173,7 +174,7 @@ func (m *Manager) AgainstTree(ctx context.Context, id uuid.UUID, against string)
 	tree, rerr := r.ResolveTree(ctx, against)
 	if rerr != nil {
 		if errors.Is(rerr, gitstore.ErrNotFound) || errors.Is(rerr, gitstore.ErrWrongKind) || errors.Is(rerr, gitstore.ErrAmbiguous) {
-			return gitstore.OID{}, fmt.Errorf("against %q: no checkpoint or revision by that name: %w", against, ErrNotFound)
+			return gitstore.OID{}, fmt.Errorf("against %q: no checkpoint or revision by that name: %w", against, record.ErrNotFound)
 		}
 		return gitstore.OID{}, rerr
 	}
@@ -195,7 +196,7 @@ func (m *recorder) overlayFromTree(ctx context.Context, r *gitstore.Repo, base o
 			return nil
 		}
 		if c.From().Mode != 0 && c.From().Mode != c.To().Mode && (c.From().Mode == gitstore.ModeGitlink || c.To().Mode == gitstore.ModeGitlink) {
-			return fmt.Errorf("%w: %q changes to or from a submodule", ErrInvalid, c.Path())
+			return fmt.Errorf("%w: %q changes to or from a submodule", record.ErrInvalid, c.Path())
 		}
 		puts = append(puts, c)
 		return nil
@@ -205,7 +206,7 @@ func (m *recorder) overlayFromTree(ctx context.Context, r *gitstore.Repo, base o
 	}
 	for _, c := range puts {
 		if c.To().Mode == gitstore.ModeGitlink {
-			return nil, fmt.Errorf("%w: %q adds a submodule", ErrInvalid, c.Path())
+			return nil, fmt.Errorf("%w: %q adds a submodule", record.ErrInvalid, c.Path())
 		}
 		size, err := r.BlobSize(ctx, c.To().OID)
 		if err != nil {
@@ -269,17 +270,17 @@ func (m *recorder) checkpointBase(ctx context.Context, ls *live, cp Checkpoint) 
 // it, three ways, as the rebase did; a conflict is a
 // *merge.ConflictError and changes nothing. Upstream's work is never
 // reverted.
-func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string) (Checkpoint, Mutation, error) {
+func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string) (Checkpoint, MutationRecord, error) {
 	var cp Checkpoint
 	if ref != RollbackBase {
 		var err error
 		if cp, err = m.FindCheckpoint(ctx, id, ref); err != nil {
-			return Checkpoint{}, Mutation{}, err
+			return Checkpoint{}, MutationRecord{}, err
 		}
 	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
-		return Checkpoint{}, Mutation{}, err
+		return Checkpoint{}, MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
 	target, what := cp.Tree, fmt.Sprintf("rollback to checkpoint %d", cp.N)
@@ -287,29 +288,29 @@ func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string)
 		target, what = ls.baseTree, "rollback to the base"
 	} else {
 		if err := m.recorder.checkWritable(ctx, ls); err != nil {
-			return Checkpoint{}, Mutation{}, err
+			return Checkpoint{}, MutationRecord{}, err
 		}
 		cpBase, err := m.recorder.checkpointBase(ctx, ls, cp)
 		if err != nil {
-			return Checkpoint{}, Mutation{}, err
+			return Checkpoint{}, MutationRecord{}, err
 		}
 		if cpBase != ls.meta.BaseCommit {
 			oldBaseTree, err := ls.repo.TreeOf(ctx, cpBase)
 			if err != nil {
-				return Checkpoint{}, Mutation{}, fmt.Errorf("checkpoint %d base: %w", cp.N, err)
+				return Checkpoint{}, MutationRecord{}, fmt.Errorf("checkpoint %d base: %w", cp.N, err)
 			}
 			res, err := merge.Rebase(ctx, ls.repo, oldBaseTree, cp.Tree, ls.baseTree, merge.MergeOptions{
 				OursLabel: "base " + ls.meta.BaseCommit.String()[:12], TheirsLabel: fmt.Sprintf("checkpoint %d", cp.N), Render: true,
 			})
 			if err != nil {
-				return Checkpoint{}, Mutation{}, fmt.Errorf("rollback to checkpoint %d onto the current base: %w", cp.N, err)
+				return Checkpoint{}, MutationRecord{}, fmt.Errorf("rollback to checkpoint %d onto the current base: %w", cp.N, err)
 			}
 			target = res.Tree
 		}
 	}
 	rec, err := m.recorder.replaceOverlay(ctx, ls, OpRollback, actorOf(ls, actor), target, nil)
 	if err != nil {
-		return Checkpoint{}, Mutation{}, err
+		return Checkpoint{}, MutationRecord{}, err
 	}
 	next, err := m.recorder.checkpoint(ctx, ls, what, "")
 	return next, rec, err
@@ -323,12 +324,12 @@ type newBase struct {
 // replaceOverlay makes the session's view equal to tree target, as one
 // mutation op; with nb the session's base moves too (rebase). ls.mu must
 // be held.
-func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor string, target gitstore.OID, nb *newBase) (Mutation, error) {
+func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor string, target gitstore.OID, nb *newBase) (MutationRecord, error) {
 	if err := m.checkWritable(ctx, ls); err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	if err := ls.checkReplaceWrites(ctx, target, nb); err != nil {
-		return Mutation{}, fmt.Errorf("%s: %w", op, err)
+		return MutationRecord{}, fmt.Errorf("%s: %w", op, err)
 	}
 	baseView, baseTree := ls.ov.Base(), ls.baseTree
 	if nb != nil {
@@ -336,29 +337,29 @@ func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor st
 	}
 	ov, err := m.overlayFromTree(ctx, ls.repo, baseView, baseTree, target)
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	tree, err := ov.BuildTree(ctx, ls.repo, baseTree)
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	if tree != target {
-		return Mutation{}, fmt.Errorf("replace overlay: rebuilt tree %s, want %s", tree, target)
+		return MutationRecord{}, fmt.Errorf("replace overlay: rebuilt tree %s, want %s", tree, target)
 	}
 	if ov.Len() > m.limits.MaxEntries {
-		return Mutation{}, fmt.Errorf("%w: %d overlay entries, the limit is %d", ErrTooLarge, ov.Len(), m.limits.MaxEntries)
+		return MutationRecord{}, fmt.Errorf("%w: %d overlay entries, the limit is %d", ErrTooLarge, ov.Len(), m.limits.MaxEntries)
 	}
 	if nb != nil {
 		// The new base is pinned before the store points at it.
 		if err := setRef(ctx, ls.repo, baseRef(ls.meta.ID), nb.commit); err != nil {
-			return Mutation{}, fmt.Errorf("pin base: %w", err)
+			return MutationRecord{}, fmt.Errorf("pin base: %w", err)
 		}
 		// The next checkpoint builds on the new base, so git log does
 		// not attribute upstream's changes to the session; the earlier
 		// checkpoints stay under their own refs.
 		if ls.meta.Checkpoints > 0 {
 			if err := setRef(ctx, ls.repo, headRef(ls.meta.ID), nb.commit); err != nil {
-				return Mutation{}, fmt.Errorf("move head: %w", err)
+				return MutationRecord{}, fmt.Errorf("move head: %w", err)
 			}
 		}
 	}
@@ -374,10 +375,10 @@ func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor st
 		return nil
 	})
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	if err := setRef(ctx, ls.repo, liveRef(ls.meta.ID), tree); err != nil {
-		return Mutation{}, fmt.Errorf("pin overlay: %w", err)
+		return MutationRecord{}, fmt.Errorf("pin overlay: %w", err)
 	}
 	ls.pinned = tree
 	now := m.now()
@@ -385,7 +386,7 @@ func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor st
 	for _, e := range ov.Entries() {
 		entries = append(entries, toStoreEntry(e))
 	}
-	rec := Mutation{Session: ls.meta.ID, Op: op, Paths: paths, Old: olds, New: news, Actor: actor, At: now}
+	rec := MutationRecord{Session: ls.meta.ID, Op: op, Paths: paths, Old: olds, New: news, Actor: actor, At: now}
 	if rec.Paths == nil {
 		rec.Paths = []string{}
 	}
@@ -419,7 +420,7 @@ func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor st
 		return nil
 	})
 	if err != nil {
-		return Mutation{}, fmt.Errorf("record %s: %w", op, err)
+		return MutationRecord{}, fmt.Errorf("record %s: %w", op, err)
 	}
 	ls.ov, ls.tree = ov, tree
 	clear(ls.unsaved)

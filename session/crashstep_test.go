@@ -21,6 +21,7 @@ import (
 	"github.com/sessiond/sessiond/internal/pgtest"
 	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -152,7 +153,7 @@ func crashAtStep(t *testing.T, url string, step failpoint.Step) {
 	}
 	_, _, err = m.Read(ctx, s.ID, "crash/new.txt", 0, -1)
 	if !committed {
-		assert.ErrorIs(t, err, session.ErrNotFound)
+		assert.ErrorIs(t, err, record.ErrNotFound)
 		assert.Equal(t, before, git("rev-parse", liveRef), "loading moved the live ref back to the store's view")
 	} else {
 		require.NoError(t, err)

@@ -37,7 +37,7 @@ func checkpointEvent(s Session, c Checkpoint) events.Event {
 		Payload: events.Payload(map[string]any{"session": s.ID, "checkpoint": c.ID, "n": c.N, "commit": c.Commit.String(), "seq": c.Seq, "label": c.Label}), At: c.CreatedAt}
 }
 
-func execEvent(s Session, m Mutation, at time.Time) events.Event {
+func execEvent(s Session, m MutationRecord, at time.Time) events.Event {
 	return events.Event{Repo: s.Repo, Session: s.ID, Type: EventExecRecorded,
 		Payload: events.Payload(map[string]any{"session": s.ID, "seq": m.Seq, "argv": m.Exec.Argv,
 			"exit_code": m.Exec.ExitCode, "duration_ms": m.Exec.DurationMS, "paths": m.Paths}), At: at}

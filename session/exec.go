@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/workdir"
 )
 
@@ -120,7 +121,7 @@ type ExecResult struct {
 	Changes  []ExecChange
 	Rejected []ExecRejection
 	// Mutation is the exec mutation, nil when nothing was recorded.
-	Mutation *Mutation
+	Mutation *MutationRecord
 	// Recorded is false when the session could not record (read-only,
 	// closed) or the record mode said not to; NotRecorded says why.
 	Recorded    bool
@@ -167,16 +168,16 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		// The view would leave the unreadable paths out, but a command
 		// without namespaces can read the repository itself.
 		ls.mu.Unlock()
-		return ExecResult{}, fmt.Errorf("%w: the session's policy limits reads, and this daemon runs commands without namespaces (isolated false), where they could read past it", ErrForbidden)
+		return ExecResult{}, fmt.Errorf("%w: the session's policy limits reads, and this daemon runs commands without namespaces (isolated false), where they could read past it", record.ErrForbidden)
 	}
 	if cwd != "" {
 		shown, err := m.shownDir(ctx, ls, cwd)
 		if err != nil || !shown {
 			ls.mu.Unlock()
-			if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, overlay.ErrNotFound) {
+			if err != nil && !errors.Is(err, record.ErrNotFound) && !errors.Is(err, overlay.ErrNotFound) {
 				return ExecResult{}, err
 			}
-			return ExecResult{}, fmt.Errorf("%w: cwd %q is not a directory of the view", ErrInvalid, cwd)
+			return ExecResult{}, fmt.Errorf("%w: cwd %q is not a directory of the view", record.ErrInvalid, cwd)
 		}
 	}
 	notRecorded := ""
@@ -273,20 +274,20 @@ func (m *Executor) checkExec(opts *ExecOptions) (argv []string, cwd string, time
 	argv = opts.Argv
 	switch {
 	case opts.Command != "" && len(argv) > 0:
-		return nil, "", 0, fmt.Errorf("%w: give argv or command, not both", ErrInvalid)
+		return nil, "", 0, fmt.Errorf("%w: give argv or command, not both", record.ErrInvalid)
 	case opts.Command != "":
 		argv = []string{"/bin/sh", "-c", opts.Command}
 	case len(argv) == 0 || argv[0] == "":
-		return nil, "", 0, fmt.Errorf("%w: empty argv", ErrInvalid)
+		return nil, "", 0, fmt.Errorf("%w: empty argv", record.ErrInvalid)
 	}
 	for _, a := range argv {
 		if strings.IndexByte(a, 0) >= 0 {
-			return nil, "", 0, fmt.Errorf("%w: argv holds a NUL byte", ErrInvalid)
+			return nil, "", 0, fmt.Errorf("%w: argv holds a NUL byte", record.ErrInvalid)
 		}
 	}
 	for k, v := range opts.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
-			return nil, "", 0, fmt.Errorf("%w: environment variable %q", ErrInvalid, k)
+			return nil, "", 0, fmt.Errorf("%w: environment variable %q", record.ErrInvalid, k)
 		}
 	}
 	switch opts.Record {
@@ -294,16 +295,16 @@ func (m *Executor) checkExec(opts *ExecOptions) (argv []string, cwd string, time
 		opts.Record = RecordAlways
 	case RecordAlways, RecordOnSuccess, RecordNever:
 	default:
-		return nil, "", 0, fmt.Errorf("%w: record %q: use always, on_success or never", ErrInvalid, opts.Record)
+		return nil, "", 0, fmt.Errorf("%w: record %q: use always, on_success or never", record.ErrInvalid, opts.Record)
 	}
 	timeout = opts.Timeout
 	switch {
 	case timeout < 0:
-		return nil, "", 0, fmt.Errorf("%w: negative timeout", ErrInvalid)
+		return nil, "", 0, fmt.Errorf("%w: negative timeout", record.ErrInvalid)
 	case timeout == 0:
 		timeout = m.exec.DefaultTimeout
 	case timeout > m.exec.MaxTimeout:
-		return nil, "", 0, fmt.Errorf("%w: timeout %s is over the limit of %s", ErrInvalid, timeout, m.exec.MaxTimeout)
+		return nil, "", 0, fmt.Errorf("%w: timeout %s is over the limit of %s", record.ErrInvalid, timeout, m.exec.MaxTimeout)
 	}
 	cwd = strings.TrimSuffix(opts.Cwd, "/")
 	if cwd == "." || cwd == "/" {
@@ -372,7 +373,7 @@ func (m *Executor) execView(ls *live, ov *overlay.Overlay) workdir.View {
 // recordExec records the captured changes as one exec mutation, each
 // change checked by the rules every write follows; those refused come
 // back as rejections. ls.mu must be held.
-func (m *Executor) recordExec(ctx context.Context, ls *live, actor string, argv []string, run workdir.Result, changes []workdir.Change) (Mutation, []ExecChange, []ExecRejection, error) {
+func (m *Executor) recordExec(ctx context.Context, ls *live, actor string, argv []string, run workdir.Result, changes []workdir.Change) (MutationRecord, []ExecChange, []ExecRejection, error) {
 	// Deletions first, so a file may replace a directory and the reverse.
 	cs := slices.Clone(changes)
 	slices.SortStableFunc(cs, func(a, b workdir.Change) int {
@@ -386,7 +387,7 @@ func (m *Executor) recordExec(ctx context.Context, ls *live, actor string, argv 
 	})
 	var applied []ExecChange
 	var rejected []ExecRejection
-	rec, _, err := m.recorder.mutate(ctx, ls, OpExec, actorOf(ls, actor), false, func(mu *mutation) error {
+	rec, _, err := m.recorder.mutate(ctx, ls, OpExec, actorOf(ls, actor), false, func(mu *draft) error {
 		mu.exec = &ExecInfo{Argv: argv, ExitCode: run.ExitCode, DurationMS: run.Duration.Milliseconds()}
 		for _, c := range cs {
 			status := statusOf(ctx, m.execView(ls, mu.ov), mu.ov, c)
@@ -404,7 +405,7 @@ func (m *Executor) recordExec(ctx context.Context, ls *live, actor string, argv 
 		return nil
 	})
 	if err != nil {
-		return Mutation{}, nil, nil, err
+		return MutationRecord{}, nil, nil, err
 	}
 	return rec, applied, rejected, nil
 }
@@ -425,7 +426,7 @@ func statusOf(ctx context.Context, v workdir.View, ov *overlay.Overlay, c workdi
 	return overlay.Added
 }
 
-func (m *Executor) applyExecChange(ctx context.Context, ls *live, mu *mutation, c workdir.Change) error {
+func (m *Executor) applyExecChange(ctx context.Context, ls *live, mu *draft, c workdir.Change) error {
 	if c.Special != "" {
 		return &overlay.PathError{Rule: RuleSpecial, Path: c.Path, Message: "a " + c.Special + " is not a file git can hold"}
 	}
@@ -437,7 +438,7 @@ func (m *Executor) applyExecChange(ctx context.Context, ls *live, mu *mutation, 
 	}
 	if c.Deleted {
 		err := ls.remove(ctx, mu, c.Path, true)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, record.ErrNotFound) {
 			return nil
 		}
 		return err
@@ -462,11 +463,11 @@ func rejection(p string, err error) (ExecRejection, bool) {
 	switch {
 	case errors.As(err, &pe):
 		return ExecRejection{Path: p, Rule: string(pe.Rule), Message: pe.Message}, true
-	case errors.Is(err, ErrForbidden), errors.Is(err, ErrReadOnly):
+	case errors.Is(err, record.ErrForbidden), errors.Is(err, ErrReadOnly):
 		return ExecRejection{Path: p, Rule: RuleForbidden, Message: err.Error()}, true
 	case errors.Is(err, ErrTooLarge):
 		return ExecRejection{Path: p, Rule: RuleTooLarge, Message: err.Error()}, true
-	case errors.Is(err, ErrInvalid), errors.Is(err, ErrNotFound), errors.Is(err, ErrPrecondition):
+	case errors.Is(err, record.ErrInvalid), errors.Is(err, record.ErrNotFound), errors.Is(err, ErrPrecondition):
 		return ExecRejection{Path: p, Rule: RuleInvalid, Message: err.Error()}, true
 	}
 	return ExecRejection{}, false

@@ -20,6 +20,7 @@ import (
 	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/workdir"
 )
@@ -239,7 +240,7 @@ func TestExecRefusesBadInput(t *testing.T) {
 			_, err := e.en.Exec.Exec(t.Context(), s.ID, opts)
 			require.Error(t, err)
 			var pe *overlay.PathError
-			assert.True(t, errors.Is(err, session.ErrInvalid) || errors.As(err, &pe), "%v", err)
+			assert.True(t, errors.Is(err, record.ErrInvalid) || errors.As(err, &pe), "%v", err)
 		})
 	}
 	ms, err := e.m.Mutations(t.Context(), s.ID, 0, 0)
@@ -392,7 +393,7 @@ echo ok > ok.txt`)
 
 		// A hidden directory is no working directory.
 		_, err = e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"true"}, Cwd: "docs"})
-		assert.ErrorIs(t, err, session.ErrInvalid)
+		assert.ErrorIs(t, err, record.ErrInvalid)
 	})
 }
 
@@ -402,7 +403,7 @@ func TestExecUnisolatedRefusesLimitedReads(t *testing.T) {
 	e := newExecEnvWith(t, workdir.Config{NoNamespaces: true})
 	s := e.create(session.CreateOptions{Policy: session.Policy{Deny: []string{"docs/**"}}})
 	_, err := e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Command: "true"})
-	assert.ErrorIs(t, err, session.ErrForbidden)
+	assert.ErrorIs(t, err, record.ErrForbidden)
 	w := e.create(session.CreateOptions{Policy: session.Policy{Write: []string{"src/**"}}})
 	res := e.sh(w.ID, "echo x > src/x.txt")
 	require.NotNil(t, res.Mutation, "a write policy alone is fine")

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
 )
 
 // TreesForTest returns the session's tree as the engine keeps it
@@ -43,7 +44,7 @@ func (m *Manager) UnloadIdle(idle time.Duration) int { return m.mem.UnloadIdle(i
 // Exists reports whether p exists in the session's view.
 func (m *Manager) Exists(ctx context.Context, id uuid.UUID, p string) (bool, error) {
 	_, err := m.Stat(ctx, id, p)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil, err
@@ -70,7 +71,7 @@ func (m *Manager) ReadSet(ctx context.Context, id uuid.UUID) (map[string]gitstor
 // GlobPaths returns the files matching pattern, in git order.
 func (m *Manager) GlobPaths(ctx context.Context, id uuid.UUID, pattern string) ([]string, error) {
 	infos, err := m.ListFiles(ctx, id, ListOptions{Glob: pattern})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		return nil, nil // the glob's literal prefix does not exist
 	}
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 )
 
 // Source says where a file's content comes from.
@@ -53,17 +54,17 @@ func typeOf(m gitstore.Mode) string {
 // keeping both in the chain and the overlay's message as it is (which
 // already says "not found").
 func notFound(err error) error {
-	if errors.Is(err, overlay.ErrNotFound) && !errors.Is(err, ErrNotFound) {
+	if errors.Is(err, overlay.ErrNotFound) && !errors.Is(err, record.ErrNotFound) {
 		return &notFoundError{err}
 	}
 	return err
 }
 
-// notFoundError is an overlay not-found seen as the engine's ErrNotFound.
+// notFoundError is an overlay not-found seen as the engine's record.ErrNotFound.
 type notFoundError struct{ err error }
 
 func (e *notFoundError) Error() string   { return e.err.Error() }
-func (e *notFoundError) Unwrap() []error { return []error{ErrNotFound, e.err} }
+func (e *notFoundError) Unwrap() []error { return []error{record.ErrNotFound, e.err} }
 
 func (ls *live) info(ctx context.Context, n overlay.Node) (FileInfo, error) {
 	fi := FileInfo{Path: n.Path, Type: typeOf(n.Mode), Mode: n.Mode, OID: n.OID, Status: n.Status, Source: SourceBase}
@@ -126,7 +127,7 @@ func (m *Manager) Read(ctx context.Context, id uuid.UUID, p string, off, n int64
 		return nil, FileInfo{}, notFound(err)
 	}
 	if !node.Mode.IsBlob() {
-		return nil, FileInfo{}, fmt.Errorf("read %q: %w: %w", p, ErrInvalid, overlay.ErrIsDir)
+		return nil, FileInfo{}, fmt.Errorf("read %q: %w: %w", p, record.ErrInvalid, overlay.ErrIsDir)
 	}
 	fi, err := ls.info(ctx, node)
 	if err != nil {
@@ -202,47 +203,47 @@ func (m *Manager) openEdit(ctx context.Context, id uuid.UUID, reads, writes []st
 }
 
 // Write writes data at p.
-func (m *Manager) Write(ctx context.Context, id uuid.UUID, p string, data []byte, opts WriteOptions) (FileInfo, Mutation, error) {
+func (m *Manager) Write(ctx context.Context, id uuid.UUID, p string, data []byte, opts WriteOptions) (FileInfo, MutationRecord, error) {
 	if int64(len(data)) > m.limits.MaxFileBytes {
-		return FileInfo{}, Mutation{}, fmt.Errorf("%w: %q is %d bytes, the limit is %d", ErrTooLarge, p, len(data), m.limits.MaxFileBytes)
+		return FileInfo{}, MutationRecord{}, fmt.Errorf("%w: %q is %d bytes, the limit is %d", ErrTooLarge, p, len(data), m.limits.MaxFileBytes)
 	}
 	ls, err := m.openWrite(ctx, id, p)
 	if err != nil {
-		return FileInfo{}, Mutation{}, err
+		return FileInfo{}, MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
-	rec, _, err := m.recorder.mutate(ctx, ls, OpWrite, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
+	rec, _, err := m.recorder.mutate(ctx, ls, OpWrite, actorOf(ls, opts.Actor), false, func(mu *draft) error {
 		return ls.put(ctx, mu, p, func([]byte) []byte { return data }, opts)
 	})
 	if err != nil {
-		return FileInfo{}, Mutation{}, err
+		return FileInfo{}, MutationRecord{}, err
 	}
 	n, err := ls.ov.Stat(ctx, p)
 	if err != nil {
-		return FileInfo{}, Mutation{}, err
+		return FileInfo{}, MutationRecord{}, err
 	}
 	fi, err := ls.info(ctx, n)
 	return fi, rec, err
 }
 
 // Append adds data at the end of the file at p (creating it).
-func (m *Manager) Append(ctx context.Context, id uuid.UUID, p string, data []byte, opts WriteOptions) (FileInfo, Mutation, error) {
+func (m *Manager) Append(ctx context.Context, id uuid.UUID, p string, data []byte, opts WriteOptions) (FileInfo, MutationRecord, error) {
 	ls, err := m.openWrite(ctx, id, p)
 	if err != nil {
-		return FileInfo{}, Mutation{}, err
+		return FileInfo{}, MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
-	rec, _, err := m.recorder.mutate(ctx, ls, OpAppend, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
+	rec, _, err := m.recorder.mutate(ctx, ls, OpAppend, actorOf(ls, opts.Actor), false, func(mu *draft) error {
 		return ls.put(ctx, mu, p, func(old []byte) []byte {
 			return append(append(make([]byte, 0, len(old)+len(data)), old...), data...)
 		}, opts)
 	})
 	if err != nil {
-		return FileInfo{}, Mutation{}, err
+		return FileInfo{}, MutationRecord{}, err
 	}
 	n, err := ls.ov.Stat(ctx, p)
 	if err != nil {
-		return FileInfo{}, Mutation{}, err
+		return FileInfo{}, MutationRecord{}, err
 	}
 	fi, err := ls.info(ctx, n)
 	return fi, rec, err
@@ -250,7 +251,7 @@ func (m *Manager) Append(ctx context.Context, id uuid.UUID, p string, data []byt
 
 // put writes content(old) at p in the mutation's overlay, after checking
 // the preconditions against the current file.
-func (ls *live) put(ctx context.Context, mu *mutation, p string, content func(old []byte) []byte, opts WriteOptions) error {
+func (ls *live) put(ctx context.Context, mu *draft, p string, content func(old []byte) []byte, opts WriteOptions) error {
 	var old []byte
 	mode := opts.Mode
 	cur, err := mu.ov.Stat(ctx, p)
@@ -296,7 +297,7 @@ func (ls *live) put(ctx context.Context, mu *mutation, p string, content func(ol
 
 // Delete removes the file at p, or with recursive the directory at p and
 // everything below it.
-func (m *Manager) Delete(ctx context.Context, id uuid.UUID, p string, recursive bool, actor string) (Mutation, error) {
+func (m *Manager) Delete(ctx context.Context, id uuid.UUID, p string, recursive bool, actor string) (MutationRecord, error) {
 	return m.Remove(ctx, id, p, DeleteOptions{Recursive: recursive, Actor: actor})
 }
 
@@ -312,13 +313,13 @@ type DeleteOptions struct {
 }
 
 // Remove is Delete with conditions.
-func (m *Manager) Remove(ctx context.Context, id uuid.UUID, p string, opts DeleteOptions) (Mutation, error) {
+func (m *Manager) Remove(ctx context.Context, id uuid.UUID, p string, opts DeleteOptions) (MutationRecord, error) {
 	ls, err := m.openWrite(ctx, id, p)
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
-	rec, _, err := m.recorder.mutate(ctx, ls, OpDelete, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
+	rec, _, err := m.recorder.mutate(ctx, ls, OpDelete, actorOf(ls, opts.Actor), false, func(mu *draft) error {
 		if err := checkIfMatch(ctx, mu, p, opts.IfMatch); err != nil {
 			return err
 		}
@@ -329,10 +330,10 @@ func (m *Manager) Remove(ctx context.Context, id uuid.UUID, p string, opts Delet
 
 // checkIfMatch enforces a condition on the file at p in the mutation's
 // view: with want set, p must be a file at version want (else a
-// *PreconditionError); a directory has no version to match (ErrInvalid).
+// *PreconditionError); a directory has no version to match (record.ErrInvalid).
 // Every operation that changes a path with a condition checks it here or
 // in put, never ignores it.
-func checkIfMatch(ctx context.Context, mu *mutation, p string, want *gitstore.OID) error {
+func checkIfMatch(ctx context.Context, mu *draft, p string, want *gitstore.OID) error {
 	if want == nil {
 		return nil
 	}
@@ -343,21 +344,21 @@ func checkIfMatch(ctx context.Context, mu *mutation, p string, want *gitstore.OI
 	case err != nil:
 		return err
 	case n.IsDir():
-		return fmt.Errorf("%w: if-match names a version of a file, and %q is a directory", ErrInvalid, p)
+		return fmt.Errorf("%w: if-match names a version of a file, and %q is a directory", record.ErrInvalid, p)
 	case n.OID != *want:
 		return &PreconditionError{Path: p, Current: n.OID.String()}
 	}
 	return nil
 }
 
-func (ls *live) remove(ctx context.Context, mu *mutation, p string, recursive bool) error {
+func (ls *live) remove(ctx context.Context, mu *draft, p string, recursive bool) error {
 	n, err := mu.ov.Stat(ctx, p)
 	if err != nil {
 		return notFound(err)
 	}
 	if n.IsDir() {
 		if !recursive {
-			return fmt.Errorf("delete %q: %w: a directory needs recursive", p, ErrInvalid)
+			return fmt.Errorf("delete %q: %w: a directory needs recursive", p, record.ErrInvalid)
 		}
 		if err := ls.checkWriteBelow(ctx, mu.ov, p); err != nil {
 			return err
@@ -379,16 +380,16 @@ func (ls *live) checkWriteBelow(ctx context.Context, ov *overlay.Overlay, p stri
 }
 
 // Move renames the file or directory src to dst, which must not exist.
-func (m *Manager) Move(ctx context.Context, id uuid.UUID, src, dst, actor string) (Mutation, error) {
+func (m *Manager) Move(ctx context.Context, id uuid.UUID, src, dst, actor string) (MutationRecord, error) {
 	return m.relocate(ctx, id, src, dst, actor, true)
 }
 
 // Copy copies the file or directory src to dst, which must not exist.
-func (m *Manager) Copy(ctx context.Context, id uuid.UUID, src, dst, actor string) (Mutation, error) {
+func (m *Manager) Copy(ctx context.Context, id uuid.UUID, src, dst, actor string) (MutationRecord, error) {
 	return m.relocate(ctx, id, src, dst, actor, false)
 }
 
-func (m *Manager) relocate(ctx context.Context, id uuid.UUID, src, dst, actor string, move bool) (Mutation, error) {
+func (m *Manager) relocate(ctx context.Context, id uuid.UUID, src, dst, actor string, move bool) (MutationRecord, error) {
 	// A copy reads its source and writes its destination; a move writes
 	// both.
 	reads, writes := []string{src}, []string{dst}
@@ -397,14 +398,14 @@ func (m *Manager) relocate(ctx context.Context, id uuid.UUID, src, dst, actor st
 	}
 	ls, err := m.openEdit(ctx, id, reads, writes)
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
 	op := OpCopy
 	if move {
 		op = OpMove
 	}
-	rec, _, err := m.recorder.mutate(ctx, ls, op, actorOf(ls, actor), false, func(mu *mutation) error {
+	rec, _, err := m.recorder.mutate(ctx, ls, op, actorOf(ls, actor), false, func(mu *draft) error {
 		return ls.relocateIn(ctx, mu, src, dst, move, false)
 	})
 	return rec, err
@@ -412,9 +413,9 @@ func (m *Manager) relocate(ctx context.Context, id uuid.UUID, src, dst, actor st
 
 // relocateIn moves or copies src to dst. An existing dst is a conflict,
 // unless overwrite is set and dst is a file, which is then replaced.
-func (ls *live) relocateIn(ctx context.Context, mu *mutation, src, dst string, move, overwrite bool) error {
+func (ls *live) relocateIn(ctx context.Context, mu *draft, src, dst string, move, overwrite bool) error {
 	if src == dst || strings.HasPrefix(dst, src+"/") {
-		return fmt.Errorf("%w: cannot move or copy %q into itself (%q)", ErrInvalid, src, dst)
+		return fmt.Errorf("%w: cannot move or copy %q into itself (%q)", record.ErrInvalid, src, dst)
 	}
 	if err := ls.policy.checkRead(src); err != nil {
 		return err
@@ -426,9 +427,9 @@ func (ls *live) relocateIn(ctx context.Context, mu *mutation, src, dst string, m
 	if dn, err := mu.ov.Stat(ctx, dst); err == nil {
 		switch {
 		case dn.IsDir():
-			return fmt.Errorf("%w: %q is a directory; move or copy into a path below it, or delete it first", ErrConflict, dst)
+			return fmt.Errorf("%w: %q is a directory; move or copy into a path below it, or delete it first", record.ErrConflict, dst)
 		case !overwrite:
-			return fmt.Errorf("%w: %q exists; set overwrite to replace it", ErrConflict, dst)
+			return fmt.Errorf("%w: %q exists; set overwrite to replace it", record.ErrConflict, dst)
 		}
 		if err := ls.policy.checkWrite(dst); err != nil {
 			return err
@@ -466,7 +467,7 @@ func (ls *live) relocateIn(ctx context.Context, mu *mutation, src, dst string, m
 			}
 		}
 		if f.Mode == gitstore.ModeGitlink {
-			return fmt.Errorf("%w: %q is a submodule, which is read-only", ErrInvalid, f.Path)
+			return fmt.Errorf("%w: %q is a submodule, which is read-only", record.ErrInvalid, f.Path)
 		}
 		size, err := mu.blobSize(ctx, f.OID)
 		if err != nil {
@@ -595,7 +596,7 @@ type SearchResult struct {
 // (binary files are skipped), in git order.
 func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) (SearchResult, error) {
 	if opts.Pattern == "" {
-		return SearchResult{}, fmt.Errorf("%w: empty search pattern", ErrInvalid)
+		return SearchResult{}, fmt.Errorf("%w: empty search pattern", record.ErrInvalid)
 	}
 	pat := opts.Pattern
 	if opts.CaseInsensitive {
@@ -603,7 +604,7 @@ func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) 
 	}
 	re, err := regexp.Compile(pat)
 	if err != nil {
-		return SearchResult{}, fmt.Errorf("%w: pattern: %v", ErrInvalid, err)
+		return SearchResult{}, fmt.Errorf("%w: pattern: %v", record.ErrInvalid, err)
 	}
 	if opts.MaxResults <= 0 {
 		opts.MaxResults = 1000

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
 )
 
 // NewFS returns the current view of session id of m as an fs.FS
@@ -42,9 +43,9 @@ func toPath(name string) string {
 
 func fsErr(op, name string, err error) error {
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		err = fs.ErrNotExist
-	case errors.Is(err, ErrForbidden):
+	case errors.Is(err, record.ErrForbidden):
 		err = fs.ErrPermission
 	}
 	return &fs.PathError{Op: op, Path: name, Err: err}

@@ -41,7 +41,7 @@ func (m *Manager) SessionInfo(ctx context.Context, id uuid.UUID) (record.Session
 
 // CheckWrites holds a change from tree base to tree head to session id's
 // write policy: every path it changes must be one the session may write,
-// or it is ErrForbidden.
+// or it is record.ErrForbidden.
 func (m *Manager) CheckWrites(ctx context.Context, id uuid.UUID, repo *gitstore.Repo, base, head gitstore.OID) error {
 	s, err := m.store.GetSession(ctx, id)
 	if err != nil {

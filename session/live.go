@@ -14,6 +14,7 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/failpoint"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/workdir"
 )
 
@@ -255,7 +256,7 @@ func (m *recorder) checkOpen(ctx context.Context, ls *live) error {
 		}
 	}
 	if ls.meta.State.Terminal() {
-		return fmt.Errorf("session %s is %s: %w", ls.meta.ID, ls.meta.State, ErrSessionClosed)
+		return fmt.Errorf("session %s is %s: %w", ls.meta.ID, ls.meta.State, record.ErrSessionClosed)
 	}
 	return nil
 }
@@ -284,8 +285,10 @@ type change struct {
 	deleted          bool
 }
 
-// mutation is an operation in progress on a copy of the overlay.
-type mutation struct {
+// draft is a mutation in flight: an operation in progress on a copy of
+// the overlay, with the objects it queued. Committed by recorder.mutate,
+// it becomes a MutationRecord; refused, it is dropped and nothing changed.
+type draft struct {
 	ov    *overlay.Overlay
 	batch *gitstore.Batch
 	paths []string
@@ -300,14 +303,14 @@ type mutation struct {
 }
 
 // addBlob queues a blob and keeps it readable within the mutation.
-func (mu *mutation) addBlob(data []byte) gitstore.OID {
+func (mu *draft) addBlob(data []byte) gitstore.OID {
 	id := mu.batch.AddBlob(data)
 	mu.pending[id] = data
 	return id
 }
 
 // readBlob reads a blob queued in this mutation or in the repository.
-func (mu *mutation) readBlob(ctx context.Context, id gitstore.OID) ([]byte, error) {
+func (mu *draft) readBlob(ctx context.Context, id gitstore.OID) ([]byte, error) {
 	if data, ok := mu.pending[id]; ok {
 		return data, nil
 	}
@@ -316,7 +319,7 @@ func (mu *mutation) readBlob(ctx context.Context, id gitstore.OID) ([]byte, erro
 
 // blobSize is the size of a blob queued in this mutation or in the
 // repository.
-func (mu *mutation) blobSize(ctx context.Context, id gitstore.OID) (int64, error) {
+func (mu *draft) blobSize(ctx context.Context, id gitstore.OID) (int64, error) {
 	if data, ok := mu.pending[id]; ok {
 		return int64(len(data)), nil
 	}
@@ -324,19 +327,19 @@ func (mu *mutation) blobSize(ctx context.Context, id gitstore.OID) (int64, error
 }
 
 // read returns the content of file p in the mutation's view.
-func (mu *mutation) read(ctx context.Context, p string) ([]byte, error) {
+func (mu *draft) read(ctx context.Context, p string) ([]byte, error) {
 	n, err := mu.ov.Stat(ctx, p)
 	if err != nil {
 		return nil, notFound(err)
 	}
 	if !n.Mode.IsBlob() {
-		return nil, fmt.Errorf("read %q: %w: %w", p, ErrInvalid, overlay.ErrIsDir)
+		return nil, fmt.Errorf("read %q: %w: %w", p, record.ErrInvalid, overlay.ErrIsDir)
 	}
 	return mu.readBlob(ctx, n.OID)
 }
 
 // touch records that the mutation changed p.
-func (mu *mutation) touch(p string) { mu.paths = append(mu.paths, p) }
+func (mu *draft) touch(p string) { mu.paths = append(mu.paths, p) }
 
 // mutate runs fn on a copy of the session's overlay and makes the result
 // durable, or changes nothing: new objects are written and fsynced, the
@@ -344,30 +347,30 @@ func (mu *mutation) touch(p string) { mu.paths = append(mu.paths, p) }
 // and its events are committed in one store transaction. Only then does
 // the session see the new overlay. With dryRun nothing is written and the
 // session keeps its overlay. ls.mu must be held.
-func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dryRun bool, fn func(*mutation) error) (Mutation, []change, error) {
+func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dryRun bool, fn func(*draft) error) (MutationRecord, []change, error) {
 	if err := m.checkWritable(ctx, ls); err != nil {
-		return Mutation{}, nil, err
+		return MutationRecord{}, nil, err
 	}
-	mu := &mutation{ov: ls.ov.Clone(), batch: ls.repo.NewBatch(), pending: map[gitstore.OID][]byte{}, repo: ls.repo, limits: m.limits}
+	mu := &draft{ov: ls.ov.Clone(), batch: ls.repo.NewBatch(), pending: map[gitstore.OID][]byte{}, repo: ls.repo, limits: m.limits}
 	// The content rules read the blobs this mutation queues.
 	mu.ov.ReadBlobsWith(mu.readBlob)
 	before := ls.ov.Entries()
 	if err := fn(mu); err != nil {
-		return Mutation{}, nil, err
+		return MutationRecord{}, nil, err
 	}
 	if mu.ov.Len() > m.limits.MaxEntries {
-		return Mutation{}, nil, fmt.Errorf("%w: %d overlay entries, the limit is %d", ErrTooLarge, mu.ov.Len(), m.limits.MaxEntries)
+		return MutationRecord{}, nil, fmt.Errorf("%w: %d overlay entries, the limit is %d", ErrTooLarge, mu.ov.Len(), m.limits.MaxEntries)
 	}
 	if mu.ov.ContentBytes() > m.limits.MaxOverlayBytes {
-		return Mutation{}, nil, fmt.Errorf("%w: %d bytes of overlay content, the limit is %d", ErrTooLarge, mu.ov.ContentBytes(), m.limits.MaxOverlayBytes)
+		return MutationRecord{}, nil, fmt.Errorf("%w: %d bytes of overlay content, the limit is %d", ErrTooLarge, mu.ov.ContentBytes(), m.limits.MaxOverlayBytes)
 	}
 	changes, err := describe(ctx, ls.ov, mu.ov, mu.paths)
 	if err != nil {
-		return Mutation{}, nil, err
+		return MutationRecord{}, nil, err
 	}
 	delta := overlayDelta(before, mu.ov.Entries())
 	now := m.now()
-	rec := Mutation{Session: ls.meta.ID, Op: op, Actor: actor, At: now, Exec: mu.exec}
+	rec := MutationRecord{Session: ls.meta.ID, Op: op, Actor: actor, At: now, Exec: mu.exec}
 	for _, c := range changes {
 		rec.Paths = append(rec.Paths, c.path)
 		rec.Old = append(rec.Old, c.old)
@@ -379,13 +382,13 @@ func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dr
 	}
 	tree, err := nextTree(ctx, ls.tree, mu)
 	if err != nil {
-		return Mutation{}, nil, err
+		return MutationRecord{}, nil, err
 	}
 	if err := mu.batch.Flush(ctx); err != nil {
-		return Mutation{}, nil, fmt.Errorf("write objects: %w", err)
+		return MutationRecord{}, nil, fmt.Errorf("write objects: %w", err)
 	}
 	if err := ls.repo.UpdateRef(ctx, liveRef(ls.meta.ID), tree, ls.pinned); err != nil {
-		return Mutation{}, nil, fmt.Errorf("pin overlay: %w", err)
+		return MutationRecord{}, nil, fmt.Errorf("pin overlay: %w", err)
 	}
 	ls.pinned = tree
 	failpoint.Hit(failpoint.RefMoved)
@@ -416,7 +419,7 @@ func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dr
 		return nil
 	})
 	if err != nil {
-		return Mutation{}, nil, fmt.Errorf("record mutation: %w", err)
+		return MutationRecord{}, nil, fmt.Errorf("record mutation: %w", err)
 	}
 	failpoint.Hit(failpoint.StoreCommitted)
 	ls.ov = mu.ov
@@ -454,7 +457,7 @@ func (m *memory) flushReads(ctx context.Context, ls *live) error {
 // nextTree is the tree of the mutation's view: prev, the tree before it,
 // with the paths the mutation touched re-encoded. The cost follows those
 // paths, not the size of the overlay.
-func nextTree(ctx context.Context, prev gitstore.OID, mu *mutation) (gitstore.OID, error) {
+func nextTree(ctx context.Context, prev gitstore.OID, mu *draft) (gitstore.OID, error) {
 	roots := slices.Clone(mu.paths)
 	slices.Sort(roots)
 	roots = slices.Compact(roots)

@@ -189,10 +189,10 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 		opts.Mode = ModeReadWrite
 	}
 	if opts.Mode != ModeReadWrite && opts.Mode != ModeReadOnly {
-		return Session{}, fmt.Errorf("%w: mode %q: use read_write or read_only", ErrInvalid, opts.Mode)
+		return Session{}, fmt.Errorf("%w: mode %q: use read_write or read_only", record.ErrInvalid, opts.Mode)
 	}
 	if opts.TTL < 0 {
-		return Session{}, fmt.Errorf("%w: negative ttl", ErrInvalid)
+		return Session{}, fmt.Errorf("%w: negative ttl", record.ErrInvalid)
 	}
 	if _, err := compilePolicy(opts.Policy); err != nil {
 		return Session{}, err
@@ -208,7 +208,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 	commit, err := r.ResolveRevision(ctx, base)
 	if err != nil {
 		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
-			return Session{}, fmt.Errorf("%w: base: %v", ErrInvalid, err)
+			return Session{}, fmt.Errorf("%w: base: %v", record.ErrInvalid, err)
 		}
 		return Session{}, err
 	}
@@ -249,7 +249,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 			return err
 		}
 		if len(entries) > 0 {
-			mu, err := tx.ReplaceOverlay(ctx, Mutation{Session: s.ID, Op: OpFork, Paths: []string{}, Actor: opts.AgentID, At: now}, entries)
+			mu, err := tx.ReplaceOverlay(ctx, MutationRecord{Session: s.ID, Op: OpFork, Paths: []string{}, Actor: opts.AgentID, At: now}, entries)
 			if err != nil {
 				return err
 			}
@@ -283,10 +283,10 @@ func (m *Manager) Get(ctx context.Context, id uuid.UUID) (Session, error) {
 }
 
 // ListSessions returns sessions matching f; a repository in f that is not
-// registered is ErrInvalid.
+// registered is record.ErrInvalid.
 func (m *Manager) ListSessions(ctx context.Context, f SessionFilter) ([]Session, error) {
 	if f.Repo != "" {
-		if _, err := m.repos.Get(ctx, f.Repo); errors.Is(err, ErrNotFound) {
+		if _, err := m.repos.Get(ctx, f.Repo); errors.Is(err, record.ErrNotFound) {
 			return nil, record.UnknownRepoFilter(f.Repo)
 		} else if err != nil {
 			return nil, err
@@ -311,7 +311,7 @@ func (m *Manager) ExpireDue(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, s := range due {
-		if err := m.expire(ctx, s); err != nil && !errors.Is(err, ErrConflict) {
+		if err := m.expire(ctx, s); err != nil && !errors.Is(err, record.ErrConflict) {
 			return n, err
 		}
 		n++

@@ -25,7 +25,7 @@ type Observer interface {
 // MutationEvent is one committed mutation as an observer sees it.
 type MutationEvent struct {
 	Session  Session
-	Mutation Mutation
+	Mutation MutationRecord
 	// Changes are the files whose content changed: Old and New are zero
 	// for none.
 	Changes []FileChange
@@ -36,7 +36,7 @@ type MutationEvent struct {
 	Tree     gitstore.OID
 }
 
-func (m *recorder) observeMutation(ctx context.Context, ls *live, rec Mutation, changes []change) {
+func (m *recorder) observeMutation(ctx context.Context, ls *live, rec MutationRecord, changes []change) {
 	if len(m.observers) == 0 {
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -71,7 +72,7 @@ func TestBatchAppliesInOrder(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "x", e.read(s.ID, "a/b"))
 	_, err = e.m.Stat(ctx, s.ID, "a/b/sibling.txt")
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 
 	_, err = e.m.Edits(ctx, s.ID, []session.Edit{
 		{Op: "delete", Path: "a/b"},
@@ -223,7 +224,7 @@ func TestOddBaseNamesReachable(t *testing.T) {
 	// The overlay (whiteouts at odd names) survives a restart.
 	e.restart()
 	_, _, err = e.m.Read(ctx, s.ID, "tab\there.txt", 0, -1)
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 	_, _, err = e.m.Rollback(ctx, s.ID, cp.ID.String(), "")
 	require.NoError(t, err)
 	assert.Equal(t, "tab\n", e.read(s.ID, "tab\there.txt"))

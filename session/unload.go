@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/repos"
 )
 
@@ -243,7 +244,7 @@ func (m *Manager) closeSession(ctx context.Context, id uuid.UUID, to State, ok f
 	if ls.loaded {
 		switch {
 		case ls.meta.State.Terminal():
-			return fmt.Errorf("session %s is %s: %w", id, ls.meta.State, ErrSessionClosed)
+			return fmt.Errorf("session %s is %s: %w", id, ls.meta.State, record.ErrSessionClosed)
 		case !ok(ls.meta):
 			return nil
 		}
@@ -257,7 +258,7 @@ func (m *Manager) closeSession(ctx context.Context, id uuid.UUID, to State, ok f
 	}
 	switch {
 	case s.State.Terminal():
-		return fmt.Errorf("session %s is %s: %w", id, s.State, ErrSessionClosed)
+		return fmt.Errorf("session %s is %s: %w", id, s.State, record.ErrSessionClosed)
 	case !ok(s):
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/events"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
@@ -76,7 +77,7 @@ func TestFinishedSessionsAreUnloaded(t *testing.T) {
 	assert.Equal(t, "content 0\n", e.read(ids[0].ID, "f.txt"), "a finished session is still readable")
 	assert.Equal(t, 1, e.m.Loaded(), "and is unloaded again after the read")
 	_, _, err = e.m.Write(ctx, ids[0].ID, "g.txt", []byte("x"), session.WriteOptions{})
-	require.ErrorIs(t, err, session.ErrSessionClosed)
+	require.ErrorIs(t, err, record.ErrSessionClosed)
 	assert.Equal(t, 1, e.m.Loaded())
 }
 
@@ -178,7 +179,7 @@ func TestSessionLockHonoursContext(t *testing.T) {
 	}
 	release()
 	_, err = e.m.Stat(ctx, s.ID, "notes.txt")
-	require.ErrorIs(t, err, session.ErrNotFound, "the abandoned write did nothing")
+	require.ErrorIs(t, err, record.ErrNotFound, "the abandoned write did nothing")
 	e.write(s.ID, "notes.txt", "now\n")
 	assert.Equal(t, "now\n", e.read(s.ID, "notes.txt"))
 }
@@ -236,7 +237,7 @@ func TestUnloadRacesRequests(t *testing.T) {
 	var closers sync.WaitGroup
 	for _, s := range ss {
 		closers.Go(func() {
-			if _, err := e.m.Abandon(ctx, s.ID); err != nil && !errors.Is(err, session.ErrSessionClosed) {
+			if _, err := e.m.Abandon(ctx, s.ID); err != nil && !errors.Is(err, record.ErrSessionClosed) {
 				t.Error(err)
 			}
 		})

@@ -25,6 +25,7 @@ import (
 	"github.com/sessiond/sessiond/internal/durable"
 	"github.com/sessiond/sessiond/internal/graphsession"
 	"github.com/sessiond/sessiond/mcpserver"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/ui"
@@ -295,7 +296,7 @@ func registerRepos(ctx context.Context, reg *repos.Registry, specs []string, log
 				return fmt.Errorf("--repo %s: already registered at another path", name)
 			}
 			continue
-		} else if !errors.Is(err, session.ErrNotFound) {
+		} else if !errors.Is(err, record.ErrNotFound) {
 			return err
 		}
 		if _, err := reg.Register(ctx, name, abs); err != nil {

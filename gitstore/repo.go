@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/sessiond/sessiond/gitstore/housekeeping"
 	"github.com/sessiond/sessiond/internal/durable"
 )
 
@@ -43,13 +45,16 @@ type Options struct {
 	// Readers is how many go-git storages serve reads in parallel
 	// (default 2 × GOMAXPROCS).
 	Readers int
-	// Housekeeping decides what housekeeping does (see Housekeep).
-	Housekeeping HeuristicStrategy
+	// Housekeeping decides what housekeeping does (package housekeeping).
+	Housekeeping housekeeping.HeuristicStrategy
 	// HousekeepInterval is how often housekeeping runs in the background
 	// (default 10 minutes). It also runs when the Repo opens and after
-	// every housekeepEvery packs this Repo writes. Negative: never in the
-	// background, only when Housekeep is called.
+	// every housekeeping.RunEvery packs this Repo writes. Negative: never
+	// in the background, only when Housekeep is called.
 	HousekeepInterval time.Duration
+	// Logger reports what housekeeping could not do; slog.Default() when
+	// nil.
+	Logger *slog.Logger
 
 	runHook func() // for tests: called as each housekeeping run starts
 }
@@ -75,9 +80,6 @@ func (o *Options) fill() {
 	}
 }
 
-// housekeepEvery is how many packs a Repo writes between housekeeping runs.
-const housekeepEvery = 8
-
 // Repo is an open git repository. It is safe for concurrent use: go-git's
 // storages are not, so each one is lent to one goroutine at a time from a
 // pool, and everything handed out (trees, commits, blob bytes) is an
@@ -97,34 +99,14 @@ type Repo struct {
 	bad     badLoose    // loose objects found corrupt
 	locator packLocator // which pack holds an object, for freshening
 
-	// hkMu is held by the one housekeeping run in progress; it guards
-	// retired.
-	hkMu sync.Mutex
+	// hk runs housekeeping (package housekeeping) over the object
+	// directory (objectDir, housekeep.go).
+	hk *housekeeping.Manager
 	// meta is what housekeeping knows of each pack listed (packmeta.go).
 	meta packMetas
-	// retired: the packs (base names) this Repo merged into a newer pack;
-	// any run deletes them once superseded long enough (the directory
-	// tells), and Close at once.
-	retired map[string]bool
-	// written counts packs written since a housekeeping run last listed
-	// the object directory.
-	written atomic.Int32
-	// hkRound is closed when the housekeeping run in progress, or the
-	// next one, ends (then replaced); hkRoundMu guards it.
-	hkRoundMu sync.Mutex
-	hkRound   chan struct{}
-	// runsStarted and runsEnded count housekeeping runs (runs are one at
-	// a time, so they end in the order they start).
-	runsStarted, runsEnded atomic.Int64
 	// swappedGen is meta's generation when the storages were last made:
 	// a pack forgotten since may hide an object the storages do not know.
 	swappedGen atomic.Int64
-	// hkKick wakes the background housekeeper; hkStop ends it (and a run
-	// in progress) and hkDone is closed when it has.
-	hkKick chan struct{}
-	hkStop context.CancelFunc
-	hkDone chan struct{}
-
 	// packDirMu guards packDirMod: the objects/pack mtime the pooled
 	// storages last indexed; a lookup miss after it changed re-indexes.
 	packDirMu  sync.Mutex
@@ -177,92 +159,9 @@ func openRepo(gitDir, workDir string, o Options, seen map[string]bool, depth int
 		r.readers <- r.newStorage()
 	}
 	r.packDirMod = r.statPackDir()
-	r.hkKick = make(chan struct{}, 1)
-	r.hkDone = make(chan struct{})
-	r.hkRound = make(chan struct{})
-	hkCtx, stop := context.WithCancel(context.Background())
-	r.hkStop = stop
-	if o.HousekeepInterval > 0 {
-		r.hkKick <- struct{}{} // at start
-		go r.housekeeper(hkCtx, o.HousekeepInterval)
-	} else {
-		close(r.hkDone)
-	}
+	r.hk = housekeeping.Start(&objectDir{Repo: r}, housekeeping.Config{Strategy: o.Housekeeping,
+		Interval: o.HousekeepInterval, Logger: o.Logger, Name: gitDir, RunHook: o.runHook})
 	return r, nil
-}
-
-// housekeeper runs Housekeep when kicked and every interval until Close.
-func (r *Repo) housekeeper(ctx context.Context, interval time.Duration) {
-	defer close(r.hkDone)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.hkKick:
-		case <-tick.C:
-		}
-		// Failures are retried at the next run; nothing is lost by one.
-		_, _ = r.Housekeep(ctx)
-	}
-}
-
-// packWritten counts a pack this Repo wrote and kicks the housekeeper
-// every housekeepEvery packs. When the packs written since a run last
-// listed the directory reach a quarter of the pack limit (housekeeping
-// falls behind: runs slower than writers, many writers at once), the
-// writer waits for runs to catch up before its write is acknowledged, so
-// writers cannot outrun housekeeping past the limit. Without background
-// housekeeping nobody waits.
-func (r *Repo) packWritten(ctx context.Context) {
-	n := r.written.Add(1)
-	if n%housekeepEvery == 0 {
-		r.kickHousekeeper()
-	}
-	if r.opts.HousekeepInterval <= 0 {
-		return
-	}
-	backlog := int32(max(r.opts.Housekeeping.withDefaults().PackLimit/4, housekeepEvery))
-	if r.written.Load() < backlog {
-		return
-	}
-	// Wait for the end of a run that starts after this pack was written
-	// (so its listing holds it), once: the count of packs written meanwhile
-	// is other writers' business, so a steady load cannot hold one writer
-	// for good.
-	target := r.runsStarted.Load() + 1
-	for {
-		r.hkRoundMu.Lock()
-		round := r.hkRound
-		r.hkRoundMu.Unlock()
-		if r.runsEnded.Load() >= target {
-			return
-		}
-		r.kickHousekeeper()
-		select {
-		case <-round:
-		case <-r.hkDone:
-			return
-		case <-ctx.Done():
-			return // written and durable; only the wait is cut short
-		}
-	}
-}
-
-func (r *Repo) kickHousekeeper() {
-	select {
-	case r.hkKick <- struct{}{}:
-	default:
-	}
-}
-
-// endRound wakes the writers waiting for a housekeeping run to end.
-func (r *Repo) endRound() {
-	r.hkRoundMu.Lock()
-	close(r.hkRound)
-	r.hkRound = make(chan struct{})
-	r.hkRoundMu.Unlock()
 }
 
 func (r *Repo) newStorage() *filesystem.Storage {
@@ -360,11 +259,7 @@ func (r *Repo) Bare() bool { return r.workDir == "" }
 func (r *Repo) Close() error {
 	var errs []error
 	r.closeOnce.Do(func() {
-		r.hkStop()
-		<-r.hkDone
-		r.hkMu.Lock()
-		r.deleteRetired()
-		r.hkMu.Unlock()
+		r.hk.Close()
 		for i := 0; i < r.opts.Readers; i++ {
 			s := <-r.readers
 			if err := s.Close(); err != nil {

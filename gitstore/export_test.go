@@ -18,7 +18,7 @@ func WithRunHook(o Options, hook func()) Options {
 
 // GoGitPacks lists the packs (base names) the go-git storages see.
 func GoGitPacks(r *Repo) ([]string, error) {
-	s := r.newStorage()
+	s := r.pool.newStorage()
 	defer s.Close()
 	packs, err := s.ObjectPacks()
 	var out []string

@@ -61,7 +61,7 @@ func (r *objectDir) State(ctx context.Context) (housekeeping.State, error) {
 	if learnt {
 		// Packs just found to be own (a restart, another process's) are
 		// hidden from storages made from now on; let these go too.
-		r.refreshStorages(ctx, true)
+		r.pool.refreshStorages(ctx, true)
 	}
 	return st, nil
 }
@@ -148,7 +148,7 @@ func (r *objectDir) deletePacks(names []string) (int, error) {
 		return 0, err
 	}
 	n := 0
-	r.swapStorages(context.Background(), true, func() {
+	r.pool.swapStorages(context.Background(), true, func() {
 		for _, name := range names {
 			base := filepath.Join(packDir, name)
 			// The index first, as git's repack does: a reader lists packs

@@ -73,14 +73,22 @@ func ValidateRefName(name RefName) error {
 	return nil
 }
 
-func (r *Repo) refPath(name RefName) string {
+// refFiles is the ref store's files: loose refs under refs/ and
+// packed-refs, each changed only under its refLock (one discipline for
+// all of them). Its methods' receiver is r, as the Repo's, whose part it
+// is.
+type refFiles struct {
+	gitDir string
+}
+
+func (r *refFiles) refPath(name RefName) string {
 	return filepath.Join(r.gitDir, filepath.FromSlash(string(name)))
 }
 
 // readLooseOrPacked returns the raw value of name: an id, or the target of
 // a symbolic ref. It reports ErrNotFound when neither a loose file nor a
 // packed-refs line exists.
-func (r *Repo) readRefRaw(name RefName) (id OID, symbolic RefName, err error) {
+func (r *refFiles) readRefRaw(name RefName) (id OID, symbolic RefName, err error) {
 	b, err := os.ReadFile(r.refPath(name))
 	switch {
 	case err == nil:
@@ -108,7 +116,7 @@ func (r *Repo) readRefRaw(name RefName) (id OID, symbolic RefName, err error) {
 }
 
 // packedRefs parses packed-refs (an empty map when there is none).
-func (r *Repo) packedRefs() (map[RefName]OID, error) {
+func (r *refFiles) packedRefs() (map[RefName]OID, error) {
 	b, err := os.ReadFile(filepath.Join(r.gitDir, "packed-refs"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[RefName]OID{}, nil
@@ -141,7 +149,7 @@ func (r *Repo) ReadRef(ctx context.Context, name RefName) (OID, error) {
 		if err := ctx.Err(); err != nil {
 			return OID{}, err
 		}
-		id, sym, err := r.readRefRaw(name)
+		id, sym, err := r.refs.readRefRaw(name)
 		if err != nil {
 			return OID{}, err
 		}
@@ -156,7 +164,7 @@ func (r *Repo) ReadRef(ctx context.Context, name RefName) (OID, error) {
 // HeadBranch returns the branch HEAD names (for a non-bare repository, the
 // one checked out), or "" when HEAD is detached.
 func (r *Repo) HeadBranch() (string, error) {
-	_, sym, err := r.readRefRaw("HEAD")
+	_, sym, err := r.refs.readRefRaw("HEAD")
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return "", err
 	}
@@ -167,7 +175,7 @@ func (r *Repo) HeadBranch() (string, error) {
 // ListRefs returns the refs whose names start with prefix, sorted by name;
 // a loose ref wins over a packed one.
 func (r *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
-	all, err := r.packedRefs()
+	all, err := r.refs.packedRefs()
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +306,7 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 	if name == "HEAD" {
 		return fmt.Errorf("%w: HEAD is updated through its branch", ErrInvalidRef)
 	}
-	path := r.refPath(name)
+	path := r.refs.refPath(name)
 	if err := durable.MkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
@@ -307,7 +315,7 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
 	defer lock.release()
-	cur, _, err := r.readRefRaw(name)
+	cur, _, err := r.refs.readRefRaw(name)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
@@ -315,7 +323,7 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 		return &RefConflictError{Name: name, Current: cur}
 	}
 	if newID.IsZero() {
-		if err := r.removePackedRef(ctx, name); err != nil {
+		if err := r.refs.removePackedRef(ctx, name); err != nil {
 			return err
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -330,7 +338,7 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 }
 
 // removePackedRef rewrites packed-refs without name, under its own lock.
-func (r *Repo) removePackedRef(ctx context.Context, name RefName) error {
+func (r *refFiles) removePackedRef(ctx context.Context, name RefName) error {
 	path := filepath.Join(r.gitDir, "packed-refs")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -379,7 +387,7 @@ func (r *Repo) RemoveStaleLocks(prefix RefName) (int, error) {
 	if err := ValidateRefName(RefName(strings.TrimSuffix(string(prefix), "/"))); err != nil {
 		return 0, err
 	}
-	root := r.refPath(prefix)
+	root := r.refs.refPath(prefix)
 	n := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -89,7 +89,10 @@ type Repo struct {
 	workDir string // the work tree of a non-bare repository, else ""
 	opts    Options
 
-	readers chan *filesystem.Storage // pool; a storage is owned by whoever took it
+	// pool lends the go-git storages (storagePool); refs reads and
+	// writes the ref files (refs.go).
+	pool *storagePool
+	refs refFiles
 
 	trees *lru.Cache[OID, *Tree]
 	blobs *lru.Cache[OID, []byte]
@@ -104,13 +107,6 @@ type Repo struct {
 	hk *housekeeping.Manager
 	// meta is what housekeeping knows of each pack listed (packmeta.go).
 	meta packMetas
-	// swappedGen is meta's generation when the storages were last made:
-	// a pack forgotten since may hide an object the storages do not know.
-	swappedGen atomic.Int64
-	// packDirMu guards packDirMod: the objects/pack mtime the pooled
-	// storages last indexed; a lookup miss after it changed re-indexes.
-	packDirMu  sync.Mutex
-	packDirMod time.Time
 
 	closeOnce sync.Once
 
@@ -154,19 +150,44 @@ func openRepo(gitDir, workDir string, o Options, seen map[string]bool, depth int
 		return nil, fmt.Errorf("open %q: %w", gitDir, err)
 	}
 	r.alternates = alts
-	r.readers = make(chan *filesystem.Storage, o.Readers)
+	r.refs = refFiles{gitDir: gitDir}
+	r.pool = &storagePool{gitDir: gitDir, opts: o, checks: &r.checks, bad: &r.bad, meta: &r.meta,
+		readers: make(chan *filesystem.Storage, o.Readers)}
 	for i := 0; i < o.Readers; i++ {
-		r.readers <- r.newStorage()
+		r.pool.readers <- r.pool.newStorage()
 	}
-	r.packDirMod = r.statPackDir()
+	r.pool.packDirMod = r.pool.statPackDir()
 	r.hk = housekeeping.Start(&objectDir{Repo: r}, housekeeping.Config{Strategy: o.Housekeeping,
 		Interval: o.HousekeepInterval, Logger: o.Logger, Name: gitDir, RunHook: o.runHook})
 	return r, nil
 }
 
-func (r *Repo) newStorage() *filesystem.Storage {
+// storagePool lends go-git's storages, which are not safe to share, to
+// one goroutine at a time, and replaces them when the pack directory
+// changed under them (git gc, a push, another process, housekeeping):
+// it owns the pool, the objects/pack mtime the storages last indexed and
+// meta's generation then. Its methods' receiver is r, as the Repo's,
+// whose part it is.
+type storagePool struct {
+	gitDir string
+	opts   Options
+	checks *packChecks // which packs the storages may see
+	bad    *badLoose   // loose objects found corrupt
+	meta   *packMetas
+
+	readers chan *filesystem.Storage // a storage is owned by whoever took it
+	// swappedGen is meta's generation when the storages were last made:
+	// a pack forgotten since may hide an object the storages do not know.
+	swappedGen atomic.Int64
+	// packDirMu guards packDirMod: the objects/pack mtime the pooled
+	// storages last indexed; a lookup miss after it changed re-indexes.
+	packDirMu  sync.Mutex
+	packDirMod time.Time
+}
+
+func (r *storagePool) newStorage() *filesystem.Storage {
 	fs := objectFS{Filesystem: osfs.New(r.gitDir, osfs.WithBoundOS()),
-		packDir: filepath.Join(r.gitDir, "objects", "pack"), checks: &r.checks, bad: &r.bad, own: r.meta.isOwn}
+		packDir: filepath.Join(r.gitDir, "objects", "pack"), checks: r.checks, bad: r.bad, own: r.meta.isOwn}
 	return filesystem.NewStorageWithOptions(fs,
 		cache.NewObjectLRU(4*cache.MiByte),
 		filesystem.Options{KeepDescriptors: true})
@@ -261,7 +282,7 @@ func (r *Repo) Close() error {
 	r.closeOnce.Do(func() {
 		r.hk.Close()
 		for i := 0; i < r.opts.Readers; i++ {
-			s := <-r.readers
+			s := <-r.pool.readers
 			if err := s.Close(); err != nil {
 				errs = append(errs, err)
 			}
@@ -276,7 +297,7 @@ func (r *Repo) Close() error {
 }
 
 // withStorage lends a pooled go-git storage to fn.
-func (r *Repo) withStorage(ctx context.Context, fn func(*filesystem.Storage) error) error {
+func (r *storagePool) withStorage(ctx context.Context, fn func(*filesystem.Storage) error) error {
 	var s *filesystem.Storage
 	select {
 	case s = <-r.readers:
@@ -287,7 +308,7 @@ func (r *Repo) withStorage(ctx context.Context, fn func(*filesystem.Storage) err
 	return fn(s)
 }
 
-func (r *Repo) statPackDir() time.Time {
+func (r *storagePool) statPackDir() time.Time {
 	fi, err := os.Stat(filepath.Join(r.gitDir, "objects", "pack"))
 	if err != nil {
 		return time.Time{}
@@ -298,7 +319,7 @@ func (r *Repo) statPackDir() time.Time {
 // refreshIfPacksChanged makes every pooled storage re-read the pack
 // indexes when objects/pack changed since they last did (git gc, a push,
 // or another process). It reports whether it did.
-func (r *Repo) refreshIfPacksChanged(ctx context.Context) bool {
+func (r *storagePool) refreshIfPacksChanged(ctx context.Context) bool {
 	return r.refreshStorages(ctx, false)
 }
 
@@ -306,7 +327,7 @@ func (r *Repo) refreshIfPacksChanged(ctx context.Context) bool {
 // from them, was forgotten since they were made (another process merged
 // and deleted it: the pack holding its objects now may be one they have
 // not listed). It reports whether it did.
-func (r *Repo) refreshIfPackForgotten(ctx context.Context) bool {
+func (r *storagePool) refreshIfPackForgotten(ctx context.Context) bool {
 	if r.meta.generation() == r.swappedGen.Load() {
 		return false
 	}
@@ -316,7 +337,7 @@ func (r *Repo) refreshIfPackForgotten(ctx context.Context) bool {
 // refreshStorages replaces every pooled storage, when objects/pack changed
 // since they last did or when forced (after a consolidation, so they let
 // go of the deleted packs' descriptors).
-func (r *Repo) refreshStorages(ctx context.Context, force bool) bool {
+func (r *storagePool) refreshStorages(ctx context.Context, force bool) bool {
 	return r.swapStorages(ctx, force, nil)
 }
 
@@ -324,7 +345,7 @@ func (r *Repo) refreshStorages(ctx context.Context, force bool) bool {
 // change (if any: a change to the pack directory that no reader of this
 // process may see half done), and replaces the storages with fresh ones
 // when the directory changed or when forced.
-func (r *Repo) swapStorages(ctx context.Context, force bool, change func()) bool {
+func (r *storagePool) swapStorages(ctx context.Context, force bool, change func()) bool {
 	r.packDirMu.Lock()
 	defer r.packDirMu.Unlock()
 	if change == nil && !force && r.statPackDir().Equal(r.packDirMod) {
@@ -397,7 +418,7 @@ func (r *Repo) readObject(ctx context.Context, id OID) (rawObject, error) {
 		if obj, ok := r.readOwnDisk(id); ok {
 			return obj, nil
 		}
-		if r.refreshIfPacksChanged(ctx) {
+		if r.pool.refreshIfPacksChanged(ctx) {
 			obj, err = r.readGoGit(ctx, id)
 		}
 	}
@@ -434,7 +455,7 @@ func (r *Repo) readOwnDisk(id OID) (rawObject, bool) {
 func (r *Repo) readGoGit(ctx context.Context, id OID) (rawObject, error) {
 	var obj rawObject
 	looseBad := false
-	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
+	err := r.pool.withStorage(ctx, func(s *filesystem.Storage) error {
 		var err error
 		// A failure other than "not found" is a pack or index that went
 		// between the storage's listing and its opening it (another
@@ -514,10 +535,10 @@ func (r *Repo) HasObject(ctx context.Context, id OID) (bool, error) {
 		return true, nil
 	}
 	found, err := r.hasGoGit(ctx, id)
-	if err != nil && ctx.Err() == nil && r.refreshIfPacksChanged(ctx) {
+	if err != nil && ctx.Err() == nil && r.pool.refreshIfPacksChanged(ctx) {
 		found, err = r.hasGoGit(ctx, id)
 	}
-	if err == nil && !found && r.refreshIfPackForgotten(ctx) {
+	if err == nil && !found && r.pool.refreshIfPackForgotten(ctx) {
 		found, err = r.hasGoGit(ctx, id)
 	}
 	if err == nil && !found && len(r.alternates) > 0 {
@@ -528,7 +549,7 @@ func (r *Repo) HasObject(ctx context.Context, id OID) (bool, error) {
 
 func (r *Repo) hasGoGit(ctx context.Context, id OID) (bool, error) {
 	found := false
-	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
+	err := r.pool.withStorage(ctx, func(s *filesystem.Storage) error {
 		var err error
 		for attempt := 0; attempt < 3; attempt++ {
 			err = s.HasEncodedObject(plumbing.Hash(id))
@@ -610,7 +631,7 @@ func (r *Repo) BlobSize(ctx context.Context, id OID) (int64, error) {
 		}
 	}
 	var size int64
-	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
+	err := r.pool.withStorage(ctx, func(s *filesystem.Storage) error {
 		var err error
 		size, err = s.EncodedObjectSize(plumbing.Hash(id))
 		return err

@@ -1,6 +1,6 @@
-// Package db implements the stores the engines declare, session.Store and
-// changeset.Store (Store.Changesets, over the same database and its
-// transactions), twice: on Postgres through a pgx pool (OpenPostgres) and,
+// Package db implements the stores the engines declare, session.Store,
+// repos.Store, events.Store and changeset.Store (Store.Changesets, over
+// the same database and its transactions), twice: on Postgres through a pgx pool (OpenPostgres) and,
 // as the zero-setup default, on an embedded SQLite file through the
 // pure-Go modernc.org/sqlite driver (OpenSQLite). Both run the same queries
 // (store.go) over their own runner, apply their own embedded migrations

@@ -16,6 +16,7 @@ import (
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -31,12 +32,13 @@ func TestAcceptSelectHTTP(t *testing.T) {
 	st, err := db.OpenSQLiteDir(ctx, dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	m := session.NewManager(session.Config{Store: st, DataDir: dir})
-	t.Cleanup(func() { m.Close() })
+	en := testengine.New(st, dir, session.Config{})
+	m := en.Sessions
+	t.Cleanup(func() { en.Close() })
 	bare := testrepo.BuildBare(t, "small")
-	_, err = m.RegisterRepo(ctx, "r", bare)
+	_, err = en.Repos.Register(ctx, "r", bare)
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m})}))
+	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets}))
 	t.Cleanup(srv.Close)
 	call := func(method, path, body string, out any) int {
 		t.Helper()
@@ -131,12 +133,13 @@ func TestChangesetRevisionsHTTP(t *testing.T) {
 	st, err := db.OpenSQLiteDir(ctx, dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	m := session.NewManager(session.Config{Store: st, DataDir: dir})
-	t.Cleanup(func() { m.Close() })
-	_, err = m.RegisterRepo(ctx, "r", testrepo.BuildBare(t, "small"))
+	en := testengine.New(st, dir, session.Config{})
+	m := en.Sessions
+	t.Cleanup(func() { en.Close() })
+	_, err = en.Repos.Register(ctx, "r", testrepo.BuildBare(t, "small"))
 	require.NoError(t, err)
-	cs := changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m})
-	srv := httptest.NewServer(New(Config{Manager: m, Changesets: cs}))
+	cs := en.Changesets
+	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: cs}))
 	t.Cleanup(srv.Close)
 	getJSON := func(path string, out any) int {
 		t.Helper()

@@ -16,11 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -32,18 +33,18 @@ func TestMapError(t *testing.T) {
 		code   string
 	}{
 		{wrap(&overlay.PathError{Rule: overlay.RuleHasDotdot, Path: "a/../b"}), 400, apitypes.CodeInvalidPath},
-		{wrap(session.ErrInvalid), 400, apitypes.CodeBadRequest},
-		{wrap(session.ErrForbidden), 403, apitypes.CodeForbidden},
+		{wrap(record.ErrInvalid), 400, apitypes.CodeBadRequest},
+		{wrap(record.ErrForbidden), 403, apitypes.CodeForbidden},
 		{wrap(session.ErrReadOnly), 403, apitypes.CodeForbidden},
-		{wrap(session.ErrNotFound), 404, apitypes.CodeNotFound},
+		{wrap(record.ErrNotFound), 404, apitypes.CodeNotFound},
 		{wrap(gitstore.ErrNotFound), 404, apitypes.CodeNotFound},
-		{wrap(&session.ConflictError{Field: "head", Current: "abc"}), 409, apitypes.CodeConflict},
-		{wrap(session.ErrDuplicate), 409, apitypes.CodeConflict},
-		{wrap(session.ErrSessionClosed), 409, apitypes.CodeSessionClosed},
+		{wrap(&record.ConflictError{Field: "head", Current: "abc"}), 409, apitypes.CodeConflict},
+		{wrap(record.ErrDuplicate), 409, apitypes.CodeConflict},
+		{wrap(record.ErrSessionClosed), 409, apitypes.CodeSessionClosed},
 		{wrap(&session.PreconditionError{Path: "x", Current: "abc"}), 412, apitypes.CodePreconditionFailed},
 		{wrap(session.ErrTooLarge), 413, apitypes.CodeTooLarge},
 		{wrap(&http.MaxBytesError{Limit: 10}), 413, apitypes.CodeTooLarge},
-		{wrap(session.ErrUnavailable), 503, apitypes.CodeUnavailable},
+		{wrap(record.ErrUnavailable), 503, apitypes.CodeUnavailable},
 		{errors.New("disk on fire"), 500, apitypes.CodeInternal},
 		{wrap(&gitstore.ObjectError{ID: gitstore.HashObject(gitstore.KindBlob, nil), Err: gitstore.ErrMissingObject}), 500, apitypes.CodeInternal},
 		{wrap(fmt.Errorf("lookup %q: %w", "a/b", &gitstore.ObjectError{Err: fmt.Errorf("%w: x", gitstore.ErrCorrupt)})), 500, apitypes.CodeInternal},
@@ -56,7 +57,7 @@ func TestMapError(t *testing.T) {
 	e := mapError(wrap(&overlay.PathError{Rule: overlay.RuleHasDotdot, Path: "a/../b"}))
 	assert.Equal(t, "hasDotdot", e.Details["rule"])
 	assert.Equal(t, "a/../b", e.Details["path"])
-	assert.Equal(t, "abc", mapError(&session.ConflictError{Field: "head", Current: "abc"}).Details["current_head"])
+	assert.Equal(t, "abc", mapError(&record.ConflictError{Field: "head", Current: "abc"}).Details["current_head"])
 	missing := gitstore.HashObject(gitstore.KindBlob, []byte("gone"))
 	e = mapError(wrap(&gitstore.ObjectError{ID: missing, Err: gitstore.ErrMissingObject}))
 	assert.Equal(t, missing.String(), e.Details["object"])
@@ -72,13 +73,14 @@ func TestEventStream(t *testing.T) {
 	st, err := db.OpenSQLiteDir(ctx, dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	m := session.NewManager(session.Config{Store: st, DataDir: dir})
-	t.Cleanup(func() { m.Close() })
-	_, err = m.RegisterRepo(ctx, "r", testrepo.Build(t, "small"))
+	en := testengine.New(st, dir, session.Config{})
+	m := en.Sessions
+	t.Cleanup(func() { en.Close() })
+	_, err = en.Repos.Register(ctx, "r", testrepo.Build(t, "small"))
 	require.NoError(t, err)
 	s, err := m.Create(ctx, session.CreateOptions{Repo: "r"})
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), Heartbeat: 20 * time.Millisecond}))
+	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, Heartbeat: 20 * time.Millisecond}))
 	t.Cleanup(srv.Close)
 
 	streams := func() string {

@@ -11,6 +11,7 @@ import (
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/repos"
 )
 
 // Changesets, reviews, accept, layers and undo; session rebase and merge.
@@ -351,7 +352,7 @@ func (s *Server) layers(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.cs.Policy(r.Context(), r.PathValue("repo"))
+	p, err := s.repos.Policy(r.Context(), r.PathValue("repo"))
 	if err != nil {
 		return err
 	}
@@ -364,7 +365,7 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	p, err := s.cs.SetPolicy(ctxWithoutCancel(r), changeset.Policy{Repo: r.PathValue("repo"),
+	p, err := s.repos.SetPolicy(ctxWithoutCancel(r), repos.Policy{Repo: r.PathValue("repo"),
 		RequiredApprovals: req.RequiredApprovals, AllowCheckedOut: req.AllowCheckedOut, RefuseStaleReads: req.RefuseStaleReads})
 	if err != nil {
 		return err
@@ -424,7 +425,7 @@ func (s *Server) symbols(ctx context.Context, c changeset.Changeset) ([]apitypes
 	if s.summaries == nil {
 		return nil, nil
 	}
-	repo, err := s.m.GitRepo(ctx, c.Repo)
+	repo, err := s.repos.Open(ctx, c.Repo)
 	if err != nil {
 		return nil, err
 	}

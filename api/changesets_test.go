@@ -12,7 +12,7 @@ import (
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
-	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/record"
 )
 
 // TestMapMergeConflict: a merge conflict is 409 conflict with structured
@@ -50,6 +50,6 @@ func TestMapMergeConflict(t *testing.T) {
 	e = mapError(fmt.Errorf("x: %w", &changeset.StaleReadsError{Branch: "main", Reads: []changeset.StaleRead{{Path: "a", Read: oid}}}))
 	assert.Equal(t, 409, e.Status)
 	assert.Equal(t, []apitypes.StaleRead{{Path: "a", Read: oid.String()}}, e.Details["stale_reads"])
-	e = mapError(fmt.Errorf("x: %w", &session.ConflictError{Field: "head", Current: oid.String()}))
+	e = mapError(fmt.Errorf("x: %w", &record.ConflictError{Field: "head", Current: oid.String()}))
 	assert.Equal(t, oid.String(), e.Details["current_head"])
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -41,12 +41,13 @@ func newTestServer(t *testing.T, adminToken string) *testServer {
 	st, err := db.OpenSQLiteDir(ctx, dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	m := session.NewManager(session.Config{Store: st, DataDir: dir})
-	t.Cleanup(func() { m.Close() })
+	en := testengine.New(st, dir, session.Config{})
+	m := en.Sessions
+	t.Cleanup(func() { en.Close() })
 	repo := testrepo.Build(t, "small")
-	_, err = m.RegisterRepo(ctx, "r", repo)
+	_, err = en.Repos.Register(ctx, "r", repo)
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef")}))
+	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef")}))
 	t.Cleanup(srv.Close)
 	ts := &testServer{t: t, URL: srv.URL, m: m, repo: repo}
 	if adminToken != "" {

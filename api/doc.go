@@ -4,7 +4,9 @@
 // /readyz, /metrics).
 //
 // It owns no business logic: every handler decodes its request, calls one
-// session.Manager method and encodes the result. Errors from every layer go
+// method of the part it is handed that owns what it asks (the session
+// engine, the Executor, the changeset service, the registry of
+// repositories, the event log) and encodes the result. Errors from every layer go
 // through one mapper (errors.go) that turns them into the error model of
 // the API: {"error":{"code","message",…details}} with a stable code.
 //

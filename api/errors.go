@@ -11,6 +11,7 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -31,7 +32,7 @@ func mapError(err error) *apitypes.Error {
 		pathErr *overlay.PathError
 		maxErr  *http.MaxBytesError
 		preErr  *session.PreconditionError
-		cfErr   *session.ConflictError
+		cfErr   *record.ConflictError
 		mgErr   *merge.ConflictError
 		srErr   *changeset.StaleReadsError
 		objErr  *gitstore.ObjectError
@@ -63,7 +64,7 @@ func mapError(err error) *apitypes.Error {
 			Details: map[string]any{"path": preErr.Path, "current": preErr.Current}}
 	case errors.Is(err, session.ErrPrecondition):
 		return newError(http.StatusPreconditionFailed, apitypes.CodePreconditionFailed, "%s", err.Error())
-	case errors.Is(err, session.ErrSessionClosed):
+	case errors.Is(err, record.ErrSessionClosed):
 		return newError(http.StatusConflict, apitypes.CodeSessionClosed, "%s", err.Error())
 	case errors.Is(err, session.ErrBusy):
 		return newError(http.StatusConflict, apitypes.CodeSessionBusy, "%s", err.Error())
@@ -77,20 +78,20 @@ func mapError(err error) *apitypes.Error {
 		d := map[string]any{"field": cfErr.Field, "current": cfErr.Current}
 		d["current_"+cfErr.Field] = cfErr.Current
 		return &apitypes.Error{Status: http.StatusConflict, Code: apitypes.CodeConflict, Message: err.Error(), Details: d}
-	case errors.Is(err, session.ErrConflict), errors.Is(err, session.ErrDuplicate),
+	case errors.Is(err, record.ErrConflict), errors.Is(err, record.ErrDuplicate),
 		errors.Is(err, gitstore.ErrRefConflict), errors.Is(err, gitstore.ErrRefLocked):
 		return newError(http.StatusConflict, apitypes.CodeConflict, "%s", err.Error())
-	case errors.Is(err, session.ErrReadOnly), errors.Is(err, session.ErrForbidden):
+	case errors.Is(err, session.ErrReadOnly), errors.Is(err, record.ErrForbidden):
 		return newError(http.StatusForbidden, apitypes.CodeForbidden, "%s", err.Error())
-	case errors.Is(err, session.ErrNotFound), errors.Is(err, gitstore.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound), errors.Is(err, gitstore.ErrNotFound):
 		return newError(http.StatusNotFound, apitypes.CodeNotFound, "%s", err.Error())
-	case errors.Is(err, session.ErrInvalid), errors.Is(err, overlay.ErrIsDir), errors.Is(err, overlay.ErrNotDir),
+	case errors.Is(err, record.ErrInvalid), errors.Is(err, overlay.ErrIsDir), errors.Is(err, overlay.ErrNotDir),
 		errors.Is(err, gitstore.ErrInvalidOID), errors.Is(err, gitstore.ErrAmbiguous), errors.Is(err, gitstore.ErrInvalidRef):
 		return newError(http.StatusBadRequest, apitypes.CodeBadRequest, "%s", err.Error())
 	case errors.Is(err, gitstore.ErrInvalidMode):
 		return &apitypes.Error{Status: http.StatusBadRequest, Code: apitypes.CodeInvalidPath, Message: err.Error(),
 			Details: map[string]any{"rule": string(overlay.RuleBadFilemode)}}
-	case errors.Is(err, session.ErrUnavailable), errors.Is(err, session.ErrNoWorkdir), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, record.ErrUnavailable), errors.Is(err, session.ErrNoWorkdir), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return newError(http.StatusServiceUnavailable, apitypes.CodeUnavailable, "%s", err.Error())
 	}
 	return newError(http.StatusInternalServerError, apitypes.CodeInternal, "internal error")

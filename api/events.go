@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/session"
 )
@@ -36,7 +37,7 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	f := session.EventFilter{Repo: ss.Repo, Session: id, Types: types}
+	f := events.Filter{Repo: ss.Repo, Session: id, Types: types}
 	if wantsJSON(r) {
 		return s.listEvents(w, r, f)
 	}
@@ -79,13 +80,13 @@ func wantsJSON(r *http.Request) bool {
 
 // listEvents answers with the stored events after ?after= (at most
 // ?limit=, default and cap 1,000), oldest first.
-func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, f session.EventFilter) error {
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, f events.Filter) error {
 	after, limit, err := queryPage(r, 1000, 1000)
 	if err != nil {
 		return err
 	}
 	f.After, f.Limit = after, limit
-	evs, err := s.m.Events(r.Context(), f)
+	evs, err := s.events.List(r.Context(), f)
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, f session.Ev
 	return nil
 }
 
-func toEvent(e session.Event) apitypes.Event {
+func toEvent(e events.Event) apitypes.Event {
 	ev := apitypes.Event{ID: e.ID, Type: e.Type, Repo: e.Repo, Payload: e.Payload, At: e.At}
 	if e.Session != uuid.Nil {
 		ev.Session = e.Session.String()
@@ -106,7 +107,7 @@ func toEvent(e session.Event) apitypes.Event {
 }
 
 func (s *Server) repoEvents(w http.ResponseWriter, r *http.Request) error {
-	rp, err := s.m.GetRepo(r.Context(), r.PathValue("repo"))
+	rp, err := s.repos.Get(r.Context(), r.PathValue("repo"))
 	if err != nil {
 		return err
 	}
@@ -114,10 +115,10 @@ func (s *Server) repoEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.stream(w, r, session.EventFilter{Repo: rp.Name, Types: types})
+	return s.stream(w, r, events.Filter{Repo: rp.Name, Types: types})
 }
 
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, f session.EventFilter) error {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, f events.Filter) error {
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" {
 		last = r.URL.Query().Get("after")
@@ -148,7 +149,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f session.EventF
 	defer s.metrics.streams.Dec()
 
 	ctx := r.Context()
-	events := s.m.Subscribe(ctx, f)
+	events := s.events.Subscribe(ctx, f)
 	tick := time.NewTicker(s.heartbeat)
 	defer tick.Stop()
 	for {
@@ -175,7 +176,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f session.EventF
 	}
 }
 
-func writeEvent(w http.ResponseWriter, e session.Event) error {
+func writeEvent(w http.ResponseWriter, e events.Event) error {
 	data, err := json.Marshal(toEvent(e))
 	if err != nil {
 		return err

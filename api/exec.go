@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/session"
 )
@@ -66,7 +68,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 			event(name, apitypes.ExecOutput{Data: string(p)})
 		}
 	}
-	res, err := s.m.Exec(r.Context(), id, opts)
+	res, err := s.runExec(r.Context(), id, opts)
 	mu.Lock()
 	defer mu.Unlock()
 	if err != nil {
@@ -112,4 +114,13 @@ func toExecResponse(res session.ExecResult) apitypes.ExecResponse {
 		out.Mutation = &m
 	}
 	return out
+}
+
+// runExec runs the command through the Executor; without one the daemon
+// runs no commands.
+func (s *Server) runExec(ctx context.Context, id uuid.UUID, opts session.ExecOptions) (session.ExecResult, error) {
+	if s.runner == nil {
+		return session.ExecResult{}, session.ErrNoWorkdir
+	}
+	return s.runner.Exec(ctx, id, opts)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -190,7 +191,7 @@ func (s *Server) ifMatch(r *http.Request, id uuid.UUID, p string) (*gitstore.OID
 		return nil, nil
 	case "*":
 		fi, err := s.m.Stat(r.Context(), id, p)
-		if errors.Is(err, session.ErrNotFound) {
+		if errors.Is(err, record.ErrNotFound) {
 			return nil, &session.PreconditionError{Path: p}
 		}
 		if err != nil {

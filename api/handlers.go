@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -26,7 +27,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	h := apitypes.Health{Status: "ok", Checks: map[string]string{}}
-	repos, err := s.m.ListRepos(ctx)
+	repos, err := s.repos.List(ctx)
 	if err != nil {
 		h.Status = "unavailable"
 		h.Checks["store"] = "unreachable"
@@ -35,7 +36,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		h.Checks["store"] = "ok"
 	}
 	for _, rp := range repos {
-		if _, err := s.m.GitRepo(ctx, rp.Name); err != nil {
+		if _, err := s.repos.Open(ctx, rp.Name); err != nil {
 			h.Status = "unavailable"
 			h.Checks["repo:"+rp.Name] = "unreachable"
 			s.log.Warn("readyz: repository", "repo", rp.Name, "error", err)
@@ -59,16 +60,16 @@ func (s *Server) createRepo(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var (
-		rp  session.Repo
+		rp  repos.Repo
 		err error
 	)
 	switch {
 	case req.Init && req.Path != "":
 		return badRequest("give either path or init, not both")
 	case req.Init:
-		rp, err = s.m.InitRepo(ctxWithoutCancel(r), req.Name)
+		rp, err = s.repos.Init(ctxWithoutCancel(r), req.Name)
 	case req.Path != "":
-		rp, err = s.m.RegisterRepo(ctxWithoutCancel(r), req.Name, req.Path)
+		rp, err = s.repos.Register(ctxWithoutCancel(r), req.Name, req.Path)
 	default:
 		return badRequest("give the path of an existing repository, or init: true")
 	}
@@ -80,7 +81,7 @@ func (s *Server) createRepo(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) error {
-	rs, err := s.m.ListRepos(r.Context())
+	rs, err := s.repos.List(r.Context())
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getRepo(w http.ResponseWriter, r *http.Request) error {
-	rp, err := s.m.GetRepo(r.Context(), r.PathValue("repo"))
+	rp, err := s.repos.Get(r.Context(), r.PathValue("repo"))
 	if err != nil {
 		return err
 	}
@@ -104,7 +105,7 @@ func (s *Server) getRepo(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) branches(w http.ResponseWriter, r *http.Request) error {
-	refs, err := s.m.Branches(r.Context(), r.PathValue("repo"))
+	refs, err := s.repos.Branches(r.Context(), r.PathValue("repo"))
 	if err != nil {
 		return err
 	}

@@ -118,12 +118,12 @@ func (e *scopeEnv) fingerprint() string {
 	for _, c := range cs {
 		fmt.Fprintf(&b, "\nchangeset %s %s head=%s", c.ID, c.Status, c.HeadCommit)
 	}
-	rs, err := e.m.ListRepos(ctx)
+	rs, err := e.en.Repos.List(ctx)
 	require.NoError(e.t, err)
 	for _, r := range rs {
 		fmt.Fprintf(&b, "\nrepo %s", r.Name)
 	}
-	pol, err := e.cs.Policy(ctx, "r")
+	pol, err := e.en.Repos.Policy(ctx, "r")
 	require.NoError(e.t, err)
 	fmt.Fprintf(&b, "\npolicy %+v", pol)
 	return b.String()

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sessiond/sessiond/gitstore/housekeeping"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -67,6 +68,8 @@ func newMetrics(reg *prometheus.Registry, m *session.Manager) *metrics {
 	})
 	reg.MustRegister(mt.requests, mt.latency, mt.overlayBytes, mt.checkpoint, mt.streams, live,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The repositories' housekeeping, whatever opened them.
+	reg.MustRegister(housekeeping.Collectors()...)
 	return mt
 }
 

@@ -49,3 +49,13 @@ func TestMetricsLabelsBounded(t *testing.T) {
 	assert.LessOrEqual(t, series, 5, "series of sessiond_http_requests_total:\n%s", body)
 	assert.Positive(t, series)
 }
+
+// TestMetricsExposeHousekeeping: /metrics carries the housekeeping runs
+// and failures of the repositories the daemon opened.
+func TestMetricsExposeHousekeeping(t *testing.T) {
+	ts := newTestServer(t, "")
+	body := string(ts.call("GET", "/metrics", nil).body)
+	for _, name := range []string{"sessiond_housekeeping_runs_total", "sessiond_housekeeping_failures_total"} {
+		assert.Contains(t, body, "\n"+name+" ", name)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -26,6 +27,7 @@ const testAdminToken = "admin-token-for-tests"
 // repository built from the small fixture.
 type scopeEnv struct {
 	t    testing.TB
+	en   *testengine.Engine
 	m    *session.Manager
 	cs   *changeset.Service
 	api  *Server
@@ -40,12 +42,13 @@ func newScopeEnv(t testing.TB) *scopeEnv {
 	st, err := db.OpenSQLiteDir(ctx, dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	m := session.NewManager(session.Config{Store: st, DataDir: dir})
-	t.Cleanup(func() { m.Close() })
-	e := &scopeEnv{t: t, m: m, cs: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), repo: testrepo.BuildBare(t, "small")}
-	_, err = m.RegisterRepo(ctx, "r", e.repo)
+	en := testengine.New(st, dir, session.Config{})
+	m := en.Sessions
+	t.Cleanup(func() { en.Close() })
+	e := &scopeEnv{t: t, en: en, m: m, cs: en.Changesets, repo: testrepo.BuildBare(t, "small")}
+	_, err = en.Repos.Register(ctx, "r", e.repo)
 	require.NoError(t, err)
-	e.api = New(Config{Manager: m, Changesets: e.cs, AdminToken: testAdminToken, TokenSecret: []byte("token secret for tests")})
+	e.api = New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: e.cs, AdminToken: testAdminToken, TokenSecret: []byte("token secret for tests")})
 	e.srv = httptest.NewServer(e.api)
 	t.Cleanup(e.srv.Close)
 	return e

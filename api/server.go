@@ -18,14 +18,23 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
 // Config configures a Server.
 type Config struct {
 	Manager *session.Manager
+	// Repos serves the repository routes (registry, branches, policies).
+	Repos *repos.Registry
+	// Events serves the event routes (stored events and streams).
+	Events *events.Log
+	// Exec runs commands on sessions' views; nil: the exec route answers
+	// unavailable.
+	Exec *session.Executor
 	// Changesets serves the changeset routes (submit, review, accept,
 	// layers, undo, policies) over the same engine and store.
 	Changesets *changeset.Service
@@ -60,6 +69,9 @@ type Summarizer interface {
 // Server is the HTTP API over one Manager.
 type Server struct {
 	m         *session.Manager
+	repos     *repos.Registry
+	events    *events.Log
+	runner    *session.Executor
 	cs        *changeset.Service
 	auth      *auth
 	maxBody   int64
@@ -162,7 +174,7 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		m: cfg.Manager, cs: cfg.Changesets, auth: newAuth(cfg.AdminToken, cfg.TokenSecret),
+		m: cfg.Manager, repos: cfg.Repos, events: cfg.Events, runner: cfg.Exec, cs: cfg.Changesets, auth: newAuth(cfg.AdminToken, cfg.TokenSecret),
 		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, log: cfg.Logger, summaries: cfg.Summaries, mcp: cfg.MCP,
 		mux: http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
 	}

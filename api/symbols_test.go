@@ -11,10 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/graphsession"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -27,16 +28,18 @@ func TestChangesetSymbols(t *testing.T) {
 	st, err := db.OpenSQLiteDir(ctx, dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	g := graph.New(graph.Config{Events: graphsession.Events(st)})
-	m := session.NewManager(session.Config{Store: st, DataDir: dir, Observers: []session.Observer{graphsession.Observer(g)}})
-	t.Cleanup(func() { m.Close() })
-	_, err = m.RegisterRepo(ctx, "r", testrepo.Build(t, "small"))
+	evs := events.New(st, nil)
+	g := graph.New(graph.Config{Events: evs})
+	en := testengine.New(st, dir, session.Config{Events: evs, Observers: []session.Observer{graphsession.Observer(g)}})
+	m := en.Sessions
+	t.Cleanup(func() { en.Close() })
+	_, err = en.Repos.Register(ctx, "r", testrepo.Build(t, "small"))
 	require.NoError(t, err)
 	s, err := m.Create(ctx, session.CreateOptions{Repo: "r"})
 	require.NoError(t, err)
 	_, _, err = m.Write(ctx, s.ID, "limits.go", []byte("package p\n\n// Limits bound a scan.\ntype Limits struct{ Max int }\n\nfunc Parse() {}\n"), session.WriteOptions{})
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), Summaries: g}))
+	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, Summaries: g}))
 	t.Cleanup(srv.Close)
 
 	resp, err := http.Post(srv.URL+"/v1/sessions/"+s.ID.String()+"/changesets", "application/json", bytes.NewReader([]byte(`{"intent":"limits"}`)))

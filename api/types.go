@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -24,7 +25,7 @@ func oidTexts(os []gitstore.OID) []string {
 	return out
 }
 
-func toRepo(r session.Repo) apitypes.Repo {
+func toRepo(r repos.Repo) apitypes.Repo {
 	return apitypes.Repo{Name: r.Name, Path: r.Path, CreatedAt: r.CreatedAt}
 }
 
@@ -50,7 +51,7 @@ func toFileInfo(fi session.FileInfo) apitypes.FileInfo {
 		Size: fi.Size, Status: fi.Status.String(), Source: string(fi.Source)}
 }
 
-func toMutation(m session.Mutation) apitypes.Mutation {
+func toMutation(m session.MutationRecord) apitypes.Mutation {
 	out := apitypes.Mutation{Seq: m.Seq, Op: string(m.Op), Paths: m.Paths, Old: oidTexts(m.Old), New: oidTexts(m.New), Actor: m.Actor, At: m.At}
 	if out.Paths == nil {
 		out.Paths = []string{}

@@ -16,6 +16,7 @@ import (
 	"github.com/sessiond/sessiond/internal/failpoint"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
 )
 
 // AcceptOptions qualify an accept.
@@ -109,14 +110,14 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	if err != nil {
 		return AcceptResult{}, err
 	}
-	pol, err := s.Policy(ctx, c.Repo)
+	pol, err := s.repos.Policy(ctx, c.Repo)
 	if err != nil {
 		return AcceptResult{}, err
 	}
 	if err := acceptable(c, pol); err != nil {
 		return AcceptResult{}, err
 	}
-	r, err := s.sessions.GitRepo(ctx, c.Repo)
+	r, err := s.repos.Open(ctx, c.Repo)
 	if err != nil {
 		return AcceptResult{}, err
 	}
@@ -320,7 +321,7 @@ func (s *Service) recordAccept(ctx context.Context, c Changeset, res *AcceptResu
 	if partial {
 		rebaseAfterPartial(ctx, h, sess, c, res)
 	}
-	s.sessions.Notify()
+	s.events.Notify()
 	return nil
 }
 
@@ -370,7 +371,7 @@ func rebaseAfterPartial(ctx context.Context, h record.Held, sess record.SessionI
 }
 
 // acceptable checks that a changeset's status allows an accept.
-func acceptable(c Changeset, pol Policy) error {
+func acceptable(c Changeset, pol repos.Policy) error {
 	conflict := &record.ConflictError{Field: "status", Current: string(c.Status)}
 	switch c.Status {
 	case StatusApproved:
@@ -387,7 +388,7 @@ func acceptable(c Changeset, pol Policy) error {
 // checkBranchWritable refuses the branch a non-bare repository has
 // checked out, unless the policy allows it (git's
 // receive.denyCurrentBranch).
-func checkBranchWritable(r *gitstore.Repo, branch string, pol Policy) error {
+func checkBranchWritable(r *gitstore.Repo, branch string, pol repos.Policy) error {
 	if r.Bare() || pol.AllowCheckedOut {
 		return nil
 	}

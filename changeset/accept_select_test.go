@@ -18,6 +18,7 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -159,7 +160,7 @@ func TestAcceptSelectProperty(t *testing.T) {
 		}
 		tree, _, err := e.m.Tree(ctx, s.ID)
 		require.NoError(rt, err)
-		baseCommit, err := e.m.GitRepo(ctx, "bare")
+		baseCommit, err := e.en.Repos.Open(ctx, "bare")
 		require.NoError(rt, err)
 		bc, err := baseCommit.Commit(ctx, baseHead)
 		require.NoError(rt, err)
@@ -237,7 +238,7 @@ func TestAcceptSelectProperty(t *testing.T) {
 			}
 		}
 		assert.Equal(rt, after, e.gitApply(branch, rest.Unified()), "the hunks left out, applied by git apply to the branch, give the session's view")
-		repo, err := e.m.GitRepo(ctx, "bare")
+		repo, err := e.en.Repos.Open(ctx, "bare")
 		require.NoError(rt, err)
 		remaining, err := merge.Diff(ctx, repo, afterBase, after, merge.DiffOptions{}, merge.PatchOptions{})
 		require.NoError(rt, err)
@@ -312,7 +313,7 @@ func TestAcceptSelect(t *testing.T) {
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{Select: &tc.sel})
-			require.ErrorIs(t, err, session.ErrInvalid)
+			require.ErrorIs(t, err, record.ErrInvalid)
 			require.ErrorIs(t, err, merge.ErrBadSelection)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Equal(t, before, e.head(), "nothing written")
@@ -324,7 +325,7 @@ func TestAcceptSelect(t *testing.T) {
 
 	// A selection made on another revision is refused.
 	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{Select: &merge.Selection{Hunks: map[string][]int{"doc.txt": {0}}}, Revision: 2})
-	var rce *session.ConflictError
+	var rce *record.ConflictError
 	require.ErrorAs(t, err, &rce)
 	assert.Equal(t, "revision", rce.Field)
 	assert.Equal(t, "1", rce.Current)
@@ -374,6 +375,6 @@ func TestAcceptSelect(t *testing.T) {
 
 	// An accepted changeset cannot be accepted again, in part or whole.
 	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{Select: &sel})
-	var ce *session.ConflictError
+	var ce *record.ConflictError
 	require.True(t, errors.As(err, &ce), "%v", err)
 }

@@ -103,26 +103,6 @@ type LineComment struct {
 	Body string
 }
 
-// Policy is a repository's accept policy. A repository without one uses
-// the Service's Config.Defaults.
-type Policy struct {
-	Repo string
-	// RequiredApprovals is how many distinct approvals (on the current
-	// revision, none outstanding against) an accept needs; 0: none (an
-	// open changeset may be accepted, one with changes requested or
-	// rejected may not).
-	RequiredApprovals int
-	// AllowCheckedOut lets accepts and undos move the branch that a
-	// non-bare repository has checked out. Its work tree and index are not
-	// updated (git status there then shows the accepted change reversed),
-	// which is why it is refused by default, as git push does
-	// (receive.denyCurrentBranch).
-	AllowCheckedOut bool
-	// RefuseStaleReads makes an accept fail when a file the session read
-	// changed on the branch since its base, instead of only reporting it.
-	RefuseStaleReads bool
-}
-
 // LayerState says whether a layer is on its branch or was undone.
 type LayerState string
 

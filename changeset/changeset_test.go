@@ -20,6 +20,8 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -34,7 +36,7 @@ func newChangesetEnv(t *testing.T) *csEnv {
 	t.Helper()
 	e := newEnv(t, "small")
 	bare := testrepo.BuildBare(t, "small")
-	_, err := e.m.RegisterRepo(t.Context(), "bare", bare)
+	_, err := e.en.Repos.Register(t.Context(), "bare", bare)
 	require.NoError(t, err)
 	return &csEnv{env: e, bare: bare}
 }
@@ -213,7 +215,7 @@ func TestChangesetTimeMachine(t *testing.T) {
 	assert.Equal(t, changeset.StatusUndone, cs.Status)
 	// Undone is final.
 	_, err = e.cs.Undo(ctx, changeset.UndoOptions{Changesets: []uuid.UUID{b.Changeset.ID}})
-	assert.ErrorIs(t, err, session.ErrConflict)
+	assert.ErrorIs(t, err, record.ErrConflict)
 	e.bgit("fsck", "--strict", "--no-dangling")
 }
 
@@ -304,7 +306,7 @@ func TestChangesetAcceptRaceGitCLI(t *testing.T) {
 		var res changeset.AcceptResult
 		var err error
 		for range 20 {
-			if res, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{}); !errors.Is(err, session.ErrConflict) {
+			if res, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{}); !errors.Is(err, record.ErrConflict) {
 				break
 			}
 		}
@@ -335,7 +337,7 @@ func TestChangesetAcceptRaceGitCLI(t *testing.T) {
 func TestChangesetReview(t *testing.T) {
 	e := newChangesetEnv(t)
 	ctx := t.Context()
-	_, err := e.cs.SetPolicy(ctx, changeset.Policy{Repo: "bare", RequiredApprovals: 2})
+	_, err := e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "bare", RequiredApprovals: 2})
 	require.NoError(t, err)
 	s := e.session(map[string]string{"a.txt": "reviewed\n"})
 	c := e.submit(s, "needs review")
@@ -346,7 +348,7 @@ func TestChangesetReview(t *testing.T) {
 	assert.Equal(t, session.StateSubmitted, got.State)
 
 	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{})
-	assert.ErrorIs(t, err, session.ErrConflict, "two approvals required")
+	assert.ErrorIs(t, err, record.ErrConflict, "two approvals required")
 
 	review := func(author string, v changeset.Verdict, comments ...changeset.LineComment) changeset.Changeset {
 		t.Helper()
@@ -359,10 +361,10 @@ func TestChangesetReview(t *testing.T) {
 	assert.Equal(t, changeset.StatusChangesRequested, review("bob", changeset.VerdictComment).Status)
 	assert.Equal(t, changeset.StatusApproved, review("bob", changeset.VerdictApprove).Status)
 	_, _, err = e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: "lgtm", Author: "x"})
-	assert.ErrorIs(t, err, session.ErrInvalid)
+	assert.ErrorIs(t, err, record.ErrInvalid)
 	_, _, err = e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: changeset.VerdictComment, Author: "x",
 		Comments: []changeset.LineComment{{Path: "README.md", Line: 1, Body: "not in the diff"}}})
-	assert.ErrorIs(t, err, session.ErrInvalid)
+	assert.ErrorIs(t, err, record.ErrInvalid)
 
 	// Writing after submit is allowed; the changeset stays frozen until
 	// the session is submitted again, which starts a new revision.
@@ -385,18 +387,18 @@ func TestChangesetReview(t *testing.T) {
 	res := e.accept(c2)
 	assert.Equal(t, "reviewed, then changed\n", e.file(res.Commit.String(), "a.txt"))
 	_, _, err = e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: changeset.VerdictReject, Author: "late"})
-	assert.ErrorIs(t, err, session.ErrConflict, "an accepted changeset takes comments only")
+	assert.ErrorIs(t, err, record.ErrConflict, "an accepted changeset takes comments only")
 	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{})
-	assert.ErrorIs(t, err, session.ErrConflict, "accepted once")
+	assert.ErrorIs(t, err, record.ErrConflict, "accepted once")
 	_, _, err = e.m.Write(ctx, s.ID, "a.txt", []byte("x"), session.WriteOptions{})
-	assert.ErrorIs(t, err, session.ErrSessionClosed, "an accepted session is closed")
+	assert.ErrorIs(t, err, record.ErrSessionClosed, "an accepted session is closed")
 
 	rejected := e.submit(e.session(map[string]string{"b.txt": "b\n"}), "no")
 	_, cs, err := e.cs.Review(ctx, rejected.ID, changeset.ReviewInput{Verdict: changeset.VerdictReject, Author: "bob"})
 	require.NoError(t, err)
 	assert.Equal(t, changeset.StatusRejected, cs.Status)
 	_, err = e.cs.Accept(ctx, rejected.ID, changeset.AcceptOptions{})
-	assert.ErrorIs(t, err, session.ErrConflict)
+	assert.ErrorIs(t, err, record.ErrConflict)
 }
 
 // TestChangesetAcceptRules: expected head, conflicts, stale reads, the
@@ -415,7 +417,7 @@ func TestChangesetAcceptRules(t *testing.T) {
 
 	wrong := gitstore.MustParseOID(strings.Repeat("1", 40))
 	_, err := e.cs.Accept(ctx, c1.ID, changeset.AcceptOptions{ExpectedHead: &wrong})
-	var ce *session.ConflictError
+	var ce *record.ConflictError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "head", ce.Field)
 	assert.Equal(t, base.String(), ce.Current)
@@ -432,7 +434,7 @@ func TestChangesetAcceptRules(t *testing.T) {
 	var se *changeset.StaleReadsError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "a.txt", se.Reads[0].Path)
-	assert.ErrorIs(t, err, session.ErrConflict)
+	assert.ErrorIs(t, err, record.ErrConflict)
 	r3, err := e.cs.Accept(ctx, c3.ID, changeset.AcceptOptions{})
 	require.NoError(t, err)
 	require.Len(t, r3.StaleReads, 1, "reported, not refused")
@@ -444,8 +446,8 @@ func TestChangesetAcceptRules(t *testing.T) {
 	cw, err := e.cs.Submit(ctx, w.ID, changeset.SubmitOptions{})
 	require.NoError(t, err)
 	_, err = e.cs.Accept(ctx, cw.ID, changeset.AcceptOptions{})
-	assert.ErrorIs(t, err, session.ErrForbidden)
-	_, err = e.cs.SetPolicy(ctx, changeset.Policy{Repo: "r", AllowCheckedOut: true})
+	assert.ErrorIs(t, err, record.ErrForbidden)
+	_, err = e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r", AllowCheckedOut: true})
 	require.NoError(t, err)
 	_, err = e.cs.Accept(ctx, cw.ID, changeset.AcceptOptions{})
 	require.NoError(t, err)
@@ -475,7 +477,7 @@ func TestChangesetAcceptRules(t *testing.T) {
 func TestAcceptHoldsToSessionPolicy(t *testing.T) {
 	e := newEnv(t, "small")
 	ctx := t.Context()
-	_, err := e.cs.SetPolicy(ctx, changeset.Policy{Repo: "r", AllowCheckedOut: true})
+	_, err := e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r", AllowCheckedOut: true})
 	require.NoError(t, err)
 	p := e.create(session.CreateOptions{})
 	e.write(p.ID, "secret/key", "k\n")
@@ -486,7 +488,7 @@ func TestAcceptHoldsToSessionPolicy(t *testing.T) {
 	require.NoError(t, err)
 	main := e.git("rev-parse", "main")
 	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{})
-	assert.ErrorIs(t, err, session.ErrForbidden)
+	assert.ErrorIs(t, err, record.ErrForbidden)
 	assert.Equal(t, main, e.git("rev-parse", "main"), "the branch did not move")
 	got, err := e.cs.Get(ctx, c.ID)
 	require.NoError(t, err)

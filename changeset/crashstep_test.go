@@ -18,7 +18,9 @@ import (
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/internal/failpoint"
 	"github.com/sessiond/sessiond/internal/pgtest"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -95,6 +97,7 @@ func TestUndoCrashAtEachStep(t *testing.T) {
 
 type crashEngines struct {
 	st db.Store
+	en *testengine.Engine
 	m  *session.Manager
 	cs *changeset.Service
 }
@@ -103,13 +106,13 @@ func openEngines(t testing.TB, url, dataDir string) crashEngines {
 	t.Helper()
 	st, err := db.Open(context.Background(), url, dataDir)
 	require.NoError(t, err)
-	m := session.NewManager(session.Config{Store: st, DataDir: dataDir})
-	return crashEngines{st: st, m: m, cs: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m})}
+	en := testengine.New(st, dataDir, session.Config{})
+	return crashEngines{st: st, en: en, m: en.Sessions, cs: en.Changesets}
 }
 
 func (e crashEngines) close(t testing.TB) {
 	t.Helper()
-	require.NoError(t, e.m.Close())
+	require.NoError(t, e.en.Close())
 	require.NoError(t, e.st.Close())
 }
 
@@ -126,7 +129,7 @@ func newCrashSetup(t *testing.T, url string, accept bool) crashSetup {
 	ctx := t.Context()
 	c := crashSetup{url: url, dataDir: t.TempDir(), bare: testrepo.BuildBare(t, "small")}
 	e := openEngines(t, url, c.dataDir)
-	_, err := e.m.RegisterRepo(ctx, "bare", c.bare)
+	_, err := e.en.Repos.Register(ctx, "bare", c.bare)
 	require.NoError(t, err)
 	s, err := e.m.Create(ctx, session.CreateOptions{Repo: "bare", Base: "main", AgentID: "a"})
 	require.NoError(t, err)
@@ -191,7 +194,7 @@ func undoCrashAtStep(t *testing.T, url string, step failpoint.Step) {
 		assert.Equal(t, changeset.LayerUndone, layers[0].State)
 		assert.Equal(t, crashed, layers[0].RevertCommit.String())
 		_, err = e.cs.Undo(ctx, changeset.UndoOptions{Changesets: []uuid.UUID{c.changeset}})
-		assert.ErrorIs(t, err, session.ErrConflict, "undone once")
+		assert.ErrorIs(t, err, record.ErrConflict, "undone once")
 		assert.Equal(t, crashed, git("rev-parse", "main"))
 	} else {
 		assert.Equal(t, changeset.StatusAccepted, got.Status, "the store did not record the undo")
@@ -240,8 +243,7 @@ func crashChildEngines() (*changeset.Service, uuid.UUID) {
 	if err != nil {
 		childFail(err)
 	}
-	m := session.NewManager(session.Config{Store: st, DataDir: os.Getenv("SESSIOND_CRASH_DATA")})
-	cs := changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m})
+	cs := testengine.New(st, os.Getenv("SESSIOND_CRASH_DATA"), session.Config{}).Changesets
 	id := uuid.MustParse(os.Getenv("SESSIOND_CRASH_CHANGESET"))
 	if _, err := cs.Get(ctx, id); err != nil {
 		childFail(err)
@@ -282,7 +284,7 @@ func acceptCrashAtStep(t *testing.T, url string, step failpoint.Step) {
 		assert.Equal(t, crashed, layers[0].Commit.String())
 		assert.Equal(t, session.StateAccepted, sess.State)
 		_, err = e.cs.Accept(ctx, c.changeset, changeset.AcceptOptions{})
-		assert.ErrorIs(t, err, session.ErrConflict, "accepted once")
+		assert.ErrorIs(t, err, record.ErrConflict, "accepted once")
 		assert.Equal(t, crashed, git("rev-parse", "main"))
 	} else {
 		assert.Equal(t, changeset.StatusOpen, got.Status, "the store did not record the accept")

@@ -1,11 +1,13 @@
 // Package changeset owns the reviewable unit and its life: changesets and
 // their revisions, reviews and line comments, the vote rules, accept
 // (commit-on-accept with compare-and-swap, whole or selected hunks),
-// stale reads, the layers of a branch and their undo, the repositories'
-// accept policies, and the view a reviewer sees. It works over gitstore
-// and merge, a Store of its own (package db implements it; one conformance
-// suite for both databases) and the session engine as Sessions declares
-// it (session.Manager); it does not import package session.
+// stale reads, the layers of a branch and their undo, and the view a
+// reviewer sees. It works over gitstore and merge, a Store of its own
+// (package db implements it; one conformance suite for both databases),
+// the registry of repositories (package repos: the repositories and their
+// accept policies), the event log (package events) and the session engine
+// as Sessions declares it (session.Manager); it does not import package
+// session.
 //
 // The rules, in one place:
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -21,6 +22,7 @@ type env struct {
 	dataDir string
 	repoDir string
 	store   db.Store
+	en      *testengine.Engine
 	m       *session.Manager
 	cs      *changeset.Service
 }
@@ -29,7 +31,7 @@ func newEnv(t testing.TB, fixture string) *env {
 	t.Helper()
 	e := &env{t: t, dataDir: t.TempDir(), repoDir: testrepo.Build(t, fixture)}
 	e.open()
-	_, err := e.m.RegisterRepo(t.Context(), "r", e.repoDir)
+	_, err := e.en.Repos.Register(t.Context(), "r", e.repoDir)
 	require.NoError(t, err)
 	return e
 }
@@ -41,9 +43,9 @@ func (e *env) open() {
 	st, err := db.OpenSQLite(context.Background(), filepath.Join(e.dataDir, "sessiond.db"))
 	require.NoError(e.t, err)
 	e.store = st
-	e.m = session.NewManager(session.Config{Store: st, DataDir: e.dataDir})
-	e.cs = changeset.New(changeset.Config{Store: st.Changesets(), Sessions: e.m})
-	e.t.Cleanup(func() { e.m.Close(); st.Close() })
+	e.en = testengine.New(st, e.dataDir, session.Config{})
+	e.m, e.cs = e.en.Sessions, e.en.Changesets
+	e.t.Cleanup(func() { e.en.Close(); st.Close() })
 }
 
 func (e *env) create(opts session.CreateOptions) session.Session {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/record"
@@ -42,7 +43,7 @@ func (s *Service) view(ctx context.Context, c Changeset) (View, error) {
 	if c.Stats != nil {
 		v.Stats = *c.Stats
 	} else {
-		r, err := s.sessions.GitRepo(ctx, c.Repo)
+		r, err := s.repos.Open(ctx, c.Repo)
 		if err != nil {
 			return View{}, err
 		}
@@ -76,7 +77,7 @@ type Listing struct {
 // that is not registered is ErrInvalid.
 func (s *Service) Listings(ctx context.Context, f Filter) ([]Listing, error) {
 	if f.Repo != "" {
-		if _, err := s.sessions.GitRepo(ctx, f.Repo); errors.Is(err, record.ErrNotFound) {
+		if _, err := s.repos.Open(ctx, f.Repo); errors.Is(err, record.ErrNotFound) {
 			return nil, record.UnknownRepoFilter(f.Repo)
 		} else if err != nil {
 			return nil, err
@@ -112,7 +113,7 @@ func (s *Service) Revisions(ctx context.Context, id uuid.UUID) ([]Revision, erro
 }
 
 func (s *Service) revisions(ctx context.Context, c Changeset) ([]Revision, error) {
-	evs, err := s.store.ListEvents(ctx, record.EventFilter{Repo: c.Repo, Session: c.Session})
+	evs, err := s.store.ListEvents(ctx, events.Filter{Repo: c.Repo, Session: c.Session})
 	if err != nil {
 		return nil, fmt.Errorf("changeset %s revisions: %w", c.ID, err)
 	}
@@ -183,7 +184,7 @@ func (s *Service) RevisionDiff(ctx context.Context, id uuid.UUID, n int) (Change
 			return Changeset{}, nil, fmt.Errorf("changeset %s has no revision %d: %w", id, n, record.ErrNotFound)
 		}
 	}
-	r, err := s.sessions.GitRepo(ctx, c.Repo)
+	r, err := s.repos.Open(ctx, c.Repo)
 	if err != nil {
 		return Changeset{}, nil, err
 	}

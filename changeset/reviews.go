@@ -35,7 +35,7 @@ func (s *Service) Review(ctx context.Context, id uuid.UUID, in ReviewInput) (Rev
 	if err != nil {
 		return Review{}, View{}, err
 	}
-	r, err := s.sessions.GitRepo(ctx, c.Repo)
+	r, err := s.repos.Open(ctx, c.Repo)
 	if err != nil {
 		return Review{}, View{}, err
 	}
@@ -48,7 +48,7 @@ func (s *Service) Review(ctx context.Context, id uuid.UUID, in ReviewInput) (Rev
 			return Review{}, View{}, err
 		}
 	}
-	pol, err := s.Policy(ctx, c.Repo)
+	pol, err := s.repos.Policy(ctx, c.Repo)
 	if err != nil {
 		return Review{}, View{}, err
 	}
@@ -100,7 +100,7 @@ func (s *Service) Review(ctx context.Context, id uuid.UUID, in ReviewInput) (Rev
 	if err != nil {
 		return Review{}, View{}, fmt.Errorf("review changeset %s: %w", id, err)
 	}
-	s.sessions.Notify()
+	s.events.Notify()
 	v, err := s.view(ctx, c)
 	if err != nil {
 		return Review{}, View{}, err

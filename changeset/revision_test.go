@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/changeset"
-	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/record"
 )
 
 // TestExpectedHeadRevision: an accept's expected_head takes git's revision
@@ -18,10 +18,10 @@ func TestExpectedHeadRevision(t *testing.T) {
 	s := e.session(map[string]string{"new.txt": "new\n"})
 	c := e.submit(s, "new file")
 	_, err := e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{ExpectedHeadRev: "main~1"})
-	var ce *session.ConflictError
+	var ce *record.ConflictError
 	require.ErrorAs(t, err, &ce, "main is not at main~1")
 	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{ExpectedHeadRev: "main~x"})
-	assert.ErrorIs(t, err, session.ErrInvalid)
+	assert.ErrorIs(t, err, record.ErrInvalid)
 	res, err := e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{ExpectedHeadRev: "refs/heads/main^{commit}"})
 	require.NoError(t, err)
 	assert.Equal(t, e.bgit("rev-parse", "main"), res.Commit.String())

@@ -2,15 +2,16 @@ package changeset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
 )
 
 // Event types of changesets; repository events with the session that made
@@ -35,9 +36,10 @@ const (
 type Config struct {
 	Store    Store
 	Sessions Sessions
-	// Defaults is the accept policy of repositories that have no Policy of
-	// their own (see SetPolicy); its Repo is ignored.
-	Defaults Policy
+	// Repos opens the repositories and holds their accept policies.
+	Repos *repos.Registry
+	// Events wakes the event streams after a changeset's events commit.
+	Events *events.Log
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -47,7 +49,8 @@ type Config struct {
 type Service struct {
 	store    Store
 	sessions Sessions
-	defaults Policy
+	repos    *repos.Registry
+	events   *events.Log
 	now      func() time.Time
 
 	mu       sync.Mutex // guards branches
@@ -60,7 +63,7 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: cfg.Store, sessions: cfg.Sessions, defaults: cfg.Defaults,
+	return &Service{store: cfg.Store, sessions: cfg.Sessions, repos: cfg.Repos, events: cfg.Events,
 		now: func() time.Time { return now().UTC().Truncate(time.Microsecond) }}
 }
 
@@ -95,34 +98,6 @@ func (s *Service) lockBranch(repo, branch string) func() {
 	}
 }
 
-// Repository policy.
-
-// Policy returns the accept policy of a repository: its own, or the
-// defaults.
-func (s *Service) Policy(ctx context.Context, repo string) (Policy, error) {
-	if _, err := s.sessions.GitRepo(ctx, repo); err != nil {
-		return Policy{}, err
-	}
-	p, err := s.store.GetRepoPolicy(ctx, repo)
-	if errors.Is(err, record.ErrNotFound) {
-		d := s.defaults
-		d.Repo = repo
-		return d, nil
-	}
-	return p, err
-}
-
-// SetPolicy sets a repository's own accept policy.
-func (s *Service) SetPolicy(ctx context.Context, p Policy) (Policy, error) {
-	if p.RequiredApprovals < 0 || p.RequiredApprovals > 100 {
-		return Policy{}, fmt.Errorf("%w: required approvals %d: use 0 to 100", record.ErrInvalid, p.RequiredApprovals)
-	}
-	if err := s.store.SetRepoPolicy(ctx, p); err != nil {
-		return Policy{}, err
-	}
-	return p, nil
-}
-
 func cmpOr(a, b string) string {
 	if a != "" {
 		return a
@@ -130,16 +105,16 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-func event(typ string, c Changeset, extra map[string]any, at time.Time) record.Event {
+func event(typ string, c Changeset, extra map[string]any, at time.Time) events.Event {
 	p := map[string]any{"changeset": c.ID, "session": c.Session, "status": c.Status, "target_branch": c.TargetBranch}
 	maps.Copy(p, extra)
-	return record.Event{Repo: c.Repo, Session: c.Session, Type: typ, Payload: record.Payload(p), At: at}
+	return events.Event{Repo: c.Repo, Session: c.Session, Type: typ, Payload: events.Payload(p), At: at}
 }
 
 // Layers returns the accepted changesets of a branch, newest first: the
 // repository's HEAD branch when branch is empty.
 func (s *Service) Layers(ctx context.Context, repo, branch string) ([]Layer, error) {
-	r, err := s.sessions.GitRepo(ctx, repo)
+	r, err := s.repos.Open(ctx, repo)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/record"
 )
@@ -39,7 +40,7 @@ type Tx interface {
 	record.StateTx
 	// ListEvents returns up to f.Limit events with ID > f.After, oldest
 	// first (the revisions are read from them).
-	ListEvents(ctx context.Context, f record.EventFilter) ([]record.Event, error)
+	ListEvents(ctx context.Context, f events.Filter) ([]events.Event, error)
 
 	// CreateChangeset inserts a changeset; ErrNotFound when its session or
 	// repository does not exist.
@@ -77,22 +78,12 @@ type Tx interface {
 	// UndoLayer marks the changeset's layer undone by compare-and-swap from
 	// accepted; a *ConflictError when it is already undone.
 	UndoLayer(ctx context.Context, changeset uuid.UUID, revert gitstore.OID, at time.Time) error
-
-	// SetRepoPolicy creates or replaces a repository's accept policy;
-	// ErrNotFound when the repository does not exist.
-	SetRepoPolicy(ctx context.Context, p Policy) error
-	// GetRepoPolicy returns a repository's accept policy; ErrNotFound when
-	// none was set.
-	GetRepoPolicy(ctx context.Context, repo string) (Policy, error)
 }
 
 // Sessions is the session engine as changesets use it; session.Manager
 // implements it. Its types are package record's, so that neither package
 // imports the other.
 type Sessions interface {
-	// GitRepo returns the open repository registered as name; ErrNotFound
-	// when there is none.
-	GitRepo(ctx context.Context, name string) (*gitstore.Repo, error)
 	// Hold loads a session and takes its lock; the caller releases it.
 	Hold(ctx context.Context, id uuid.UUID) (record.Held, error)
 	// SessionInfo reads a session without loading or locking it.
@@ -100,6 +91,4 @@ type Sessions interface {
 	// CheckWrites holds a change from tree base to tree head to the
 	// session's write policy (ErrForbidden for a path it may not write).
 	CheckWrites(ctx context.Context, id uuid.UUID, repo *gitstore.Repo, base, head gitstore.OID) error
-	// Notify wakes the event streams after events were committed.
-	Notify()
 }

@@ -65,7 +65,7 @@ func (s *Service) submit(ctx context.Context, id uuid.UUID, opts SubmitOptions) 
 		target = cmpOr(target, prev.TargetBranch)
 	}
 	intent = cmpOr(intent, sess.Intent)
-	r, err := s.sessions.GitRepo(ctx, sess.Repo)
+	r, err := s.repos.Open(ctx, sess.Repo)
 	if err != nil {
 		return Changeset{}, err
 	}
@@ -128,7 +128,7 @@ func (s *Service) submit(ctx context.Context, id uuid.UUID, opts SubmitOptions) 
 		return Changeset{}, fmt.Errorf("submit session %s: %w", id, err)
 	}
 	h.Committed(ctx)
-	s.sessions.Notify()
+	s.events.Notify()
 	return cs, nil
 }
 

@@ -93,11 +93,11 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 		}
 		ids[id] = true
 	}
-	r, err := s.sessions.GitRepo(ctx, first.Repo)
+	r, err := s.repos.Open(ctx, first.Repo)
 	if err != nil {
 		return UndoResult{}, err
 	}
-	pol, err := s.Policy(ctx, first.Repo)
+	pol, err := s.repos.Policy(ctx, first.Repo)
 	if err != nil {
 		return UndoResult{}, err
 	}
@@ -229,10 +229,10 @@ func planUndo(ctx context.Context, r *gitstore.Repo, head gitstore.OID, layers [
 		if err != nil {
 			return res, nil, err
 		}
-		err = r.DiffTrees(ctx, pc.Tree, lc.Tree, func(c gitstore.TreeChange) error {
-			before[c.Path] = c.From
-			if _, ok := left[c.Path]; !ok {
-				left[c.Path] = c.To
+		err = merge.WalkChanges(ctx, r, pc.Tree, lc.Tree, func(c merge.FileChange) error {
+			before[c.Path()] = c.From()
+			if _, ok := left[c.Path()]; !ok {
+				left[c.Path()] = c.To()
 			}
 			return nil
 		})
@@ -335,6 +335,6 @@ func (s *Service) recordUndo(ctx context.Context, res UndoResult) error {
 	if err != nil {
 		return err
 	}
-	s.sessions.Notify()
+	s.events.Notify()
 	return nil
 }

@@ -39,7 +39,7 @@ func BenchmarkAppendMutation(b *testing.B) {
 		}
 		return func(w, i int) error {
 			path := "dir/file" + strconv.Itoa(i%100)
-			_, err := s.AppendMutation(b.Context(), session.Mutation{Session: ids[w], Op: session.OpWrite, Paths: []string{path}, At: time.Now()},
+			_, err := s.AppendMutation(b.Context(), session.MutationRecord{Session: ids[w], Op: session.OpWrite, Paths: []string{path}, At: time.Now()},
 				[]session.OverlayChange{write(path, i)})
 			return err
 		}

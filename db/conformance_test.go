@@ -18,8 +18,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -72,8 +75,8 @@ func TestConformance(t *testing.T) {
 
 func assertConflict(t *testing.T, err error, field, current string) {
 	t.Helper()
-	require.ErrorIs(t, err, session.ErrConflict)
-	var ce *session.ConflictError
+	require.ErrorIs(t, err, record.ErrConflict)
+	var ce *record.ConflictError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, field, ce.Field)
 	assert.Equal(t, current, ce.Current)
@@ -87,13 +90,13 @@ func testRepos(t *testing.T, _ backend, s Store) {
 	got, err := s.GetRepo(ctx, "beta")
 	require.NoError(t, err)
 	assert.Equal(t, b, got)
-	assert.ErrorIs(t, s.CreateRepo(ctx, session.Repo{Name: "beta", Path: "x", CreatedAt: t0}), session.ErrDuplicate)
+	assert.ErrorIs(t, s.CreateRepo(ctx, repos.Repo{Name: "beta", Path: "x", CreatedAt: t0}), record.ErrDuplicate)
 	_, err = s.GetRepo(ctx, "gamma")
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 
 	all, err := s.ListRepos(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []session.Repo{a, b}, all)
+	assert.Equal(t, []repos.Repo{a, b}, all)
 }
 
 func testSessions(t *testing.T, _ backend, s Store) {
@@ -126,14 +129,14 @@ func testSessions(t *testing.T, _ backend, s Store) {
 	assert.True(t, parent.ExpiresAt.IsZero())
 	assert.Equal(t, parent.CreatedAt, parent.LastActiveAt)
 
-	assert.ErrorIs(t, s.CreateSession(ctx, want), session.ErrDuplicate)
+	assert.ErrorIs(t, s.CreateSession(ctx, want), record.ErrDuplicate)
 	orphan := want
 	orphan.ID, orphan.Repo = uuid.New(), "nope"
-	assert.ErrorIs(t, s.CreateSession(ctx, orphan), session.ErrNotFound)
+	assert.ErrorIs(t, s.CreateSession(ctx, orphan), record.ErrNotFound)
 	orphan.Repo, orphan.Parent = "r", uuid.New()
-	assert.ErrorIs(t, s.CreateSession(ctx, orphan), session.ErrNotFound)
+	assert.ErrorIs(t, s.CreateSession(ctx, orphan), record.ErrNotFound)
 	_, err = s.GetSession(ctx, uuid.New())
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 
 	// A session on an empty repository has no base commit.
 	empty := mkSession(t, s, "r", func(ss *session.Session) { ss.BaseCommit = gitstore.OID{} })
@@ -196,7 +199,7 @@ func testSessionStateCAS(t *testing.T, _ backend, s Store) {
 
 	err = s.SetSessionState(ctx, ss.ID, session.StateActive, session.StateAbandoned, later)
 	assertConflict(t, err, "state", "submitted")
-	assert.ErrorIs(t, s.SetSessionState(ctx, uuid.New(), session.StateActive, session.StateAbandoned, later), session.ErrNotFound)
+	assert.ErrorIs(t, s.SetSessionState(ctx, uuid.New(), session.StateActive, session.StateAbandoned, later), record.ErrNotFound)
 
 	// last_active_at never moves backwards.
 	require.NoError(t, s.SetSessionState(ctx, ss.ID, session.StateSubmitted, session.StateAccepted, t0))
@@ -217,7 +220,7 @@ func testSessionHeadCAS(t *testing.T, _ backend, s Store) {
 	got, err := s.GetSession(ctx, ss.ID)
 	require.NoError(t, err)
 	assert.Equal(t, oid(4), got.Head)
-	assert.ErrorIs(t, s.SetSessionHead(ctx, uuid.New(), oid(1), oid(2)), session.ErrNotFound)
+	assert.ErrorIs(t, s.SetSessionHead(ctx, uuid.New(), oid(1), oid(2)), record.ErrNotFound)
 
 	// The base moves the same way (rebase).
 	base := got.BaseCommit
@@ -226,7 +229,7 @@ func testSessionHeadCAS(t *testing.T, _ backend, s Store) {
 	got, err = s.GetSession(ctx, ss.ID)
 	require.NoError(t, err)
 	assert.Equal(t, oid(5), got.BaseCommit)
-	assert.ErrorIs(t, s.SetSessionBase(ctx, uuid.New(), oid(1), oid(2)), session.ErrNotFound)
+	assert.ErrorIs(t, s.SetSessionBase(ctx, uuid.New(), oid(1), oid(2)), record.ErrNotFound)
 }
 
 func testTouch(t *testing.T, _ backend, s Store) {
@@ -246,7 +249,7 @@ func testTouch(t *testing.T, _ backend, s Store) {
 	assert.Equal(t, t0.Add(time.Minute), got.LastActiveAt, "never backwards")
 	assert.Equal(t, t0.Add(2*time.Hour), got.ExpiresAt)
 
-	assert.ErrorIs(t, s.TouchSession(ctx, uuid.New(), t0, time.Time{}), session.ErrNotFound)
+	assert.ErrorIs(t, s.TouchSession(ctx, uuid.New(), t0, time.Time{}), record.ErrNotFound)
 }
 
 func testAppendMutation(t *testing.T, _ backend, s Store) {
@@ -255,7 +258,7 @@ func testAppendMutation(t *testing.T, _ backend, s Store) {
 	ss := mkSession(t, s, "r", nil)
 	at := t0.Add(time.Minute)
 
-	m1, err := s.AppendMutation(ctx, session.Mutation{
+	m1, err := s.AppendMutation(ctx, session.MutationRecord{
 		Session: ss.ID, Op: session.OpWrite, Paths: []string{"b.txt", "a/x.go"},
 		Old: []gitstore.OID{{}, oid(10)}, New: []gitstore.OID{oid(11), oid(12)}, Actor: "agent-1", At: at,
 	}, []session.OverlayChange{
@@ -266,7 +269,7 @@ func testAppendMutation(t *testing.T, _ backend, s Store) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), m1.Seq)
 
-	m2, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpDelete, Paths: []string{"b.txt"}, At: at},
+	m2, err := s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpDelete, Paths: []string{"b.txt"}, At: at},
 		[]session.OverlayChange{
 			{Entry: session.OverlayEntry{Path: "b.txt"}, Remove: true},
 			{Entry: session.OverlayEntry{Path: "a/x.go", Status: session.StatusModified, Blob: oid(13), Mode: gitstore.ModeSymlink}},
@@ -289,13 +292,13 @@ func testAppendMutation(t *testing.T, _ backend, s Store) {
 
 	ms, err := s.ListMutations(ctx, ss.ID, 0, 0)
 	require.NoError(t, err)
-	assert.Equal(t, []session.Mutation{m1, m2}, ms)
+	assert.Equal(t, []session.MutationRecord{m1, m2}, ms)
 
-	_, err = s.AppendMutation(ctx, session.Mutation{Session: uuid.New(), Op: session.OpWrite, At: at}, nil)
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	_, err = s.AppendMutation(ctx, session.MutationRecord{Session: uuid.New(), Op: session.OpWrite, At: at}, nil)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 
 	// Overlay entries sort by bytes, not by locale.
-	_, err = s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: at},
+	_, err = s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpWrite, At: at},
 		[]session.OverlayChange{write("B", 1), write("a-b", 1), write("a.b", 1), write("é", 1), write("z", 1)})
 	require.NoError(t, err)
 	entries, err = s.ListOverlay(ctx, ss.ID)
@@ -312,13 +315,13 @@ func testMutationExpectedSeq(t *testing.T, _ backend, s Store) {
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
 
-	m, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Seq: 1, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
+	m, err := s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Seq: 1, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), m.Seq)
 
-	_, err = s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Seq: 1, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 2)})
+	_, err = s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Seq: 1, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 2)})
 	assertConflict(t, err, "seq", "1")
-	_, err = s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Seq: 3, Op: session.OpWrite, At: t0}, nil)
+	_, err = s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Seq: 3, Op: session.OpWrite, At: t0}, nil)
 	assertConflict(t, err, "seq", "1")
 
 	entries, err := s.ListOverlay(ctx, ss.ID)
@@ -331,15 +334,15 @@ func testClosedSession(t *testing.T, _ backend, s Store) {
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
 	require.NoError(t, s.SetSessionState(ctx, ss.ID, session.StateActive, session.StateSubmitted, t0))
-	_, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
+	_, err := s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
 	require.NoError(t, err, "a submitted session still takes writes")
 
 	for _, st := range []session.State{session.StateAbandoned} {
 		require.NoError(t, s.SetSessionState(ctx, ss.ID, session.StateSubmitted, st, t0))
-		_, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
-		assert.ErrorIs(t, err, session.ErrSessionClosed)
-		_, err = s.ReplaceOverlay(ctx, session.Mutation{Session: ss.ID, Op: session.OpRollback, At: t0}, nil)
-		assert.ErrorIs(t, err, session.ErrSessionClosed)
+		_, err := s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
+		assert.ErrorIs(t, err, record.ErrSessionClosed)
+		_, err = s.ReplaceOverlay(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpRollback, At: t0}, nil)
+		assert.ErrorIs(t, err, record.ErrSessionClosed)
 	}
 	got, err := s.GetSession(ctx, ss.ID)
 	require.NoError(t, err)
@@ -350,7 +353,7 @@ func testReplaceOverlay(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
-	_, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0},
+	_, err := s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpWrite, At: t0},
 		[]session.OverlayChange{write("a", 1), write("b", 2)})
 	require.NoError(t, err)
 
@@ -358,14 +361,14 @@ func testReplaceOverlay(t *testing.T, _ backend, s Store) {
 		{Path: "b", Status: session.StatusModified, Blob: oid(3), Mode: gitstore.ModeFile},
 		{Path: "c", Status: session.StatusDeleted},
 	}
-	m, err := s.ReplaceOverlay(ctx, session.Mutation{Session: ss.ID, Op: session.OpRollback, Paths: []string{"a", "b", "c"}, Actor: "u", At: t0}, want)
+	m, err := s.ReplaceOverlay(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpRollback, Paths: []string{"a", "b", "c"}, Actor: "u", At: t0}, want)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), m.Seq)
 	got, err := s.ListOverlay(ctx, ss.ID)
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 
-	_, err = s.ReplaceOverlay(ctx, session.Mutation{Session: ss.ID, Op: session.OpRollback, At: t0}, nil)
+	_, err = s.ReplaceOverlay(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpRollback, At: t0}, nil)
 	require.NoError(t, err)
 	got, err = s.ListOverlay(ctx, ss.ID)
 	require.NoError(t, err)
@@ -381,7 +384,7 @@ func testOverlayBatches(t *testing.T, _ backend, s Store) {
 	rm := func(path string) session.OverlayChange {
 		return session.OverlayChange{Entry: session.OverlayEntry{Path: path}, Remove: true}
 	}
-	_, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpEdits, At: t0},
+	_, err := s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpEdits, At: t0},
 		[]session.OverlayChange{write("a", 1), write("a", 2), rm("b"), write("b", 3), write("c", 4), rm("c")})
 	require.NoError(t, err)
 	got, err := s.ListOverlay(ctx, ss.ID)
@@ -396,7 +399,7 @@ func testOverlayBatches(t *testing.T, _ backend, s Store) {
 	for i := range entries {
 		entries[i] = session.OverlayEntry{Path: fmt.Sprintf("d/%05d", i), Status: session.StatusAdded, Blob: oid(i), Mode: gitstore.ModeFile}
 	}
-	_, err = s.ReplaceOverlay(ctx, session.Mutation{Session: ss.ID, Op: session.OpRollback, At: t0}, entries)
+	_, err = s.ReplaceOverlay(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpRollback, At: t0}, entries)
 	require.NoError(t, err)
 	got, err = s.ListOverlay(ctx, ss.ID)
 	require.NoError(t, err)
@@ -406,7 +409,7 @@ func testOverlayBatches(t *testing.T, _ backend, s Store) {
 	for i := range n - 1 {
 		changes = append(changes, rm(entries[i].Path))
 	}
-	_, err = s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpDelete, At: t0}, changes)
+	_, err = s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpDelete, At: t0}, changes)
 	require.NoError(t, err)
 	got, err = s.ListOverlay(ctx, ss.ID)
 	require.NoError(t, err)
@@ -420,7 +423,7 @@ func testListMutations(t *testing.T, _ backend, s Store) {
 	b := mkSession(t, s, "r", nil)
 	for i := range 10 {
 		for _, id := range []uuid.UUID{a.ID, b.ID} {
-			_, err := s.AppendMutation(ctx, session.Mutation{Session: id, Op: session.OpWrite, Paths: []string{strconv.Itoa(i)}, At: t0}, nil)
+			_, err := s.AppendMutation(ctx, session.MutationRecord{Session: id, Op: session.OpWrite, Paths: []string{strconv.Itoa(i)}, At: t0}, nil)
 			require.NoError(t, err)
 		}
 	}
@@ -465,7 +468,7 @@ func testCheckpoints(t *testing.T, _ backend, s Store) {
 	require.NoError(t, err)
 	assert.Equal(t, c1, got)
 	_, err = s.GetCheckpoint(ctx, uuid.New())
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 
 	list, err := s.ListCheckpoints(ctx, ss.ID)
 	require.NoError(t, err)
@@ -477,7 +480,7 @@ func testCheckpoints(t *testing.T, _ backend, s Store) {
 	assert.Equal(t, 2, sess.Checkpoints)
 
 	_, err = s.CreateCheckpoint(ctx, session.Checkpoint{Session: uuid.New(), Commit: oid(1), Tree: oid(2), CreatedAt: t0})
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 	_, err = s.CreateCheckpoint(ctx, session.Checkpoint{Session: ss.ID, Parent: oid(22), CreatedAt: t0})
 	assert.Error(t, err, "commit and tree are required")
 }
@@ -511,11 +514,11 @@ func testChangesets(t *testing.T, _ backend, s Store) {
 	require.NoError(t, err)
 	assert.Equal(t, c1, got)
 	_, err = cst.GetChangeset(ctx, uuid.New())
-	assert.ErrorIs(t, err, session.ErrNotFound)
-	assert.ErrorIs(t, cst.CreateChangeset(ctx, c1), session.ErrDuplicate)
+	assert.ErrorIs(t, err, record.ErrNotFound)
+	assert.ErrorIs(t, cst.CreateChangeset(ctx, c1), record.ErrDuplicate)
 	bad := c1
 	bad.ID, bad.Session = uuid.New(), uuid.New()
-	assert.ErrorIs(t, cst.CreateChangeset(ctx, bad), session.ErrNotFound)
+	assert.ErrorIs(t, cst.CreateChangeset(ctx, bad), record.ErrNotFound)
 
 	list, err := cst.ListChangesets(ctx, changeset.Filter{Repo: "r1"})
 	require.NoError(t, err)
@@ -541,7 +544,7 @@ func testChangesets(t *testing.T, _ backend, s Store) {
 	got, err = cst.GetChangeset(ctx, c1.ID)
 	require.NoError(t, err)
 	assert.Equal(t, oid(31), got.AcceptedCommit, "a zero accepted commit keeps the old one")
-	assert.ErrorIs(t, cst.SetChangesetStatus(ctx, uuid.New(), changeset.StatusOpen, changeset.StatusApproved, gitstore.OID{}, at), session.ErrNotFound)
+	assert.ErrorIs(t, cst.SetChangesetStatus(ctx, uuid.New(), changeset.StatusOpen, changeset.StatusApproved, gitstore.OID{}, at), record.ErrNotFound)
 }
 
 func testReviews(t *testing.T, _ backend, s Store) {
@@ -565,7 +568,7 @@ func testReviews(t *testing.T, _ backend, s Store) {
 	assert.Equal(t, []changeset.Review{r1, r2}, list)
 
 	_, err = cst.AddReview(ctx, changeset.Review{Changeset: uuid.New(), Verdict: changeset.VerdictApprove, CreatedAt: t0})
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 	list, err = cst.ListReviews(ctx, uuid.New())
 	require.NoError(t, err)
 	assert.Empty(t, list)
@@ -604,26 +607,26 @@ func testReviseChangeset(t *testing.T, _ backend, s Store) {
 	require.NoError(t, cst.SetChangesetStatus(ctx, c.ID, changeset.StatusOpen, changeset.StatusAccepted, oid(34), t0))
 	assertConflict(t, cst.ReviseChangeset(ctx, next, next.HeadCommit), "status", "accepted")
 	next.ID = uuid.New()
-	assert.ErrorIs(t, cst.ReviseChangeset(ctx, next, oid(32)), session.ErrNotFound)
+	assert.ErrorIs(t, cst.ReviseChangeset(ctx, next, oid(32)), record.ErrNotFound)
 }
 
 func testRepoPolicy(t *testing.T, _ backend, s Store) {
 	ctx := t.Context()
-	cst := s.Changesets()
+	var cst repos.Store = s
 	mkRepo(t, s, "r")
 	_, err := cst.GetRepoPolicy(ctx, "r")
-	assert.ErrorIs(t, err, session.ErrNotFound)
-	p := changeset.Policy{Repo: "r", RequiredApprovals: 2, AllowCheckedOut: true}
+	assert.ErrorIs(t, err, record.ErrNotFound)
+	p := repos.Policy{Repo: "r", RequiredApprovals: 2, AllowCheckedOut: true}
 	require.NoError(t, cst.SetRepoPolicy(ctx, p))
 	got, err := cst.GetRepoPolicy(ctx, "r")
 	require.NoError(t, err)
 	assert.Equal(t, p, got)
-	p = changeset.Policy{Repo: "r", RefuseStaleReads: true}
+	p = repos.Policy{Repo: "r", RefuseStaleReads: true}
 	require.NoError(t, cst.SetRepoPolicy(ctx, p))
 	got, err = cst.GetRepoPolicy(ctx, "r")
 	require.NoError(t, err)
 	assert.Equal(t, p, got, "a second set replaces")
-	assert.ErrorIs(t, cst.SetRepoPolicy(ctx, changeset.Policy{Repo: "nope"}), session.ErrNotFound)
+	assert.ErrorIs(t, cst.SetRepoPolicy(ctx, repos.Policy{Repo: "nope"}), record.ErrNotFound)
 }
 
 func testLayers(t *testing.T, _ backend, s Store) {
@@ -639,7 +642,7 @@ func testLayers(t *testing.T, _ backend, s Store) {
 		assert.Equal(t, changeset.LayerAccepted, l.State)
 		added = append(added, l)
 		_, err = cst.AddLayer(ctx, changeset.Layer{Repo: "r", Branch: "main", Changeset: c.ID, Commit: oid(50), AcceptedAt: t0})
-		assert.ErrorIs(t, err, session.ErrDuplicate)
+		assert.ErrorIs(t, err, record.ErrDuplicate)
 	}
 	other := mkChangeset(t, cst, ss, nil)
 	_, err := cst.AddLayer(ctx, changeset.Layer{Repo: "r", Branch: "dev", Changeset: other.ID, Commit: oid(60), AcceptedAt: t0})
@@ -653,7 +656,7 @@ func testLayers(t *testing.T, _ backend, s Store) {
 	at := t0.Add(time.Hour)
 	require.NoError(t, cst.UndoLayer(ctx, added[1].Changeset, oid(70), at))
 	assertConflict(t, cst.UndoLayer(ctx, added[1].Changeset, oid(71), at), "state", "undone")
-	assert.ErrorIs(t, cst.UndoLayer(ctx, uuid.New(), oid(71), at), session.ErrNotFound)
+	assert.ErrorIs(t, cst.UndoLayer(ctx, uuid.New(), oid(71), at), record.ErrNotFound)
 
 	list, err = cst.ListLayers(ctx, "r", "main")
 	require.NoError(t, err)
@@ -674,8 +677,8 @@ func testEvents(t *testing.T, _ backend, s Store) {
 	a := mkSession(t, s, "r1", nil)
 	b := mkSession(t, s, "r2", nil)
 
-	var got []session.Event
-	for i, e := range []session.Event{
+	var got []events.Event
+	for i, e := range []events.Event{
 		{Repo: "r1", Session: a.ID, Type: "file.written", Payload: json.RawMessage(`{"path": "x", "n": 1}`)},
 		{Repo: "r2", Session: b.ID, Type: "file.deleted"},
 		{Repo: "r1", Type: "changeset.accepted", Payload: json.RawMessage(`{"id":"c"}`)},
@@ -687,10 +690,10 @@ func testEvents(t *testing.T, _ backend, s Store) {
 		assert.Equal(t, int64(i+1), ev.ID)
 		got = append(got, ev)
 	}
-	_, err := s.AppendEvent(ctx, session.Event{Repo: "r1", Type: "bad", Payload: json.RawMessage(`{`)})
+	_, err := s.AppendEvent(ctx, events.Event{Repo: "r1", Type: "bad", Payload: json.RawMessage(`{`)})
 	assert.Error(t, err)
 
-	check := func(f session.EventFilter, want ...session.Event) {
+	check := func(f events.Filter, want ...events.Event) {
 		t.Helper()
 		list, err := s.ListEvents(ctx, f)
 		require.NoError(t, err)
@@ -701,16 +704,16 @@ func testEvents(t *testing.T, _ backend, s Store) {
 		}
 		assert.Equal(t, want, list)
 	}
-	check(session.EventFilter{Session: a.ID}, got[0], got[3])
-	check(session.EventFilter{Session: a.ID, After: 1}, got[3])
-	check(session.EventFilter{Repo: "r1"}, got[0], got[2], got[3])
-	check(session.EventFilter{Repo: "r1", After: 1, Limit: 1}, got[2])
-	check(session.EventFilter{Repo: "r2"}, got[1])
-	check(session.EventFilter{Repo: "r2", After: 2})
-	check(session.EventFilter{Session: a.ID, Types: []string{"checkpoint.created"}}, got[3])
-	check(session.EventFilter{Repo: "r1", Types: []string{"changeset.accepted", "file.written"}}, got[0], got[2])
-	check(session.EventFilter{Repo: "r1", Types: []string{"changeset.accepted"}, After: 3})
-	check(session.EventFilter{Repo: "r1", Types: []string{"no.such.type"}})
+	check(events.Filter{Session: a.ID}, got[0], got[3])
+	check(events.Filter{Session: a.ID, After: 1}, got[3])
+	check(events.Filter{Repo: "r1"}, got[0], got[2], got[3])
+	check(events.Filter{Repo: "r1", After: 1, Limit: 1}, got[2])
+	check(events.Filter{Repo: "r2"}, got[1])
+	check(events.Filter{Repo: "r2", After: 2})
+	check(events.Filter{Session: a.ID, Types: []string{"checkpoint.created"}}, got[3])
+	check(events.Filter{Repo: "r1", Types: []string{"changeset.accepted", "file.written"}}, got[0], got[2])
+	check(events.Filter{Repo: "r1", Types: []string{"changeset.accepted"}, After: 3})
+	check(events.Filter{Repo: "r1", Types: []string{"no.such.type"}})
 }
 
 func testInTx(t *testing.T, _ backend, s Store) {
@@ -720,10 +723,10 @@ func testInTx(t *testing.T, _ backend, s Store) {
 
 	boom := errors.New("boom")
 	err := s.InTx(ctx, func(tx session.Tx) error {
-		_, err := tx.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
+		_, err := tx.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
 		require.NoError(t, err)
 		require.NoError(t, tx.SetSessionState(ctx, ss.ID, session.StateActive, session.StateSubmitted, t0))
-		_, err = tx.AppendEvent(ctx, session.Event{Repo: "r", Session: ss.ID, Type: "x", At: t0})
+		_, err = tx.AppendEvent(ctx, events.Event{Repo: "r", Session: ss.ID, Type: "x", At: t0})
 		require.NoError(t, err)
 		// The transaction sees its own writes.
 		got, err := tx.GetSession(ctx, ss.ID)
@@ -753,7 +756,7 @@ func testInTx(t *testing.T, _ backend, s Store) {
 		if _, err := tx.AddLayer(ctx, changeset.Layer{Repo: "r", Branch: "main", Changeset: cs.ID, Commit: oid(9), AcceptedAt: t0}); err != nil {
 			return err
 		}
-		_, err := tx.AppendEvent(ctx, session.Event{Repo: "r", Type: "changeset.accepted", At: t0})
+		_, err := tx.AppendEvent(ctx, events.Event{Repo: "r", Type: "changeset.accepted", At: t0})
 		return err
 	})
 	require.NoError(t, err)
@@ -776,7 +779,7 @@ func testInTx(t *testing.T, _ backend, s Store) {
 	got, err = s.GetSession(ctx, ss.ID)
 	require.NoError(t, err)
 	assert.Equal(t, session.StateAccepted, got.State, "nor moved the session")
-	evs, err := s.ListEvents(ctx, session.EventFilter{Repo: "r"})
+	evs, err := s.ListEvents(ctx, events.Filter{Repo: "r"})
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
 	assert.Equal(t, int64(1), evs[0].ID, "the rolled back event gave its id back")
@@ -829,7 +832,7 @@ func testCASRace(t *testing.T, _ backend, s Store) {
 			assert.Equal(t, int32(1), wins.Load(), "exactly one winner")
 			for _, err := range conflicts {
 				if err != nil {
-					var ce *session.ConflictError
+					var ce *record.ConflictError
 					assert.ErrorAs(t, err, &ce)
 				}
 			}
@@ -853,7 +856,7 @@ func testSeqGoroutines(t *testing.T, _ backend, s Store) {
 		wg.Go(func() {
 			for i := range each {
 				path := strconv.Itoa(w) + "/" + strconv.Itoa(i)
-				m, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, Paths: []string{path}, At: t0},
+				m, err := s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpWrite, Paths: []string{path}, At: t0},
 					[]session.OverlayChange{write(path, i)})
 				if !assert.NoError(t, err) {
 					return
@@ -931,7 +934,7 @@ func testContextCanceled(t *testing.T, _ backend, s Store) {
 	assert.ErrorIs(t, err, context.Canceled)
 	_, err = s.ListSessions(ctx, session.SessionFilter{})
 	assert.ErrorIs(t, err, context.Canceled)
-	_, err = s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
+	_, err = s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)})
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorIs(t, s.SetSessionState(ctx, ss.ID, session.StateActive, session.StateAbandoned, t0), context.Canceled)
 	err = s.InTx(ctx, func(session.Tx) error { return nil })
@@ -940,11 +943,11 @@ func testContextCanceled(t *testing.T, _ backend, s Store) {
 	// Canceled in the middle of a transaction: nothing is committed.
 	ctx, cancel = context.WithCancel(t.Context())
 	err = s.InTx(ctx, func(tx session.Tx) error {
-		if _, err := tx.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)}); err != nil {
+		if _, err := tx.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpWrite, At: t0}, []session.OverlayChange{write("a", 1)}); err != nil {
 			return err
 		}
 		cancel()
-		_, err := tx.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
+		_, err := tx.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
 		return err
 	})
 	assert.ErrorIs(t, err, context.Canceled)
@@ -962,16 +965,16 @@ func testReopen(t *testing.T, b backend, _ Store) {
 	require.NoError(t, err)
 	mkRepo(t, s, "r")
 	ss := mkSession(t, s, "r", nil)
-	m, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, Paths: []string{"a"}, At: t0}, []session.OverlayChange{write("a", 1)})
+	m, err := s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpWrite, Paths: []string{"a"}, At: t0}, []session.OverlayChange{write("a", 1)})
 	require.NoError(t, err)
-	ev, err := s.AppendEvent(ctx, session.Event{Repo: "r", Type: "x", At: t0})
+	ev, err := s.AppendEvent(ctx, events.Event{Repo: "r", Type: "x", At: t0})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
 	_, err = s.GetSession(ctx, ss.ID)
-	assert.ErrorIs(t, err, session.ErrUnavailable, "a closed store")
-	_, err = s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
-	assert.ErrorIs(t, err, session.ErrUnavailable, "a closed store")
+	assert.ErrorIs(t, err, record.ErrUnavailable, "a closed store")
+	_, err = s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
+	assert.ErrorIs(t, err, record.ErrUnavailable, "a closed store")
 
 	s = b.openStore(t, dsn)
 	got, err := s.GetSession(ctx, ss.ID)
@@ -979,11 +982,11 @@ func testReopen(t *testing.T, b backend, _ Store) {
 	assert.Equal(t, int64(1), got.Seq)
 	ms, err := s.ListMutations(ctx, ss.ID, 0, 0)
 	require.NoError(t, err)
-	assert.Equal(t, []session.Mutation{m}, ms)
-	m2, err := s.AppendMutation(ctx, session.Mutation{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
+	assert.Equal(t, []session.MutationRecord{m}, ms)
+	m2, err := s.AppendMutation(ctx, session.MutationRecord{Session: ss.ID, Op: session.OpWrite, At: t0}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), m2.Seq)
-	ev2, err := s.AppendEvent(ctx, session.Event{Repo: "r", Type: "y", At: t0})
+	ev2, err := s.AppendEvent(ctx, events.Event{Repo: "r", Type: "y", At: t0})
 	require.NoError(t, err)
 	assert.Equal(t, ev.ID+1, ev2.ID)
 }
@@ -1049,7 +1052,7 @@ func testReads(t *testing.T, _ backend, s Store) {
 	got, err = s.ListReads(ctx, b.ID)
 	require.NoError(t, err)
 	assert.Len(t, got, 1201)
-	assert.ErrorIs(t, s.RecordReads(ctx, uuid.New(), map[string]gitstore.OID{"x": oid(1)}), session.ErrNotFound)
+	assert.ErrorIs(t, s.RecordReads(ctx, uuid.New(), map[string]gitstore.OID{"x": oid(1)}), record.ErrNotFound)
 }
 
 func testChangesetSelection(t *testing.T, _ backend, s Store) {
@@ -1074,5 +1077,5 @@ func testChangesetSelection(t *testing.T, _ backend, s Store) {
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	assert.Equal(t, &sel, list[0].Selection)
-	assert.ErrorIs(t, cst.SetChangesetSelection(ctx, uuid.New(), sel), session.ErrNotFound)
+	assert.ErrorIs(t, cst.SetChangesetSelection(ctx, uuid.New(), sel), record.ErrNotFound)
 }

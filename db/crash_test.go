@@ -79,7 +79,7 @@ func TestCrash(t *testing.T) {
 // client had already sent, so the dead child's last transaction may become
 // visible a moment after the kill; every read before it settles would see
 // a consistent but moving store.
-func settledState(t *testing.T, s session.Store, id uuid.UUID) ([]session.Mutation, []session.OverlayEntry, session.Session) {
+func settledState(t *testing.T, s session.Store, id uuid.UUID) ([]session.MutationRecord, []session.OverlayEntry, session.Session) {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
 		before, err := s.GetSession(t.Context(), id)

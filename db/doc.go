@@ -1,6 +1,6 @@
-// Package db implements the stores the engines declare, session.Store and
-// changeset.Store (Store.Changesets, over the same database and its
-// transactions), twice: on Postgres through a pgx pool (OpenPostgres) and,
+// Package db implements the stores the engines declare, session.Store,
+// repos.Store, events.Store and changeset.Store (Store.Changesets, over
+// the same database and its transactions), twice: on Postgres through a pgx pool (OpenPostgres) and,
 // as the zero-setup default, on an embedded SQLite file through the
 // pure-Go modernc.org/sqlite driver (OpenSQLite). Both run the same queries
 // (store.go) over their own runner, apply their own embedded migrations
@@ -21,7 +21,7 @@
 //   - Event ids increase in commit order (a counter row locked until commit),
 //     so a reader resuming after id n never misses an event.
 //   - No driver error leaves the package: errors.go translates them into
-//     record's (and so session's) ErrNotFound, ErrDuplicate, ErrConflict,
+//     record's ErrNotFound, ErrDuplicate, ErrConflict,
 //     ErrUnavailable, or an
 //     opaque error that keeps only the driver's message. Context errors
 //     stay context.Canceled and context.DeadlineExceeded.

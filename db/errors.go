@@ -10,10 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/sessiond/sessiond/record"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
-
-	"github.com/sessiond/sessiond/session"
 )
 
 // This file is the one boundary where driver errors become the session
@@ -57,7 +56,7 @@ func pgError(ctx context.Context, err error) error {
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return session.ErrNotFound
+		return record.ErrNotFound
 	}
 	if cerr := ctxError(ctx, err); cerr != nil {
 		return fmt.Errorf("db: %w", cerr)
@@ -66,14 +65,14 @@ func pgError(ctx context.Context, err error) error {
 	if errors.As(err, &pe) {
 		switch {
 		case pe.Code == pgUniqueViolation:
-			return session.ErrDuplicate
+			return record.ErrDuplicate
 		case pe.Code == pgForeignKeyViolation:
 			return errMissingReference
 		case pe.Code == pgSerializationFailure || pe.Code == pgDeadlockDetected:
 			return errSerialization
 		case pe.Code == pgLockNotAvailable, pe.Code == pgAdminShutdown, pe.Code == pgCrashShutdown,
 			pe.Code == pgCannotConnectNow, pe.Code[:2] == "08", pe.Code[:2] == "53":
-			return fmt.Errorf("%w: postgres SQLSTATE %s", session.ErrUnavailable, pe.Code)
+			return fmt.Errorf("%w: postgres SQLSTATE %s", record.ErrUnavailable, pe.Code)
 		}
 		return fmt.Errorf("db: postgres: SQLSTATE %s", pe.Code)
 	}
@@ -92,11 +91,11 @@ var (
 	errPoolClosed = errors.New("store is closed")
 	// errSerialization is a transaction the database gave up to keep
 	// concurrent ones serializable; InTx runs such a transaction again.
-	errSerialization = fmt.Errorf("%w: serialization failure", session.ErrConflict)
+	errSerialization = fmt.Errorf("%w: serialization failure", record.ErrConflict)
 	// errMissingReference is a foreign key pointing at no row.
-	errMissingReference = fmt.Errorf("%w: a row it refers to", session.ErrNotFound)
+	errMissingReference = fmt.Errorf("%w: a row it refers to", record.ErrNotFound)
 	// errConnection is a connection to the database lost or refused.
-	errConnection = fmt.Errorf("%w: no connection to the database", session.ErrUnavailable)
+	errConnection = fmt.Errorf("%w: no connection to the database", record.ErrUnavailable)
 )
 
 // maxAttempts bounds how often a transaction runs after serialization
@@ -119,20 +118,20 @@ func sqliteError(ctx context.Context, err error) error {
 		return nil
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return session.ErrNotFound
+		return record.ErrNotFound
 	}
 	if cerr := ctxError(ctx, err); cerr != nil {
 		return fmt.Errorf("db: %w", cerr)
 	}
 	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, errPoolClosed) || err.Error() == "sql: database is closed" {
-		return fmt.Errorf("%w: the database is closed", session.ErrUnavailable)
+		return fmt.Errorf("%w: the database is closed", record.ErrUnavailable)
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		code := se.Code()
 		switch code {
 		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return session.ErrDuplicate
+			return record.ErrDuplicate
 		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 			return errMissingReference
 		case sqlite3.SQLITE_BUSY_SNAPSHOT:
@@ -142,9 +141,9 @@ func sqliteError(ctx context.Context, err error) error {
 		}
 		switch code & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return fmt.Errorf("%w: the database is busy", session.ErrUnavailable)
+			return fmt.Errorf("%w: the database is busy", record.ErrUnavailable)
 		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
-			return fmt.Errorf("%w: the database file cannot be written (sqlite result code %d)", session.ErrUnavailable, code)
+			return fmt.Errorf("%w: the database file cannot be written (sqlite result code %d)", record.ErrUnavailable, code)
 		case sqlite3.SQLITE_INTERRUPT:
 			return fmt.Errorf("db: %w", context.Canceled)
 		}

@@ -10,10 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/sessiond/sessiond/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/sessiond/sessiond/session"
 )
 
 func TestPgErrorTranslation(t *testing.T) {
@@ -25,14 +24,14 @@ func TestPgErrorTranslation(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"no rows", context.Background(), fmt.Errorf("scan: %w", pgx.ErrNoRows), session.ErrNotFound},
-		{"unique", context.Background(), &pgconn.PgError{Code: "23505"}, session.ErrDuplicate},
-		{"foreign key", context.Background(), &pgconn.PgError{Code: "23503"}, session.ErrNotFound},
-		{"serialization", context.Background(), &pgconn.PgError{Code: "40001"}, session.ErrConflict},
-		{"deadlock", context.Background(), &pgconn.PgError{Code: "40P01"}, session.ErrConflict},
-		{"admin shutdown", context.Background(), &pgconn.PgError{Code: "57P01"}, session.ErrUnavailable},
-		{"connection failure", context.Background(), &pgconn.PgError{Code: "08006"}, session.ErrUnavailable},
-		{"too many connections", context.Background(), &pgconn.PgError{Code: "53300"}, session.ErrUnavailable},
+		{"no rows", context.Background(), fmt.Errorf("scan: %w", pgx.ErrNoRows), record.ErrNotFound},
+		{"unique", context.Background(), &pgconn.PgError{Code: "23505"}, record.ErrDuplicate},
+		{"foreign key", context.Background(), &pgconn.PgError{Code: "23503"}, record.ErrNotFound},
+		{"serialization", context.Background(), &pgconn.PgError{Code: "40001"}, record.ErrConflict},
+		{"deadlock", context.Background(), &pgconn.PgError{Code: "40P01"}, record.ErrConflict},
+		{"admin shutdown", context.Background(), &pgconn.PgError{Code: "57P01"}, record.ErrUnavailable},
+		{"connection failure", context.Background(), &pgconn.PgError{Code: "08006"}, record.ErrUnavailable},
+		{"too many connections", context.Background(), &pgconn.PgError{Code: "53300"}, record.ErrUnavailable},
 		{"canceled", canceled, fmt.Errorf("read: %w", context.Canceled), context.Canceled},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -47,15 +46,15 @@ func TestPgErrorTranslation(t *testing.T) {
 	assert.ErrorContains(t, other, "SQLSTATE 42601")
 	assert.NotContains(t, other.Error(), "syntax error", "no driver text")
 	dup := pgError(context.Background(), &pgconn.PgError{Code: "23505", Message: "duplicate key value violates unique constraint", ConstraintName: "repos_pkey"})
-	assert.Equal(t, session.ErrDuplicate.Error(), dup.Error(), "no driver text")
-	for _, s := range []error{session.ErrNotFound, session.ErrConflict, session.ErrDuplicate, session.ErrUnavailable} {
+	assert.Equal(t, record.ErrDuplicate.Error(), dup.Error(), "no driver text")
+	for _, s := range []error{record.ErrNotFound, record.ErrConflict, record.ErrDuplicate, record.ErrUnavailable} {
 		assert.NotErrorIs(t, other, s)
 	}
 }
 
 func TestSqliteErrorTranslation(t *testing.T) {
-	assert.ErrorIs(t, sqliteError(context.Background(), sql.ErrNoRows), session.ErrNotFound)
-	assert.ErrorIs(t, sqliteError(context.Background(), sql.ErrConnDone), session.ErrUnavailable)
+	assert.ErrorIs(t, sqliteError(context.Background(), sql.ErrNoRows), record.ErrNotFound)
+	assert.ErrorIs(t, sqliteError(context.Background(), sql.ErrConnDone), record.ErrUnavailable)
 	assert.NoError(t, sqliteError(context.Background(), nil))
 }
 
@@ -83,7 +82,7 @@ func TestPostgresConnectionLost(t *testing.T) {
 	_, err = s.GetRepo(t.Context(), "r")
 	t.Logf("first call after the kill: %v", err)
 	if err != nil { // the pool may have noticed on its own
-		assert.ErrorIs(t, err, session.ErrUnavailable)
+		assert.ErrorIs(t, err, record.ErrUnavailable)
 		var pe *pgconn.PgError
 		assert.False(t, errors.As(err, &pe), "the driver error escaped")
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessiond/sessiond/internal/pgtest"
+	"github.com/sessiond/sessiond/repos"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -95,9 +96,11 @@ func oid(n int) gitstore.OID {
 	return gitstore.HashObject(gitstore.KindBlob, []byte(strconv.Itoa(n)))
 }
 
-func mkRepo(t testing.TB, s session.Tx, name string) session.Repo {
+func mkRepo(t testing.TB, s interface {
+	CreateRepo(context.Context, repos.Repo) error
+}, name string) repos.Repo {
 	t.Helper()
-	r := session.Repo{Name: name, Path: "/srv/" + name + ".git", CreatedAt: t0}
+	r := repos.Repo{Name: name, Path: "/srv/" + name + ".git", CreatedAt: t0}
 	require.NoError(t, s.CreateRepo(t.Context(), r))
 	return r
 }
@@ -154,7 +157,7 @@ func runChild(mode string) error {
 			return err
 		}
 		for i := range n {
-			m := session.Mutation{Session: id, Op: session.OpWrite, Paths: []string{"p"}, Actor: "child", At: time.Now()}
+			m := session.MutationRecord{Session: id, Op: session.OpWrite, Paths: []string{"p"}, Actor: "child", At: time.Now()}
 			if _, err := s.AppendMutation(ctx, m, []session.OverlayChange{write("p", i)}); err != nil {
 				return err
 			}
@@ -164,7 +167,7 @@ func runChild(mode string) error {
 		// Write until killed; a line goes out only after its commit.
 		for i := 0; ; i++ {
 			path := fmt.Sprintf("f/%d", i%50)
-			m := session.Mutation{Session: id, Op: session.OpWrite, Paths: []string{path}, New: []gitstore.OID{oid(i)}, Actor: "crash", At: time.Now()}
+			m := session.MutationRecord{Session: id, Op: session.OpWrite, Paths: []string{path}, New: []gitstore.OID{oid(i)}, Actor: "crash", At: time.Now()}
 			got, err := s.AppendMutation(ctx, m, []session.OverlayChange{write(path, i)})
 			if err != nil {
 				return err

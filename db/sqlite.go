@@ -12,6 +12,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -141,7 +142,7 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := s.applyMigrations(ctx, ms)
-		if !errors.Is(err, session.ErrUnavailable) || time.Now().After(deadline) {
+		if !errors.Is(err, record.ErrUnavailable) || time.Now().After(deadline) {
 			return err
 		}
 		select {

@@ -14,8 +14,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -230,7 +233,7 @@ func (f *filter) limit(n int) string {
 
 // Repositories.
 
-func (s *store) CreateRepo(ctx context.Context, r session.Repo) error {
+func (s *store) CreateRepo(ctx context.Context, r repos.Repo) error {
 	_, err := s.r.exec(ctx, `INSERT INTO repos (name, path, created_at) VALUES ($1, $2, $3)`,
 		r.Name, r.Path, timeArg(r.CreatedAt))
 	if err != nil {
@@ -239,13 +242,13 @@ func (s *store) CreateRepo(ctx context.Context, r session.Repo) error {
 	return nil
 }
 
-func scanRepo(sc scanner) (session.Repo, error) {
-	var r session.Repo
+func scanRepo(sc scanner) (repos.Repo, error) {
+	var r repos.Repo
 	err := sc.Scan(&r.Name, &r.Path, timeCol{&r.CreatedAt})
 	return r, err
 }
 
-func (s *store) GetRepo(ctx context.Context, name string) (session.Repo, error) {
+func (s *store) GetRepo(ctx context.Context, name string) (repos.Repo, error) {
 	r, err := scanRepo(s.r.queryRow(ctx, `SELECT name, path, created_at FROM repos WHERE name = $1`, name))
 	if err != nil {
 		return r, fmt.Errorf("repository %q: %w", name, err)
@@ -253,7 +256,7 @@ func (s *store) GetRepo(ctx context.Context, name string) (session.Repo, error) 
 	return r, nil
 }
 
-func (s *store) ListRepos(ctx context.Context) ([]session.Repo, error) {
+func (s *store) ListRepos(ctx context.Context) ([]repos.Repo, error) {
 	rs, err := s.r.query(ctx, `SELECT name, path, created_at FROM repos ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list repos: %w", err)
@@ -385,7 +388,7 @@ func (s *store) SetSessionState(ctx context.Context, id uuid.UUID, from, to sess
 			return err
 		}
 		return fmt.Errorf("session %s state %s to %s: %w", id, from, to,
-			&session.ConflictError{Field: "state", Current: string(ss.State)})
+			&record.ConflictError{Field: "state", Current: string(ss.State)})
 	}
 	return nil
 }
@@ -413,7 +416,7 @@ func (s *store) SetSessionBase(ctx context.Context, id uuid.UUID, old, new gitst
 		if err != nil {
 			return err
 		}
-		return fmt.Errorf("session %s base: %w", id, &session.ConflictError{Field: "base", Current: oidText(ss.BaseCommit)})
+		return fmt.Errorf("session %s base: %w", id, &record.ConflictError{Field: "base", Current: oidText(ss.BaseCommit)})
 	}
 	return nil
 }
@@ -423,7 +426,7 @@ func (s *store) headConflict(ctx context.Context, id uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("session %s head: %w", id, &session.ConflictError{Field: "head", Current: oidText(ss.Head)})
+	return fmt.Errorf("session %s head: %w", id, &record.ConflictError{Field: "head", Current: oidText(ss.Head)})
 }
 
 func (s *store) TouchSession(ctx context.Context, id uuid.UUID, at, expiresAt time.Time) error {
@@ -433,7 +436,7 @@ func (s *store) TouchSession(ctx context.Context, id uuid.UUID, at, expiresAt ti
 		return fmt.Errorf("touch session %s: %w", id, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("touch session %s: %w", id, session.ErrNotFound)
+		return fmt.Errorf("touch session %s: %w", id, record.ErrNotFound)
 	}
 	return nil
 }
@@ -444,7 +447,7 @@ func (s *store) TouchSession(ctx context.Context, id uuid.UUID, at, expiresAt ti
 // session row (Postgres) or runs under the database write lock (SQLite)
 // until the transaction ends, so concurrent appenders queue and a rolled
 // back append gives its number back: numbers never repeat or skip.
-func (s *store) nextSeq(ctx context.Context, m session.Mutation) (int64, error) {
+func (s *store) nextSeq(ctx context.Context, m session.MutationRecord) (int64, error) {
 	q := `UPDATE sessions SET seq = seq + 1, ` + touchAt("$2") + `
 		WHERE id = $1 AND state IN ` + liveStates
 	args := []any{m.Session.String(), timeArg(m.At)}
@@ -457,7 +460,7 @@ func (s *store) nextSeq(ctx context.Context, m session.Mutation) (int64, error) 
 	if err == nil {
 		return seq, nil
 	}
-	if !errors.Is(err, session.ErrNotFound) {
+	if !errors.Is(err, record.ErrNotFound) {
 		return 0, fmt.Errorf("session %s: %w", m.Session, err)
 	}
 	ss, err := s.GetSession(ctx, m.Session)
@@ -465,13 +468,13 @@ func (s *store) nextSeq(ctx context.Context, m session.Mutation) (int64, error) 
 	case err != nil:
 		return 0, err
 	case ss.State.Terminal():
-		return 0, fmt.Errorf("session %s is %s: %w", m.Session, ss.State, session.ErrSessionClosed)
+		return 0, fmt.Errorf("session %s is %s: %w", m.Session, ss.State, record.ErrSessionClosed)
 	}
 	return 0, fmt.Errorf("session %s: %w", m.Session,
-		&session.ConflictError{Field: "seq", Current: strconv.FormatInt(ss.Seq, 10)})
+		&record.ConflictError{Field: "seq", Current: strconv.FormatInt(ss.Seq, 10)})
 }
 
-func (s *store) insertMutation(ctx context.Context, m session.Mutation) error {
+func (s *store) insertMutation(ctx context.Context, m session.MutationRecord) error {
 	paths, old, new := m.Paths, m.Old, m.New
 	if paths == nil {
 		paths = []string{}
@@ -585,7 +588,7 @@ func foldChanges(changes []session.OverlayChange) (puts []session.OverlayEntry, 
 	return puts, removes
 }
 
-func (s *store) AppendMutation(ctx context.Context, m session.Mutation, changes []session.OverlayChange) (session.Mutation, error) {
+func (s *store) AppendMutation(ctx context.Context, m session.MutationRecord, changes []session.OverlayChange) (session.MutationRecord, error) {
 	err := s.atomic(ctx, func(t *store) error {
 		seq, err := t.nextSeq(ctx, m)
 		if err != nil {
@@ -602,12 +605,12 @@ func (s *store) AppendMutation(ctx context.Context, m session.Mutation, changes 
 		return t.putEntries(ctx, m.Session, puts)
 	})
 	if err != nil {
-		return session.Mutation{}, err
+		return session.MutationRecord{}, err
 	}
 	return m, nil
 }
 
-func (s *store) ReplaceOverlay(ctx context.Context, m session.Mutation, entries []session.OverlayEntry) (session.Mutation, error) {
+func (s *store) ReplaceOverlay(ctx context.Context, m session.MutationRecord, entries []session.OverlayEntry) (session.MutationRecord, error) {
 	err := s.atomic(ctx, func(t *store) error {
 		seq, err := t.nextSeq(ctx, m)
 		if err != nil {
@@ -628,7 +631,7 @@ func (s *store) ReplaceOverlay(ctx context.Context, m session.Mutation, entries 
 		return t.putEntries(ctx, m.Session, puts)
 	})
 	if err != nil {
-		return session.Mutation{}, err
+		return session.MutationRecord{}, err
 	}
 	return m, nil
 }
@@ -709,9 +712,9 @@ func (s *store) ListOverlay(ctx context.Context, id uuid.UUID) ([]session.Overla
 	return out, nil
 }
 
-func scanMutation(sc scanner) (session.Mutation, error) {
+func scanMutation(sc scanner) (session.MutationRecord, error) {
 	var (
-		m                  session.Mutation
+		m                  session.MutationRecord
 		op, pj, oj, nj, ej string
 	)
 	err := sc.Scan(uuidCol{&m.Session}, &m.Seq, &op, textCol{&pj}, textCol{&oj}, textCol{&nj}, &m.Actor, timeCol{&m.At}, textCol{&ej})
@@ -745,7 +748,7 @@ func scanMutation(sc scanner) (session.Mutation, error) {
 	return m, nil
 }
 
-func (s *store) ListMutations(ctx context.Context, id uuid.UUID, after int64, limit int) ([]session.Mutation, error) {
+func (s *store) ListMutations(ctx context.Context, id uuid.UUID, after int64, limit int) ([]session.MutationRecord, error) {
 	rs, err := s.r.query(ctx, `SELECT session_id, seq, op, paths, old_blobs, new_blobs, actor, at, exec
 		FROM mutations WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
 		id.String(), after, limitArg(limit))
@@ -774,7 +777,7 @@ func (s *store) CreateCheckpoint(ctx context.Context, c session.Checkpoint) (ses
 		err := t.r.queryRow(ctx, `UPDATE sessions SET head = $3, checkpoints = checkpoints + 1
 			WHERE id = $1 AND COALESCE(head, '') = $2 RETURNING checkpoints`,
 			c.Session.String(), oidText(c.Parent), c.Commit.String()).Scan(&c.N)
-		if errors.Is(err, session.ErrNotFound) {
+		if errors.Is(err, record.ErrNotFound) {
 			return t.headConflict(ctx, c.Session)
 		}
 		if err != nil {
@@ -924,7 +927,7 @@ func (s *store) SetChangesetSelection(ctx context.Context, id uuid.UUID, sel cha
 		return fmt.Errorf("changeset %s selection: %w", id, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("changeset %s: %w", id, session.ErrNotFound)
+		return fmt.Errorf("changeset %s: %w", id, record.ErrNotFound)
 	}
 	return nil
 }
@@ -954,9 +957,9 @@ func (s *store) ReviseChangeset(ctx context.Context, c changeset.Changeset, oldH
 		current := oidText(cur.HeadCommit)
 		if cur.Status == changeset.StatusAccepted || cur.Status == changeset.StatusUndone {
 			return fmt.Errorf("revise changeset %s: it is %s: %w", c.ID, cur.Status,
-				&session.ConflictError{Field: "status", Current: string(cur.Status)})
+				&record.ConflictError{Field: "status", Current: string(cur.Status)})
 		}
-		return fmt.Errorf("revise changeset %s: %w", c.ID, &session.ConflictError{Field: "head", Current: current})
+		return fmt.Errorf("revise changeset %s: %w", c.ID, &record.ConflictError{Field: "head", Current: current})
 	}
 	return nil
 }
@@ -1005,7 +1008,7 @@ func (s *store) SetChangesetStatus(ctx context.Context, id uuid.UUID, from, to c
 			return err
 		}
 		return fmt.Errorf("changeset %s status %s to %s: %w", id, from, to,
-			&session.ConflictError{Field: "status", Current: string(c.Status)})
+			&record.ConflictError{Field: "status", Current: string(c.Status)})
 	}
 	return nil
 }
@@ -1142,7 +1145,7 @@ func (s *store) UndoLayer(ctx context.Context, cs uuid.UUID, revert gitstore.OID
 		if err != nil {
 			return fmt.Errorf("layer %s: %w", cs, err)
 		}
-		return fmt.Errorf("undo layer %s: %w", cs, &session.ConflictError{Field: "state", Current: state})
+		return fmt.Errorf("undo layer %s: %w", cs, &record.ConflictError{Field: "state", Current: state})
 	}
 	return nil
 }
@@ -1156,7 +1159,7 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func (s *store) SetRepoPolicy(ctx context.Context, p changeset.Policy) error {
+func (s *store) SetRepoPolicy(ctx context.Context, p repos.Policy) error {
 	_, err := s.r.exec(ctx, `INSERT INTO repo_policies (repo, required_approvals, allow_checked_out, refuse_stale_reads)
 		VALUES ($1, $2, $3, $4) ON CONFLICT (repo) DO UPDATE SET required_approvals = excluded.required_approvals,
 		allow_checked_out = excluded.allow_checked_out, refuse_stale_reads = excluded.refuse_stale_reads`,
@@ -1167,13 +1170,13 @@ func (s *store) SetRepoPolicy(ctx context.Context, p changeset.Policy) error {
 	return nil
 }
 
-func (s *store) GetRepoPolicy(ctx context.Context, repo string) (changeset.Policy, error) {
-	p := changeset.Policy{Repo: repo}
+func (s *store) GetRepoPolicy(ctx context.Context, repo string) (repos.Policy, error) {
+	p := repos.Policy{Repo: repo}
 	var allow, refuse int
 	err := s.r.queryRow(ctx, `SELECT required_approvals, allow_checked_out, refuse_stale_reads
 		FROM repo_policies WHERE repo = $1`, repo).Scan(&p.RequiredApprovals, &allow, &refuse)
 	if err != nil {
-		return changeset.Policy{}, fmt.Errorf("policy of repository %q: %w", repo, err)
+		return repos.Policy{}, fmt.Errorf("policy of repository %q: %w", repo, err)
 	}
 	p.AllowCheckedOut, p.RefuseStaleReads = allow != 0, refuse != 0
 	return p, nil
@@ -1181,12 +1184,12 @@ func (s *store) GetRepoPolicy(ctx context.Context, repo string) (changeset.Polic
 
 // Events.
 
-func (s *store) AppendEvent(ctx context.Context, e session.Event) (session.Event, error) {
+func (s *store) AppendEvent(ctx context.Context, e events.Event) (events.Event, error) {
 	if len(e.Payload) == 0 {
 		e.Payload = json.RawMessage("{}")
 	}
 	if !json.Valid(e.Payload) {
-		return session.Event{}, fmt.Errorf("append event %s: payload is not JSON", e.Type)
+		return events.Event{}, fmt.Errorf("append event %s: payload is not JSON", e.Type)
 	}
 	err := s.atomic(ctx, func(t *store) error {
 		err := t.r.queryRow(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'events' RETURNING value`).Scan(&e.ID)
@@ -1202,13 +1205,13 @@ func (s *store) AppendEvent(ctx context.Context, e session.Event) (session.Event
 		return nil
 	})
 	if err != nil {
-		return session.Event{}, err
+		return events.Event{}, err
 	}
 	e.At = e.At.UTC().Truncate(time.Microsecond)
 	return e, nil
 }
 
-func (s *store) ListEvents(ctx context.Context, f session.EventFilter) ([]session.Event, error) {
+func (s *store) ListEvents(ctx context.Context, f events.Filter) ([]events.Event, error) {
 	var w filter
 	if f.Session != uuid.Nil {
 		w.add("session_id = ?", f.Session.String())
@@ -1222,9 +1225,9 @@ func (s *store) ListEvents(ctx context.Context, f session.EventFilter) ([]sessio
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
-	out, err := collect(rs, func(sc scanner) (session.Event, error) {
+	out, err := collect(rs, func(sc scanner) (events.Event, error) {
 		var (
-			e       session.Event
+			e       events.Event
 			payload string
 		)
 		err := sc.Scan(&e.ID, &e.Repo, uuidCol{&e.Session}, &e.Type, textCol{&payload}, timeCol{&e.At})
@@ -1237,10 +1240,13 @@ func (s *store) ListEvents(ctx context.Context, f session.EventFilter) ([]sessio
 	return out, nil
 }
 
-// Store is a database as the engines use it: package session's Store, and
+// Store is a database as the engines use it: package session's Store,
+// the registry's (repos.Store), the event log's (events.Store), and
 // package changeset's over the same database (Changesets).
 type Store interface {
 	session.Store
+	repos.Store
+	events.Store
 	Changesets() changeset.Store
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/gitstore/housekeeping"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
@@ -242,7 +243,7 @@ func BenchmarkReadBesideOwnPacks(b *testing.B) {
 	for _, n := range []int{0, 20000} {
 		b.Run(fmt.Sprintf("own-objects=%d", n), func(b *testing.B) {
 			dir := testrepo.Build(b, "small")
-			r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, BlobCacheSize: 1, TreeCacheSize: 1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: -1}})
+			r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, BlobCacheSize: 1, TreeCacheSize: 1, Housekeeping: housekeeping.HeuristicStrategy{RetireDelay: -1}})
 			require.NoError(b, err)
 			b.Cleanup(func() { r.Close() })
 			for i := 0; i < n; i += 1000 {

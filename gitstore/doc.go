@@ -66,13 +66,16 @@
 // meets a missing subtree never reports the path as absent. Only
 // ResolveRevision, given an id by a caller, answers ErrNotFound for it.
 //
-// Housekeeping (Housekeep; a HeuristicStrategy decides, see there) runs
-// when a Repo opens, every HousekeepInterval and after every few packs
-// the Repo writes. It removes debris older than a grace period (an hour:
-// younger files may be a writer's work in progress), packs loose objects
-// once there are many, and merges the packs sessiond writes, whichever of
-// its processes wrote them, geometrically, so a repository holds at most
-// 50 packs between git gc runs. sessiond's packs are told from git's by
+// Housekeeping is package gitstore/housekeeping's: its strategy decides
+// and its Manager runs it (when a Repo opens, every HousekeepInterval and
+// after every few packs the Repo writes, failures logged and counted);
+// gitstore carries each plan out over the object directory (objectDir,
+// housekeep.go), with its own pack writer. A run removes debris older
+// than a grace period (an hour: younger files may be a writer's work in
+// progress), packs loose objects once there are many, and merges the
+// packs sessiond writes, whichever of its processes wrote them,
+// geometrically, so a repository holds at most 50 packs between git gc
+// runs. sessiond's packs are told from git's by
 // their content: every object whole (git's packs carry deltas) and no
 // .keep, .promisor, .bitmap or .mtimes file beside them. The new pack's
 // objects are sorted by id, so two runs merging the same set write the

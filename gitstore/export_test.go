@@ -18,7 +18,7 @@ func WithRunHook(o Options, hook func()) Options {
 
 // GoGitPacks lists the packs (base names) the go-git storages see.
 func GoGitPacks(r *Repo) ([]string, error) {
-	s := r.newStorage()
+	s := r.pool.newStorage()
 	defer s.Close()
 	packs, err := s.ObjectPacks()
 	var out []string
@@ -26,4 +26,12 @@ func GoGitPacks(r *Repo) ([]string, error) {
 		out = append(out, "pack-"+h.String())
 	}
 	return out, err
+}
+
+// OnLockCommitted makes fn run each time a ref lock was renamed over its
+// file (from then on another writer may hold that lock), until the test
+// ends.
+func OnLockCommitted(tb interface{ Cleanup(func()) }, fn func(path string)) {
+	testHookLockCommitted = fn
+	tb.Cleanup(func() { testHookLockCommitted = nil })
 }

@@ -502,31 +502,6 @@ func TestContextCancelled(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-func TestDiffTreesMatchesGit(t *testing.T) {
-	dir := testrepo.Build(t, "small")
-	r := open(t, dir)
-	ctx := t.Context()
-	for _, pair := range [][2]string{{"main~2", "main"}, {"main", "feature"}, {"feature", "main~1"}} {
-		a := oid(t, testrepo.Git(t, dir, "rev-parse", pair[0]+"^{tree}"))
-		b := oid(t, testrepo.Git(t, dir, "rev-parse", pair[1]+"^{tree}"))
-		var got []string
-		require.NoError(t, r.DiffTrees(ctx, a, b, func(c gitstore.TreeChange) error {
-			got = append(got, fmt.Sprintf("%s %s %s %s %s", c.From.Mode, c.To.Mode, c.From.OID, c.To.OID, c.Path))
-			return nil
-		}))
-		var want []string
-		for _, l := range strings.Split(testrepo.Git(t, dir, "diff-tree", "-r", "--no-renames", pair[0], pair[1]), "\n") {
-			if l == "" {
-				continue
-			}
-			meta, path, _ := strings.Cut(l, "\t")
-			f := strings.Fields(strings.TrimPrefix(meta, ":"))
-			want = append(want, fmt.Sprintf("%s %s %s %s %s", f[0], f[1], f[2], f[3], path))
-		}
-		assert.Equal(t, want, got, pair)
-	}
-}
-
 func TestRemoveStaleLocks(t *testing.T) {
 	dir := testrepo.Build(t, "small")
 	r := open(t, dir)

@@ -17,54 +17,58 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessiond/sessiond/gitstore/housekeeping"
 	"github.com/sessiond/sessiond/internal/durable"
 )
 
-// HousekeepReport says what one housekeeping run did.
-type HousekeepReport struct {
-	PacksBefore   int // packs with an index before the run
-	PacksMerged   int // packs merged into the new pack
-	PacksDeleted  int // superseded packs deleted (merged by this or an earlier run, of any process)
-	LoosePacked   int // loose objects packed and deleted
-	DebrisRemoved int
-	NewPack       string // base name of the pack written, if any
+// objectDir is the object directory as package housekeeping drives it
+// (housekeeping.Repository): it lists what the directory holds, carries a
+// plan out with the repository's pack writer, and deletes at close what
+// its runs superseded. It is built over the Repo (embedded) whose files
+// it changes; its methods run under the housekeeping Manager's one-run
+// lock, which guards retired.
+type objectDir struct {
+	*Repo
+	// retired: the packs (base names) this Repo merged into a newer pack;
+	// any run deletes them once superseded long enough (the directory
+	// tells), and AtClose at once.
+	retired map[string]bool
 }
 
-// Housekeep looks at the object directory, asks the strategy what to do
-// (Options.Housekeeping, by default HeuristicStrategy's defaults) and does
-// it: removes old debris, deletes superseded packs whose wait is over,
-// merges own packs and packs loose objects into one new pack. One run at
-// a time per Repo; a run that finds another in progress returns at once
-// with an empty report.
+var _ housekeeping.Repository = (*objectDir)(nil)
+
+// Housekeep runs housekeeping once (see package housekeeping): it removes
+// old debris, deletes superseded packs whose wait is over, merges own
+// packs and packs loose objects into one new pack. One run at a time per
+// Repo; a run that finds another in progress returns at once with an
+// empty report. A failure is logged and counted.
 //
 // It never loses an object: a pack or loose file is deleted only after a
 // pack holding every object it held is durable (written, fsynced, renamed
 // into place, its directory fsynced). A file that vanishes while it is
 // read (another process or git gc got there first) aborts the merge
 // without deleting anything.
-func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
-	if !r.hkMu.TryLock() {
-		return HousekeepReport{}, nil
-	}
-	defer r.hkMu.Unlock()
-	r.runsStarted.Add(1)
-	defer r.endRound()
-	defer r.runsEnded.Add(1)
-	r.written.Store(0) // the listing below sees what was written until now
-	if r.opts.runHook != nil {
-		r.opts.runHook()
-	}
+func (r *Repo) Housekeep(ctx context.Context) (housekeeping.Report, error) {
+	return r.hk.Run(ctx)
+}
+
+// State lists the object directory (housekeeping.Repository).
+func (r *objectDir) State(ctx context.Context) (housekeeping.State, error) {
 	st, learnt, err := r.repoState(ctx)
 	if err != nil {
-		return HousekeepReport{}, fmt.Errorf("housekeep: %w", err)
+		return st, fmt.Errorf("housekeep: %w", err)
 	}
 	if learnt {
 		// Packs just found to be own (a restart, another process's) are
 		// hidden from storages made from now on; let these go too.
-		r.refreshStorages(ctx, true)
+		r.pool.refreshStorages(ctx, true)
 	}
-	plan := r.opts.Housekeeping.Plan(st)
-	rep := HousekeepReport{PacksBefore: len(st.Packs)}
+	return st, nil
+}
+
+// Execute carries plan out (housekeeping.Repository).
+func (r *objectDir) Execute(ctx context.Context, plan housekeeping.Plan, st housekeeping.State) (housekeeping.Report, error) {
+	rep := housekeeping.Report{PacksBefore: len(st.Packs)}
 	objDir := filepath.Join(r.gitDir, "objects")
 	for _, d := range plan.RemoveDebris {
 		if err := os.Remove(filepath.Join(objDir, d)); err == nil {
@@ -137,14 +141,14 @@ func (r *Repo) Housekeep(ctx context.Context) (HousekeepReport, error) {
 // storages are all held, so none of its readers lists the directory half
 // way through them (a go-git storage fails its whole pack index when one
 // listed index is gone by the time it opens it); other processes' readers
-// list again when that happens. r.hkMu must be held.
-func (r *Repo) deletePacks(names []string) (int, error) {
+// list again when that happens.
+func (r *objectDir) deletePacks(names []string) (int, error) {
 	packDir := filepath.Join(r.gitDir, "objects", "pack")
 	if err := durable.SyncDir(packDir); err != nil {
 		return 0, err
 	}
 	n := 0
-	r.swapStorages(context.Background(), true, func() {
+	r.pool.swapStorages(context.Background(), true, func() {
 		for _, name := range names {
 			base := filepath.Join(packDir, name)
 			// The index first, as git's repack does: a reader lists packs
@@ -169,10 +173,9 @@ func (r *Repo) deletePacks(names []string) (int, error) {
 	return n, nil
 }
 
-// deleteRetired deletes, at Close, the packs this Repo merged that are
-// still covered (a graceful stop leaves none of its own waiting). r.hkMu
-// must be held.
-func (r *Repo) deleteRetired() {
+// AtClose deletes the packs this Repo merged that are still covered (a
+// graceful stop leaves none of its own waiting).
+func (r *objectDir) AtClose() {
 	if len(r.retired) == 0 {
 		return
 	}
@@ -192,7 +195,7 @@ func (r *Repo) deleteRetired() {
 // gitGCRunning reports whether git gc holds its lock (gc.pid), which it
 // keeps while it repacks; git itself treats one older than 12 hours as
 // stale.
-func (r *Repo) gitGCRunning(now time.Time) bool {
+func (r *objectDir) gitGCRunning(now time.Time) bool {
 	fi, err := os.Stat(filepath.Join(r.gitDir, "gc.pid"))
 	return err == nil && now.Sub(fi.ModTime()) < 12*time.Hour
 }
@@ -203,10 +206,10 @@ var errVanished = errors.New("file vanished during housekeeping")
 // git's, from memory or by reading a new pack's entries once), loose
 // objects and debris. It reports whether it learnt of an own pack it did
 // not know.
-func (r *Repo) repoState(ctx context.Context) (RepoState, bool, error) {
+func (r *objectDir) repoState(ctx context.Context) (housekeeping.State, bool, error) {
 	objDir := filepath.Join(r.gitDir, "objects")
 	packDir := filepath.Join(objDir, "pack")
-	st := RepoState{Now: time.Now()}
+	st := housekeeping.State{Now: time.Now()}
 	entries, err := os.ReadDir(packDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return st, false, err
@@ -244,7 +247,7 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, bool, error) {
 				continue // skipped by readers; not ours to delete
 			}
 			listed[base] = true
-			pi := PackInfo{Name: base, Size: fi.Size(), Made: ii.ModTime()}
+			pi := housekeeping.PackInfo{Name: base, Size: fi.Size(), Made: ii.ModTime()}
 			special := names[base+".keep"] || names[base+".promisor"] || names[base+".bitmap"] || names[base+".mtimes"]
 			if !special {
 				m, ok := r.meta.get(base)
@@ -264,7 +267,7 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, bool, error) {
 		}
 	}
 	r.meta.retain(listed)
-	markCovered(st.Packs, func(p, q string) bool { return r.meta.subset(packDir, p, q) })
+	housekeeping.MarkCovered(st.Packs, func(p, q string) bool { return r.meta.subset(packDir, p, q) })
 	// Loose objects and their temporary files, and git's older layout's
 	// temporary files directly under objects/.
 	top, err := os.ReadDir(objDir)
@@ -298,50 +301,18 @@ func (r *Repo) repoState(ctx context.Context) (RepoState, bool, error) {
 	return st, learnt, nil
 }
 
-// markCovered sets CoveredBy on every own pack whose objects another own
-// pack holds (subset(p, q): every object of p is in q), one that ranks
-// above it: more objects, or as many (the same objects) and a greater
-// name. The rank is a strict total order on what never changes under a
-// pack's name (its content), so every process at every moment ranks
-// alike, no two packs cover each other, and every covered pack's objects
-// are in a pack that is not covered, which no run deletes: deleting every
-// covered pack, in any process, loses nothing. Of several covers, the one
-// in place longest is named, so the wait ends soonest.
-func markCovered(packs []PackInfo, subset func(p, q string) bool) {
-	for i, p := range packs {
-		if !p.Own || p.Objects == 0 {
-			continue
-		}
-		best := -1
-		for c, q := range packs {
-			if c == i || !q.Own || q.Objects < p.Objects || q.Objects == p.Objects && q.Name < p.Name {
-				continue // not above p
-			}
-			if best >= 0 && (packs[best].Made.Before(q.Made) || packs[best].Made.Equal(q.Made) && packs[best].Name < q.Name) {
-				continue // a better cover is known already
-			}
-			if subset(p.Name, q.Name) {
-				best = c
-			}
-		}
-		if best >= 0 {
-			packs[i].CoveredBy = packs[best].Name
-		}
-	}
-}
-
 // isTempName: git's temporary object, pack and index files, and the
 // temporary files durable.WriteFile makes.
 func isTempName(n string) bool {
 	return strings.HasPrefix(n, "tmp_") || strings.HasPrefix(n, ".tmp-")
 }
 
-func appendDebris(ds []Debris, rel string, e fs.DirEntry) []Debris {
+func appendDebris(ds []housekeeping.Debris, rel string, e fs.DirEntry) []housekeeping.Debris {
 	fi, err := e.Info()
 	if err != nil {
 		return ds
 	}
-	return append(ds, Debris{Path: rel, ModTime: fi.ModTime()})
+	return append(ds, housekeeping.Debris{Path: rel, ModTime: fi.ModTime()})
 }
 
 // parseEntryHeader decodes a pack entry's type and inflated size.
@@ -381,7 +352,7 @@ type mergeEntry struct {
 // CRC-32 its index records, as git repack reuses them: nothing is
 // inflated, and memory holds one entry and the index of the new pack,
 // never the objects.
-func (r *Repo) mergePacks(ctx context.Context, plan Plan) (string, []OID, error) {
+func (r *objectDir) mergePacks(ctx context.Context, plan housekeeping.Plan) (string, []OID, error) {
 	packDir := filepath.Join(r.gitDir, "objects", "pack")
 	var entries []mergeEntry
 	var srcs []*os.File
@@ -531,7 +502,7 @@ func cmpSrc(a, b int) int {
 
 // looseEntries appends to entries every loose object that inflates to its
 // id, as a pack entry built in memory, and returns their ids too.
-func (r *Repo) looseEntries(ctx context.Context, entries []mergeEntry) ([]mergeEntry, []OID, error) {
+func (r *objectDir) looseEntries(ctx context.Context, entries []mergeEntry) ([]mergeEntry, []OID, error) {
 	objDir := filepath.Join(r.gitDir, "objects")
 	fast, stored := deflater(zlib.BestSpeed, nil), deflater(zlib.NoCompression, nil)
 	defer putDeflater(zlib.BestSpeed, fast)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/gitstore/housekeeping"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
@@ -84,7 +85,7 @@ func killLoop(t *testing.T, delay time.Duration, lives int) {
 
 	// One more process finds what its predecessors merged superseded
 	// and merges nothing again.
-	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: delay}})
+	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: housekeeping.HeuristicStrategy{RetireDelay: delay}})
 	require.NoError(t, err)
 	rep, err := r.Housekeep(t.Context())
 	require.NoError(t, err)
@@ -139,7 +140,7 @@ func killChild() {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(2)
 	}
-	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: time.Hour, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: delay}})
+	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: time.Hour, Housekeeping: housekeeping.HeuristicStrategy{RetireDelay: delay}})
 	if err != nil {
 		fail(err)
 	}

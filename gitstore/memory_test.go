@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/gitstore/housekeeping"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
@@ -28,7 +29,7 @@ func objectFileCount(t *testing.T, dir string) int {
 func TestMemoryBoundedOverManyPacks(t *testing.T) {
 	const size, rounds, perRound = 100, 12, 20
 	dir := testrepo.Build(t, "small")
-	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: -1}, OwnIndexSize: size})
+	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: housekeeping.HeuristicStrategy{RetireDelay: -1}, OwnIndexSize: size})
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
 	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))

@@ -73,14 +73,22 @@ func ValidateRefName(name RefName) error {
 	return nil
 }
 
-func (r *Repo) refPath(name RefName) string {
+// refFiles is the ref store's files: loose refs under refs/ and
+// packed-refs, each changed only under its refLock (one discipline for
+// all of them). Its methods' receiver is r, as the Repo's, whose part it
+// is.
+type refFiles struct {
+	gitDir string
+}
+
+func (r *refFiles) refPath(name RefName) string {
 	return filepath.Join(r.gitDir, filepath.FromSlash(string(name)))
 }
 
 // readLooseOrPacked returns the raw value of name: an id, or the target of
 // a symbolic ref. It reports ErrNotFound when neither a loose file nor a
 // packed-refs line exists.
-func (r *Repo) readRefRaw(name RefName) (id OID, symbolic RefName, err error) {
+func (r *refFiles) readRefRaw(name RefName) (id OID, symbolic RefName, err error) {
 	b, err := os.ReadFile(r.refPath(name))
 	switch {
 	case err == nil:
@@ -108,7 +116,7 @@ func (r *Repo) readRefRaw(name RefName) (id OID, symbolic RefName, err error) {
 }
 
 // packedRefs parses packed-refs (an empty map when there is none).
-func (r *Repo) packedRefs() (map[RefName]OID, error) {
+func (r *refFiles) packedRefs() (map[RefName]OID, error) {
 	b, err := os.ReadFile(filepath.Join(r.gitDir, "packed-refs"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[RefName]OID{}, nil
@@ -141,7 +149,7 @@ func (r *Repo) ReadRef(ctx context.Context, name RefName) (OID, error) {
 		if err := ctx.Err(); err != nil {
 			return OID{}, err
 		}
-		id, sym, err := r.readRefRaw(name)
+		id, sym, err := r.refs.readRefRaw(name)
 		if err != nil {
 			return OID{}, err
 		}
@@ -156,7 +164,7 @@ func (r *Repo) ReadRef(ctx context.Context, name RefName) (OID, error) {
 // HeadBranch returns the branch HEAD names (for a non-bare repository, the
 // one checked out), or "" when HEAD is detached.
 func (r *Repo) HeadBranch() (string, error) {
-	_, sym, err := r.readRefRaw("HEAD")
+	_, sym, err := r.refs.readRefRaw("HEAD")
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return "", err
 	}
@@ -167,7 +175,7 @@ func (r *Repo) HeadBranch() (string, error) {
 // ListRefs returns the refs whose names start with prefix, sorted by name;
 // a loose ref wins over a packed one.
 func (r *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
-	all, err := r.packedRefs()
+	all, err := r.refs.packedRefs()
 	if err != nil {
 		return nil, err
 	}
@@ -209,15 +217,28 @@ func (r *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
 // git's core.filesRefLockTimeout (100 ms by default) does.
 const lockTimeout = 100 * time.Millisecond
 
-// lockFile takes git's lock on path (path + ".lock", created exclusively),
-// retrying until lockTimeout.
-func lockFile(ctx context.Context, path string) (*os.File, error) {
+// refLock is git's lock on one file of the ref store (a loose ref or
+// packed-refs): path + ".lock", created exclusively. The one discipline
+// for every ref write: take it, write the new content into it, then
+// either commit (rename it over the file: the lock is gone, and the name
+// may at once be another writer's lock) or release (remove it, only if it
+// was never committed). A lock file is removed only by its owner, before
+// it was renamed away.
+type refLock struct {
+	f      *os.File
+	path   string // the file the lock guards
+	closed bool   // f is closed
+	done   bool   // committed: the lock file is no longer ours
+}
+
+// lockFile takes git's lock on path, retrying until lockTimeout.
+func lockFile(ctx context.Context, path string) (*refLock, error) {
 	deadline := time.Now().Add(lockTimeout)
 	backoff := time.Millisecond
 	for {
 		f, err := os.OpenFile(path+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
-			return f, nil
+			return &refLock{f: f, path: path}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, err
@@ -234,6 +255,45 @@ func lockFile(ctx context.Context, path string) (*os.File, error) {
 	}
 }
 
+// commit makes data the guarded file's content: written into the lock
+// file, fsynced, and the lock renamed over the file. After commit the
+// lock is released whatever happened.
+func (l *refLock) commit(data []byte) error {
+	if _, err := l.f.Write(data); err != nil {
+		return err
+	}
+	if err := l.f.Sync(); err != nil {
+		return err
+	}
+	l.closed = true
+	if err := l.f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(l.path+".lock", l.path); err != nil {
+		return err
+	}
+	l.done = true
+	if testHookLockCommitted != nil {
+		testHookLockCommitted(l.path)
+	}
+	return nil
+}
+
+// release removes the lock file unless commit renamed it away: from then
+// on that name belongs to whoever locks the file next.
+func (l *refLock) release() {
+	if !l.closed {
+		l.f.Close()
+	}
+	if !l.done {
+		os.Remove(l.path + ".lock")
+	}
+}
+
+// testHookLockCommitted, set by tests, runs after a lock was renamed over
+// its file (another writer may take the lock from then on).
+var testHookLockCommitted func(path string)
+
 // UpdateRef moves ref name from old to new by compare-and-swap, under git's
 // own <ref>.lock so the git CLI and sessiond exclude each other. old ==
 // ZeroOID requires that the ref not exist; new == ZeroOID deletes it. The
@@ -246,7 +306,7 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 	if name == "HEAD" {
 		return fmt.Errorf("%w: HEAD is updated through its branch", ErrInvalidRef)
 	}
-	path := r.refPath(name)
+	path := r.refs.refPath(name)
 	if err := durable.MkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
@@ -254,14 +314,8 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 	if err != nil {
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			lock.Close()
-			os.Remove(lock.Name())
-		}
-	}()
-	cur, _, err := r.readRefRaw(name)
+	defer lock.release()
+	cur, _, err := r.refs.readRefRaw(name)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
@@ -269,7 +323,7 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 		return &RefConflictError{Name: name, Current: cur}
 	}
 	if newID.IsZero() {
-		if err := r.removePackedRef(ctx, name); err != nil {
+		if err := r.refs.removePackedRef(ctx, name); err != nil {
 			return err
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -277,24 +331,14 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 		}
 		return durable.SyncDir(filepath.Dir(path))
 	}
-	if _, err := lock.WriteString(newID.String() + "\n"); err != nil {
+	if err := lock.commit([]byte(newID.String() + "\n")); err != nil {
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
-	if err := lock.Sync(); err != nil {
-		return fmt.Errorf("update ref %s: %w", name, err)
-	}
-	if err := lock.Close(); err != nil {
-		return fmt.Errorf("update ref %s: %w", name, err)
-	}
-	if err := os.Rename(lock.Name(), path); err != nil {
-		return fmt.Errorf("update ref %s: %w", name, err)
-	}
-	committed = true
 	return durable.SyncDir(filepath.Dir(path))
 }
 
 // removePackedRef rewrites packed-refs without name, under its own lock.
-func (r *Repo) removePackedRef(ctx context.Context, name RefName) error {
+func (r *refFiles) removePackedRef(ctx context.Context, name RefName) error {
 	path := filepath.Join(r.gitDir, "packed-refs")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -310,7 +354,7 @@ func (r *Repo) removePackedRef(ctx context.Context, name RefName) error {
 	if err != nil {
 		return err
 	}
-	defer func() { lock.Close(); os.Remove(lock.Name()) }()
+	defer lock.release()
 	b, err = os.ReadFile(path) // again, under the lock
 	if err != nil {
 		return err
@@ -328,13 +372,7 @@ func (r *Repo) removePackedRef(ctx context.Context, name RefName) error {
 		}
 		out.WriteString(line)
 	}
-	if _, err := lock.Write(out.Bytes()); err != nil {
-		return err
-	}
-	if err := lock.Sync(); err != nil {
-		return err
-	}
-	if err := os.Rename(lock.Name(), path); err != nil {
+	if err := lock.commit(out.Bytes()); err != nil {
 		return err
 	}
 	return durable.SyncDir(r.gitDir)
@@ -349,7 +387,7 @@ func (r *Repo) RemoveStaleLocks(prefix RefName) (int, error) {
 	if err := ValidateRefName(RefName(strings.TrimSuffix(string(prefix), "/"))); err != nil {
 		return 0, err
 	}
-	root := r.refPath(prefix)
+	root := r.refs.refPath(prefix)
 	n := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

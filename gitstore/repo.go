@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/sessiond/sessiond/gitstore/housekeeping"
 	"github.com/sessiond/sessiond/internal/durable"
 )
 
@@ -43,13 +45,16 @@ type Options struct {
 	// Readers is how many go-git storages serve reads in parallel
 	// (default 2 × GOMAXPROCS).
 	Readers int
-	// Housekeeping decides what housekeeping does (see Housekeep).
-	Housekeeping HeuristicStrategy
+	// Housekeeping decides what housekeeping does (package housekeeping).
+	Housekeeping housekeeping.HeuristicStrategy
 	// HousekeepInterval is how often housekeeping runs in the background
 	// (default 10 minutes). It also runs when the Repo opens and after
-	// every housekeepEvery packs this Repo writes. Negative: never in the
-	// background, only when Housekeep is called.
+	// every housekeeping.RunEvery packs this Repo writes. Negative: never
+	// in the background, only when Housekeep is called.
 	HousekeepInterval time.Duration
+	// Logger reports what housekeeping could not do; slog.Default() when
+	// nil.
+	Logger *slog.Logger
 
 	runHook func() // for tests: called as each housekeeping run starts
 }
@@ -75,9 +80,6 @@ func (o *Options) fill() {
 	}
 }
 
-// housekeepEvery is how many packs a Repo writes between housekeeping runs.
-const housekeepEvery = 8
-
 // Repo is an open git repository. It is safe for concurrent use: go-git's
 // storages are not, so each one is lent to one goroutine at a time from a
 // pool, and everything handed out (trees, commits, blob bytes) is an
@@ -87,7 +89,10 @@ type Repo struct {
 	workDir string // the work tree of a non-bare repository, else ""
 	opts    Options
 
-	readers chan *filesystem.Storage // pool; a storage is owned by whoever took it
+	// pool lends the go-git storages (storagePool); refs reads and
+	// writes the ref files (refs.go).
+	pool *storagePool
+	refs refFiles
 
 	trees *lru.Cache[OID, *Tree]
 	blobs *lru.Cache[OID, []byte]
@@ -97,38 +102,11 @@ type Repo struct {
 	bad     badLoose    // loose objects found corrupt
 	locator packLocator // which pack holds an object, for freshening
 
-	// hkMu is held by the one housekeeping run in progress; it guards
-	// retired.
-	hkMu sync.Mutex
+	// hk runs housekeeping (package housekeeping) over the object
+	// directory (objectDir, housekeep.go).
+	hk *housekeeping.Manager
 	// meta is what housekeeping knows of each pack listed (packmeta.go).
 	meta packMetas
-	// retired: the packs (base names) this Repo merged into a newer pack;
-	// any run deletes them once superseded long enough (the directory
-	// tells), and Close at once.
-	retired map[string]bool
-	// written counts packs written since a housekeeping run last listed
-	// the object directory.
-	written atomic.Int32
-	// hkRound is closed when the housekeeping run in progress, or the
-	// next one, ends (then replaced); hkRoundMu guards it.
-	hkRoundMu sync.Mutex
-	hkRound   chan struct{}
-	// runsStarted and runsEnded count housekeeping runs (runs are one at
-	// a time, so they end in the order they start).
-	runsStarted, runsEnded atomic.Int64
-	// swappedGen is meta's generation when the storages were last made:
-	// a pack forgotten since may hide an object the storages do not know.
-	swappedGen atomic.Int64
-	// hkKick wakes the background housekeeper; hkStop ends it (and a run
-	// in progress) and hkDone is closed when it has.
-	hkKick chan struct{}
-	hkStop context.CancelFunc
-	hkDone chan struct{}
-
-	// packDirMu guards packDirMod: the objects/pack mtime the pooled
-	// storages last indexed; a lookup miss after it changed re-indexes.
-	packDirMu  sync.Mutex
-	packDirMod time.Time
 
 	closeOnce sync.Once
 
@@ -172,102 +150,44 @@ func openRepo(gitDir, workDir string, o Options, seen map[string]bool, depth int
 		return nil, fmt.Errorf("open %q: %w", gitDir, err)
 	}
 	r.alternates = alts
-	r.readers = make(chan *filesystem.Storage, o.Readers)
+	r.refs = refFiles{gitDir: gitDir}
+	r.pool = &storagePool{gitDir: gitDir, opts: o, checks: &r.checks, bad: &r.bad, meta: &r.meta,
+		readers: make(chan *filesystem.Storage, o.Readers)}
 	for i := 0; i < o.Readers; i++ {
-		r.readers <- r.newStorage()
+		r.pool.readers <- r.pool.newStorage()
 	}
-	r.packDirMod = r.statPackDir()
-	r.hkKick = make(chan struct{}, 1)
-	r.hkDone = make(chan struct{})
-	r.hkRound = make(chan struct{})
-	hkCtx, stop := context.WithCancel(context.Background())
-	r.hkStop = stop
-	if o.HousekeepInterval > 0 {
-		r.hkKick <- struct{}{} // at start
-		go r.housekeeper(hkCtx, o.HousekeepInterval)
-	} else {
-		close(r.hkDone)
-	}
+	r.pool.packDirMod = r.pool.statPackDir()
+	r.hk = housekeeping.Start(&objectDir{Repo: r}, housekeeping.Config{Strategy: o.Housekeeping,
+		Interval: o.HousekeepInterval, Logger: o.Logger, Name: gitDir, RunHook: o.runHook})
 	return r, nil
 }
 
-// housekeeper runs Housekeep when kicked and every interval until Close.
-func (r *Repo) housekeeper(ctx context.Context, interval time.Duration) {
-	defer close(r.hkDone)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.hkKick:
-		case <-tick.C:
-		}
-		// Failures are retried at the next run; nothing is lost by one.
-		_, _ = r.Housekeep(ctx)
-	}
+// storagePool lends go-git's storages, which are not safe to share, to
+// one goroutine at a time, and replaces them when the pack directory
+// changed under them (git gc, a push, another process, housekeeping):
+// it owns the pool, the objects/pack mtime the storages last indexed and
+// meta's generation then. Its methods' receiver is r, as the Repo's,
+// whose part it is.
+type storagePool struct {
+	gitDir string
+	opts   Options
+	checks *packChecks // which packs the storages may see
+	bad    *badLoose   // loose objects found corrupt
+	meta   *packMetas
+
+	readers chan *filesystem.Storage // a storage is owned by whoever took it
+	// swappedGen is meta's generation when the storages were last made:
+	// a pack forgotten since may hide an object the storages do not know.
+	swappedGen atomic.Int64
+	// packDirMu guards packDirMod: the objects/pack mtime the pooled
+	// storages last indexed; a lookup miss after it changed re-indexes.
+	packDirMu  sync.Mutex
+	packDirMod time.Time
 }
 
-// packWritten counts a pack this Repo wrote and kicks the housekeeper
-// every housekeepEvery packs. When the packs written since a run last
-// listed the directory reach a quarter of the pack limit (housekeeping
-// falls behind: runs slower than writers, many writers at once), the
-// writer waits for runs to catch up before its write is acknowledged, so
-// writers cannot outrun housekeeping past the limit. Without background
-// housekeeping nobody waits.
-func (r *Repo) packWritten(ctx context.Context) {
-	n := r.written.Add(1)
-	if n%housekeepEvery == 0 {
-		r.kickHousekeeper()
-	}
-	if r.opts.HousekeepInterval <= 0 {
-		return
-	}
-	backlog := int32(max(r.opts.Housekeeping.withDefaults().PackLimit/4, housekeepEvery))
-	if r.written.Load() < backlog {
-		return
-	}
-	// Wait for the end of a run that starts after this pack was written
-	// (so its listing holds it), once: the count of packs written meanwhile
-	// is other writers' business, so a steady load cannot hold one writer
-	// for good.
-	target := r.runsStarted.Load() + 1
-	for {
-		r.hkRoundMu.Lock()
-		round := r.hkRound
-		r.hkRoundMu.Unlock()
-		if r.runsEnded.Load() >= target {
-			return
-		}
-		r.kickHousekeeper()
-		select {
-		case <-round:
-		case <-r.hkDone:
-			return
-		case <-ctx.Done():
-			return // written and durable; only the wait is cut short
-		}
-	}
-}
-
-func (r *Repo) kickHousekeeper() {
-	select {
-	case r.hkKick <- struct{}{}:
-	default:
-	}
-}
-
-// endRound wakes the writers waiting for a housekeeping run to end.
-func (r *Repo) endRound() {
-	r.hkRoundMu.Lock()
-	close(r.hkRound)
-	r.hkRound = make(chan struct{})
-	r.hkRoundMu.Unlock()
-}
-
-func (r *Repo) newStorage() *filesystem.Storage {
+func (r *storagePool) newStorage() *filesystem.Storage {
 	fs := objectFS{Filesystem: osfs.New(r.gitDir, osfs.WithBoundOS()),
-		packDir: filepath.Join(r.gitDir, "objects", "pack"), checks: &r.checks, bad: &r.bad, own: r.meta.isOwn}
+		packDir: filepath.Join(r.gitDir, "objects", "pack"), checks: r.checks, bad: r.bad, own: r.meta.isOwn}
 	return filesystem.NewStorageWithOptions(fs,
 		cache.NewObjectLRU(4*cache.MiByte),
 		filesystem.Options{KeepDescriptors: true})
@@ -360,13 +280,9 @@ func (r *Repo) Bare() bool { return r.workDir == "" }
 func (r *Repo) Close() error {
 	var errs []error
 	r.closeOnce.Do(func() {
-		r.hkStop()
-		<-r.hkDone
-		r.hkMu.Lock()
-		r.deleteRetired()
-		r.hkMu.Unlock()
+		r.hk.Close()
 		for i := 0; i < r.opts.Readers; i++ {
-			s := <-r.readers
+			s := <-r.pool.readers
 			if err := s.Close(); err != nil {
 				errs = append(errs, err)
 			}
@@ -381,7 +297,7 @@ func (r *Repo) Close() error {
 }
 
 // withStorage lends a pooled go-git storage to fn.
-func (r *Repo) withStorage(ctx context.Context, fn func(*filesystem.Storage) error) error {
+func (r *storagePool) withStorage(ctx context.Context, fn func(*filesystem.Storage) error) error {
 	var s *filesystem.Storage
 	select {
 	case s = <-r.readers:
@@ -392,7 +308,7 @@ func (r *Repo) withStorage(ctx context.Context, fn func(*filesystem.Storage) err
 	return fn(s)
 }
 
-func (r *Repo) statPackDir() time.Time {
+func (r *storagePool) statPackDir() time.Time {
 	fi, err := os.Stat(filepath.Join(r.gitDir, "objects", "pack"))
 	if err != nil {
 		return time.Time{}
@@ -403,7 +319,7 @@ func (r *Repo) statPackDir() time.Time {
 // refreshIfPacksChanged makes every pooled storage re-read the pack
 // indexes when objects/pack changed since they last did (git gc, a push,
 // or another process). It reports whether it did.
-func (r *Repo) refreshIfPacksChanged(ctx context.Context) bool {
+func (r *storagePool) refreshIfPacksChanged(ctx context.Context) bool {
 	return r.refreshStorages(ctx, false)
 }
 
@@ -411,7 +327,7 @@ func (r *Repo) refreshIfPacksChanged(ctx context.Context) bool {
 // from them, was forgotten since they were made (another process merged
 // and deleted it: the pack holding its objects now may be one they have
 // not listed). It reports whether it did.
-func (r *Repo) refreshIfPackForgotten(ctx context.Context) bool {
+func (r *storagePool) refreshIfPackForgotten(ctx context.Context) bool {
 	if r.meta.generation() == r.swappedGen.Load() {
 		return false
 	}
@@ -421,7 +337,7 @@ func (r *Repo) refreshIfPackForgotten(ctx context.Context) bool {
 // refreshStorages replaces every pooled storage, when objects/pack changed
 // since they last did or when forced (after a consolidation, so they let
 // go of the deleted packs' descriptors).
-func (r *Repo) refreshStorages(ctx context.Context, force bool) bool {
+func (r *storagePool) refreshStorages(ctx context.Context, force bool) bool {
 	return r.swapStorages(ctx, force, nil)
 }
 
@@ -429,7 +345,7 @@ func (r *Repo) refreshStorages(ctx context.Context, force bool) bool {
 // change (if any: a change to the pack directory that no reader of this
 // process may see half done), and replaces the storages with fresh ones
 // when the directory changed or when forced.
-func (r *Repo) swapStorages(ctx context.Context, force bool, change func()) bool {
+func (r *storagePool) swapStorages(ctx context.Context, force bool, change func()) bool {
 	r.packDirMu.Lock()
 	defer r.packDirMu.Unlock()
 	if change == nil && !force && r.statPackDir().Equal(r.packDirMod) {
@@ -502,7 +418,7 @@ func (r *Repo) readObject(ctx context.Context, id OID) (rawObject, error) {
 		if obj, ok := r.readOwnDisk(id); ok {
 			return obj, nil
 		}
-		if r.refreshIfPacksChanged(ctx) {
+		if r.pool.refreshIfPacksChanged(ctx) {
 			obj, err = r.readGoGit(ctx, id)
 		}
 	}
@@ -539,7 +455,7 @@ func (r *Repo) readOwnDisk(id OID) (rawObject, bool) {
 func (r *Repo) readGoGit(ctx context.Context, id OID) (rawObject, error) {
 	var obj rawObject
 	looseBad := false
-	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
+	err := r.pool.withStorage(ctx, func(s *filesystem.Storage) error {
 		var err error
 		// A failure other than "not found" is a pack or index that went
 		// between the storage's listing and its opening it (another
@@ -619,10 +535,10 @@ func (r *Repo) HasObject(ctx context.Context, id OID) (bool, error) {
 		return true, nil
 	}
 	found, err := r.hasGoGit(ctx, id)
-	if err != nil && ctx.Err() == nil && r.refreshIfPacksChanged(ctx) {
+	if err != nil && ctx.Err() == nil && r.pool.refreshIfPacksChanged(ctx) {
 		found, err = r.hasGoGit(ctx, id)
 	}
-	if err == nil && !found && r.refreshIfPackForgotten(ctx) {
+	if err == nil && !found && r.pool.refreshIfPackForgotten(ctx) {
 		found, err = r.hasGoGit(ctx, id)
 	}
 	if err == nil && !found && len(r.alternates) > 0 {
@@ -633,7 +549,7 @@ func (r *Repo) HasObject(ctx context.Context, id OID) (bool, error) {
 
 func (r *Repo) hasGoGit(ctx context.Context, id OID) (bool, error) {
 	found := false
-	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
+	err := r.pool.withStorage(ctx, func(s *filesystem.Storage) error {
 		var err error
 		for attempt := 0; attempt < 3; attempt++ {
 			err = s.HasEncodedObject(plumbing.Hash(id))
@@ -715,7 +631,7 @@ func (r *Repo) BlobSize(ctx context.Context, id OID) (int64, error) {
 		}
 	}
 	var size int64
-	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
+	err := r.pool.withStorage(ctx, func(s *filesystem.Storage) error {
 		var err error
 		size, err = s.EncodedObjectSize(plumbing.Hash(id))
 		return err

@@ -40,7 +40,7 @@ const (
 // RevParse resolves rev to the object it names and that object's kind,
 // as `git rev-parse --verify 'rev^{object}'` does.
 func (r *Repo) RevParse(ctx context.Context, rev string) (OID, Kind, error) {
-	id, err := r.revParse(ctx, rev, rev, anyObject)
+	id, err := revParser{r}.revParse(ctx, rev, rev, anyObject)
 	if err != nil {
 		return OID{}, 0, err
 	}
@@ -55,16 +55,21 @@ func (r *Repo) RevParse(ctx context.Context, rev string) (OID, Kind, error) {
 // 'rev^{commit}'` does: annotated tags are peeled, and a revision that
 // names a tree or blob is ErrWrongKind.
 func (r *Repo) ResolveRevision(ctx context.Context, rev string) (OID, error) {
-	return r.resolveTo(ctx, rev, KindCommit, committish)
+	return revParser{r}.resolveTo(ctx, rev, KindCommit, committish)
 }
 
 // ResolveTree resolves rev to a tree, as `git rev-parse 'rev^{tree}'`
 // does: a commit (or a tag of one) gives its tree.
 func (r *Repo) ResolveTree(ctx context.Context, rev string) (OID, error) {
-	return r.resolveTo(ctx, rev, KindTree, treeish)
+	return revParser{r}.resolveTo(ctx, rev, KindTree, treeish)
 }
 
-func (r *Repo) resolveTo(ctx context.Context, rev string, want Kind, hint disambiguation) (OID, error) {
+// revParser resolves git's revision syntax (gitrevisions(7): names,
+// abbreviated ids, ^, ~, ^{type}, :path) over the repository it is built
+// on (embedded). Its methods' receiver is r, as the Repo's.
+type revParser struct{ *Repo }
+
+func (r revParser) resolveTo(ctx context.Context, rev string, want Kind, hint disambiguation) (OID, error) {
 	id, err := r.revParse(ctx, rev, rev, hint)
 	if err != nil {
 		return OID{}, err
@@ -98,7 +103,7 @@ func notFound(rev string) error {
 // revParse is get_oid_1: it resolves name (a part of the whole
 // revision rev, which errors quote) to an object id. A full id is not
 // checked for existence here, as in git; whoever reads it does.
-func (r *Repo) revParse(ctx context.Context, rev, name string, hint disambiguation) (OID, error) {
+func (r revParser) revParse(ctx context.Context, rev, name string, hint disambiguation) (OID, error) {
 	if err := ctx.Err(); err != nil {
 		return OID{}, err
 	}
@@ -158,7 +163,7 @@ func (r *Repo) revParse(ctx context.Context, rev, name string, hint disambiguati
 }
 
 // commitOf resolves name and peels it to a commit, for "~" and "^N".
-func (r *Repo) commitOf(ctx context.Context, rev, name string) (*Commit, error) {
+func (r revParser) commitOf(ctx context.Context, rev, name string) (*Commit, error) {
 	id, err := r.revParse(ctx, rev, name, committish)
 	if err != nil {
 		return nil, err
@@ -176,7 +181,7 @@ func (r *Repo) commitOf(ctx context.Context, rev, name string) (*Commit, error) 
 
 // peelOnion handles "name^{type}" and "name^{}"; ok is false when name
 // does not have that form (then it is tried as a plain name).
-func (r *Repo) peelOnion(ctx context.Context, rev, name string) (OID, bool, error) {
+func (r revParser) peelOnion(ctx context.Context, rev, name string) (OID, bool, error) {
 	if len(name) < 4 || name[len(name)-1] != '}' {
 		return OID{}, false, nil
 	}
@@ -230,7 +235,7 @@ func (r *Repo) peelOnion(ctx context.Context, rev, name string) (OID, bool, erro
 
 // peelTo dereferences id until it reaches an object of kind want: tags
 // to what they tag, a commit to its tree (git's peel_to_type).
-func (r *Repo) peelTo(ctx context.Context, rev string, id OID, want Kind) (OID, error) {
+func (r revParser) peelTo(ctx context.Context, rev string, id OID, want Kind) (OID, error) {
 	for range 32 {
 		obj, err := r.readObject(ctx, id)
 		if err != nil {
@@ -259,7 +264,7 @@ func (r *Repo) peelTo(ctx context.Context, rev string, id OID, want Kind) (OID, 
 }
 
 // basicName is get_oid_basic: a full id, or a ref by git's rules.
-func (r *Repo) basicName(ctx context.Context, name string) (OID, bool, error) {
+func (r revParser) basicName(ctx context.Context, name string) (OID, bool, error) {
 	if id, err := ParseOID(name); err == nil {
 		return id, true, nil
 	}
@@ -300,12 +305,12 @@ func isHex(s string) bool {
 // resolveShort finds the object whose id starts with prefix. When
 // several do, the hint picks the one commit-ish (or tree-ish) object
 // among them, as git does; otherwise it is ErrAmbiguous.
-func (r *Repo) resolveShort(ctx context.Context, rev, prefix string, hint disambiguation) (OID, error) {
+func (r revParser) resolveShort(ctx context.Context, rev, prefix string, hint disambiguation) (OID, error) {
 	found := map[OID]bool{}
 	if err := r.withPrefix(ctx, prefix, found); err != nil {
 		return OID{}, fmt.Errorf("resolve revision %q: %w", rev, err)
 	}
-	if len(found) == 0 && r.refreshIfPackForgotten(ctx) {
+	if len(found) == 0 && r.pool.refreshIfPackForgotten(ctx) {
 		if err := r.withPrefix(ctx, prefix, found); err != nil {
 			return OID{}, fmt.Errorf("resolve revision %q: %w", rev, err)
 		}
@@ -336,7 +341,7 @@ func (r *Repo) resolveShort(ctx context.Context, rev, prefix string, hint disamb
 
 // withPrefix adds to found the ids of the objects, here and in the
 // alternates, that start with prefix (lower-case hex).
-func (r *Repo) withPrefix(ctx context.Context, prefix string, found map[OID]bool) error {
+func (r revParser) withPrefix(ctx context.Context, prefix string, found map[OID]bool) error {
 	for _, id := range r.packs.withPrefix(prefix) {
 		found[id] = true
 	}
@@ -346,7 +351,7 @@ func (r *Repo) withPrefix(ctx context.Context, prefix string, found map[OID]bool
 	even := prefix[:len(prefix)&^1]
 	var pb [OIDSize]byte
 	n, _ := hexDecode(pb[:], even)
-	err := r.withStorage(ctx, func(s *filesystem.Storage) error {
+	err := r.pool.withStorage(ctx, func(s *filesystem.Storage) error {
 		hs, err := s.HashesWithPrefix(pb[:n])
 		if err != nil {
 			return err
@@ -365,7 +370,7 @@ func (r *Repo) withPrefix(ctx context.Context, prefix string, found map[OID]bool
 }
 
 // fits reports whether id peels to what hint asks for.
-func (r *Repo) fits(ctx context.Context, id OID, hint disambiguation) bool {
+func (r revParser) fits(ctx context.Context, id OID, hint disambiguation) bool {
 	_, kind, err := r.peel(ctx, id)
 	if err != nil {
 		return false

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/gitstore/housekeeping"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
@@ -74,7 +75,7 @@ func TestPackLimitHoldsUnderManyWriters(t *testing.T) {
 // wrote them and by a new one.
 func TestOwnPacksAreReadThroughTheirIndexOnDisk(t *testing.T) {
 	dir := testrepo.Build(t, "small")
-	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, OwnIndexSize: 10, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: -1}})
+	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, OwnIndexSize: 10, Housekeeping: housekeeping.HeuristicStrategy{RetireDelay: -1}})
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
 	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
@@ -199,7 +200,7 @@ func TestPackIndexIsGits(t *testing.T) {
 // reported and its abbreviated id resolved.
 func TestObjectsMergedByAnotherProcessStayFound(t *testing.T) {
 	dir := testrepo.Build(t, "small")
-	a, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, OwnIndexSize: 1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: -1}})
+	a, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, OwnIndexSize: 1, Housekeeping: housekeeping.HeuristicStrategy{RetireDelay: -1}})
 	require.NoError(t, err)
 	t.Cleanup(func() { a.Close() })
 	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))
@@ -214,7 +215,7 @@ func TestObjectsMergedByAnotherProcessStayFound(t *testing.T) {
 		require.False(t, ok)
 	}
 
-	b, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: -1, MergeTrigger: 2}})
+	b, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: housekeeping.HeuristicStrategy{RetireDelay: -1, MergeTrigger: 2}})
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	rep, err := b.Housekeep(t.Context())

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/gitstore/housekeeping"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
@@ -21,7 +22,7 @@ import (
 // when it runs.
 func quiet(tb testing.TB, dir string) *gitstore.Repo {
 	tb.Helper()
-	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: gitstore.HeuristicStrategy{RetireDelay: -1}})
+	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: housekeeping.HeuristicStrategy{RetireDelay: -1}})
 	require.NoError(tb, err)
 	tb.Cleanup(func() { r.Close() })
 	return r

@@ -157,7 +157,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 		}
 	}
 	if len(fresh) > 1 {
-		b.r.packWritten(ctx)
+		b.r.hk.PackWritten(ctx)
 	}
 	b.objs, b.ids = b.objs[:0], b.ids[:0]
 	clear(b.seen)

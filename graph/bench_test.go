@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/testrepo"
@@ -19,7 +20,7 @@ import (
 // countEvents is an event sink that only counts.
 type countEvents struct{ n int }
 
-func (c *countEvents) AppendEvent(context.Context, graph.Event) error {
+func (c *countEvents) Append(context.Context, events.Event) error {
 	c.n++
 	return nil
 }

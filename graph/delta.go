@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // repoState is the graph of one repository: its live sessions' deltas and
@@ -151,8 +152,8 @@ func (g *Graph) apply(ctx context.Context, rs *repoState, ev Mutation, force boo
 	}
 	var edits []edit
 	if full {
-		err := ev.Git.DiffTrees(ctx, ev.BaseTree, ev.Tree, func(c gitstore.TreeChange) error {
-			edits = append(edits, edit{c.Path, blobOf(c.From), blobOf(c.To)})
+		err := merge.WalkChanges(ctx, ev.Git, ev.BaseTree, ev.Tree, func(c merge.FileChange) error {
+			edits = append(edits, edit{c.Path(), blobOf(c.From()), blobOf(c.To())})
 			return nil
 		})
 		if err != nil {

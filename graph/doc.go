@@ -36,9 +36,10 @@
 //   - Review summaries of any two trees (Summary), for changesets.
 //
 // The graph learns of committed mutations and ended sessions through
-// Mutated and Closed, and records its events through an EventAppender, in
-// types of its own: it is a peer of the session engine and imports none of
-// it (internal/graphsession wires the two together). It is in memory:
+// Mutated and Closed, in types of its own, and records its events in the
+// event log it is handed (an EventLog: events.Log): it is a peer of the
+// session engine and imports none of it (internal/graphsession wires the
+// two together). It is in memory:
 // after a restart a session reappears the next time it writes.
 //
 // Concurrency: a Graph is safe for concurrent use. The engine's observer

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 )
 
@@ -17,20 +18,17 @@ import (
 // sessions.
 const EventOverlapDetected = "overlap.detected"
 
-// EventAppender records the graph's events (the engine's event store,
-// through the wiring).
-type EventAppender interface {
-	AppendEvent(ctx context.Context, e Event) error
+// EventLog records the graph's events and wakes the streams that follow
+// them (events.Log is one).
+type EventLog interface {
+	Append(ctx context.Context, e events.Event) error
 }
 
 // Config configures a Graph. Zero fields take defaults.
 type Config struct {
 	// Events receives overlap.detected events; without it overlaps are
 	// tracked but not reported.
-	Events EventAppender
-	// Notify is called after events were appended, to wake subscribers
-	// (the engine's Notify).
-	Notify func()
+	Events EventLog
 	// Logger reports what an observer cannot return: a blob that could
 	// not be read, an event that could not be stored.
 	Logger *slog.Logger

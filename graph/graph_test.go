@@ -133,7 +133,7 @@ func TestSummary(t *testing.T) {
 
 	tree, base, err := e.m.Tree(t.Context(), s.ID)
 	require.NoError(t, err)
-	repo, err := e.m.GitRepo(t.Context(), "r")
+	repo, err := e.en.Repos.Open(t.Context(), "r")
 	require.NoError(t, err)
 	sum, err := e.g.Summary(t.Context(), repo, base, tree)
 	require.NoError(t, err)

@@ -14,9 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/graphsession"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -45,7 +47,8 @@ func stdlib(tb testing.TB, p string) string {
 // main holds stdlibFiles and a README.
 type env struct {
 	t     testing.TB
-	store session.Store
+	store db.Store
+	en    *testengine.Engine
 	m     *session.Manager
 	g     *graph.Graph
 	dir   string
@@ -72,10 +75,12 @@ func newEnvClock(t testing.TB, now func() time.Time) *env {
 	st, err := db.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "sessiond.db"))
 	require.NoError(t, err)
 	e := &env{t: t, store: st, dir: dir}
-	e.g = graph.New(graph.Config{Events: graphsession.Events(st), Notify: func() { e.m.Notify() }})
-	e.m = session.NewManager(session.Config{Store: st, DataDir: t.TempDir(), Observers: []session.Observer{graphsession.Observer(e.g)}, Now: now})
-	t.Cleanup(func() { e.m.Close(); e.g.Close(); st.Close() })
-	_, err = e.m.RegisterRepo(t.Context(), "r", dir)
+	evs := events.New(st, nil)
+	e.g = graph.New(graph.Config{Events: evs})
+	e.en = testengine.New(st, t.TempDir(), session.Config{Events: evs, Observers: []session.Observer{graphsession.Observer(e.g)}, Now: now})
+	e.m = e.en.Sessions
+	t.Cleanup(func() { e.m.Close(); e.g.Close(); e.en.Repos.Close(); st.Close() })
+	_, err = e.en.Repos.Register(t.Context(), "r", dir)
 	require.NoError(t, err)
 	return e
 }
@@ -119,7 +124,7 @@ func (e *env) edit(id uuid.UUID, p, old, new string) {
 func (e *env) overlaps(id uuid.UUID) []graph.Overlap {
 	e.t.Helper()
 	e.sync()
-	evs, err := e.store.ListEvents(e.t.Context(), session.EventFilter{Repo: "r", Session: id})
+	evs, err := e.store.ListEvents(e.t.Context(), events.Filter{Repo: "r", Session: id})
 	require.NoError(e.t, err)
 	var out []graph.Overlap
 	for _, ev := range evs {

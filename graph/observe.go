@@ -1,9 +1,6 @@
 package graph
 
 import (
-	"encoding/json"
-	"time"
-
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
@@ -35,14 +32,4 @@ type Mutation struct {
 type FileChange struct {
 	Path     string
 	Old, New gitstore.OID
-}
-
-// Event is an event the graph records for a session (overlap.detected),
-// with its payload as JSON.
-type Event struct {
-	Repo    string
-	Session uuid.UUID
-	Type    string
-	Payload json.RawMessage
-	At      time.Time
 }

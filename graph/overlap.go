@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 )
@@ -51,7 +52,6 @@ func (g *Graph) report(ctx context.Context, rs *repoState, ev Mutation, overlaps
 	if len(overlaps) == 0 {
 		return
 	}
-	appended := false
 	for _, ov := range overlaps {
 		merge := MergeUnknown
 		if ov.sameBase {
@@ -83,16 +83,12 @@ func (g *Graph) report(ctx context.Context, rs *repoState, ev Mutation, overlaps
 			if err != nil {
 				panic(err) // an Overlap always marshals
 			}
-			e := Event{Repo: ev.Repo, Session: o.Session, Type: EventOverlapDetected, Payload: payload, At: now}
-			if err := g.cfg.Events.AppendEvent(ctx, e); err != nil {
+			e := events.Event{Repo: ev.Repo, Session: o.Session, Type: EventOverlapDetected, Payload: payload, At: now}
+			if err := g.cfg.Events.Append(ctx, e); err != nil {
 				g.cfg.Logger.Warn("session graph: record overlap", "session", o.Session, "path", o.Path, "error", err)
 				continue
 			}
-			appended = true
 		}
-	}
-	if appended && g.cfg.Notify != nil {
-		g.cfg.Notify()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/session"
 )
@@ -84,7 +85,7 @@ func TestOverlapDetection(t *testing.T) {
 
 	// Events reach subscribers of the session's stream.
 	ctx := t.Context()
-	evs, err := e.m.Events(ctx, session.EventFilter{Session: d.ID})
+	evs, err := e.en.Events.List(ctx, events.Filter{Session: d.ID})
 	require.NoError(t, err)
 	for _, ev := range evs {
 		assert.NotEqual(t, graph.EventOverlapDetected, ev.Type)

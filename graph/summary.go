@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 )
 
 // Summary is a review summary of the change from one tree to another: per
@@ -28,18 +29,18 @@ func (g *Graph) Summary(ctx context.Context, repo *gitstore.Repo, base, tree git
 	if tree, err = repo.TreeOf(ctx, tree); err != nil {
 		return Summary{}, fmt.Errorf("summary: %w", err)
 	}
-	err = repo.DiffTrees(ctx, base, tree, func(c gitstore.TreeChange) error {
-		from, to := blobOf(c.From), blobOf(c.To)
+	err = merge.WalkChanges(ctx, repo, base, tree, func(c merge.FileChange) error {
+		from, to := blobOf(c.From()), blobOf(c.To())
 		if from == to {
 			return nil // a mode change only
 		}
-		fs := FileSummary{Path: c.Path, Lang: langOf(c.Path), Status: (&fileDelta{base: from, cur: to}).status()}
+		fs := FileSummary{Path: c.Path(), Lang: langOf(c.Path()), Status: (&fileDelta{base: from, cur: to}).status()}
 		if fs.Lang != "" {
-			of, err := g.files.get(ctx, repo, c.Path, from)
+			of, err := g.files.get(ctx, repo, c.Path(), from)
 			if err != nil {
 				return err
 			}
-			nf, err := g.files.get(ctx, repo, c.Path, to)
+			nf, err := g.files.get(ctx, repo, c.Path(), to)
 			if err != nil {
 				return err
 			}

@@ -9,7 +9,7 @@
 // One implementation over one small interface: the tools call Backend,
 // which *client.Client satisfies both over HTTP (a client of a running
 // daemon) and in-process (client.NewInProcess over the API's own handler,
-// which calls session.Manager). So the path rules, policies, limits,
+// which calls the engine). So the path rules, policies, limits,
 // error codes and messages are the engine's and the API's, byte for byte,
 // whichever way an agent connects; this package owns none of them. A tool
 // handler makes one Backend call for what it changes; a few read first

@@ -13,11 +13,12 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/apitypes"
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/graphsession"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/mcpserver"
 	"github.com/sessiond/sessiond/session"
@@ -68,19 +69,21 @@ func newEnv(t testing.TB) *env {
 	st, err := db.OpenSQLiteDir(ctx, data)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	var m *session.Manager
-	g := graph.New(graph.Config{Events: graphsession.Events(st), Notify: func() { m.Notify() }})
+	evs := events.New(st, nil)
+	g := graph.New(graph.Config{Events: evs})
 	t.Cleanup(g.Close)
+	var en *testengine.Engine
 	wd, err := workdir.New(workdir.Config{Dir: filepath.Join(data, "workdir"),
-		Hide: func() []string { return append([]string{data}, m.WorkdirHidden(context.Background())...) }})
+		Hide: func() []string { return append([]string{data}, en.Repos.Hidden(context.Background())...) }})
 	require.NoError(t, err)
 	t.Cleanup(func() { wd.Close() })
-	m = session.NewManager(session.Config{Store: st, DataDir: data, Workdirs: wd, Observers: []session.Observer{graphsession.Observer(g)}})
-	t.Cleanup(func() { m.Close() })
-	_, err = m.RegisterRepo(ctx, "calc", repo)
+	en = testengine.New(st, data, session.Config{Events: evs, Workdirs: wd, Observers: []session.Observer{graphsession.Observer(g)}})
+	m := en.Sessions
+	t.Cleanup(func() { en.Close() })
+	_, err = en.Repos.Register(ctx, "calc", repo)
 	require.NoError(t, err)
 	e := &env{repoDir: repo, m: m, g: g}
-	e.api = api.New(api.Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Summaries: g,
+	e.api = api.New(api.Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Summaries: g,
 		MCP: mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend { return client.NewInProcess(e.api, token) }, mcpserver.Options{})})
 	e.admin = client.NewInProcess(e.api, adminToken)
 	return e

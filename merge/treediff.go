@@ -48,6 +48,16 @@ func (c *FileChange) Path() string {
 	return c.OldPath
 }
 
+// From is the old side as a tree entry: the zero Entry for an addition.
+func (c *FileChange) From() gitstore.Entry {
+	return gitstore.Entry{Path: c.OldPath, Mode: c.OldMode, OID: c.OldOID}
+}
+
+// To is the new side as a tree entry: the zero Entry for a deletion.
+func (c *FileChange) To() gitstore.Entry {
+	return gitstore.Entry{Path: c.NewPath, Mode: c.NewMode, OID: c.NewOID}
+}
+
 // DiffOptions tune DiffTrees.
 type DiffOptions struct {
 	// NoRenames turns rename detection off; by default renames are found
@@ -74,7 +84,7 @@ type DiffOptions struct {
 // directories) and diffing the two trees.
 func DiffTrees(ctx context.Context, repo *gitstore.Repo, oldTree, newTree gitstore.OID, opts DiffOptions) ([]FileChange, error) {
 	var changes []FileChange
-	if err := walkDiff(ctx, repo, oldTree, newTree, "", func(c FileChange) { changes = append(changes, c) }); err != nil {
+	if err := walkDiff(ctx, repo, oldTree, newTree, "", func(c FileChange) error { changes = append(changes, c); return nil }); err != nil {
 		return nil, err
 	}
 	if !opts.NoRenames {
@@ -130,10 +140,21 @@ func loadEntries(ctx context.Context, repo *gitstore.Repo, id gitstore.OID) ([]g
 	return t.Entries, nil
 }
 
+// WalkChanges calls fn for every file (blob or gitlink) that differs
+// between trees a and b (ZeroOID is the empty tree), in git order, as git
+// diff-tree -r --no-renames lists them: no rename detection, a path whose
+// type changes between file and directory a deletion of the one and
+// additions of the other. Subtrees with equal ids are skipped unread, so
+// the cost follows what changed. fn's error stops the walk and is
+// returned. DiffTrees is this walk with rename detection.
+func WalkChanges(ctx context.Context, repo *gitstore.Repo, a, b gitstore.OID, fn func(FileChange) error) error {
+	return walkDiff(ctx, repo, a, b, "", fn)
+}
+
 // walkDiff reports file-level changes between trees a and b under dir.
 // A path that is a file on one side and a directory on the other is a
 // deletion plus additions, as in git diff-tree -r.
-func walkDiff(ctx context.Context, repo *gitstore.Repo, a, b gitstore.OID, dir string, fn func(FileChange)) error {
+func walkDiff(ctx context.Context, repo *gitstore.Repo, a, b gitstore.OID, dir string, fn func(FileChange) error) error {
 	if a == b {
 		return nil
 	}
@@ -191,7 +212,9 @@ func walkDiff(ctx context.Context, repo *gitstore.Repo, a, b gitstore.OID, dir s
 			case fileType(x.Mode) != fileType(y.Mode):
 				st = StatusTypeChanged
 			}
-			fn(FileChange{Status: st, OldPath: p, NewPath: p, OldMode: x.Mode, NewMode: y.Mode, OldOID: x.OID, NewOID: y.OID})
+			if err := fn(FileChange{Status: st, OldPath: p, NewPath: p, OldMode: x.Mode, NewMode: y.Mode, OldOID: x.OID, NewOID: y.OID}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -207,22 +230,20 @@ func fileType(m gitstore.Mode) gitstore.Mode {
 
 // reportSide reports every file at or below entry e as deleted (old) or
 // added.
-func reportSide(ctx context.Context, repo *gitstore.Repo, e gitstore.TreeEntry, dir string, old bool, fn func(FileChange)) error {
+func reportSide(ctx context.Context, repo *gitstore.Repo, e gitstore.TreeEntry, dir string, old bool, fn func(FileChange) error) error {
 	p := joinPath(dir, e.Name)
-	one := func(p string, m gitstore.Mode, id gitstore.OID) {
+	one := func(p string, m gitstore.Mode, id gitstore.OID) error {
 		if old {
-			fn(FileChange{Status: StatusDeleted, OldPath: p, OldMode: m, OldOID: id})
-		} else {
-			fn(FileChange{Status: StatusAdded, NewPath: p, NewMode: m, NewOID: id})
+			return fn(FileChange{Status: StatusDeleted, OldPath: p, OldMode: m, OldOID: id})
 		}
+		return fn(FileChange{Status: StatusAdded, NewPath: p, NewMode: m, NewOID: id})
 	}
 	if !e.Mode.IsDir() {
-		one(p, e.Mode, e.OID)
-		return nil
+		return one(p, e.Mode, e.OID)
 	}
 	return repo.List(ctx, e.OID, "", true, func(x gitstore.Entry) error {
 		if !x.Mode.IsDir() {
-			one(path.Join(p, x.Path), x.Mode, x.OID)
+			return one(path.Join(p, x.Path), x.Mode, x.OID)
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 )
 
@@ -67,7 +68,7 @@ type StateTx interface {
 	// the current state when the session is not in state from.
 	SetSessionState(ctx context.Context, id uuid.UUID, from, to State, at time.Time) error
 	// AppendEvent assigns the next event id and records e.
-	AppendEvent(ctx context.Context, e Event) (Event, error)
+	AppendEvent(ctx context.Context, e events.Event) (events.Event, error)
 }
 
 // Held is a session held under its lock by a changeset operation (the

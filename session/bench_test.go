@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -75,9 +76,10 @@ func newBenchEngine(b *testing.B, br *benchRepo) *benchEngine {
 	e := &benchEngine{repo: testrepo.CloneLocal(b, br.dir)}
 	st, err := db.OpenSQLite(ctx, filepath.Join(b.TempDir(), "sessiond.db"))
 	require.NoError(b, err)
-	e.m = session.NewManager(session.Config{Store: st, DataDir: b.TempDir()})
-	b.Cleanup(func() { e.m.Close(); st.Close() })
-	_, err = e.m.RegisterRepo(ctx, "r", e.repo)
+	en := testengine.New(st, b.TempDir(), session.Config{})
+	e.m = en.Sessions
+	b.Cleanup(func() { en.Close(); st.Close() })
+	_, err = en.Repos.Register(ctx, "r", e.repo)
 	require.NoError(b, err)
 	return e
 }

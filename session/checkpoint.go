@@ -12,10 +12,11 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 )
 
 // Mutations returns up to limit mutations after sequence number after.
-func (m *Manager) Mutations(ctx context.Context, id uuid.UUID, after int64, limit int) ([]Mutation, error) {
+func (m *Manager) Mutations(ctx context.Context, id uuid.UUID, after int64, limit int) ([]MutationRecord, error) {
 	s, err := m.store.GetSession(ctx, id)
 	if err != nil {
 		return nil, err // the store's error names the session
@@ -46,17 +47,17 @@ func (m *Manager) Checkpoint(ctx context.Context, id uuid.UUID, label, message s
 		return Checkpoint{}, err
 	}
 	defer ls.mu.Unlock()
-	if err := m.checkOpen(ctx, ls); err != nil {
+	if err := m.recorder.checkOpen(ctx, ls); err != nil {
 		return Checkpoint{}, err
 	}
-	return m.checkpoint(ctx, ls, label, message)
+	return m.recorder.checkpoint(ctx, ls, label, message)
 }
 
 // checkpoint commits ls.tree; ls.mu must be held. Order: the commit is
 // durable, then the refs move, then the store row commits (moving the
 // session head by compare-and-swap). A crash between leaves refs ahead of
 // the store, which load repairs.
-func (m *Manager) checkpoint(ctx context.Context, ls *live, label, message string) (Checkpoint, error) {
+func (m *recorder) checkpoint(ctx context.Context, ls *live, label, message string) (Checkpoint, error) {
 	now := m.now()
 	n := ls.meta.Checkpoints + 1
 	if message == "" {
@@ -88,7 +89,7 @@ func (m *Manager) checkpoint(ctx context.Context, ls *live, label, message strin
 			return err
 		}
 		if cp.N != n {
-			return fmt.Errorf("checkpoint number %d, expected %d: %w", cp.N, n, ErrConflict)
+			return fmt.Errorf("checkpoint number %d, expected %d: %w", cp.N, n, record.ErrConflict)
 		}
 		if err := saveReads(ctx, tx, ls); err != nil {
 			return err
@@ -102,7 +103,7 @@ func (m *Manager) checkpoint(ctx context.Context, ls *live, label, message strin
 	ls.meta.Head = commit
 	ls.meta.Checkpoints = n
 	clear(ls.unsaved)
-	m.events.notify()
+	m.events.Notify()
 	return cp, nil
 }
 
@@ -135,7 +136,7 @@ func (m *Manager) FindCheckpoint(ctx context.Context, id uuid.UUID, ref string) 
 	}
 	switch len(labelled) {
 	case 0:
-		return Checkpoint{}, fmt.Errorf("checkpoint %q: %w", ref, ErrNotFound)
+		return Checkpoint{}, fmt.Errorf("checkpoint %q: %w", ref, record.ErrNotFound)
 	case 1:
 		return labelled[0], nil
 	}
@@ -143,7 +144,7 @@ func (m *Manager) FindCheckpoint(ctx context.Context, id uuid.UUID, ref string) 
 	for i, c := range labelled {
 		ns[i] = strconv.Itoa(c.N)
 	}
-	return Checkpoint{}, fmt.Errorf("%w: label %q names checkpoints %s; give a number", ErrInvalid, ref, strings.Join(ns, ", "))
+	return Checkpoint{}, fmt.Errorf("%w: label %q names checkpoints %s; give a number", record.ErrInvalid, ref, strings.Join(ns, ", "))
 }
 
 // AgainstTree resolves what a diff of session id compares with: "" or
@@ -159,21 +160,21 @@ func (m *Manager) AgainstTree(ctx context.Context, id uuid.UUID, against string)
 	if err == nil {
 		return cp.Tree, nil
 	}
-	if !errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, record.ErrNotFound) {
 		return gitstore.OID{}, err
 	}
 	s, gerr := m.Get(ctx, id)
 	if gerr != nil {
 		return gitstore.OID{}, gerr
 	}
-	r, gerr := m.repo(ctx, s.Repo)
+	r, gerr := m.repos.Open(ctx, s.Repo)
 	if gerr != nil {
 		return gitstore.OID{}, gerr
 	}
 	tree, rerr := r.ResolveTree(ctx, against)
 	if rerr != nil {
 		if errors.Is(rerr, gitstore.ErrNotFound) || errors.Is(rerr, gitstore.ErrWrongKind) || errors.Is(rerr, gitstore.ErrAmbiguous) {
-			return gitstore.OID{}, fmt.Errorf("against %q: no checkpoint or revision by that name: %w", against, ErrNotFound)
+			return gitstore.OID{}, fmt.Errorf("against %q: no checkpoint or revision by that name: %w", against, record.ErrNotFound)
 		}
 		return gitstore.OID{}, rerr
 	}
@@ -182,20 +183,20 @@ func (m *Manager) AgainstTree(ctx context.Context, id uuid.UUID, against string)
 
 // overlayFromTree returns the overlay over base that turns baseTree into
 // target: the changes between the two trees, deletions first.
-func (m *Manager) overlayFromTree(ctx context.Context, r *gitstore.Repo, base overlay.Base, baseTree, target gitstore.OID) (*overlay.Overlay, error) {
+func (m *recorder) overlayFromTree(ctx context.Context, r *gitstore.Repo, base overlay.Base, baseTree, target gitstore.OID) (*overlay.Overlay, error) {
 	ov := overlay.New(base, m.ovOpts)
-	var puts []gitstore.TreeChange
-	err := r.DiffTrees(ctx, baseTree, target, func(c gitstore.TreeChange) error {
-		if c.To.Mode == 0 {
+	var puts []merge.FileChange
+	err := merge.WalkChanges(ctx, r, baseTree, target, func(c merge.FileChange) error {
+		if c.To().Mode == 0 {
 			// Deleting the last file of a directory collapses it into a
 			// directory whiteout, as the overlay always does.
-			if err := ov.Delete(ctx, c.Path); err != nil && !errors.Is(err, overlay.ErrNotFound) {
+			if err := ov.Delete(ctx, c.Path()); err != nil && !errors.Is(err, overlay.ErrNotFound) {
 				return err
 			}
 			return nil
 		}
-		if c.From.Mode != 0 && c.From.Mode != c.To.Mode && (c.From.Mode == gitstore.ModeGitlink || c.To.Mode == gitstore.ModeGitlink) {
-			return fmt.Errorf("%w: %q changes to or from a submodule", ErrInvalid, c.Path)
+		if c.From().Mode != 0 && c.From().Mode != c.To().Mode && (c.From().Mode == gitstore.ModeGitlink || c.To().Mode == gitstore.ModeGitlink) {
+			return fmt.Errorf("%w: %q changes to or from a submodule", record.ErrInvalid, c.Path())
 		}
 		puts = append(puts, c)
 		return nil
@@ -204,14 +205,14 @@ func (m *Manager) overlayFromTree(ctx context.Context, r *gitstore.Repo, base ov
 		return nil, err
 	}
 	for _, c := range puts {
-		if c.To.Mode == gitstore.ModeGitlink {
-			return nil, fmt.Errorf("%w: %q adds a submodule", ErrInvalid, c.Path)
+		if c.To().Mode == gitstore.ModeGitlink {
+			return nil, fmt.Errorf("%w: %q adds a submodule", record.ErrInvalid, c.Path())
 		}
-		size, err := r.BlobSize(ctx, c.To.OID)
+		size, err := r.BlobSize(ctx, c.To().OID)
 		if err != nil {
 			return nil, err
 		}
-		if err := ov.PutSized(ctx, c.Path, c.To.OID, c.To.Mode, size); err != nil {
+		if err := ov.PutSized(ctx, c.Path(), c.To().OID, c.To().Mode, size); err != nil {
 			return nil, err
 		}
 	}
@@ -230,7 +231,7 @@ const trailerBase = "Sessiond-Base: "
 // cp was taken: its Sessiond-Base trailer, or for checkpoints written
 // before it had one, the first commit down the parent chain that is not
 // one of the session's checkpoints.
-func (m *Manager) checkpointBase(ctx context.Context, ls *live, cp Checkpoint) (gitstore.OID, error) {
+func (m *recorder) checkpointBase(ctx context.Context, ls *live, cp Checkpoint) (gitstore.OID, error) {
 	c, err := ls.repo.Commit(ctx, cp.Commit)
 	if err != nil {
 		return gitstore.OID{}, fmt.Errorf("checkpoint %d: %w", cp.N, err)
@@ -269,49 +270,49 @@ func (m *Manager) checkpointBase(ctx context.Context, ls *live, cp Checkpoint) (
 // it, three ways, as the rebase did; a conflict is a
 // *merge.ConflictError and changes nothing. Upstream's work is never
 // reverted.
-func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string) (Checkpoint, Mutation, error) {
+func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string) (Checkpoint, MutationRecord, error) {
 	var cp Checkpoint
 	if ref != RollbackBase {
 		var err error
 		if cp, err = m.FindCheckpoint(ctx, id, ref); err != nil {
-			return Checkpoint{}, Mutation{}, err
+			return Checkpoint{}, MutationRecord{}, err
 		}
 	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
-		return Checkpoint{}, Mutation{}, err
+		return Checkpoint{}, MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
 	target, what := cp.Tree, fmt.Sprintf("rollback to checkpoint %d", cp.N)
 	if ref == RollbackBase {
 		target, what = ls.baseTree, "rollback to the base"
 	} else {
-		if err := m.checkWritable(ctx, ls); err != nil {
-			return Checkpoint{}, Mutation{}, err
+		if err := m.recorder.checkWritable(ctx, ls); err != nil {
+			return Checkpoint{}, MutationRecord{}, err
 		}
-		cpBase, err := m.checkpointBase(ctx, ls, cp)
+		cpBase, err := m.recorder.checkpointBase(ctx, ls, cp)
 		if err != nil {
-			return Checkpoint{}, Mutation{}, err
+			return Checkpoint{}, MutationRecord{}, err
 		}
 		if cpBase != ls.meta.BaseCommit {
 			oldBaseTree, err := ls.repo.TreeOf(ctx, cpBase)
 			if err != nil {
-				return Checkpoint{}, Mutation{}, fmt.Errorf("checkpoint %d base: %w", cp.N, err)
+				return Checkpoint{}, MutationRecord{}, fmt.Errorf("checkpoint %d base: %w", cp.N, err)
 			}
 			res, err := merge.Rebase(ctx, ls.repo, oldBaseTree, cp.Tree, ls.baseTree, merge.MergeOptions{
 				OursLabel: "base " + ls.meta.BaseCommit.String()[:12], TheirsLabel: fmt.Sprintf("checkpoint %d", cp.N), Render: true,
 			})
 			if err != nil {
-				return Checkpoint{}, Mutation{}, fmt.Errorf("rollback to checkpoint %d onto the current base: %w", cp.N, err)
+				return Checkpoint{}, MutationRecord{}, fmt.Errorf("rollback to checkpoint %d onto the current base: %w", cp.N, err)
 			}
 			target = res.Tree
 		}
 	}
-	rec, err := m.replaceOverlay(ctx, ls, OpRollback, actorOf(ls, actor), target, nil)
+	rec, err := m.recorder.replaceOverlay(ctx, ls, OpRollback, actorOf(ls, actor), target, nil)
 	if err != nil {
-		return Checkpoint{}, Mutation{}, err
+		return Checkpoint{}, MutationRecord{}, err
 	}
-	next, err := m.checkpoint(ctx, ls, what, "")
+	next, err := m.recorder.checkpoint(ctx, ls, what, "")
 	return next, rec, err
 }
 
@@ -323,12 +324,12 @@ type newBase struct {
 // replaceOverlay makes the session's view equal to tree target, as one
 // mutation op; with nb the session's base moves too (rebase). ls.mu must
 // be held.
-func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor string, target gitstore.OID, nb *newBase) (Mutation, error) {
+func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor string, target gitstore.OID, nb *newBase) (MutationRecord, error) {
 	if err := m.checkWritable(ctx, ls); err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
-	if err := m.checkReplaceWrites(ctx, ls, target, nb); err != nil {
-		return Mutation{}, fmt.Errorf("%s: %w", op, err)
+	if err := ls.checkReplaceWrites(ctx, target, nb); err != nil {
+		return MutationRecord{}, fmt.Errorf("%s: %w", op, err)
 	}
 	baseView, baseTree := ls.ov.Base(), ls.baseTree
 	if nb != nil {
@@ -336,48 +337,48 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	}
 	ov, err := m.overlayFromTree(ctx, ls.repo, baseView, baseTree, target)
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	tree, err := ov.BuildTree(ctx, ls.repo, baseTree)
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	if tree != target {
-		return Mutation{}, fmt.Errorf("replace overlay: rebuilt tree %s, want %s", tree, target)
+		return MutationRecord{}, fmt.Errorf("replace overlay: rebuilt tree %s, want %s", tree, target)
 	}
 	if ov.Len() > m.limits.MaxEntries {
-		return Mutation{}, fmt.Errorf("%w: %d overlay entries, the limit is %d", ErrTooLarge, ov.Len(), m.limits.MaxEntries)
+		return MutationRecord{}, fmt.Errorf("%w: %d overlay entries, the limit is %d", ErrTooLarge, ov.Len(), m.limits.MaxEntries)
 	}
 	if nb != nil {
 		// The new base is pinned before the store points at it.
 		if err := setRef(ctx, ls.repo, baseRef(ls.meta.ID), nb.commit); err != nil {
-			return Mutation{}, fmt.Errorf("pin base: %w", err)
+			return MutationRecord{}, fmt.Errorf("pin base: %w", err)
 		}
 		// The next checkpoint builds on the new base, so git log does
 		// not attribute upstream's changes to the session; the earlier
 		// checkpoints stay under their own refs.
 		if ls.meta.Checkpoints > 0 {
 			if err := setRef(ctx, ls.repo, headRef(ls.meta.ID), nb.commit); err != nil {
-				return Mutation{}, fmt.Errorf("move head: %w", err)
+				return MutationRecord{}, fmt.Errorf("move head: %w", err)
 			}
 		}
 	}
 	var paths []string
 	var olds, news []gitstore.OID
 	var changes []change
-	err = ls.repo.DiffTrees(ctx, ls.tree, target, func(c gitstore.TreeChange) error {
-		paths = append(paths, c.Path)
-		olds = append(olds, c.From.OID)
-		news = append(news, c.To.OID)
-		changes = append(changes, change{path: c.Path, old: c.From.OID, new: c.To.OID,
-			oldMode: c.From.Mode, newMode: c.To.Mode, deleted: c.To.OID.IsZero()})
+	err = merge.WalkChanges(ctx, ls.repo, ls.tree, target, func(c merge.FileChange) error {
+		paths = append(paths, c.Path())
+		olds = append(olds, c.From().OID)
+		news = append(news, c.To().OID)
+		changes = append(changes, change{path: c.Path(), old: c.From().OID, new: c.To().OID,
+			oldMode: c.From().Mode, newMode: c.To().Mode, deleted: c.To().OID.IsZero()})
 		return nil
 	})
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	if err := setRef(ctx, ls.repo, liveRef(ls.meta.ID), tree); err != nil {
-		return Mutation{}, fmt.Errorf("pin overlay: %w", err)
+		return MutationRecord{}, fmt.Errorf("pin overlay: %w", err)
 	}
 	ls.pinned = tree
 	now := m.now()
@@ -385,7 +386,7 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	for _, e := range ov.Entries() {
 		entries = append(entries, toStoreEntry(e))
 	}
-	rec := Mutation{Session: ls.meta.ID, Op: op, Paths: paths, Old: olds, New: news, Actor: actor, At: now}
+	rec := MutationRecord{Session: ls.meta.ID, Op: op, Paths: paths, Old: olds, New: news, Actor: actor, At: now}
 	if rec.Paths == nil {
 		rec.Paths = []string{}
 	}
@@ -419,7 +420,7 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 		return nil
 	})
 	if err != nil {
-		return Mutation{}, fmt.Errorf("record %s: %w", op, err)
+		return MutationRecord{}, fmt.Errorf("record %s: %w", op, err)
 	}
 	ls.ov, ls.tree = ov, tree
 	clear(ls.unsaved)
@@ -428,7 +429,7 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 	}
 	ls.meta.Seq = rec.Seq
 	ls.meta.LastActiveAt = now
-	m.events.notify()
+	m.events.Notify()
 	m.observeMutation(ctx, ls, rec, changes)
 	return ls.policy.visible(rec), nil
 }
@@ -438,12 +439,12 @@ func (m *Manager) replaceOverlay(ctx context.Context, ls *live, op Op, actor str
 // written: the paths whose content changes. On a rebase (nb set) a path
 // that comes out equal to the new base is upstream's change, not the
 // session's, and is not a write. ls.mu must be held.
-func (m *Manager) checkReplaceWrites(ctx context.Context, ls *live, target gitstore.OID, nb *newBase) error {
+func (ls *live) checkReplaceWrites(ctx context.Context, target gitstore.OID, nb *newBase) error {
 	var keep func(string) bool
 	if nb != nil {
 		own := map[string]bool{}
-		err := ls.repo.DiffTrees(ctx, nb.tree, target, func(c gitstore.TreeChange) error {
-			own[c.Path] = true
+		err := merge.WalkChanges(ctx, ls.repo, nb.tree, target, func(c merge.FileChange) error {
+			own[c.Path()] = true
 			return nil
 		})
 		if err != nil {
@@ -505,7 +506,7 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 	baseCommit, baseView, baseTree := src.BaseCommit, ls.ov.Base(), ls.baseTree
 	if target.IsZero() {
 		target = ls.tree
-	} else if cpBase, err := m.checkpointBase(ctx, ls, cp); err != nil {
+	} else if cpBase, err := m.recorder.checkpointBase(ctx, ls, cp); err != nil {
 		ls.mu.Unlock()
 		return Session{}, err
 	} else if cpBase != baseCommit {
@@ -517,7 +518,7 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 		}
 		baseCommit, baseView = cpBase, ls.repo.View(baseTree)
 	}
-	ov, err := m.overlayFromTree(ctx, ls.repo, baseView, baseTree, target)
+	ov, err := m.recorder.overlayFromTree(ctx, ls.repo, baseView, baseTree, target)
 	ttl := ls.ttl
 	ls.mu.Unlock()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -109,7 +110,7 @@ func TestContentRulesOnMerges(t *testing.T) {
 
 	// The branch changes notes.txt the same way: rebasing the session
 	// onto it is refused, and so is accepting its changeset onto it.
-	_, err = e.cs().SetPolicy(ctx, changeset.Policy{Repo: "r", AllowCheckedOut: true})
+	_, err = e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r", AllowCheckedOut: true})
 	require.NoError(t, err)
 	c, err := e.cs().Submit(ctx, a.ID, changeset.SubmitOptions{Intent: "modules"})
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -193,7 +194,7 @@ func crashChild() {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(2)
 	}
-	m := session.NewManager(session.Config{Store: st, DataDir: dataDir})
+	m := testengine.New(st, dataDir, session.Config{}).Sessions
 	id := uuid.MustParse(os.Getenv("SESSIOND_CRASH_SESSION"))
 	if _, err := m.Get(ctx, id); err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)

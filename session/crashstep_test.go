@@ -19,7 +19,9 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/failpoint"
 	"github.com/sessiond/sessiond/internal/pgtest"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -56,7 +58,7 @@ func TestCrashAtEachStep(t *testing.T) {
 	}
 }
 
-func openStore(t testing.TB, url, dataDir string) session.Store {
+func openStore(t testing.TB, url, dataDir string) db.Store {
 	t.Helper()
 	st, err := db.Open(context.Background(), url, dataDir)
 	require.NoError(t, err)
@@ -68,8 +70,9 @@ func crashAtStep(t *testing.T, url string, step failpoint.Step) {
 	repoDir := testrepo.Build(t, "small")
 	dataDir := t.TempDir()
 	st := openStore(t, url, dataDir)
-	m := session.NewManager(session.Config{Store: st, DataDir: dataDir})
-	_, err := m.RegisterRepo(ctx, "r", repoDir)
+	en := testengine.New(st, dataDir, session.Config{})
+	m := en.Sessions
+	_, err := en.Repos.Register(ctx, "r", repoDir)
 	require.NoError(t, err)
 	s, err := m.Create(ctx, session.CreateOptions{Repo: "r", Base: "main", AgentID: "a"})
 	require.NoError(t, err)
@@ -130,8 +133,9 @@ func crashAtStep(t *testing.T, url string, step failpoint.Step) {
 	// Restart and check the exact state.
 	st = openStore(t, url, dataDir)
 	defer st.Close()
-	m = session.NewManager(session.Config{Store: st, DataDir: dataDir})
-	defer m.Close()
+	en = testengine.New(st, dataDir, session.Config{})
+	m = en.Sessions
+	defer en.Close()
 	committed := step == failpoint.StoreCommitted
 	muts, err := m.Mutations(ctx, s.ID, 0, 0)
 	require.NoError(t, err)
@@ -149,7 +153,7 @@ func crashAtStep(t *testing.T, url string, step failpoint.Step) {
 	}
 	_, _, err = m.Read(ctx, s.ID, "crash/new.txt", 0, -1)
 	if !committed {
-		assert.ErrorIs(t, err, session.ErrNotFound)
+		assert.ErrorIs(t, err, record.ErrNotFound)
 		assert.Equal(t, before, git("rev-parse", liveRef), "loading moved the live ref back to the store's view")
 	} else {
 		require.NoError(t, err)
@@ -189,7 +193,7 @@ func crashStepChild() {
 	if err != nil {
 		fail(err)
 	}
-	m := session.NewManager(session.Config{Store: st, DataDir: os.Getenv("SESSIOND_CRASH_DATA")})
+	m := testengine.New(st, os.Getenv("SESSIOND_CRASH_DATA"), session.Config{}).Sessions
 	id := uuid.MustParse(os.Getenv("SESSIOND_CRASH_SESSION"))
 	if _, err := m.Get(ctx, id); err != nil {
 		fail(err)

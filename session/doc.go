@@ -1,11 +1,21 @@
 // Package session is the session engine: session lifecycle, file operations
 // over an overlay, the mutation log, checkpoints, rollback, fork, rebase,
-// merge, and events. It declares the Store interface it needs for
-// metadata; package db implements it for Postgres and for the embedded
-// SQLite default. Changesets (submit, review, accept, layers, undo) are
-// package changeset's, which acts on sessions through Manager's Hold,
-// SessionInfo and CheckWrites (held.go) and record's types, so neither
-// package imports the other.
+// merge, and running commands on a session's view (Executor). It declares
+// the Store interface it needs for metadata; package db implements it for
+// Postgres and for the embedded SQLite default. It uses the registry of
+// repositories (package repos) and the event log (package events), which
+// it is handed and does not own. Changesets (submit, review, accept,
+// layers, undo) are package changeset's, which acts on sessions through
+// Manager's Hold, SessionInfo and CheckWrites (held.go) and record's
+// types, so neither package imports the other.
+//
+// Manager owns sessions and is composed of parts that own one job each:
+// memory (unload.go: which sessions are loaded, their lock entries,
+// unloading and the janitor), recorder (live.go: the one write path, in
+// the durability order below, and who hears of a commit: the event log
+// and the observers), and the helpers on live, the one loaded session.
+// Executor (exec.go) runs commands over a Manager's sessions; NewFS adapts
+// a session's view to fs.FS.
 //
 // Invariants:
 //   - Durability order. A mutation becomes durable in one order: its new
@@ -47,8 +57,7 @@
 // Concurrency: a Manager is safe for concurrent use. Each loaded session
 // has one lock that serializes every operation on it, reads included (an
 // overlay is not safe for concurrent use); different sessions run in
-// parallel. Manager.mu guards only the maps of open repositories and
-// loaded sessions. Waiting for a session's lock honours the caller's
+// parallel. memory.mu guards only the map of loaded sessions. Waiting for a session's lock honours the caller's
 // context. Observers are called with the session's lock held, so they
 // must be quick (the session graph queues its work).
 //

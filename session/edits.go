@@ -13,6 +13,7 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 )
 
 // Edit is one step of a batch. Ops: write (Path, Content, Mode), append
@@ -39,7 +40,7 @@ type Edit struct {
 	// written, appended to, deleted or replaced in, or the source of a
 	// move or copy. A directory (a recursive delete or move) and a glob
 	// replace have no one version, so a batch that sets it there is
-	// refused (ErrInvalid), never run without it.
+	// refused (record.ErrInvalid), never run without it.
 	IfMatch *gitstore.OID `json:"if_match,omitempty"`
 }
 
@@ -65,11 +66,11 @@ type Skipped struct {
 
 // BatchResult is what a batch did (or, in a dry run, would do).
 type BatchResult struct {
-	DryRun   bool         `json:"dry_run"`
-	Seq      int64        `json:"seq"`
-	Results  []EditResult `json:"results"`
-	Changes  []FileChange `json:"changes"`
-	Mutation *Mutation    `json:"-"`
+	DryRun   bool            `json:"dry_run"`
+	Seq      int64           `json:"seq"`
+	Results  []EditResult    `json:"results"`
+	Changes  []FileChange    `json:"changes"`
+	Mutation *MutationRecord `json:"-"`
 }
 
 // FileChange is one file a batch changed: its blob before and after (zero
@@ -85,12 +86,12 @@ type FileChange struct {
 // validated before anything is applied.
 func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun bool, actor string) (BatchResult, error) {
 	if len(edits) == 0 {
-		return BatchResult{}, fmt.Errorf("%w: no edits", ErrInvalid)
+		return BatchResult{}, fmt.Errorf("%w: no edits", record.ErrInvalid)
 	}
 	var paths, reads []string
 	for i, e := range edits {
 		if err := checkEditFields(e); err != nil {
-			return BatchResult{}, fmt.Errorf("%w: edit %d: %w", ErrInvalid, i, err)
+			return BatchResult{}, fmt.Errorf("%w: edit %d: %w", record.ErrInvalid, i, err)
 		}
 		switch e.Op {
 		case OpWrite, OpAppend:
@@ -102,7 +103,7 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 			paths = append(paths, e.Path)
 		case OpMove, OpCopy:
 			if e.To == "" {
-				return BatchResult{}, fmt.Errorf("%w: edit %d: %s needs \"to\"", ErrInvalid, i, e.Op)
+				return BatchResult{}, fmt.Errorf("%w: edit %d: %s needs \"to\"", record.ErrInvalid, i, e.Op)
 			}
 			// A copy reads its source; a move writes it too.
 			paths = append(paths, e.To)
@@ -113,17 +114,17 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 			}
 		case OpReplace:
 			if e.Old == "" {
-				return BatchResult{}, fmt.Errorf("%w: edit %d: replace needs \"old\"", ErrInvalid, i)
+				return BatchResult{}, fmt.Errorf("%w: edit %d: replace needs \"old\"", record.ErrInvalid, i)
 			}
 			if e.Count < 0 {
-				return BatchResult{}, fmt.Errorf("%w: edit %d: count %d: want 0 (all) or more", ErrInvalid, i, e.Count)
+				return BatchResult{}, fmt.Errorf("%w: edit %d: count %d: want 0 (all) or more", record.ErrInvalid, i, e.Count)
 			}
 			if (e.Path == "") == (e.Glob == "") {
-				return BatchResult{}, fmt.Errorf("%w: edit %d: replace needs exactly one of \"path\" and \"glob\"", ErrInvalid, i)
+				return BatchResult{}, fmt.Errorf("%w: edit %d: replace needs exactly one of \"path\" and \"glob\"", record.ErrInvalid, i)
 			}
 			if e.Glob != "" {
 				if e.IfMatch != nil {
-					return BatchResult{}, fmt.Errorf("%w: edit %d: if_match names one file's version and cannot apply to a glob replace", ErrInvalid, i)
+					return BatchResult{}, fmt.Errorf("%w: edit %d: if_match names one file's version and cannot apply to a glob replace", record.ErrInvalid, i)
 				}
 				if _, err := CompileGlob(e.Glob); err != nil {
 					return BatchResult{}, fmt.Errorf("edit %d: %w", i, err)
@@ -139,9 +140,9 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 	}
 	defer ls.mu.Unlock()
 	res := BatchResult{DryRun: dryRun, Results: make([]EditResult, len(edits))}
-	rec, changes, err := m.mutate(ctx, ls, OpEdits, actorOf(ls, actor), dryRun, func(mu *mutation) error {
+	rec, changes, err := m.recorder.mutate(ctx, ls, OpEdits, actorOf(ls, actor), dryRun, func(mu *draft) error {
 		for i, e := range edits {
-			r, err := m.applyEdit(ctx, ls, mu, e)
+			r, err := ls.applyEdit(ctx, mu, e)
 			if err != nil {
 				return fmt.Errorf("edit %d (%s): %w", i, e.Op, err)
 			}
@@ -209,27 +210,27 @@ func checkEditFields(e Edit) error {
 	return nil
 }
 
-func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit) (EditResult, error) {
+func (ls *live) applyEdit(ctx context.Context, mu *draft, e Edit) (EditResult, error) {
 	r := EditResult{Paths: []string{e.Path}}
 	switch e.Op {
 	case OpWrite:
 		data := []byte(e.Content)
-		return r, m.put(ctx, ls, mu, e.Path, func([]byte) []byte { return data }, WriteOptions{Mode: e.Mode, IfMatch: e.IfMatch})
+		return r, ls.put(ctx, mu, e.Path, func([]byte) []byte { return data }, WriteOptions{Mode: e.Mode, IfMatch: e.IfMatch})
 	case OpAppend:
-		return r, m.put(ctx, ls, mu, e.Path, func(old []byte) []byte {
+		return r, ls.put(ctx, mu, e.Path, func(old []byte) []byte {
 			return append(append(make([]byte, 0, len(old)+len(e.Content)), old...), e.Content...)
 		}, WriteOptions{Mode: e.Mode, IfMatch: e.IfMatch})
 	case OpDelete:
 		if err := checkIfMatch(ctx, mu, e.Path, e.IfMatch); err != nil {
 			return r, err
 		}
-		return r, m.remove(ctx, ls, mu, e.Path, e.Recursive)
+		return r, ls.remove(ctx, mu, e.Path, e.Recursive)
 	case OpMove, OpCopy:
 		r.Paths = []string{e.Path, e.To}
 		if err := checkIfMatch(ctx, mu, e.Path, e.IfMatch); err != nil {
 			return r, err
 		}
-		return r, m.relocateIn(ctx, ls, mu, e.Path, e.To, e.Op == OpMove, e.Overwrite)
+		return r, ls.relocateIn(ctx, mu, e.Path, e.To, e.Op == OpMove, e.Overwrite)
 	case OpReplace:
 		if err := checkIfMatch(ctx, mu, e.Path, e.IfMatch); err != nil {
 			return r, err
@@ -242,7 +243,7 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 				return r, err
 			}
 			targets, symlinks = nil, map[string]bool{}
-			err = m.listFilesIn(ctx, ls, mu, g, func(n overlayNode) {
+			err = ls.listFilesIn(ctx, mu, g, func(n overlayNode) {
 				targets = append(targets, n.Path)
 				if n.Mode == gitstore.ModeSymlink {
 					symlinks[n.Path] = true
@@ -279,26 +280,26 @@ func (m *Manager) applyEdit(ctx context.Context, ls *live, mu *mutation, e Edit)
 					continue
 				}
 			}
-			if err := m.put(ctx, ls, mu, p, func([]byte) []byte { return out }, WriteOptions{}); err != nil {
+			if err := ls.put(ctx, mu, p, func([]byte) []byte { return out }, WriteOptions{}); err != nil {
 				return r, err
 			}
 			r.Paths = append(r.Paths, p)
 			r.Replacements += n
 		}
 		if r.Replacements == 0 && len(r.Skipped) > 0 {
-			return r, fmt.Errorf("%w: %q found only in files a glob replace skips (binary, symlinks, names the write rules refuse), such as %q", ErrInvalid, e.Old, r.Skipped[0].Path)
+			return r, fmt.Errorf("%w: %q found only in files a glob replace skips (binary, symlinks, names the write rules refuse), such as %q", record.ErrInvalid, e.Old, r.Skipped[0].Path)
 		}
 		if r.Replacements == 0 {
-			return r, fmt.Errorf("%w: %q not found", ErrInvalid, e.Old)
+			return r, fmt.Errorf("%w: %q not found", record.ErrInvalid, e.Old)
 		}
 		return r, nil
 	}
-	return r, fmt.Errorf("%w: unknown op %q", ErrInvalid, e.Op)
+	return r, fmt.Errorf("%w: unknown op %q", record.ErrInvalid, e.Op)
 }
 
 // listFilesIn calls fn for the files of the mutation's view matching g
 // that the policy lets the session write.
-func (m *Manager) listFilesIn(ctx context.Context, ls *live, mu *mutation, g *Glob, fn func(overlayNode)) error {
+func (ls *live) listFilesIn(ctx context.Context, mu *draft, g *Glob, fn func(overlayNode)) error {
 	err := listGlob(ctx, mu.ov, listAll(g.Prefix()), func(n overlayNode) error {
 		if !n.IsDir() && n.Mode != gitstore.ModeGitlink && g.Match(n.Path) && ls.policy.canWrite(n.Path) {
 			fn(n)

@@ -3,48 +3,16 @@ package session
 import (
 	"errors"
 	"fmt"
-
-	"github.com/sessiond/sessiond/record"
 )
 
-// Sentinel errors. Callers test them with errors.Is; each maps to one API
-// error code. They are package record's values under the engine's names,
-// so the store and package changeset return the same ones. Store
-// implementations translate their driver errors into these at their
-// boundary, so no driver error reaches the engine.
+// The session engine's own error kinds. Each maps to one API error code
+// (api/errors.go). The kinds the engines and the store share (not found,
+// conflict, duplicate, session closed, unavailable, invalid, forbidden)
+// are package record's, under their one name there; invalid paths are
+// *overlay.PathError.
 var (
-	// ErrNotFound: no repository, session, checkpoint, changeset or layer by
-	// that id or name (API not_found).
-	ErrNotFound = record.ErrNotFound
-	// ErrConflict: a compare-and-swap found another value than expected, or
-	// the store could not serialize concurrent writers (API conflict). The
-	// error is usually a *ConflictError carrying the current value.
-	ErrConflict = record.ErrConflict
-	// ErrDuplicate: a row with that id or name already exists.
-	ErrDuplicate = record.ErrDuplicate
-	// ErrSessionClosed: a write to a session in a terminal state (API
-	// session_closed).
-	ErrSessionClosed = record.ErrSessionClosed
-	// ErrUnavailable: the store cannot be reached or is busy beyond its
-	// timeout (API unavailable). Retrying later may succeed.
-	ErrUnavailable = record.ErrUnavailable
-)
-
-// ConflictError is a failed compare-and-swap. It matches ErrConflict.
-type ConflictError = record.ConflictError
-
-// Engine errors, beside the store sentinels above. Each maps to one API
-// error code; invalid paths are *overlay.PathError.
-var (
-	// ErrInvalid: a request the engine cannot act on as given (API
-	// bad_request): an unknown op, a missing field, a directory where a
-	// file is needed.
-	ErrInvalid = record.ErrInvalid
 	// ErrReadOnly: a write to a read_only session (API forbidden).
 	ErrReadOnly = errors.New("session is read-only")
-	// ErrForbidden: the session's path policy does not allow the access
-	// (API forbidden).
-	ErrForbidden = record.ErrForbidden
 	// ErrPrecondition: a stale file version, or a create of a file that
 	// exists (API precondition_failed).
 	ErrPrecondition = errors.New("precondition failed")

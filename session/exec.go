@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/workdir"
 )
 
@@ -46,6 +46,26 @@ func (c *ExecConfig) fill() {
 	if c.OutputCap <= 0 {
 		c.OutputCap = 1 << 20
 	}
+}
+
+// Executor runs commands on sessions' views (package workdir) and records
+// what each changed as one exec mutation: the busy mark that holds writes
+// off while a command runs, the view a command sees, capturing and
+// settling its scratch. It works on the sessions of the Manager it is
+// built over (embedded: its methods reach the sessions as the Manager's
+// do), in the view directories that Manager was configured with.
+type Executor struct {
+	*Manager
+	workdirs *workdir.Manager
+	exec     ExecConfig
+}
+
+// NewExecutor returns the command runner over m's sessions, bounded by
+// cfg. Without view directories (Config.Workdirs nil) every Exec is
+// ErrNoWorkdir.
+func NewExecutor(m *Manager, cfg ExecConfig) *Executor {
+	cfg.fill()
+	return &Executor{Manager: m, workdirs: m.workdirs, exec: cfg}
 }
 
 // RecordMode says when an exec's changes are recorded.
@@ -109,7 +129,7 @@ type ExecResult struct {
 	Changes  []ExecChange
 	Rejected []ExecRejection
 	// Mutation is the exec mutation, nil when nothing was recorded.
-	Mutation *Mutation
+	Mutation *MutationRecord
 	// Recorded is false when the session could not record (read-only,
 	// closed) or the record mode said not to; NotRecorded says why.
 	Recorded    bool
@@ -141,7 +161,7 @@ const (
 // the session are refused with ErrBusy and reads see the state before.
 // Bad input (an empty argv, a cwd outside the view, a timeout over the
 // limit) is refused before anything runs.
-func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (ExecResult, error) {
+func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (ExecResult, error) {
 	begin := time.Now()
 	if m.workdirs == nil {
 		return ExecResult{}, ErrNoWorkdir
@@ -151,7 +171,7 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 		return ExecResult{}, err
 	}
 	if opts.Network && !m.exec.HostNetwork {
-		return ExecResult{}, fmt.Errorf("%w: network: this daemon does not let commands share the host's network (without an admin token, any process there could drive its API; start it with --exec-host-network to allow it)", ErrForbidden)
+		return ExecResult{}, fmt.Errorf("%w: network: this daemon does not let commands share the host's network (without an admin token, any process there could drive its API; start it with --exec-host-network to allow it)", record.ErrForbidden)
 	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
@@ -165,20 +185,20 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 		// The view would leave the unreadable paths out, but a command
 		// without namespaces can read the repository itself.
 		ls.mu.Unlock()
-		return ExecResult{}, fmt.Errorf("%w: the session's policy limits reads, and this daemon runs commands without namespaces (isolated false), where they could read past it", ErrForbidden)
+		return ExecResult{}, fmt.Errorf("%w: the session's policy limits reads, and this daemon runs commands without namespaces (isolated false), where they could read past it", record.ErrForbidden)
 	}
 	if cwd != "" {
 		shown, err := m.shownDir(ctx, ls, cwd)
 		if err != nil || !shown {
 			ls.mu.Unlock()
-			if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, overlay.ErrNotFound) {
+			if err != nil && !errors.Is(err, record.ErrNotFound) && !errors.Is(err, overlay.ErrNotFound) {
 				return ExecResult{}, err
 			}
-			return ExecResult{}, fmt.Errorf("%w: cwd %q is not a directory of the view", ErrInvalid, cwd)
+			return ExecResult{}, fmt.Errorf("%w: cwd %q is not a directory of the view", record.ErrInvalid, cwd)
 		}
 	}
 	notRecorded := ""
-	if err := m.checkWritable(ctx, ls); err != nil {
+	if err := m.recorder.checkWritable(ctx, ls); err != nil {
 		notRecorded = err.Error()
 	}
 	ls.busy = true
@@ -266,18 +286,8 @@ func (m *Manager) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Exe
 		return res, err
 	}
 	// Finished while the command ran: its scratch goes now.
-	m.removeScratch(ls)
+	m.recorder.removeScratch(ls)
 	return res, nil
-}
-
-// removeScratch deletes a finished session's scratch directory at once
-// (its ignored outputs can be large), unless a command still runs in it
-// (Exec removes it when that command ends). ls.mu must be held. Best
-// effort: a scratch left behind costs disk, never correctness.
-func (m *Manager) removeScratch(ls *live) {
-	if m.workdirs != nil && !ls.busy && ls.meta.State.Terminal() {
-		_ = m.workdirs.Remove(ls.meta.ID.String())
-	}
 }
 
 // workspaceOf is where a view appears inside its command's namespace:
@@ -291,24 +301,24 @@ func workspaceOf(v workdir.View) string {
 }
 
 // checkExec validates the options; nothing runs when they are wrong.
-func (m *Manager) checkExec(opts *ExecOptions) (argv []string, cwd string, timeout time.Duration, err error) {
+func (m *Executor) checkExec(opts *ExecOptions) (argv []string, cwd string, timeout time.Duration, err error) {
 	argv = opts.Argv
 	switch {
 	case opts.Command != "" && len(argv) > 0:
-		return nil, "", 0, fmt.Errorf("%w: give argv or command, not both", ErrInvalid)
+		return nil, "", 0, fmt.Errorf("%w: give argv or command, not both", record.ErrInvalid)
 	case opts.Command != "":
 		argv = []string{"/bin/sh", "-c", opts.Command}
 	case len(argv) == 0 || argv[0] == "":
-		return nil, "", 0, fmt.Errorf("%w: empty argv", ErrInvalid)
+		return nil, "", 0, fmt.Errorf("%w: empty argv", record.ErrInvalid)
 	}
 	for _, a := range argv {
 		if strings.IndexByte(a, 0) >= 0 {
-			return nil, "", 0, fmt.Errorf("%w: argv holds a NUL byte", ErrInvalid)
+			return nil, "", 0, fmt.Errorf("%w: argv holds a NUL byte", record.ErrInvalid)
 		}
 	}
 	for k, v := range opts.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
-			return nil, "", 0, fmt.Errorf("%w: environment variable %q", ErrInvalid, k)
+			return nil, "", 0, fmt.Errorf("%w: environment variable %q", record.ErrInvalid, k)
 		}
 	}
 	switch opts.Record {
@@ -316,16 +326,16 @@ func (m *Manager) checkExec(opts *ExecOptions) (argv []string, cwd string, timeo
 		opts.Record = RecordAlways
 	case RecordAlways, RecordOnSuccess, RecordNever:
 	default:
-		return nil, "", 0, fmt.Errorf("%w: record %q: use always, on_success or never", ErrInvalid, opts.Record)
+		return nil, "", 0, fmt.Errorf("%w: record %q: use always, on_success or never", record.ErrInvalid, opts.Record)
 	}
 	timeout = opts.Timeout
 	switch {
 	case timeout < 0:
-		return nil, "", 0, fmt.Errorf("%w: negative timeout", ErrInvalid)
+		return nil, "", 0, fmt.Errorf("%w: negative timeout", record.ErrInvalid)
 	case timeout == 0:
 		timeout = m.exec.DefaultTimeout
 	case timeout > m.exec.MaxTimeout:
-		return nil, "", 0, fmt.Errorf("%w: timeout %s is over the limit of %s", ErrInvalid, timeout, m.exec.MaxTimeout)
+		return nil, "", 0, fmt.Errorf("%w: timeout %s is over the limit of %s", record.ErrInvalid, timeout, m.exec.MaxTimeout)
 	}
 	cwd = strings.TrimSuffix(opts.Cwd, "/")
 	if cwd == "." || cwd == "/" {
@@ -342,7 +352,7 @@ func (m *Manager) checkExec(opts *ExecOptions) (argv []string, cwd string, timeo
 // shownDir reports whether dir is a directory of the session's view
 // directory: one of the view with, where the policy limits reads, a file
 // below it the session may read. ls.mu must be held.
-func (m *Manager) shownDir(ctx context.Context, ls *live, dir string) (bool, error) {
+func (m *Executor) shownDir(ctx context.Context, ls *live, dir string) (bool, error) {
 	n, err := ls.ov.Stat(ctx, dir)
 	if err != nil || !n.IsDir() {
 		return false, err
@@ -365,7 +375,7 @@ func (m *Manager) shownDir(ctx context.Context, ls *live, dir string) (bool, err
 
 // execView is the session's view for the workdir, without the paths the
 // policy does not let the session read; ls.mu must be held.
-func (m *Manager) execView(ls *live, ov *overlay.Overlay) workdir.View {
+func (m *Executor) execView(ls *live, ov *overlay.Overlay) workdir.View {
 	id := ls.meta.ID
 	var readable func(string) bool
 	if ls.policy.limitsReads() {
@@ -394,7 +404,7 @@ func (m *Manager) execView(ls *live, ov *overlay.Overlay) workdir.View {
 // recordExec records the captured changes as one exec mutation, each
 // change checked by the rules every write follows; those refused come
 // back as rejections. ls.mu must be held.
-func (m *Manager) recordExec(ctx context.Context, ls *live, actor string, argv []string, run workdir.Result, changes []workdir.Change) (Mutation, []ExecChange, []ExecRejection, error) {
+func (m *Executor) recordExec(ctx context.Context, ls *live, actor string, argv []string, run workdir.Result, changes []workdir.Change) (MutationRecord, []ExecChange, []ExecRejection, error) {
 	// Deletions first, so a file may replace a directory and the reverse.
 	cs := slices.Clone(changes)
 	slices.SortStableFunc(cs, func(a, b workdir.Change) int {
@@ -408,7 +418,7 @@ func (m *Manager) recordExec(ctx context.Context, ls *live, actor string, argv [
 	})
 	var applied []ExecChange
 	var rejected []ExecRejection
-	rec, _, err := m.mutate(ctx, ls, OpExec, actorOf(ls, actor), false, func(mu *mutation) error {
+	rec, _, err := m.recorder.mutate(ctx, ls, OpExec, actorOf(ls, actor), false, func(mu *draft) error {
 		mu.exec = &ExecInfo{Argv: argv, ExitCode: run.ExitCode, DurationMS: run.Duration.Milliseconds()}
 		for _, c := range cs {
 			status := statusOf(ctx, m.execView(ls, mu.ov), mu.ov, c)
@@ -426,7 +436,7 @@ func (m *Manager) recordExec(ctx context.Context, ls *live, actor string, argv [
 		return nil
 	})
 	if err != nil {
-		return Mutation{}, nil, nil, err
+		return MutationRecord{}, nil, nil, err
 	}
 	return rec, applied, rejected, nil
 }
@@ -447,7 +457,7 @@ func statusOf(ctx context.Context, v workdir.View, ov *overlay.Overlay, c workdi
 	return overlay.Added
 }
 
-func (m *Manager) applyExecChange(ctx context.Context, ls *live, mu *mutation, c workdir.Change) error {
+func (m *Executor) applyExecChange(ctx context.Context, ls *live, mu *draft, c workdir.Change) error {
 	if c.Special != "" {
 		return &overlay.PathError{Rule: RuleSpecial, Path: c.Path, Message: "a " + c.Special + " is not a file git can hold"}
 	}
@@ -458,8 +468,8 @@ func (m *Manager) applyExecChange(ctx context.Context, ls *live, mu *mutation, c
 		return err
 	}
 	if c.Deleted {
-		err := m.remove(ctx, ls, mu, c.Path, true)
-		if errors.Is(err, ErrNotFound) {
+		err := ls.remove(ctx, mu, c.Path, true)
+		if errors.Is(err, record.ErrNotFound) {
 			return nil
 		}
 		return err
@@ -474,7 +484,7 @@ func (m *Manager) applyExecChange(ctx context.Context, ls *live, mu *mutation, c
 		return fmt.Errorf("%w: %d bytes of overlay content, the limit is %d", ErrTooLarge, mu.ov.ContentBytes()+c.Size, m.limits.MaxOverlayBytes)
 	}
 	data := c.Data
-	return m.put(ctx, ls, mu, c.Path, func([]byte) []byte { return data }, WriteOptions{Mode: c.Mode})
+	return ls.put(ctx, mu, c.Path, func([]byte) []byte { return data }, WriteOptions{Mode: c.Mode})
 }
 
 // rejection turns a refused change's error into its report; ok false for
@@ -484,34 +494,12 @@ func rejection(p string, err error) (ExecRejection, bool) {
 	switch {
 	case errors.As(err, &pe):
 		return ExecRejection{Path: p, Rule: string(pe.Rule), Message: pe.Message}, true
-	case errors.Is(err, ErrForbidden), errors.Is(err, ErrReadOnly):
+	case errors.Is(err, record.ErrForbidden), errors.Is(err, ErrReadOnly):
 		return ExecRejection{Path: p, Rule: RuleForbidden, Message: err.Error()}, true
 	case errors.Is(err, ErrTooLarge):
 		return ExecRejection{Path: p, Rule: RuleTooLarge, Message: err.Error()}, true
-	case errors.Is(err, ErrInvalid), errors.Is(err, ErrNotFound), errors.Is(err, ErrPrecondition):
+	case errors.Is(err, record.ErrInvalid), errors.Is(err, record.ErrNotFound), errors.Is(err, ErrPrecondition):
 		return ExecRejection{Path: p, Rule: RuleInvalid, Message: err.Error()}, true
 	}
 	return ExecRejection{}, false
-}
-
-// WorkdirHidden lists what commands must not reach: the data directory
-// and every registered repository.
-func (m *Manager) WorkdirHidden(ctx context.Context) []string {
-	var out []string
-	if m.dataDir != "" {
-		out = append(out, m.dataDir)
-	}
-	repos, err := m.store.ListRepos(ctx)
-	if err != nil {
-		return out
-	}
-	for _, r := range repos {
-		out = append(out, path.Clean(r.Path))
-		m.mu.Lock()
-		if g := m.repos[r.Name]; g != nil {
-			out = append(out, g.GitDir())
-		}
-		m.mu.Unlock()
-	}
-	return out
 }

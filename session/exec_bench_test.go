@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/workdir"
@@ -20,7 +21,7 @@ import (
 // execBench is an engine with view directories over a clone of the
 // 100,000-file repository, its base checkout already built.
 type execBench struct {
-	m       *session.Manager
+	m       *session.Executor
 	dataDir string
 }
 
@@ -54,10 +55,10 @@ func newExecBench(b *testing.B, mode workdir.Mode) *execBench {
 	if err != nil {
 		b.Skipf("mode %s: %v", mode, err)
 	}
-	m := session.NewManager(session.Config{Store: st, DataDir: data, Workdirs: wd})
-	_, err = m.RegisterRepo(ctx, "r", repo)
+	en := testengine.New(st, data, session.Config{Workdirs: wd})
+	_, err = en.Repos.Register(ctx, "r", repo)
 	require.NoError(b, err)
-	e := &execBench{m: m, dataDir: data}
+	e := &execBench{m: en.Exec, dataDir: data}
 	e.exec(b, e.create(b), "true") // builds the shared base checkout
 	execBenches[mode] = e
 	return e

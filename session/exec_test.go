@@ -16,8 +16,11 @@ import (
 
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/events"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/workdir"
 )
@@ -60,9 +63,9 @@ func newExecEnvWith(t *testing.T, cfg workdir.Config, limits ...session.Limits) 
 	st, err := db.OpenSQLite(context.Background(), filepath.Join(e.dataDir, "sessiond.db"))
 	require.NoError(t, err)
 	e.store = st
-	var m *session.Manager
+	var en *testengine.Engine
 	cfg.Dir = filepath.Join(e.dataDir, "workdir")
-	cfg.Hide = func() []string { return m.WorkdirHidden(context.Background()) }
+	cfg.Hide = func() []string { return en.Repos.Hidden(context.Background()) }
 	// This machine's Go build cache, read-only, for goEnv.
 	cfg.Show = append(cfg.Show, hostGoCache(t))
 	wd, err := workdir.New(cfg)
@@ -78,11 +81,11 @@ func newExecEnvWith(t *testing.T, cfg workdir.Config, limits ...session.Limits) 
 	if len(limits) > 0 {
 		lim = limits[0]
 	}
-	m = session.NewManager(session.Config{Store: st, DataDir: e.dataDir, Workdirs: wd, Limits: lim,
-		Exec: session.ExecConfig{MaxTimeout: time.Minute}})
-	e.m = m
-	t.Cleanup(func() { wd.Close(); m.Close(); st.Close() })
-	_, err = m.RegisterRepo(t.Context(), "r", repo)
+	en = testengine.New(st, e.dataDir, session.Config{Workdirs: wd, Limits: lim},
+		session.ExecConfig{MaxTimeout: time.Minute})
+	e.en, e.m = en, en.Sessions
+	t.Cleanup(func() { wd.Close(); en.Close(); st.Close() })
+	_, err = en.Repos.Register(t.Context(), "r", repo)
 	require.NoError(t, err)
 	return &execEnv{env: e, wd: wd}
 }
@@ -95,7 +98,7 @@ func forExecModes(t *testing.T, fn func(t *testing.T, e *execEnv)) {
 
 func (e *execEnv) sh(id uuid.UUID, script string) session.ExecResult {
 	e.t.Helper()
-	res, err := e.m.Exec(e.t.Context(), id, session.ExecOptions{Command: script})
+	res, err := e.en.Exec.Exec(e.t.Context(), id, session.ExecOptions{Command: script})
 	require.NoError(e.t, err)
 	return res
 }
@@ -117,7 +120,7 @@ func TestExecGoTestPassesAndFails(t *testing.T) {
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		s := e.create(session.CreateOptions{})
 		run := func() session.ExecResult {
-			res, err := e.m.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"go", "test", "./..."}, Env: goEnv(t)})
+			res, err := e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"go", "test", "./..."}, Env: goEnv(t)})
 			require.NoError(t, err)
 			return res
 		}
@@ -156,7 +159,7 @@ func TestExecRecordsOneMutation(t *testing.T) {
 		assert.Equal(t, 3, ms[0].Exec.ExitCode)
 		// (A mode-only change is not in the log's paths yet: issue 13.)
 		assert.Subset(t, ms[0].Paths, []string{"docs/read.txt", "new.txt"})
-		evs, err := e.m.Events(t.Context(), session.EventFilter{Session: s.ID})
+		evs, err := e.en.Events.List(t.Context(), events.Filter{Session: s.ID})
 		require.NoError(t, err)
 		var execEvents int
 		for _, ev := range evs {
@@ -201,7 +204,7 @@ func TestExecBusyAndReadsDuring(t *testing.T) {
 		done := make(chan session.ExecResult)
 		go func() {
 			var once bool
-			res, err := e.m.Exec(context.Background(), s.ID, session.ExecOptions{
+			res, err := e.en.Exec.Exec(context.Background(), s.ID, session.ExecOptions{
 				Command: "echo go; sleep 1; echo late > late.txt",
 				Output: func(string, []byte) {
 					if !once {
@@ -216,7 +219,7 @@ func TestExecBusyAndReadsDuring(t *testing.T) {
 		<-started
 		_, _, err := e.m.Write(t.Context(), s.ID, "x.txt", []byte("x"), session.WriteOptions{})
 		assert.ErrorIs(t, err, session.ErrBusy)
-		_, err = e.m.Exec(t.Context(), s.ID, session.ExecOptions{Command: "true"})
+		_, err = e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Command: "true"})
 		assert.ErrorIs(t, err, session.ErrBusy)
 		assert.Equal(t, "keep\n", e.read(s.ID, "src/keep.txt"))
 		res := <-done
@@ -241,10 +244,10 @@ func TestExecRefusesBadInput(t *testing.T) {
 		"bad env":      {Argv: []string{"true"}, Env: map[string]string{"A=B": "c"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := e.m.Exec(t.Context(), s.ID, opts)
+			_, err := e.en.Exec.Exec(t.Context(), s.ID, opts)
 			require.Error(t, err)
 			var pe *overlay.PathError
-			assert.True(t, errors.Is(err, session.ErrInvalid) || errors.As(err, &pe), "%v", err)
+			assert.True(t, errors.Is(err, record.ErrInvalid) || errors.As(err, &pe), "%v", err)
 		})
 	}
 	ms, err := e.m.Mutations(t.Context(), s.ID, 0, 0)
@@ -312,7 +315,7 @@ func TestExecLimits(t *testing.T) {
 func TestExecEnvironment(t *testing.T) {
 	e := newExecEnv(t, workdir.ModeOverlay)
 	s := e.create(session.CreateOptions{})
-	res, err := e.m.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"env"}, Env: map[string]string{"EXTRA": "1"}})
+	res, err := e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"env"}, Env: map[string]string{"EXTRA": "1"}})
 	require.NoError(t, err)
 	env := map[string]string{}
 	for _, kv := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
@@ -396,8 +399,8 @@ echo ok > ok.txt`)
 		assert.Equal(t, "read me", testrepo.Git(t, e.repoDir, "show", cp.Commit.String()+":docs/read.txt"))
 
 		// A hidden directory is no working directory.
-		_, err = e.m.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"true"}, Cwd: "docs"})
-		assert.ErrorIs(t, err, session.ErrInvalid)
+		_, err = e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"true"}, Cwd: "docs"})
+		assert.ErrorIs(t, err, record.ErrInvalid)
 	})
 }
 
@@ -406,8 +409,8 @@ echo ok > ok.txt`)
 func TestExecUnisolatedRefusesLimitedReads(t *testing.T) {
 	e := newExecEnvWith(t, workdir.Config{NoNamespaces: true})
 	s := e.create(session.CreateOptions{Policy: session.Policy{Deny: []string{"docs/**"}}})
-	_, err := e.m.Exec(t.Context(), s.ID, session.ExecOptions{Command: "true"})
-	assert.ErrorIs(t, err, session.ErrForbidden)
+	_, err := e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Command: "true"})
+	assert.ErrorIs(t, err, record.ErrForbidden)
 	w := e.create(session.CreateOptions{Policy: session.Policy{Write: []string{"src/**"}}})
 	res := e.sh(w.ID, "echo x > src/x.txt")
 	require.NotNil(t, res.Mutation, "a write policy alone is fine")
@@ -420,8 +423,8 @@ func TestExecUnisolatedRefusesLimitedReads(t *testing.T) {
 func TestExecNetworkAndPaths(t *testing.T) {
 	e := newExecEnv(t, workdir.ModeOverlay)
 	s := e.create(session.CreateOptions{})
-	_, err := e.m.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"true"}, Network: true})
-	require.ErrorIs(t, err, session.ErrForbidden)
+	_, err := e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"true"}, Network: true})
+	require.ErrorIs(t, err, record.ErrForbidden)
 	assert.Contains(t, err.Error(), "--exec-host-network")
 
 	res := e.sh(s.ID, `pwd; echo "$HOME"; ls /sys/class/net | tr '\n' ' '`)

@@ -2,10 +2,13 @@ package session
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
 )
 
 // TreesForTest returns the session's tree as the engine keeps it
@@ -32,4 +35,53 @@ func (m *Manager) HoldForTest(ctx context.Context, id uuid.UUID) (func(), error)
 
 // LoadsForTest is how many times the engine loaded a session from the
 // store.
-func (m *Manager) LoadsForTest() int64 { return m.loads.Load() }
+func (m *Manager) LoadsForTest() int64 { return m.mem.loads.Load() }
+
+// UnloadIdle unloads every loaded session unused for idle or longer, as
+// the janitor does, and returns how many it unloaded.
+func (m *Manager) UnloadIdle(idle time.Duration) int { return m.mem.UnloadIdle(idle) }
+
+// Exists reports whether p exists in the session's view.
+func (m *Manager) Exists(ctx context.Context, id uuid.UUID, p string) (bool, error) {
+	_, err := m.Stat(ctx, id, p)
+	if errors.Is(err, record.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ReadSet returns the base blob id of every base file the session read
+// (the first read of each path), saving reads not yet in the store.
+func (m *Manager) ReadSet(ctx context.Context, id uuid.UUID) (map[string]gitstore.OID, error) {
+	ls, err := m.lockLive(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer ls.mu.Unlock()
+	if err := m.mem.flushReads(ctx, ls); err != nil {
+		return nil, err
+	}
+	out := make(map[string]gitstore.OID, len(ls.reads))
+	for k, v := range ls.reads {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// GlobPaths returns the files matching pattern, in git order.
+func (m *Manager) GlobPaths(ctx context.Context, id uuid.UUID, pattern string) ([]string, error) {
+	infos, err := m.ListFiles(ctx, id, ListOptions{Glob: pattern})
+	if errors.Is(err, record.ErrNotFound) {
+		return nil, nil // the glob's literal prefix does not exist
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, fi := range infos {
+		if fi.Type != "dir" {
+			out = append(out, fi.Path)
+		}
+	}
+	return out, nil
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 )
 
 // Source says where a file's content comes from.
@@ -53,19 +54,19 @@ func typeOf(m gitstore.Mode) string {
 // keeping both in the chain and the overlay's message as it is (which
 // already says "not found").
 func notFound(err error) error {
-	if errors.Is(err, overlay.ErrNotFound) && !errors.Is(err, ErrNotFound) {
+	if errors.Is(err, overlay.ErrNotFound) && !errors.Is(err, record.ErrNotFound) {
 		return &notFoundError{err}
 	}
 	return err
 }
 
-// notFoundError is an overlay not-found seen as the engine's ErrNotFound.
+// notFoundError is an overlay not-found seen as the engine's record.ErrNotFound.
 type notFoundError struct{ err error }
 
 func (e *notFoundError) Error() string   { return e.err.Error() }
-func (e *notFoundError) Unwrap() []error { return []error{ErrNotFound, e.err} }
+func (e *notFoundError) Unwrap() []error { return []error{record.ErrNotFound, e.err} }
 
-func (m *Manager) info(ctx context.Context, ls *live, n overlay.Node) (FileInfo, error) {
+func (ls *live) info(ctx context.Context, n overlay.Node) (FileInfo, error) {
 	fi := FileInfo{Path: n.Path, Type: typeOf(n.Mode), Mode: n.Mode, OID: n.OID, Status: n.Status, Source: SourceBase}
 	if n.Status == overlay.Added || n.Status == overlay.Modified {
 		fi.Source = SourceOverlay
@@ -109,16 +110,7 @@ func (m *Manager) Stat(ctx context.Context, id uuid.UUID, p string) (FileInfo, e
 	if err != nil {
 		return FileInfo{}, notFound(err)
 	}
-	return m.info(ctx, ls, n)
-}
-
-// Exists reports whether p exists in the session's view.
-func (m *Manager) Exists(ctx context.Context, id uuid.UUID, p string) (bool, error) {
-	_, err := m.Stat(ctx, id, p)
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	return ls.info(ctx, n)
 }
 
 // Read returns the content of the file at p: all of it when n < 0, else up
@@ -135,9 +127,9 @@ func (m *Manager) Read(ctx context.Context, id uuid.UUID, p string, off, n int64
 		return nil, FileInfo{}, notFound(err)
 	}
 	if !node.Mode.IsBlob() {
-		return nil, FileInfo{}, fmt.Errorf("read %q: %w: %w", p, ErrInvalid, overlay.ErrIsDir)
+		return nil, FileInfo{}, fmt.Errorf("read %q: %w: %w", p, record.ErrInvalid, overlay.ErrIsDir)
 	}
-	fi, err := m.info(ctx, ls, node)
+	fi, err := ls.info(ctx, node)
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
@@ -150,24 +142,6 @@ func (m *Manager) Read(ctx context.Context, id uuid.UUID, p string, off, n int64
 		ls.unsaved[p] = node.OID
 	}
 	return data, fi, nil
-}
-
-// ReadSet returns the base blob id of every base file the session read
-// (the first read of each path), saving reads not yet in the store.
-func (m *Manager) ReadSet(ctx context.Context, id uuid.UUID) (map[string]gitstore.OID, error) {
-	ls, err := m.lockLive(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	defer ls.mu.Unlock()
-	if err := m.flushReads(ctx, ls); err != nil {
-		return nil, err
-	}
-	out := make(map[string]gitstore.OID, len(ls.reads))
-	for k, v := range ls.reads {
-		out[k] = v
-	}
-	return out, nil
 }
 
 // WriteOptions qualify a write.
@@ -229,55 +203,55 @@ func (m *Manager) openEdit(ctx context.Context, id uuid.UUID, reads, writes []st
 }
 
 // Write writes data at p.
-func (m *Manager) Write(ctx context.Context, id uuid.UUID, p string, data []byte, opts WriteOptions) (FileInfo, Mutation, error) {
+func (m *Manager) Write(ctx context.Context, id uuid.UUID, p string, data []byte, opts WriteOptions) (FileInfo, MutationRecord, error) {
 	if int64(len(data)) > m.limits.MaxFileBytes {
-		return FileInfo{}, Mutation{}, fmt.Errorf("%w: %q is %d bytes, the limit is %d", ErrTooLarge, p, len(data), m.limits.MaxFileBytes)
+		return FileInfo{}, MutationRecord{}, fmt.Errorf("%w: %q is %d bytes, the limit is %d", ErrTooLarge, p, len(data), m.limits.MaxFileBytes)
 	}
 	ls, err := m.openWrite(ctx, id, p)
 	if err != nil {
-		return FileInfo{}, Mutation{}, err
+		return FileInfo{}, MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
-	rec, _, err := m.mutate(ctx, ls, OpWrite, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
-		return m.put(ctx, ls, mu, p, func([]byte) []byte { return data }, opts)
+	rec, _, err := m.recorder.mutate(ctx, ls, OpWrite, actorOf(ls, opts.Actor), false, func(mu *draft) error {
+		return ls.put(ctx, mu, p, func([]byte) []byte { return data }, opts)
 	})
 	if err != nil {
-		return FileInfo{}, Mutation{}, err
+		return FileInfo{}, MutationRecord{}, err
 	}
 	n, err := ls.ov.Stat(ctx, p)
 	if err != nil {
-		return FileInfo{}, Mutation{}, err
+		return FileInfo{}, MutationRecord{}, err
 	}
-	fi, err := m.info(ctx, ls, n)
+	fi, err := ls.info(ctx, n)
 	return fi, rec, err
 }
 
 // Append adds data at the end of the file at p (creating it).
-func (m *Manager) Append(ctx context.Context, id uuid.UUID, p string, data []byte, opts WriteOptions) (FileInfo, Mutation, error) {
+func (m *Manager) Append(ctx context.Context, id uuid.UUID, p string, data []byte, opts WriteOptions) (FileInfo, MutationRecord, error) {
 	ls, err := m.openWrite(ctx, id, p)
 	if err != nil {
-		return FileInfo{}, Mutation{}, err
+		return FileInfo{}, MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
-	rec, _, err := m.mutate(ctx, ls, OpAppend, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
-		return m.put(ctx, ls, mu, p, func(old []byte) []byte {
+	rec, _, err := m.recorder.mutate(ctx, ls, OpAppend, actorOf(ls, opts.Actor), false, func(mu *draft) error {
+		return ls.put(ctx, mu, p, func(old []byte) []byte {
 			return append(append(make([]byte, 0, len(old)+len(data)), old...), data...)
 		}, opts)
 	})
 	if err != nil {
-		return FileInfo{}, Mutation{}, err
+		return FileInfo{}, MutationRecord{}, err
 	}
 	n, err := ls.ov.Stat(ctx, p)
 	if err != nil {
-		return FileInfo{}, Mutation{}, err
+		return FileInfo{}, MutationRecord{}, err
 	}
-	fi, err := m.info(ctx, ls, n)
+	fi, err := ls.info(ctx, n)
 	return fi, rec, err
 }
 
 // put writes content(old) at p in the mutation's overlay, after checking
 // the preconditions against the current file.
-func (m *Manager) put(ctx context.Context, ls *live, mu *mutation, p string, content func(old []byte) []byte, opts WriteOptions) error {
+func (ls *live) put(ctx context.Context, mu *draft, p string, content func(old []byte) []byte, opts WriteOptions) error {
 	var old []byte
 	mode := opts.Mode
 	cur, err := mu.ov.Stat(ctx, p)
@@ -310,8 +284,8 @@ func (m *Manager) put(ctx context.Context, ls *live, mu *mutation, p string, con
 		mode = gitstore.ModeFile
 	}
 	data := content(old)
-	if int64(len(data)) > m.limits.MaxFileBytes {
-		return fmt.Errorf("%w: %q would be %d bytes, the limit is %d", ErrTooLarge, p, len(data), m.limits.MaxFileBytes)
+	if int64(len(data)) > mu.limits.MaxFileBytes {
+		return fmt.Errorf("%w: %q would be %d bytes, the limit is %d", ErrTooLarge, p, len(data), mu.limits.MaxFileBytes)
 	}
 	id := mu.addBlob(data)
 	if err := mu.ov.PutSized(ctx, p, id, mode, int64(len(data))); err != nil {
@@ -323,7 +297,7 @@ func (m *Manager) put(ctx context.Context, ls *live, mu *mutation, p string, con
 
 // Delete removes the file at p, or with recursive the directory at p and
 // everything below it.
-func (m *Manager) Delete(ctx context.Context, id uuid.UUID, p string, recursive bool, actor string) (Mutation, error) {
+func (m *Manager) Delete(ctx context.Context, id uuid.UUID, p string, recursive bool, actor string) (MutationRecord, error) {
 	return m.Remove(ctx, id, p, DeleteOptions{Recursive: recursive, Actor: actor})
 }
 
@@ -339,27 +313,27 @@ type DeleteOptions struct {
 }
 
 // Remove is Delete with conditions.
-func (m *Manager) Remove(ctx context.Context, id uuid.UUID, p string, opts DeleteOptions) (Mutation, error) {
+func (m *Manager) Remove(ctx context.Context, id uuid.UUID, p string, opts DeleteOptions) (MutationRecord, error) {
 	ls, err := m.openWrite(ctx, id, p)
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
-	rec, _, err := m.mutate(ctx, ls, OpDelete, actorOf(ls, opts.Actor), false, func(mu *mutation) error {
+	rec, _, err := m.recorder.mutate(ctx, ls, OpDelete, actorOf(ls, opts.Actor), false, func(mu *draft) error {
 		if err := checkIfMatch(ctx, mu, p, opts.IfMatch); err != nil {
 			return err
 		}
-		return m.remove(ctx, ls, mu, p, opts.Recursive)
+		return ls.remove(ctx, mu, p, opts.Recursive)
 	})
 	return rec, err
 }
 
 // checkIfMatch enforces a condition on the file at p in the mutation's
 // view: with want set, p must be a file at version want (else a
-// *PreconditionError); a directory has no version to match (ErrInvalid).
+// *PreconditionError); a directory has no version to match (record.ErrInvalid).
 // Every operation that changes a path with a condition checks it here or
 // in put, never ignores it.
-func checkIfMatch(ctx context.Context, mu *mutation, p string, want *gitstore.OID) error {
+func checkIfMatch(ctx context.Context, mu *draft, p string, want *gitstore.OID) error {
 	if want == nil {
 		return nil
 	}
@@ -370,23 +344,23 @@ func checkIfMatch(ctx context.Context, mu *mutation, p string, want *gitstore.OI
 	case err != nil:
 		return err
 	case n.IsDir():
-		return fmt.Errorf("%w: if-match names a version of a file, and %q is a directory", ErrInvalid, p)
+		return fmt.Errorf("%w: if-match names a version of a file, and %q is a directory", record.ErrInvalid, p)
 	case n.OID != *want:
 		return &PreconditionError{Path: p, Current: n.OID.String()}
 	}
 	return nil
 }
 
-func (m *Manager) remove(ctx context.Context, ls *live, mu *mutation, p string, recursive bool) error {
+func (ls *live) remove(ctx context.Context, mu *draft, p string, recursive bool) error {
 	n, err := mu.ov.Stat(ctx, p)
 	if err != nil {
 		return notFound(err)
 	}
 	if n.IsDir() {
 		if !recursive {
-			return fmt.Errorf("delete %q: %w: a directory needs recursive", p, ErrInvalid)
+			return fmt.Errorf("delete %q: %w: a directory needs recursive", p, record.ErrInvalid)
 		}
-		if err := m.checkWriteBelow(ctx, ls, mu.ov, p); err != nil {
+		if err := ls.checkWriteBelow(ctx, mu.ov, p); err != nil {
 			return err
 		}
 	}
@@ -399,23 +373,23 @@ func (m *Manager) remove(ctx context.Context, ls *live, mu *mutation, p string, 
 
 // checkWriteBelow applies the write policy to every file below directory
 // p: deleting or moving a directory writes all of them.
-func (m *Manager) checkWriteBelow(ctx context.Context, ls *live, ov *overlay.Overlay, p string) error {
+func (ls *live) checkWriteBelow(ctx context.Context, ov *overlay.Overlay, p string) error {
 	return ov.List(ctx, overlay.ListOptions{Prefix: p, Recursive: true}, func(n overlay.Node) error {
 		return ls.policy.checkWrite(n.Path)
 	})
 }
 
 // Move renames the file or directory src to dst, which must not exist.
-func (m *Manager) Move(ctx context.Context, id uuid.UUID, src, dst, actor string) (Mutation, error) {
+func (m *Manager) Move(ctx context.Context, id uuid.UUID, src, dst, actor string) (MutationRecord, error) {
 	return m.relocate(ctx, id, src, dst, actor, true)
 }
 
 // Copy copies the file or directory src to dst, which must not exist.
-func (m *Manager) Copy(ctx context.Context, id uuid.UUID, src, dst, actor string) (Mutation, error) {
+func (m *Manager) Copy(ctx context.Context, id uuid.UUID, src, dst, actor string) (MutationRecord, error) {
 	return m.relocate(ctx, id, src, dst, actor, false)
 }
 
-func (m *Manager) relocate(ctx context.Context, id uuid.UUID, src, dst, actor string, move bool) (Mutation, error) {
+func (m *Manager) relocate(ctx context.Context, id uuid.UUID, src, dst, actor string, move bool) (MutationRecord, error) {
 	// A copy reads its source and writes its destination; a move writes
 	// both.
 	reads, writes := []string{src}, []string{dst}
@@ -424,24 +398,24 @@ func (m *Manager) relocate(ctx context.Context, id uuid.UUID, src, dst, actor st
 	}
 	ls, err := m.openEdit(ctx, id, reads, writes)
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
 	op := OpCopy
 	if move {
 		op = OpMove
 	}
-	rec, _, err := m.mutate(ctx, ls, op, actorOf(ls, actor), false, func(mu *mutation) error {
-		return m.relocateIn(ctx, ls, mu, src, dst, move, false)
+	rec, _, err := m.recorder.mutate(ctx, ls, op, actorOf(ls, actor), false, func(mu *draft) error {
+		return ls.relocateIn(ctx, mu, src, dst, move, false)
 	})
 	return rec, err
 }
 
 // relocateIn moves or copies src to dst. An existing dst is a conflict,
 // unless overwrite is set and dst is a file, which is then replaced.
-func (m *Manager) relocateIn(ctx context.Context, ls *live, mu *mutation, src, dst string, move, overwrite bool) error {
+func (ls *live) relocateIn(ctx context.Context, mu *draft, src, dst string, move, overwrite bool) error {
 	if src == dst || strings.HasPrefix(dst, src+"/") {
-		return fmt.Errorf("%w: cannot move or copy %q into itself (%q)", ErrInvalid, src, dst)
+		return fmt.Errorf("%w: cannot move or copy %q into itself (%q)", record.ErrInvalid, src, dst)
 	}
 	if err := ls.policy.checkRead(src); err != nil {
 		return err
@@ -453,9 +427,9 @@ func (m *Manager) relocateIn(ctx context.Context, ls *live, mu *mutation, src, d
 	if dn, err := mu.ov.Stat(ctx, dst); err == nil {
 		switch {
 		case dn.IsDir():
-			return fmt.Errorf("%w: %q is a directory; move or copy into a path below it, or delete it first", ErrConflict, dst)
+			return fmt.Errorf("%w: %q is a directory; move or copy into a path below it, or delete it first", record.ErrConflict, dst)
 		case !overwrite:
-			return fmt.Errorf("%w: %q exists; set overwrite to replace it", ErrConflict, dst)
+			return fmt.Errorf("%w: %q exists; set overwrite to replace it", record.ErrConflict, dst)
 		}
 		if err := ls.policy.checkWrite(dst); err != nil {
 			return err
@@ -493,7 +467,7 @@ func (m *Manager) relocateIn(ctx context.Context, ls *live, mu *mutation, src, d
 			}
 		}
 		if f.Mode == gitstore.ModeGitlink {
-			return fmt.Errorf("%w: %q is a submodule, which is read-only", ErrInvalid, f.Path)
+			return fmt.Errorf("%w: %q is a submodule, which is read-only", record.ErrInvalid, f.Path)
 		}
 		size, err := mu.blobSize(ctx, f.OID)
 		if err != nil {
@@ -554,7 +528,7 @@ func (m *Manager) ListFiles(ctx context.Context, id uuid.UUID, opts ListOptions)
 		if !ls.policy.canRead(n.Path) || (g != nil && !g.Match(n.Path)) {
 			return nil
 		}
-		fi, err := m.info(ctx, ls, n)
+		fi, err := ls.info(ctx, n)
 		if err != nil {
 			return err
 		}
@@ -595,24 +569,6 @@ func listGlob(ctx context.Context, ov *overlay.Overlay, opts overlay.ListOptions
 	return err
 }
 
-// GlobPaths returns the files matching pattern, in git order.
-func (m *Manager) GlobPaths(ctx context.Context, id uuid.UUID, pattern string) ([]string, error) {
-	infos, err := m.ListFiles(ctx, id, ListOptions{Glob: pattern})
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil // the glob's literal prefix does not exist
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, fi := range infos {
-		if fi.Type != "dir" {
-			out = append(out, fi.Path)
-		}
-	}
-	return out, nil
-}
-
 // SearchOptions describe a content search.
 type SearchOptions struct {
 	Pattern         string // RE2
@@ -640,7 +596,7 @@ type SearchResult struct {
 // (binary files are skipped), in git order.
 func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) (SearchResult, error) {
 	if opts.Pattern == "" {
-		return SearchResult{}, fmt.Errorf("%w: empty search pattern", ErrInvalid)
+		return SearchResult{}, fmt.Errorf("%w: empty search pattern", record.ErrInvalid)
 	}
 	pat := opts.Pattern
 	if opts.CaseInsensitive {
@@ -648,7 +604,7 @@ func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) 
 	}
 	re, err := regexp.Compile(pat)
 	if err != nil {
-		return SearchResult{}, fmt.Errorf("%w: pattern: %v", ErrInvalid, err)
+		return SearchResult{}, fmt.Errorf("%w: pattern: %v", record.ErrInvalid, err)
 	}
 	if opts.MaxResults <= 0 {
 		opts.MaxResults = 1000

@@ -12,11 +12,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
 )
 
-// FS returns the session's current view as an fs.FS (read-only). Each
-// call reads the view as it is then; ctx bounds every operation.
-func (m *Manager) FS(ctx context.Context, id uuid.UUID) fs.FS {
+// NewFS returns the current view of session id of m as an fs.FS
+// (read-only): an adapter over the Manager's Stat, Read and ListFiles.
+// Each call reads the view as it is then; ctx bounds every operation.
+func NewFS(ctx context.Context, m *Manager, id uuid.UUID) fs.FS {
 	return &sessionFS{m: m, id: id, ctx: ctx}
 }
 
@@ -41,9 +43,9 @@ func toPath(name string) string {
 
 func fsErr(op, name string, err error) error {
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		err = fs.ErrNotExist
-	case errors.Is(err, ErrForbidden):
+	case errors.Is(err, record.ErrForbidden):
 		err = fs.ErrPermission
 	}
 	return &fs.PathError{Op: op, Path: name, Err: err}

@@ -9,6 +9,8 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
 )
 
 // Glob is a compiled path pattern, matched by doublestar against a whole
@@ -41,15 +43,15 @@ type Glob struct {
 func CompileGlob(pattern string) (*Glob, error) {
 	switch {
 	case pattern == "":
-		return nil, fmt.Errorf("%w: empty glob", ErrInvalid)
+		return nil, fmt.Errorf("%w: empty glob", record.ErrInvalid)
 	case strings.HasPrefix(pattern, "/"):
-		return nil, fmt.Errorf("%w: glob %q: patterns are relative to the repository root, without a leading /", ErrInvalid, pattern)
+		return nil, fmt.Errorf("%w: glob %q: patterns are relative to the repository root, without a leading /", record.ErrInvalid, pattern)
 	case !doublestar.ValidatePattern(pattern):
-		return nil, fmt.Errorf("%w: glob %q: unclosed '[' or '{', an empty class, or a trailing '\\'", ErrInvalid, pattern)
+		return nil, fmt.Errorf("%w: glob %q: unclosed '[' or '{', an empty class, or a trailing '\\'", record.ErrInvalid, pattern)
 	}
 	match, err := classesWithinComponent(pattern)
 	if err != nil {
-		return nil, fmt.Errorf("%w: glob %q: %v", ErrInvalid, pattern, err)
+		return nil, fmt.Errorf("%w: glob %q: %v", record.ErrInvalid, pattern, err)
 	}
 	base, _ := doublestar.SplitPattern(pattern)
 	if base == "." {
@@ -216,7 +218,7 @@ func (p *policy) canWrite(path string) bool {
 // rebase brings upstream's changes to them too) left out of Paths, Old
 // and New alike. The log keeps them all; the engine needs them to bring
 // view directories up to date.
-func (p *policy) visible(m Mutation) Mutation {
+func (p *policy) visible(m MutationRecord) MutationRecord {
 	var paths []string
 	var old, new []gitstore.OID
 	for i, path := range m.Paths {
@@ -243,14 +245,14 @@ func (p *policy) visible(m Mutation) Mutation {
 
 func (p *policy) checkRead(path string) error {
 	if !p.canRead(path) {
-		return fmt.Errorf("read %q: %w", path, ErrForbidden)
+		return fmt.Errorf("read %q: %w", path, record.ErrForbidden)
 	}
 	return nil
 }
 
 func (p *policy) checkWrite(path string) error {
 	if !p.canWrite(path) {
-		return fmt.Errorf("write %q: %w", path, ErrForbidden)
+		return fmt.Errorf("write %q: %w", path, record.ErrForbidden)
 	}
 	return nil
 }
@@ -263,11 +265,11 @@ func (p *policy) checkTreeWrites(ctx context.Context, r *gitstore.Repo, from, to
 	if from == to {
 		return nil
 	}
-	return r.DiffTrees(ctx, from, to, func(c gitstore.TreeChange) error {
-		if keep != nil && !keep(c.Path) {
+	return merge.WalkChanges(ctx, r, from, to, func(c merge.FileChange) error {
+		if keep != nil && !keep(c.Path()) {
 			return nil
 		}
-		return p.checkWrite(c.Path)
+		return p.checkWrite(c.Path())
 	})
 }
 

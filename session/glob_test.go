@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessiond/sessiond/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -72,7 +73,7 @@ func TestGlobPrefix(t *testing.T) {
 func TestGlobInvalid(t *testing.T) {
 	for _, pattern := range []string{"", "[", "a[b", "{a,b", `a\`, "/abs/**", "[]", "a[/]c", "a[.-0]c"} {
 		_, err := CompileGlob(pattern)
-		assert.ErrorIs(t, err, ErrInvalid, "%q", pattern)
+		assert.ErrorIs(t, err, record.ErrInvalid, "%q", pattern)
 	}
 }
 
@@ -136,15 +137,15 @@ func TestPolicy(t *testing.T) {
 				if err := p.checkWrite(path); w.write {
 					assert.NoError(t, err, "checkWrite %q", path)
 				} else {
-					assert.ErrorIs(t, err, ErrForbidden, "checkWrite %q", path)
+					assert.ErrorIs(t, err, record.ErrForbidden, "checkWrite %q", path)
 				}
 			}
 		})
 	}
 	_, err := compilePolicy(Policy{Deny: []string{"["}})
-	assert.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorIs(t, err, record.ErrInvalid)
 	_, err = compilePolicy(Policy{Parent: &Policy{Read: []string{"{"}}})
-	assert.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorIs(t, err, record.ErrInvalid)
 }
 
 // TestNarrow: whatever a fork asks for, its policy allows nothing its

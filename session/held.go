@@ -41,7 +41,7 @@ func (m *Manager) SessionInfo(ctx context.Context, id uuid.UUID) (record.Session
 
 // CheckWrites holds a change from tree base to tree head to session id's
 // write policy: every path it changes must be one the session may write,
-// or it is ErrForbidden.
+// or it is record.ErrForbidden.
 func (m *Manager) CheckWrites(ctx context.Context, id uuid.UUID, repo *gitstore.Repo, base, head gitstore.OID) error {
 	s, err := m.store.GetSession(ctx, id)
 	if err != nil {
@@ -72,7 +72,7 @@ type held struct {
 
 func (h *held) Info() record.SessionInfo { return info(h.ls.meta) }
 
-func (h *held) CheckOpen(ctx context.Context) error { return h.m.checkOpen(ctx, h.ls) }
+func (h *held) CheckOpen(ctx context.Context) error { return h.m.recorder.checkOpen(ctx, h.ls) }
 
 func (h *held) Changed() bool { return h.ls.tree != h.ls.baseTree }
 
@@ -82,13 +82,13 @@ func (h *held) Freeze(ctx context.Context, message string) (gitstore.OID, map[st
 	if c, err := ls.repo.Commit(ctx, head); err != nil {
 		return gitstore.OID{}, nil, err
 	} else if ls.meta.Checkpoints == 0 || c.Tree != ls.tree {
-		cp, err := h.m.checkpoint(ctx, ls, "submit", message)
+		cp, err := h.m.recorder.checkpoint(ctx, ls, "submit", message)
 		if err != nil {
 			return gitstore.OID{}, nil, err
 		}
 		head = cp.Commit
 	}
-	if err := h.m.flushReads(ctx, ls); err != nil {
+	if err := h.m.mem.flushReads(ctx, ls); err != nil {
 		return gitstore.OID{}, nil, err
 	}
 	reads := maps.Clone(ls.reads)
@@ -120,8 +120,8 @@ func (h *held) Committed(ctx context.Context) {
 	h.ls.meta.State = h.to
 	h.ls.meta.LastActiveAt = h.at
 	if h.to.Terminal() {
-		h.m.observeClosed(ctx, h.ls.meta)
-		h.m.removeScratch(h.ls)
+		h.m.recorder.observeClosed(ctx, h.ls.meta)
+		h.m.recorder.removeScratch(h.ls)
 	}
 }
 
@@ -145,7 +145,7 @@ func (h *held) Rebase(ctx context.Context, commit gitstore.OID, mergeChanges boo
 		}
 		target = merged.Tree
 	}
-	if _, err := h.m.replaceOverlay(ctx, ls, OpRebase, actor, target, &newBase{commit: commit, tree: c.Tree}); err != nil {
+	if _, err := h.m.recorder.replaceOverlay(ctx, ls, OpRebase, actor, target, &newBase{commit: commit, tree: c.Tree}); err != nil {
 		return fmt.Errorf("rebase the session: %w", err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -24,20 +25,19 @@ type env struct {
 	dataDir string
 	repoDir string
 	store   db.Store
+	en      *testengine.Engine
 	m       *session.Manager
 }
 
 // cs is the changeset service over the engine and its store, as the
 // daemon wires it.
-func (e *env) cs() *changeset.Service {
-	return changeset.New(changeset.Config{Store: e.store.Changesets(), Sessions: e.m})
-}
+func (e *env) cs() *changeset.Service { return e.en.Changesets }
 
 func newEnv(t testing.TB, fixture string) *env {
 	t.Helper()
 	e := &env{t: t, dataDir: t.TempDir(), repoDir: testrepo.Build(t, fixture)}
 	e.open()
-	_, err := e.m.RegisterRepo(t.Context(), "r", e.repoDir)
+	_, err := e.en.Repos.Register(t.Context(), "r", e.repoDir)
 	require.NoError(t, err)
 	return e
 }
@@ -49,13 +49,19 @@ func (e *env) open() {
 	st, err := db.OpenSQLite(context.Background(), filepath.Join(e.dataDir, "sessiond.db"))
 	require.NoError(e.t, err)
 	e.store = st
-	e.m = session.NewManager(session.Config{Store: st, DataDir: e.dataDir})
-	e.t.Cleanup(func() { e.m.Close(); st.Close() })
+	e.start(session.Config{})
+	e.t.Cleanup(func() { e.en.Close(); st.Close() })
+}
+
+// start wires the engines over e.store with cfg.
+func (e *env) start(cfg session.Config) {
+	e.en = testengine.New(e.store, e.dataDir, cfg)
+	e.m = e.en.Sessions
 }
 
 func (e *env) restart() {
 	e.t.Helper()
-	require.NoError(e.t, e.m.Close())
+	require.NoError(e.t, e.en.Close())
 	require.NoError(e.t, e.store.Close())
 	e.open()
 }

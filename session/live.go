@@ -10,9 +10,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/failpoint"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/workdir"
 )
 
 // live is a session loaded in memory: its metadata, its overlay and the
@@ -59,14 +62,14 @@ type live struct {
 // from the store if it is not in memory. It gives up when ctx ends while
 // it waits for the lock.
 func (m *Manager) lockLive(ctx context.Context, id uuid.UUID) (*live, error) {
-	ls, err := m.lockEntry(ctx, id)
+	ls, err := m.mem.lockEntry(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if ls.loaded {
 		return ls, nil
 	}
-	if err := m.load(ctx, id, ls); err != nil {
+	if err := m.mem.load(ctx, id, ls); err != nil {
 		ls.mu.Unlock() // drops the entry: nothing is loaded
 		return nil, err
 	}
@@ -75,13 +78,13 @@ func (m *Manager) lockLive(ctx context.Context, id uuid.UUID) (*live, error) {
 
 // load reads a session from the store, rebuilds its overlay and tree, and
 // repairs its refs after a crash: the store is the truth, refs follow it.
-func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
+func (m *memory) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	m.loads.Add(1)
 	s, stored, err := m.readSession(ctx, id)
 	if err != nil {
 		return err
 	}
-	r, err := m.repo(ctx, s.Repo)
+	r, err := m.repos.Open(ctx, s.Repo)
 	if err != nil {
 		return err
 	}
@@ -160,7 +163,7 @@ func (m *Manager) load(ctx context.Context, id uuid.UUID, ls *live) error {
 // after sending its COMMIT leaves the database to finish it a moment later.
 // Every overlay change advances the sequence, so an unchanged sequence
 // around the overlay read means the two agree.
-func (m *Manager) readSession(ctx context.Context, id uuid.UUID) (Session, []OverlayEntry, error) {
+func (m *memory) readSession(ctx context.Context, id uuid.UUID) (Session, []OverlayEntry, error) {
 	for attempt := 0; ; attempt++ {
 		s, err := m.store.GetSession(ctx, id)
 		if err != nil {
@@ -226,22 +229,50 @@ func overlayDelta(before, after []overlay.Entry) []OverlayChange {
 	return out
 }
 
+// recorder owns how a change to a loaded session becomes durable, in the
+// order of the package's durability invariant (objects, refs, then one
+// store transaction with the change's events), and who hears of it after
+// the commit: the event log's streams and the observers. Every write
+// path (mutations, whole-overlay replacements, checkpoints, state
+// changes) goes through it, and it refuses writes a session does not
+// take. Its methods' receiver is m, as the Manager's, whose part it is.
+type recorder struct {
+	store  Store
+	events *events.Log
+	// observers is fixed at construction.
+	observers []Observer
+	limits    Limits
+	now       func() time.Time
+	ovOpts    overlay.Options
+	workdirs  *workdir.Manager // a finished session's scratch is removed here
+}
+
+// removeScratch deletes a finished session's scratch directory at once
+// (its ignored outputs can be large), unless a command still runs in it
+// (Exec removes it when that command ends). ls.mu must be held. Best
+// effort: a scratch left behind costs disk, never correctness.
+func (m *recorder) removeScratch(ls *live) {
+	if m.workdirs != nil && !ls.busy && ls.meta.State.Terminal() {
+		_ = m.workdirs.Remove(ls.meta.ID.String())
+	}
+}
+
 // checkOpen refuses operations on a closed or expired session; a session
 // found past its expiry is expired now. ls.mu must be held.
-func (m *Manager) checkOpen(ctx context.Context, ls *live) error {
+func (m *recorder) checkOpen(ctx context.Context, ls *live) error {
 	if !ls.meta.State.Terminal() && !ls.meta.ExpiresAt.IsZero() && !m.now().Before(ls.meta.ExpiresAt) {
 		if err := m.setState(ctx, ls, StateExpired); err != nil {
 			return err
 		}
 	}
 	if ls.meta.State.Terminal() {
-		return fmt.Errorf("session %s is %s: %w", ls.meta.ID, ls.meta.State, ErrSessionClosed)
+		return fmt.Errorf("session %s is %s: %w", ls.meta.ID, ls.meta.State, record.ErrSessionClosed)
 	}
 	return nil
 }
 
 // checkWritable is checkOpen plus the session's mode.
-func (m *Manager) checkWritable(ctx context.Context, ls *live) error {
+func (m *recorder) checkWritable(ctx context.Context, ls *live) error {
 	if err := m.checkOpen(ctx, ls); err != nil {
 		return err
 	}
@@ -264,8 +295,10 @@ type change struct {
 	deleted          bool
 }
 
-// mutation is an operation in progress on a copy of the overlay.
-type mutation struct {
+// draft is a mutation in flight: an operation in progress on a copy of
+// the overlay, with the objects it queued. Committed by recorder.mutate,
+// it becomes a MutationRecord; refused, it is dropped and nothing changed.
+type draft struct {
 	ov    *overlay.Overlay
 	batch *gitstore.Batch
 	paths []string
@@ -275,17 +308,19 @@ type mutation struct {
 	repo    *gitstore.Repo
 	// exec, for an exec mutation, is recorded with it.
 	exec *ExecInfo
+	// limits are the engine's, for the rules of each write.
+	limits Limits
 }
 
 // addBlob queues a blob and keeps it readable within the mutation.
-func (mu *mutation) addBlob(data []byte) gitstore.OID {
+func (mu *draft) addBlob(data []byte) gitstore.OID {
 	id := mu.batch.AddBlob(data)
 	mu.pending[id] = data
 	return id
 }
 
 // readBlob reads a blob queued in this mutation or in the repository.
-func (mu *mutation) readBlob(ctx context.Context, id gitstore.OID) ([]byte, error) {
+func (mu *draft) readBlob(ctx context.Context, id gitstore.OID) ([]byte, error) {
 	if data, ok := mu.pending[id]; ok {
 		return data, nil
 	}
@@ -294,7 +329,7 @@ func (mu *mutation) readBlob(ctx context.Context, id gitstore.OID) ([]byte, erro
 
 // blobSize is the size of a blob queued in this mutation or in the
 // repository.
-func (mu *mutation) blobSize(ctx context.Context, id gitstore.OID) (int64, error) {
+func (mu *draft) blobSize(ctx context.Context, id gitstore.OID) (int64, error) {
 	if data, ok := mu.pending[id]; ok {
 		return int64(len(data)), nil
 	}
@@ -302,19 +337,19 @@ func (mu *mutation) blobSize(ctx context.Context, id gitstore.OID) (int64, error
 }
 
 // read returns the content of file p in the mutation's view.
-func (mu *mutation) read(ctx context.Context, p string) ([]byte, error) {
+func (mu *draft) read(ctx context.Context, p string) ([]byte, error) {
 	n, err := mu.ov.Stat(ctx, p)
 	if err != nil {
 		return nil, notFound(err)
 	}
 	if !n.Mode.IsBlob() {
-		return nil, fmt.Errorf("read %q: %w: %w", p, ErrInvalid, overlay.ErrIsDir)
+		return nil, fmt.Errorf("read %q: %w: %w", p, record.ErrInvalid, overlay.ErrIsDir)
 	}
 	return mu.readBlob(ctx, n.OID)
 }
 
 // touch records that the mutation changed p.
-func (mu *mutation) touch(p string) { mu.paths = append(mu.paths, p) }
+func (mu *draft) touch(p string) { mu.paths = append(mu.paths, p) }
 
 // mutate runs fn on a copy of the session's overlay and makes the result
 // durable, or changes nothing: new objects are written and fsynced, the
@@ -322,30 +357,30 @@ func (mu *mutation) touch(p string) { mu.paths = append(mu.paths, p) }
 // and its events are committed in one store transaction. Only then does
 // the session see the new overlay. With dryRun nothing is written and the
 // session keeps its overlay. ls.mu must be held.
-func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dryRun bool, fn func(*mutation) error) (Mutation, []change, error) {
+func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dryRun bool, fn func(*draft) error) (MutationRecord, []change, error) {
 	if err := m.checkWritable(ctx, ls); err != nil {
-		return Mutation{}, nil, err
+		return MutationRecord{}, nil, err
 	}
-	mu := &mutation{ov: ls.ov.Clone(), batch: ls.repo.NewBatch(), pending: map[gitstore.OID][]byte{}, repo: ls.repo}
+	mu := &draft{ov: ls.ov.Clone(), batch: ls.repo.NewBatch(), pending: map[gitstore.OID][]byte{}, repo: ls.repo, limits: m.limits}
 	// The content rules read the blobs this mutation queues.
 	mu.ov.ReadBlobsWith(mu.readBlob)
 	before := ls.ov.Entries()
 	if err := fn(mu); err != nil {
-		return Mutation{}, nil, err
+		return MutationRecord{}, nil, err
 	}
 	if mu.ov.Len() > m.limits.MaxEntries {
-		return Mutation{}, nil, fmt.Errorf("%w: %d overlay entries, the limit is %d", ErrTooLarge, mu.ov.Len(), m.limits.MaxEntries)
+		return MutationRecord{}, nil, fmt.Errorf("%w: %d overlay entries, the limit is %d", ErrTooLarge, mu.ov.Len(), m.limits.MaxEntries)
 	}
 	if mu.ov.ContentBytes() > m.limits.MaxOverlayBytes {
-		return Mutation{}, nil, fmt.Errorf("%w: %d bytes of overlay content, the limit is %d", ErrTooLarge, mu.ov.ContentBytes(), m.limits.MaxOverlayBytes)
+		return MutationRecord{}, nil, fmt.Errorf("%w: %d bytes of overlay content, the limit is %d", ErrTooLarge, mu.ov.ContentBytes(), m.limits.MaxOverlayBytes)
 	}
-	changes, err := m.describe(ctx, ls.ov, mu.ov, mu.paths)
+	changes, err := describe(ctx, ls.ov, mu.ov, mu.paths)
 	if err != nil {
-		return Mutation{}, nil, err
+		return MutationRecord{}, nil, err
 	}
 	delta := overlayDelta(before, mu.ov.Entries())
 	now := m.now()
-	rec := Mutation{Session: ls.meta.ID, Op: op, Actor: actor, At: now, Exec: mu.exec}
+	rec := MutationRecord{Session: ls.meta.ID, Op: op, Actor: actor, At: now, Exec: mu.exec}
 	for _, c := range changes {
 		rec.Paths = append(rec.Paths, c.path)
 		rec.Old = append(rec.Old, c.old)
@@ -357,13 +392,13 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 	}
 	tree, err := nextTree(ctx, ls.tree, mu)
 	if err != nil {
-		return Mutation{}, nil, err
+		return MutationRecord{}, nil, err
 	}
 	if err := mu.batch.Flush(ctx); err != nil {
-		return Mutation{}, nil, fmt.Errorf("write objects: %w", err)
+		return MutationRecord{}, nil, fmt.Errorf("write objects: %w", err)
 	}
 	if err := ls.repo.UpdateRef(ctx, liveRef(ls.meta.ID), tree, ls.pinned); err != nil {
-		return Mutation{}, nil, fmt.Errorf("pin overlay: %w", err)
+		return MutationRecord{}, nil, fmt.Errorf("pin overlay: %w", err)
 	}
 	ls.pinned = tree
 	failpoint.Hit(failpoint.RefMoved)
@@ -394,7 +429,7 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 		return nil
 	})
 	if err != nil {
-		return Mutation{}, nil, fmt.Errorf("record mutation: %w", err)
+		return MutationRecord{}, nil, fmt.Errorf("record mutation: %w", err)
 	}
 	failpoint.Hit(failpoint.StoreCommitted)
 	ls.ov = mu.ov
@@ -406,7 +441,7 @@ func (m *Manager) mutate(ctx context.Context, ls *live, op Op, actor string, dry
 	if !expires.IsZero() {
 		ls.meta.ExpiresAt = expires
 	}
-	m.events.notify()
+	m.events.Notify()
 	m.observeMutation(ctx, ls, rec, changes)
 	return rec, changes, nil
 }
@@ -421,7 +456,7 @@ func saveReads(ctx context.Context, tx Tx, ls *live) error {
 }
 
 // flushReads saves the session's unsaved reads now. ls.mu must be held.
-func (m *Manager) flushReads(ctx context.Context, ls *live) error {
+func (m *memory) flushReads(ctx context.Context, ls *live) error {
 	if err := saveReads(ctx, m.store, ls); err != nil {
 		return fmt.Errorf("session %s: save read set: %w", ls.meta.ID, err)
 	}
@@ -432,7 +467,7 @@ func (m *Manager) flushReads(ctx context.Context, ls *live) error {
 // nextTree is the tree of the mutation's view: prev, the tree before it,
 // with the paths the mutation touched re-encoded. The cost follows those
 // paths, not the size of the overlay.
-func nextTree(ctx context.Context, prev gitstore.OID, mu *mutation) (gitstore.OID, error) {
+func nextTree(ctx context.Context, prev gitstore.OID, mu *draft) (gitstore.OID, error) {
 	roots := slices.Clone(mu.paths)
 	slices.Sort(roots)
 	roots = slices.Compact(roots)
@@ -461,7 +496,7 @@ func nextTree(ctx context.Context, prev gitstore.OID, mu *mutation) (gitstore.OI
 
 // nextExpiry is the expiry after activity at now: the idle TTL from now,
 // capped by the absolute lifetime.
-func (m *Manager) nextExpiry(ls *live, now time.Time) time.Time {
+func (m *recorder) nextExpiry(ls *live, now time.Time) time.Time {
 	if ls.ttl <= 0 {
 		return time.Time{}
 	}
@@ -477,7 +512,7 @@ func (m *Manager) nextExpiry(ls *live, now time.Time) time.Time {
 // describe resolves, for each touched path, the file's blob before and
 // after (zero for none). A touched directory reports every file below it
 // that changed.
-func (m *Manager) describe(ctx context.Context, before, after *overlay.Overlay, paths []string) ([]change, error) {
+func describe(ctx context.Context, before, after *overlay.Overlay, paths []string) ([]change, error) {
 	seen := map[string]bool{}
 	var out []change
 	add := func(p string) error {

@@ -4,19 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/workdir"
 )
 
@@ -46,18 +44,21 @@ func (l *Limits) fill() {
 // Config configures a Manager.
 type Config struct {
 	Store Store
-	// DataDir holds repositories created with InitRepo.
-	DataDir string
-	Limits  Limits
+	// Repos opens the sessions' repositories.
+	Repos *repos.Registry
+	// Events wakes the event streams after the engine committed events.
+	Events *events.Log
+	Limits Limits
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// AllowCaseCollisions turns off the caseCollision path rule.
 	AllowCaseCollisions bool
 	// Observers learn of every committed mutation and closed session.
 	Observers []Observer
-	// Workdirs runs commands on sessions' views; nil: Exec is refused.
+	// Workdirs holds the sessions' view directories: an Executor runs
+	// commands in them, and a finished session's scratch is removed from
+	// them. Nil: no commands (NewExecutor's Exec is refused).
 	Workdirs *workdir.Manager
-	Exec     ExecConfig
 	// IdleUnload is how long a loaded session may go unused before it is
 	// unloaded from memory (it is loaded again from the store when next
 	// used): DefaultIdleUnload when zero, never when negative. Finished
@@ -65,185 +66,63 @@ type Config struct {
 	IdleUnload time.Duration
 }
 
-// Manager is the session engine. It is safe for concurrent use: many
-// sessions run in parallel, and the operations on one session are
+// Manager is the session engine: it owns sessions, their lifecycle and
+// the operations on them. It is composed of parts that own one job each:
+// memory (which sessions are loaded, their locks, unloading), recorder
+// (how a change becomes durable and who hears of it), and the repository
+// registry and event log it is handed. It is safe for concurrent use:
+// many sessions run in parallel, and the operations on one session are
 // serialized by that session's lock.
 type Manager struct {
-	store   Store
-	dataDir string
-	limits  Limits
-	now     func() time.Time
-	ovOpts  overlay.Options
-	events  *broker
-	// observers is fixed at construction.
-	observers []Observer
-	workdirs  *workdir.Manager
-	exec      ExecConfig
+	store    Store
+	repos    *repos.Registry
+	events   *events.Log
+	limits   Limits
+	now      func() time.Time
+	ovOpts   overlay.Options
+	workdirs *workdir.Manager
 
-	mu    sync.Mutex // guards repos and live
-	repos map[string]*gitstore.Repo
-	// live holds the sessions in memory: loaded ones, and entries being
-	// loaded or closed under their lock.
-	live map[uuid.UUID]*live
-
-	janitor janitor
-	loads   atomic.Int64 // sessions loaded from the store, for tests
+	mem      *memory
+	recorder *recorder
 }
 
 // NewManager returns an engine over cfg.Store.
 func NewManager(cfg Config) *Manager {
 	cfg.Limits.fill()
-	cfg.Exec.fill()
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
+	clock := func() time.Time { return now().UTC().Truncate(time.Microsecond) }
+	ovOpts := overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions}
 	m := &Manager{
-		store:     cfg.Store,
-		dataDir:   cfg.DataDir,
-		limits:    cfg.Limits,
-		now:       func() time.Time { return now().UTC().Truncate(time.Microsecond) },
-		ovOpts:    overlay.Options{AllowCaseCollisions: cfg.AllowCaseCollisions},
-		events:    newBroker(),
-		observers: cfg.Observers,
-		workdirs:  cfg.Workdirs,
-		exec:      cfg.Exec,
-		repos:     make(map[string]*gitstore.Repo),
-		live:      make(map[uuid.UUID]*live),
+		store:    cfg.Store,
+		repos:    cfg.Repos,
+		events:   cfg.Events,
+		limits:   cfg.Limits,
+		now:      clock,
+		ovOpts:   ovOpts,
+		workdirs: cfg.Workdirs,
+		mem: &memory{store: cfg.Store, repos: cfg.Repos, ovOpts: ovOpts, now: clock,
+			live: make(map[uuid.UUID]*live)},
+		recorder: &recorder{store: cfg.Store, events: cfg.Events, observers: cfg.Observers,
+			limits: cfg.Limits, now: clock, ovOpts: ovOpts, workdirs: cfg.Workdirs},
 	}
 	if cfg.IdleUnload == 0 {
 		cfg.IdleUnload = DefaultIdleUnload
 	}
-	m.startJanitor(cfg.IdleUnload)
+	m.mem.startJanitor(cfg.IdleUnload)
 	return m
 }
 
-// Close stops the idle unloader and releases the open repositories. The
-// store is the caller's.
+// Close stops the idle unloader and lets the loaded sessions go. The
+// store, the repositories and the event log are the caller's.
 func (m *Manager) Close() error {
-	m.stopJanitor()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var errs []error
-	for _, r := range m.repos {
-		errs = append(errs, r.Close())
-	}
-	clear(m.repos)
-	clear(m.live)
-	return errors.Join(errs...)
-}
-
-// RegisterRepo registers the existing repository at path under name.
-func (m *Manager) RegisterRepo(ctx context.Context, name, path string) (Repo, error) {
-	if err := validateRepoName(name); err != nil {
-		return Repo{}, err
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return Repo{}, fmt.Errorf("%w: repository path %q: %v", ErrInvalid, path, err)
-	}
-	r, err := gitstore.Open(abs)
-	if err != nil {
-		return Repo{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	return m.addRepo(ctx, name, abs, r)
-}
-
-// InitRepo creates a bare repository named name under the data directory
-// and registers it.
-func (m *Manager) InitRepo(ctx context.Context, name string) (Repo, error) {
-	if err := validateRepoName(name); err != nil {
-		return Repo{}, err
-	}
-	if m.dataDir == "" {
-		return Repo{}, fmt.Errorf("%w: no data directory to create repositories in", ErrInvalid)
-	}
-	if _, err := m.store.GetRepo(ctx, name); err == nil {
-		return Repo{}, fmt.Errorf("repository %q: %w", name, ErrDuplicate)
-	}
-	path := filepath.Join(m.dataDir, "repos", name+".git")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return Repo{}, err
-	}
-	r, err := gitstore.Init(path, true)
-	if err != nil {
-		return Repo{}, fmt.Errorf("init repository %q: %w", name, err)
-	}
-	return m.addRepo(ctx, name, path, r)
-}
-
-func (m *Manager) addRepo(ctx context.Context, name, path string, r *gitstore.Repo) (Repo, error) {
-	rec := Repo{Name: name, Path: path, CreatedAt: m.now()}
-	if err := m.store.CreateRepo(ctx, rec); err != nil {
-		r.Close()
-		return Repo{}, err // the store's error names the repository
-	}
-	m.mu.Lock()
-	if old := m.repos[name]; old != nil {
-		old.Close()
-	}
-	m.repos[name] = r
-	m.mu.Unlock()
-	return rec, nil
-}
-
-func validateRepoName(name string) error {
-	if name == "" || len(name) > 100 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" ||
-		strings.HasPrefix(name, ".") {
-		return fmt.Errorf("%w: repository name %q: use letters, digits, '-', '_' and '.'", ErrInvalid, name)
-	}
+	m.mem.stopJanitor()
+	m.mem.mu.Lock()
+	defer m.mem.mu.Unlock()
+	clear(m.mem.live)
 	return nil
-}
-
-// GetRepo returns a registered repository.
-func (m *Manager) GetRepo(ctx context.Context, name string) (Repo, error) {
-	return m.store.GetRepo(ctx, name)
-}
-
-// ListRepos returns the registered repositories.
-func (m *Manager) ListRepos(ctx context.Context) ([]Repo, error) {
-	return m.store.ListRepos(ctx)
-}
-
-// Branches returns the branches of a repository and their commits.
-func (m *Manager) Branches(ctx context.Context, name string) ([]gitstore.Ref, error) {
-	r, err := m.repo(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return r.ListRefs(ctx, "refs/heads/")
-}
-
-// GitRepo returns the open repository registered as name.
-func (m *Manager) GitRepo(ctx context.Context, name string) (*gitstore.Repo, error) {
-	return m.repo(ctx, name)
-}
-
-// repo returns the open repository registered as name, opening it on
-// first use.
-func (m *Manager) repo(ctx context.Context, name string) (*gitstore.Repo, error) {
-	m.mu.Lock()
-	r := m.repos[name]
-	m.mu.Unlock()
-	if r != nil {
-		return r, nil
-	}
-	rec, err := m.store.GetRepo(ctx, name)
-	if err != nil {
-		return nil, err // the store's error names the repository
-	}
-	opened, err := gitstore.Open(rec.Path)
-	if err != nil {
-		return nil, fmt.Errorf("repository %q: %w", name, err)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if r := m.repos[name]; r != nil {
-		opened.Close()
-		return r, nil
-	}
-	m.repos[name] = opened
-	return opened, nil
 }
 
 // Refs a session keeps in its repository, so that `git gc` never prunes
@@ -310,15 +189,15 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 		opts.Mode = ModeReadWrite
 	}
 	if opts.Mode != ModeReadWrite && opts.Mode != ModeReadOnly {
-		return Session{}, fmt.Errorf("%w: mode %q: use read_write or read_only", ErrInvalid, opts.Mode)
+		return Session{}, fmt.Errorf("%w: mode %q: use read_write or read_only", record.ErrInvalid, opts.Mode)
 	}
 	if opts.TTL < 0 {
-		return Session{}, fmt.Errorf("%w: negative ttl", ErrInvalid)
+		return Session{}, fmt.Errorf("%w: negative ttl", record.ErrInvalid)
 	}
 	if _, err := compilePolicy(opts.Policy); err != nil {
 		return Session{}, err
 	}
-	r, err := m.repo(ctx, opts.Repo)
+	r, err := m.repos.Open(ctx, opts.Repo)
 	if err != nil {
 		return Session{}, err
 	}
@@ -329,7 +208,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 	commit, err := r.ResolveRevision(ctx, base)
 	if err != nil {
 		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
-			return Session{}, fmt.Errorf("%w: base: %v", ErrInvalid, err)
+			return Session{}, fmt.Errorf("%w: base: %v", record.ErrInvalid, err)
 		}
 		return Session{}, err
 	}
@@ -370,7 +249,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 			return err
 		}
 		if len(entries) > 0 {
-			mu, err := tx.ReplaceOverlay(ctx, Mutation{Session: s.ID, Op: OpFork, Paths: []string{}, Actor: opts.AgentID, At: now}, entries)
+			mu, err := tx.ReplaceOverlay(ctx, MutationRecord{Session: s.ID, Op: OpFork, Paths: []string{}, Actor: opts.AgentID, At: now}, entries)
 			if err != nil {
 				return err
 			}
@@ -383,7 +262,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 		_ = r.UpdateRef(context.WithoutCancel(ctx), baseRef(s.ID), gitstore.ZeroOID, commit)
 		return Session{}, fmt.Errorf("create session: %w", err)
 	}
-	m.events.notify()
+	m.events.Notify()
 	return s, nil
 }
 
@@ -404,10 +283,10 @@ func (m *Manager) Get(ctx context.Context, id uuid.UUID) (Session, error) {
 }
 
 // ListSessions returns sessions matching f; a repository in f that is not
-// registered is ErrInvalid.
+// registered is record.ErrInvalid.
 func (m *Manager) ListSessions(ctx context.Context, f SessionFilter) ([]Session, error) {
 	if f.Repo != "" {
-		if _, err := m.store.GetRepo(ctx, f.Repo); errors.Is(err, ErrNotFound) {
+		if _, err := m.repos.Get(ctx, f.Repo); errors.Is(err, record.ErrNotFound) {
 			return nil, record.UnknownRepoFilter(f.Repo)
 		} else if err != nil {
 			return nil, err
@@ -432,7 +311,7 @@ func (m *Manager) ExpireDue(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, s := range due {
-		if err := m.expire(ctx, s); err != nil && !errors.Is(err, ErrConflict) {
+		if err := m.expire(ctx, s); err != nil && !errors.Is(err, record.ErrConflict) {
 			return n, err
 		}
 		n++
@@ -461,7 +340,7 @@ func (m *Manager) close(ctx context.Context, id uuid.UUID, to State) error {
 }
 
 // setState moves ls to state to; ls.mu must be held.
-func (m *Manager) setState(ctx context.Context, ls *live, to State) error {
+func (m *recorder) setState(ctx context.Context, ls *live, to State) error {
 	from := ls.meta.State
 	now := m.now()
 	err := m.store.InTx(ctx, func(tx Tx) error {
@@ -478,7 +357,7 @@ func (m *Manager) setState(ctx context.Context, ls *live, to State) error {
 	}
 	ls.meta.State = to
 	ls.meta.LastActiveAt = now
-	m.events.notify()
+	m.events.Notify()
 	if to.Terminal() {
 		m.observeClosed(ctx, ls.meta)
 		m.removeScratch(ls)

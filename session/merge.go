@@ -9,45 +9,46 @@ import (
 
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
 )
 
 // Rebase moves the session onto a new base (a branch, tag or commit,
 // usually its branch after it moved): its changes are re-applied on the
 // new base by three-way merge and the overlay becomes that result. A
 // conflict returns a *merge.ConflictError and changes nothing.
-func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) (Session, Mutation, error) {
+func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) (Session, MutationRecord, error) {
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
-		return Session{}, Mutation{}, err
+		return Session{}, MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
-	if err := m.checkWritable(ctx, ls); err != nil {
-		return Session{}, Mutation{}, err
+	if err := m.recorder.checkWritable(ctx, ls); err != nil {
+		return Session{}, MutationRecord{}, err
 	}
 	if onto == "" {
 		onto = ls.meta.BaseRef
 	}
 	if onto == "" {
-		return Session{}, Mutation{}, fmt.Errorf("%w: the session has no base branch; say where to rebase onto", ErrInvalid)
+		return Session{}, MutationRecord{}, fmt.Errorf("%w: the session has no base branch; say where to rebase onto", record.ErrInvalid)
 	}
 	commit, err := ls.repo.ResolveRevision(ctx, onto)
 	if err != nil {
 		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
-			return Session{}, Mutation{}, fmt.Errorf("%w: rebase onto: %v", ErrInvalid, err)
+			return Session{}, MutationRecord{}, fmt.Errorf("%w: rebase onto: %v", record.ErrInvalid, err)
 		}
-		return Session{}, Mutation{}, err
+		return Session{}, MutationRecord{}, err
 	}
 	c, err := ls.repo.Commit(ctx, commit)
 	if err != nil {
-		return Session{}, Mutation{}, err
+		return Session{}, MutationRecord{}, err
 	}
 	res, err := merge.Rebase(ctx, ls.repo, ls.baseTree, ls.tree, c.Tree, merge.MergeOptions{OursLabel: onto, TheirsLabel: "session " + id.String()[:8], Render: true})
 	if err != nil {
-		return Session{}, Mutation{}, err
+		return Session{}, MutationRecord{}, err
 	}
-	rec, err := m.replaceOverlay(ctx, ls, OpRebase, actorOf(ls, actor), res.Tree, &newBase{commit: commit, tree: c.Tree})
+	rec, err := m.recorder.replaceOverlay(ctx, ls, OpRebase, actorOf(ls, actor), res.Tree, &newBase{commit: commit, tree: c.Tree})
 	if err != nil {
-		return Session{}, Mutation{}, err
+		return Session{}, MutationRecord{}, err
 	}
 	return ls.meta, rec, nil
 }
@@ -57,51 +58,51 @@ func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) 
 // a *merge.ConflictError and changes nothing. The other session is
 // read as it is at the start; it is not changed. Every path the merge
 // changes must pass the other session's read policy and this session's
-// write policy, or the merge is refused (ErrForbidden) and changes
+// write policy, or the merge is refused (record.ErrForbidden) and changes
 // nothing. Whether the caller may read the other session at all is the
 // API's to decide (its token).
-func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor string) (Mutation, error) {
+func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor string) (MutationRecord, error) {
 	if id == from {
-		return Mutation{}, fmt.Errorf("%w: a session cannot merge itself", ErrInvalid)
+		return MutationRecord{}, fmt.Errorf("%w: a session cannot merge itself", record.ErrInvalid)
 	}
 	theirs, theirBase, theirPolicy, err := m.readView(ctx, from)
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	src, err := m.store.GetSession(ctx, from)
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
 	if src.Repo != ls.meta.Repo {
-		return Mutation{}, fmt.Errorf("%w: session %s is on repository %q, not %q", ErrInvalid, from, src.Repo, ls.meta.Repo)
+		return MutationRecord{}, fmt.Errorf("%w: session %s is on repository %q, not %q", record.ErrInvalid, from, src.Repo, ls.meta.Repo)
 	}
-	if err := m.checkWritable(ctx, ls); err != nil {
-		return Mutation{}, err
+	if err := m.recorder.checkWritable(ctx, ls); err != nil {
+		return MutationRecord{}, err
 	}
 	res, err := merge.Merge(ctx, ls.repo, theirBase, ls.tree, theirs, merge.MergeOptions{
 		OursLabel: "session " + id.String()[:8], TheirsLabel: "session " + from.String()[:8], Render: true,
 	})
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
 	// What the merge brings in is read from the other session, through
 	// its policy; replaceOverlay then holds it to this session's write
 	// policy.
-	err = ls.repo.DiffTrees(ctx, ls.tree, res.Tree, func(c gitstore.TreeChange) error {
-		if err := theirPolicy.checkRead(c.Path); err != nil {
+	err = merge.WalkChanges(ctx, ls.repo, ls.tree, res.Tree, func(c merge.FileChange) error {
+		if err := theirPolicy.checkRead(c.Path()); err != nil {
 			return fmt.Errorf("merge from session %s: %w", from, err)
 		}
 		return nil
 	})
 	if err != nil {
-		return Mutation{}, err
+		return MutationRecord{}, err
 	}
-	return m.replaceOverlay(ctx, ls, OpMerge, actorOf(ls, actor), res.Tree, nil)
+	return m.recorder.replaceOverlay(ctx, ls, OpMerge, actorOf(ls, actor), res.Tree, nil)
 }
 
 // readView returns the tree of a session's view, of its base, and its

@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -196,7 +197,7 @@ func TestSessionAgainstModel(t *testing.T) {
 			require.Equal(rt, int64(i+1), mu.Seq)
 		}
 		_, err = e.m.Stat(ctx, s.ID, "no/such/file")
-		require.True(rt, errors.Is(err, session.ErrNotFound))
+		require.True(rt, errors.Is(err, record.ErrNotFound))
 	})
 	// Background housekeeping may be merging packs, and git fsck does not
 	// re-scan packs that vanish under it.

@@ -25,7 +25,7 @@ type Observer interface {
 // MutationEvent is one committed mutation as an observer sees it.
 type MutationEvent struct {
 	Session  Session
-	Mutation Mutation
+	Mutation MutationRecord
 	// Changes are the files whose content changed: Old and New are zero
 	// for none.
 	Changes []FileChange
@@ -36,7 +36,7 @@ type MutationEvent struct {
 	Tree     gitstore.OID
 }
 
-func (m *Manager) observeMutation(ctx context.Context, ls *live, rec Mutation, changes []change) {
+func (m *recorder) observeMutation(ctx context.Context, ls *live, rec MutationRecord, changes []change) {
 	if len(m.observers) == 0 {
 		return
 	}
@@ -49,7 +49,7 @@ func (m *Manager) observeMutation(ctx context.Context, ls *live, rec Mutation, c
 	}
 }
 
-func (m *Manager) observeClosed(ctx context.Context, s Session) {
+func (m *recorder) observeClosed(ctx context.Context, s Session) {
 	for _, o := range m.observers {
 		o.Closed(ctx, s)
 	}

@@ -11,10 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -70,7 +72,7 @@ func TestBatchAppliesInOrder(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "x", e.read(s.ID, "a/b"))
 	_, err = e.m.Stat(ctx, s.ID, "a/b/sibling.txt")
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 
 	_, err = e.m.Edits(ctx, s.ID, []session.Edit{
 		{Op: "delete", Path: "a/b"},
@@ -96,7 +98,7 @@ func TestModeOnlyChange(t *testing.T) {
 	_, mu, err := e.m.Write(ctx, s.ID, "README.md", []byte(content), session.WriteOptions{Mode: gitstore.ModeExec})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"README.md"}, mu.Paths)
-	evs, err := e.m.Events(ctx, session.EventFilter{Session: s.ID})
+	evs, err := e.en.Events.List(ctx, events.Filter{Session: s.ID})
 	require.NoError(t, err)
 	last := evs[len(evs)-1]
 	assert.Equal(t, session.EventFileWritten, last.Type)
@@ -106,7 +108,7 @@ func TestModeOnlyChange(t *testing.T) {
 	tree, base, err := e.m.Tree(ctx, s.ID)
 	require.NoError(t, err)
 	assert.Equal(t, e.git("diff", "--raw", "--no-abbrev", base.String(), tree.String()), ":100644 100755 "+e.git("rev-parse", "main:README.md")+" "+e.git("rev-parse", "main:README.md")+" M\tREADME.md")
-	r, err := e.m.GitRepo(ctx, "r")
+	r, err := e.en.Repos.Open(ctx, "r")
 	require.NoError(t, err)
 	patch, err := merge.Diff(ctx, r, base, tree, merge.DiffOptions{}, merge.PatchOptions{})
 	require.NoError(t, err)
@@ -157,7 +159,7 @@ func newOddNamesEnv(t *testing.T) *env {
 	testrepo.GitInput(t, dir, []byte(fi), "fast-import", "--quiet", "--done")
 	e := &env{t: t, dataDir: t.TempDir(), repoDir: dir}
 	e.open()
-	_, err := e.m.RegisterRepo(t.Context(), "r", dir)
+	_, err := e.en.Repos.Register(t.Context(), "r", dir)
 	require.NoError(t, err)
 	return e
 }
@@ -222,7 +224,7 @@ func TestOddBaseNamesReachable(t *testing.T) {
 	// The overlay (whiteouts at odd names) survives a restart.
 	e.restart()
 	_, _, err = e.m.Read(ctx, s.ID, "tab\there.txt", 0, -1)
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 	_, _, err = e.m.Rollback(ctx, s.ID, cp.ID.String(), "")
 	require.NoError(t, err)
 	assert.Equal(t, "tab\n", e.read(s.ID, "tab\there.txt"))
@@ -482,7 +484,7 @@ func TestSessionOnSharedClone(t *testing.T) {
 	e := &env{t: t, dataDir: t.TempDir(), repoDir: shared}
 	e.open()
 	ctx := t.Context()
-	_, err := e.m.RegisterRepo(ctx, "r", shared)
+	_, err := e.en.Repos.Register(ctx, "r", shared)
 	require.NoError(t, err)
 	before := repoState(t, src)
 

@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -104,7 +106,7 @@ func TestCopyNeedsReadOnSourceWriteOnDestination(t *testing.T) {
 			return err
 		},
 	} {
-		assert.ErrorIs(t, fn(), session.ErrForbidden, name)
+		assert.ErrorIs(t, fn(), record.ErrForbidden, name)
 		assert.Equal(t, before, e.state(s.ID), name)
 	}
 }
@@ -132,7 +134,7 @@ func TestGlobDirMatchesItself(t *testing.T) {
 	// And a policy that denies secrets/** denies the file secrets.
 	d := e.create(session.CreateOptions{Policy: session.Policy{Deny: []string{"README.md/**"}}})
 	_, _, err = e.m.Read(ctx, d.ID, "README.md", 0, -1)
-	assert.ErrorIs(t, err, session.ErrForbidden)
+	assert.ErrorIs(t, err, record.ErrForbidden)
 }
 
 // TestConditionsOnEveryChange: if_match holds on every op that changes a
@@ -157,7 +159,7 @@ func TestConditionsOnEveryChange(t *testing.T) {
 	_, err = e.m.Remove(ctx, s.ID, "missing.txt", session.DeleteOptions{IfMatch: &cur})
 	assert.ErrorIs(t, err, session.ErrPrecondition)
 	_, err = e.m.Remove(ctx, s.ID, "a", session.DeleteOptions{Recursive: true, IfMatch: &cur})
-	assert.ErrorIs(t, err, session.ErrInvalid)
+	assert.ErrorIs(t, err, record.ErrInvalid)
 	assert.Equal(t, before, e.state(s.ID))
 
 	ops := []session.Edit{
@@ -193,7 +195,7 @@ func TestConditionsOnEveryChange(t *testing.T) {
 		"directory move":   {Op: "move", Path: "a", To: "z", IfMatch: &cur},
 	} {
 		_, err := e.m.Edits(ctx, s.ID, []session.Edit{bad}, false, "")
-		assert.ErrorIs(t, err, session.ErrInvalid, name)
+		assert.ErrorIs(t, err, record.ErrInvalid, name)
 		assert.Equal(t, before, e.state(s.ID), name)
 	}
 	// Without a stale condition the delete goes through.
@@ -230,7 +232,7 @@ func TestForkNeverWidens(t *testing.T) {
 		assert.NoError(t, err, "%+v", req)
 		for _, hidden := range []string{"a/b/sibling.txt", "a.txt"} {
 			_, _, err = e.m.Read(ctx, f.ID, hidden, 0, -1)
-			assert.ErrorIs(t, err, session.ErrForbidden, "fork with %+v reads %q", req, hidden)
+			assert.ErrorIs(t, err, record.ErrForbidden, "fork with %+v reads %q", req, hidden)
 		}
 		_, _, err = e.m.Write(ctx, f.ID, "README.md", []byte("x"), session.WriteOptions{})
 		assert.ErrorIs(t, err, session.ErrReadOnly)
@@ -238,16 +240,16 @@ func TestForkNeverWidens(t *testing.T) {
 		ff, err := e.m.Fork(ctx, f.ID, session.ForkOptions{Policy: &session.Policy{Read: []string{"**"}}})
 		require.NoError(t, err)
 		_, _, err = e.m.Read(ctx, ff.ID, "a.txt", 0, -1)
-		assert.ErrorIs(t, err, session.ErrForbidden)
+		assert.ErrorIs(t, err, record.ErrForbidden)
 	}
 
 	rw := e.create(session.CreateOptions{Policy: session.Policy{Write: []string{"src/**"}}})
 	f, err := e.m.Fork(ctx, rw.ID, session.ForkOptions{Policy: &session.Policy{Write: []string{"**"}, Deny: []string{"src/private/**"}}})
 	require.NoError(t, err)
 	_, _, err = e.m.Write(ctx, f.ID, "README.md", []byte("x"), session.WriteOptions{})
-	assert.ErrorIs(t, err, session.ErrForbidden, "the parent cannot write README.md")
+	assert.ErrorIs(t, err, record.ErrForbidden, "the parent cannot write README.md")
 	_, _, err = e.m.Write(ctx, f.ID, "src/private/k", []byte("x"), session.WriteOptions{})
-	assert.ErrorIs(t, err, session.ErrForbidden, "the fork's own deny applies")
+	assert.ErrorIs(t, err, record.ErrForbidden, "the fork's own deny applies")
 	e.write(f.ID, "src/ok.go", "package ok\n")
 	ro2, err := e.m.Fork(ctx, rw.ID, session.ForkOptions{Mode: session.ModeReadOnly})
 	require.NoError(t, err, "narrowing the mode is fine")
@@ -255,7 +257,7 @@ func TestForkNeverWidens(t *testing.T) {
 	// The fork's policy survives a restart.
 	e.restart()
 	_, _, err = e.m.Write(ctx, f.ID, "README.md", []byte("x"), session.WriteOptions{})
-	assert.ErrorIs(t, err, session.ErrForbidden)
+	assert.ErrorIs(t, err, record.ErrForbidden)
 }
 
 // TestMergeHoldsToBothPolicies: a merge brings in only paths this session
@@ -282,7 +284,7 @@ func TestMergeHoldsToBothPolicies(t *testing.T) {
 		}
 		before := e.state(a.ID)
 		_, err := e.m.MergeFrom(ctx, a.ID, b.ID, "")
-		assert.ErrorIs(t, err, session.ErrForbidden, name)
+		assert.ErrorIs(t, err, record.ErrForbidden, name)
 		assert.Equal(t, before, e.state(a.ID), name)
 	}
 
@@ -294,7 +296,7 @@ func TestMergeHoldsToBothPolicies(t *testing.T) {
 	require.NoError(t, err)
 	before := e.state(a.ID)
 	_, err = e.m.MergeFrom(ctx, a.ID, b.ID, "")
-	assert.ErrorIs(t, err, session.ErrForbidden)
+	assert.ErrorIs(t, err, record.ErrForbidden)
 	assert.Equal(t, before, e.state(a.ID))
 
 	ok := e.create(session.CreateOptions{})
@@ -370,7 +372,7 @@ func TestRebaseShowsOnlyReadablePaths(t *testing.T) {
 	assert.Equal(t, mu.Paths, last.Paths, "the log")
 	assert.Len(t, last.New, len(last.Paths))
 
-	evs, err := e.m.Events(ctx, session.EventFilter{Session: s.ID})
+	evs, err := e.en.Events.List(ctx, events.Filter{Session: s.ID})
 	require.NoError(t, err)
 	var seen []string
 	for _, ev := range evs {
@@ -385,5 +387,5 @@ func TestRebaseShowsOnlyReadablePaths(t *testing.T) {
 	// branch, and the session's view holds it (hidden, not lost).
 	assert.Equal(t, "upstream secret\n", e.git("show", "main:secret/plan.txt")+"\n")
 	_, _, err = e.m.Read(ctx, s.ID, "secret/plan.txt", 0, -1)
-	assert.ErrorIs(t, err, session.ErrForbidden)
+	assert.ErrorIs(t, err, record.ErrForbidden)
 }

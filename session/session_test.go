@@ -12,8 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -90,13 +92,13 @@ func TestReadWriteThroughOverlay(t *testing.T) {
 	assert.Equal(t, []string{"new", "new/dir", "new/dir/file.txt"}, paths)
 
 	_, err = e.m.Delete(ctx, s.ID, "a", false, "")
-	assert.ErrorIs(t, err, session.ErrInvalid)
+	assert.ErrorIs(t, err, record.ErrInvalid)
 	_, err = e.m.Delete(ctx, s.ID, "a", true, "")
 	require.NoError(t, err)
 	_, err = e.m.Stat(ctx, s.ID, "a/b/c/deep.txt")
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 	_, _, err = e.m.Read(ctx, s.ID, "nope.txt", 0, -1)
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 
 	_, err = e.m.Move(ctx, s.ID, "new", "moved", "")
 	require.NoError(t, err)
@@ -158,7 +160,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now()
 	clock := func() time.Time { return now }
-	e.m = session.NewManager(session.Config{Store: e.store, DataDir: e.dataDir, Now: clock})
+	require.NoError(t, e.en.Close())
+	e.start(session.Config{Now: clock})
 	s := e.create(session.CreateOptions{Policy: session.Policy{Write: []string{"src/**", "*.md"}, Deny: []string{"secrets/**"}}})
 	e.write(s.ID, "src/ok.go", "package ok\n")
 	before := e.view(s.ID)
@@ -182,12 +185,12 @@ func TestBadInputChangesNothing(t *testing.T) {
 	}
 	for _, p := range []string{"secrets/key", "other.txt"} {
 		_, _, err := e.m.Write(ctx, s.ID, p, []byte("x"), session.WriteOptions{})
-		assert.ErrorIs(t, err, session.ErrForbidden, p)
+		assert.ErrorIs(t, err, record.ErrForbidden, p)
 	}
 	_, err := e.m.Edits(ctx, s.ID, []session.Edit{{Op: "write", Path: "src/a", Content: "a"}, {Op: "write", Path: "src/.git/x", Content: "b"}}, false, "")
 	assert.Error(t, err)
 	_, err = e.m.Edits(ctx, s.ID, []session.Edit{{Op: "write", Path: "src/a", Content: "a"}, {Op: "delete", Path: "src/missing"}}, false, "")
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 	_, _, err = e.m.Write(ctx, s.ID, "src/big", make([]byte, 64<<20+1), session.WriteOptions{})
 	assert.ErrorIs(t, err, session.ErrTooLarge)
 
@@ -199,14 +202,14 @@ func TestBadInputChangesNothing(t *testing.T) {
 	_, err = e.m.Abandon(ctx, gone.ID)
 	require.NoError(t, err)
 	_, _, err = e.m.Write(ctx, gone.ID, "x", []byte("x"), session.WriteOptions{})
-	assert.ErrorIs(t, err, session.ErrSessionClosed)
+	assert.ErrorIs(t, err, record.ErrSessionClosed)
 	_, err = e.m.Checkpoint(ctx, gone.ID, "", "")
-	assert.ErrorIs(t, err, session.ErrSessionClosed)
+	assert.ErrorIs(t, err, record.ErrSessionClosed)
 
 	short := e.create(session.CreateOptions{TTL: time.Minute})
 	now = now.Add(2 * time.Minute)
 	_, _, err = e.m.Write(ctx, short.ID, "x", []byte("x"), session.WriteOptions{})
-	assert.ErrorIs(t, err, session.ErrSessionClosed)
+	assert.ErrorIs(t, err, record.ErrSessionClosed)
 	got, err := e.m.Get(ctx, short.ID)
 	require.NoError(t, err)
 	assert.Equal(t, session.StateExpired, got.State)
@@ -234,7 +237,7 @@ func TestBatchEditsAtomicAndDryRun(t *testing.T) {
 	assert.True(t, dry.DryRun)
 	assert.Equal(t, int64(0), dry.Seq)
 	_, err = e.m.Stat(ctx, s.ID, "x.txt")
-	assert.ErrorIs(t, err, session.ErrNotFound, "a dry run changes nothing")
+	assert.ErrorIs(t, err, record.ErrNotFound, "a dry run changes nothing")
 
 	res, err := e.m.Edits(ctx, s.ID, edits, false, "")
 	require.NoError(t, err)
@@ -244,14 +247,14 @@ func TestBatchEditsAtomicAndDryRun(t *testing.T) {
 	assert.Equal(t, "1 two one\n3\n", e.read(s.ID, "x.txt"))
 	assert.Equal(t, "1 two one\n3\n", e.read(s.ID, "y.txt"))
 	_, err = e.m.Stat(ctx, s.ID, "bin/run.sh")
-	assert.ErrorIs(t, err, session.ErrNotFound)
+	assert.ErrorIs(t, err, record.ErrNotFound)
 	assert.Equal(t, 3, res.Results[6].Replacements) // x.txt, y.txt and a/b/c/deep.txt
 	assert.Equal(t, "3 directories deep\n", e.read(s.ID, "a/b/c/deep.txt"))
 
 	// One bad edit: nothing of the batch applies.
 	before := e.view(s.ID)
 	_, err = e.m.Edits(ctx, s.ID, []session.Edit{{Op: "write", Path: "z.txt", Content: "z"}, {Op: "replace", Path: "x.txt", Old: "absent", New: "q"}}, false, "")
-	assert.ErrorIs(t, err, session.ErrInvalid)
+	assert.ErrorIs(t, err, record.ErrInvalid)
 	assert.Equal(t, before, e.view(s.ID))
 }
 
@@ -338,7 +341,7 @@ func TestEvents(t *testing.T) {
 	e := newEnv(t, "small")
 	ctx := t.Context()
 	s := e.create(session.CreateOptions{})
-	sub := e.m.Subscribe(ctx, session.EventFilter{Session: s.ID})
+	sub := e.en.Events.Subscribe(ctx, events.Filter{Session: s.ID})
 	first := <-sub
 	assert.Equal(t, session.EventSessionState, first.Type)
 	e.write(s.ID, "x", "1")
@@ -360,7 +363,7 @@ func TestEvents(t *testing.T) {
 	assert.Equal(t, []string{session.EventFileWritten, session.EventFileDeleted, session.EventCheckpointCreated}, types)
 	assert.Less(t, first.ID, ids[0])
 	// Resume after the first file event.
-	resumed := e.m.Subscribe(ctx, session.EventFilter{Session: s.ID, After: ids[0]})
+	resumed := e.en.Events.Subscribe(ctx, events.Filter{Session: s.ID, After: ids[0]})
 	assert.Equal(t, ids[1], (<-resumed).ID)
 }
 
@@ -392,7 +395,7 @@ func TestSearchGlobSummary(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Truncated)
 	_, err = e.m.Search(ctx, s.ID, session.SearchOptions{Pattern: "("})
-	assert.ErrorIs(t, err, session.ErrInvalid)
+	assert.ErrorIs(t, err, record.ErrInvalid)
 
 	sum, err := e.m.TreeSummary(ctx, s.ID)
 	require.NoError(t, err)
@@ -406,7 +409,7 @@ func TestFSConformance(t *testing.T) {
 	e.write(s.ID, "added/file.txt", "x")
 	_, err := e.m.Delete(t.Context(), s.ID, "a/b", true, "")
 	require.NoError(t, err)
-	require.NoError(t, fstest.TestFS(e.m.FS(t.Context(), s.ID), "README.md", "added/file.txt", "a/moved.txt", "bin/run.sh"))
+	require.NoError(t, fstest.TestFS(session.NewFS(t.Context(), e.m, s.ID), "README.md", "added/file.txt", "a/moved.txt", "bin/run.sh"))
 }
 
 // TestConcurrentSessions runs many sessions in parallel and many writers on

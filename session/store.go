@@ -6,12 +6,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/record"
 )
 
-// Store is the metadata store behind the engine: repositories, sessions,
-// overlays and their mutation logs, checkpoints and events. Package db implements it for Postgres and SQLite;
+// Store is the metadata store behind the engine: sessions,
+// overlays and their mutation logs, checkpoints, and the events their
+// transactions append. Package db implements it for Postgres and SQLite;
 // both pass one conformance suite. Changesets, reviews and layers are
 // package changeset's store, over the same database.
 //
@@ -32,33 +34,27 @@ type Store interface {
 }
 
 // Tx is the set of store operations; each runs inside the transaction it was
-// obtained from, or alone when called on a Store. Errors are the sentinels in
-// errors.go, wrapped with context; a failed compare-and-swap is a
-// *ConflictError.
+// obtained from, or alone when called on a Store. Errors are record's
+// kinds, wrapped with context; a failed compare-and-swap is a
+// *record.ConflictError.
 type Tx interface {
-	// CreateRepo registers a repository; ErrDuplicate when the name is taken.
-	CreateRepo(ctx context.Context, r Repo) error
-	GetRepo(ctx context.Context, name string) (Repo, error)
-	// ListRepos returns all repositories ordered by name.
-	ListRepos(ctx context.Context) ([]Repo, error)
-
 	// CreateSession inserts a session row. Seq and Checkpoints start at 0;
-	// a zero Head is stored as BaseCommit. ErrNotFound when the repository
-	// (or the fork parent) does not exist, ErrDuplicate when the id does.
+	// a zero Head is stored as BaseCommit. record.ErrNotFound when the repository
+	// (or the fork parent) does not exist, record.ErrDuplicate when the id does.
 	CreateSession(ctx context.Context, s Session) error
 	GetSession(ctx context.Context, id uuid.UUID) (Session, error)
 	// ListSessions returns sessions matching every set field of f, oldest
 	// first.
 	ListSessions(ctx context.Context, f SessionFilter) ([]Session, error)
 	// SetSessionState moves a session from state from to state to (a
-	// compare-and-swap) and touches last_active_at. A *ConflictError with
+	// compare-and-swap) and touches last_active_at. A *record.ConflictError with
 	// the current state when the session is not in state from.
 	SetSessionState(ctx context.Context, id uuid.UUID, from, to State, at time.Time) error
 	// SetSessionHead moves the session head from old to new by
-	// compare-and-swap; a *ConflictError carries the current head.
+	// compare-and-swap; a *record.ConflictError carries the current head.
 	SetSessionHead(ctx context.Context, id uuid.UUID, old, new gitstore.OID) error
 	// SetSessionBase moves the session's base commit from old to new by
-	// compare-and-swap (rebase); a *ConflictError carries the current base.
+	// compare-and-swap (rebase); a *record.ConflictError carries the current base.
 	SetSessionBase(ctx context.Context, id uuid.UUID, old, new gitstore.OID) error
 	// TouchSession sets last_active_at (never backwards) and, when
 	// expiresAt is not zero, expires_at.
@@ -67,14 +63,14 @@ type Tx interface {
 	// AppendMutation assigns m the session's next sequence number, records
 	// it, applies changes to the overlay and touches last_active_at, all
 	// at once. When m.Seq is not zero it is an expectation: the append
-	// fails with a *ConflictError (Field "seq", Current the last sequence)
+	// fails with a *record.ConflictError (Field "seq", Current the last sequence)
 	// unless m.Seq is exactly the next number. Sequence numbers start at 1
 	// and never repeat or skip, also with writers in several processes.
-	// ErrSessionClosed when the session is in a terminal state.
-	AppendMutation(ctx context.Context, m Mutation, changes []OverlayChange) (Mutation, error)
+	// record.ErrSessionClosed when the session is in a terminal state.
+	AppendMutation(ctx context.Context, m MutationRecord, changes []OverlayChange) (MutationRecord, error)
 	// ReplaceOverlay is AppendMutation that replaces the whole overlay with
 	// entries (rollback, rebase).
-	ReplaceOverlay(ctx context.Context, m Mutation, entries []OverlayEntry) (Mutation, error)
+	ReplaceOverlay(ctx context.Context, m MutationRecord, entries []OverlayEntry) (MutationRecord, error)
 	// ListOverlay returns the session's overlay entries ordered by path
 	// (byte order).
 	ListOverlay(ctx context.Context, session uuid.UUID) ([]OverlayEntry, error)
@@ -85,32 +81,21 @@ type Tx interface {
 	ListReads(ctx context.Context, session uuid.UUID) (map[string]gitstore.OID, error)
 	// ListMutations returns up to limit mutations with Seq > after in
 	// sequence order; limit <= 0 means no limit.
-	ListMutations(ctx context.Context, session uuid.UUID, after int64, limit int) ([]Mutation, error)
+	ListMutations(ctx context.Context, session uuid.UUID, after int64, limit int) ([]MutationRecord, error)
 
 	// CreateCheckpoint records a checkpoint, assigns its number N (1, 2, …
 	// per session) and moves the session head from c.Parent to c.Commit by
-	// compare-and-swap (a *ConflictError with the current head otherwise).
+	// compare-and-swap (a *record.ConflictError with the current head otherwise).
 	// A zero c.ID gets a new UUID; c.CreatedAt is kept as given.
 	CreateCheckpoint(ctx context.Context, c Checkpoint) (Checkpoint, error)
 	GetCheckpoint(ctx context.Context, id uuid.UUID) (Checkpoint, error)
 	// ListCheckpoints returns a session's checkpoints by number.
 	ListCheckpoints(ctx context.Context, session uuid.UUID) ([]Checkpoint, error)
 
-	// AppendEvent assigns the next event id and records e. Ids increase in
-	// commit order, so a reader resuming after id n never misses an event
-	// committed later with a smaller id. In a transaction, append events
-	// last: the id counter stays locked until commit.
-	AppendEvent(ctx context.Context, e Event) (Event, error)
-	// ListEvents returns up to f.Limit events with ID > f.After, oldest
-	// first, for one session (f.Session) or one repository (f.Repo).
-	ListEvents(ctx context.Context, f EventFilter) ([]Event, error)
-}
-
-// Repo is a git repository registered by name.
-type Repo struct {
-	Name      string
-	Path      string
-	CreatedAt time.Time
+	// AppendEvent records an event of the transaction's change (see
+	// events.Appender). Ids increase in commit order, so a reader resuming
+	// after id n never misses an event committed later with a smaller id.
+	events.Appender
 }
 
 // State is a session's lifecycle state (package record's).
@@ -243,9 +228,10 @@ const (
 	OpExec     Op = "exec"
 )
 
-// Mutation is one entry of a session's mutation log. Old[i] and New[i] are
-// the blob ids of Paths[i] before and after (zero for none).
-type Mutation struct {
+// MutationRecord is a committed mutation as the store keeps it: one entry
+// of a session's mutation log (the mutation in flight is a draft). Old[i]
+// and New[i] are the blob ids of Paths[i] before and after (zero for none).
+type MutationRecord struct {
 	Session uuid.UUID
 	Seq     int64
 	Op      Op
@@ -281,11 +267,3 @@ type Checkpoint struct {
 	Message   string
 	CreatedAt time.Time
 }
-
-// Event is one entry of the event log that SSE clients follow (package
-// record's).
-type Event = record.Event
-
-// EventFilter selects events after an id, for one session or, when Session
-// is uuid.Nil, for one repository (including its sessions' events).
-type EventFilter = record.EventFilter

@@ -4,16 +4,40 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
 )
 
 // DefaultIdleUnload is how long a loaded session may go unused before it
 // is unloaded (SPEC §12).
 const DefaultIdleUnload = 10 * time.Minute
+
+// memory owns which sessions are in memory: it loads a session from the
+// store (rebuilding its overlay and tree, repairing its refs), hands out
+// its entry with the session's lock held, and unloads it when it is
+// finished or idle (the janitor), saving its read set first. Its methods'
+// receiver is m, as the Manager's, whose part it is.
+type memory struct {
+	store  Store
+	repos  *repos.Registry
+	ovOpts overlay.Options
+	now    func() time.Time
+
+	mu sync.Mutex // guards live
+	// live holds the sessions in memory: loaded ones, and entries being
+	// loaded or closed under their lock.
+	live map[uuid.UUID]*live
+
+	janitor janitor
+	loads   atomic.Int64 // sessions loaded from the store, for tests
+}
 
 // sessionLock is a session's lock. It is a one-slot channel, so that a
 // caller waiting for it gives up when its context ends. Unlock first runs
@@ -69,7 +93,7 @@ func (l *sessionLock) Unlock() {
 	<-l.ch
 }
 
-func (m *Manager) newLive(id uuid.UUID) *live {
+func (m *memory) newLive(id uuid.UUID) *live {
 	ls := &live{id: id}
 	ls.mu = newSessionLock(func() { m.released(ls) })
 	return ls
@@ -78,7 +102,7 @@ func (m *Manager) newLive(id uuid.UUID) *live {
 // lockEntry returns session id's entry in m.live with its lock held,
 // loaded or not. An entry unloaded while the caller waited for it is
 // dead: the caller looks again and finds (or makes) a fresh one.
-func (m *Manager) lockEntry(ctx context.Context, id uuid.UUID) (*live, error) {
+func (m *memory) lockEntry(ctx context.Context, id uuid.UUID) (*live, error) {
 	for {
 		m.mu.Lock()
 		ls := m.live[id]
@@ -101,7 +125,7 @@ func (m *Manager) lockEntry(ctx context.Context, id uuid.UUID) (*live, error) {
 // entry that is not loaded (a failed load, an expiry done in the store)
 // is dropped, and a finished session is unloaded at once. A session
 // running a command stays.
-func (m *Manager) released(ls *live) {
+func (m *memory) released(ls *live) {
 	if ls.dead {
 		return
 	}
@@ -118,7 +142,7 @@ func (m *Manager) released(ls *live) {
 // unload saves what the session has not saved (its read set) and drops
 // it from memory; the next operation loads it again from the store. It
 // keeps the session loaded if the save fails. ls.mu must be held.
-func (m *Manager) unload(ls *live) {
+func (m *memory) unload(ls *live) {
 	if len(ls.unsaved) > 0 {
 		if err := m.flushReads(context.Background(), ls); err != nil {
 			return
@@ -128,7 +152,7 @@ func (m *Manager) unload(ls *live) {
 }
 
 // drop removes ls from m.live and marks it dead. ls.mu must be held.
-func (m *Manager) drop(ls *live) {
+func (m *memory) drop(ls *live) {
 	m.mu.Lock()
 	if m.live[ls.id] == ls {
 		delete(m.live, ls.id)
@@ -140,16 +164,16 @@ func (m *Manager) drop(ls *live) {
 
 // Loaded is the number of sessions held in memory.
 func (m *Manager) Loaded() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.live)
+	m.mem.mu.Lock()
+	defer m.mem.mu.Unlock()
+	return len(m.mem.live)
 }
 
 // UnloadIdle unloads every loaded session that no operation used for
 // idle or longer, and returns how many it unloaded. Sessions in use (their
 // lock held) and sessions running a command are left alone. The manager
 // calls it periodically (Config.IdleUnload).
-func (m *Manager) UnloadIdle(idle time.Duration) int {
+func (m *memory) UnloadIdle(idle time.Duration) int {
 	cutoff := m.now().Add(-idle)
 	m.mu.Lock()
 	all := make([]*live, 0, len(m.live))
@@ -178,7 +202,7 @@ type janitor struct {
 	wg   sync.WaitGroup
 }
 
-func (m *Manager) startJanitor(idle time.Duration) {
+func (m *memory) startJanitor(idle time.Duration) {
 	if idle <= 0 {
 		return
 	}
@@ -198,7 +222,7 @@ func (m *Manager) startJanitor(idle time.Duration) {
 	})
 }
 
-func (m *Manager) stopJanitor() {
+func (m *memory) stopJanitor() {
 	if m.janitor.stop != nil {
 		close(m.janitor.stop)
 		m.janitor.wg.Wait()
@@ -212,7 +236,7 @@ func (m *Manager) stopJanitor() {
 // changes in the store only, without loading its overlay. Either way the
 // session is not in memory afterwards.
 func (m *Manager) closeSession(ctx context.Context, id uuid.UUID, to State, ok func(Session) bool) error {
-	ls, err := m.lockEntry(ctx, id)
+	ls, err := m.mem.lockEntry(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -220,11 +244,11 @@ func (m *Manager) closeSession(ctx context.Context, id uuid.UUID, to State, ok f
 	if ls.loaded {
 		switch {
 		case ls.meta.State.Terminal():
-			return fmt.Errorf("session %s is %s: %w", id, ls.meta.State, ErrSessionClosed)
+			return fmt.Errorf("session %s is %s: %w", id, ls.meta.State, record.ErrSessionClosed)
 		case !ok(ls.meta):
 			return nil
 		}
-		return m.setState(ctx, ls, to)
+		return m.recorder.setState(ctx, ls, to)
 	}
 	// Nobody can load the session while its lock is held: the store's row
 	// is the whole truth.
@@ -234,11 +258,11 @@ func (m *Manager) closeSession(ctx context.Context, id uuid.UUID, to State, ok f
 	}
 	switch {
 	case s.State.Terminal():
-		return fmt.Errorf("session %s is %s: %w", id, s.State, ErrSessionClosed)
+		return fmt.Errorf("session %s is %s: %w", id, s.State, record.ErrSessionClosed)
 	case !ok(s):
 		return nil
 	}
-	r, err := m.repo(ctx, s.Repo)
+	r, err := m.repos.Open(ctx, s.Repo)
 	if err != nil {
 		return err
 	}
@@ -256,8 +280,8 @@ func (m *Manager) closeSession(ctx context.Context, id uuid.UUID, to State, ok f
 		return fmt.Errorf("session %s: %s → %s: %w", id, from, to, err)
 	}
 	s.State, s.LastActiveAt = to, now
-	m.events.notify()
-	m.observeClosed(ctx, s)
+	m.events.Notify()
+	m.recorder.observeClosed(ctx, s)
 	if m.workdirs != nil {
 		_ = m.workdirs.Remove(id.String())
 	}

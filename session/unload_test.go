@@ -13,6 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/events"
+	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -38,12 +41,12 @@ func (c *clock) advance(d time.Duration) {
 // setting over the same store.
 func withManager(t *testing.T, e *env, c *clock, idle time.Duration) {
 	t.Helper()
-	require.NoError(t, e.m.Close())
-	cfg := session.Config{Store: e.store, DataDir: e.dataDir, IdleUnload: idle}
+	require.NoError(t, e.en.Close())
+	cfg := session.Config{IdleUnload: idle}
 	if c != nil {
 		cfg.Now = c.now
 	}
-	e.m = session.NewManager(cfg)
+	e.start(cfg)
 }
 
 // A finished session leaves memory at once, whatever finished it, and
@@ -65,7 +68,7 @@ func TestFinishedSessionsAreUnloaded(t *testing.T) {
 
 	c, err := e.cs().Submit(ctx, ids[1].ID, changeset.SubmitOptions{Intent: "f"})
 	require.NoError(t, err)
-	_, err = e.cs().SetPolicy(ctx, changeset.Policy{Repo: "r", AllowCheckedOut: true})
+	_, err = e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r", AllowCheckedOut: true})
 	require.NoError(t, err)
 	_, err = e.cs().Accept(ctx, c.ID, changeset.AcceptOptions{})
 	require.NoError(t, err)
@@ -74,7 +77,7 @@ func TestFinishedSessionsAreUnloaded(t *testing.T) {
 	assert.Equal(t, "content 0\n", e.read(ids[0].ID, "f.txt"), "a finished session is still readable")
 	assert.Equal(t, 1, e.m.Loaded(), "and is unloaded again after the read")
 	_, _, err = e.m.Write(ctx, ids[0].ID, "g.txt", []byte("x"), session.WriteOptions{})
-	require.ErrorIs(t, err, session.ErrSessionClosed)
+	require.ErrorIs(t, err, record.ErrSessionClosed)
 	assert.Equal(t, 1, e.m.Loaded())
 }
 
@@ -147,7 +150,7 @@ func TestExpireWithoutLoading(t *testing.T) {
 		assert.Empty(t, e.git("for-each-ref", "refs/sessions/"+s.ID.String()+"/live"), "live overlay unpinned")
 		assert.NotEmpty(t, e.git("for-each-ref", "refs/sessions/"+s.ID.String()+"/base"), "base still pinned")
 	}
-	evs, err := e.m.Events(ctx, session.EventFilter{Session: ss[0].ID})
+	evs, err := e.en.Events.List(ctx, events.Filter{Session: ss[0].ID})
 	require.NoError(t, err)
 	last := evs[len(evs)-1]
 	assert.Equal(t, "session.state", last.Type)
@@ -176,7 +179,7 @@ func TestSessionLockHonoursContext(t *testing.T) {
 	}
 	release()
 	_, err = e.m.Stat(ctx, s.ID, "notes.txt")
-	require.ErrorIs(t, err, session.ErrNotFound, "the abandoned write did nothing")
+	require.ErrorIs(t, err, record.ErrNotFound, "the abandoned write did nothing")
 	e.write(s.ID, "notes.txt", "now\n")
 	assert.Equal(t, "now\n", e.read(s.ID, "notes.txt"))
 }
@@ -234,7 +237,7 @@ func TestUnloadRacesRequests(t *testing.T) {
 	var closers sync.WaitGroup
 	for _, s := range ss {
 		closers.Go(func() {
-			if _, err := e.m.Abandon(ctx, s.ID); err != nil && !errors.Is(err, session.ErrSessionClosed) {
+			if _, err := e.m.Abandon(ctx, s.ID); err != nil && !errors.Is(err, record.ErrSessionClosed) {
 				t.Error(err)
 			}
 		})

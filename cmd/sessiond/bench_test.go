@@ -13,9 +13,9 @@ import (
 
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/apitypes"
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -38,11 +38,12 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	st, err := db.OpenSQLiteDir(ctx, dir)
 	require.NoError(b, err)
 	b.Cleanup(func() { st.Close() })
-	m := session.NewManager(session.Config{Store: st, DataDir: dir})
+	en := testengine.New(st, dir, session.Config{})
+	m := en.Sessions
 	b.Cleanup(func() { m.Close() })
-	_, err = m.RegisterRepo(ctx, "r", testrepo.Build(b, "small"))
+	_, err = en.Repos.Register(ctx, "r", testrepo.Build(b, "small"))
 	require.NoError(b, err)
-	srv := httptest.NewServer(api.New(api.Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m})}))
+	srv := httptest.NewServer(api.New(api.Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets}))
 	b.Cleanup(srv.Close)
 	e := &benchEnv{m: m, c: client.New(srv.URL, "")}
 	e.id = e.session(b)

@@ -19,9 +19,11 @@ import (
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/graphsession"
 	"github.com/sessiond/sessiond/mcpserver"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -137,31 +139,33 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 		return fmt.Errorf("mcp: open store: %w", err)
 	}
 	defer store.Close()
-	var m *session.Manager
-	g := graph.New(graph.Config{Events: graphsession.Events(store), Notify: func() { m.Notify() }, Logger: log})
+	reg := repos.New(repos.Config{Store: store, DataDir: dataDir})
+	defer reg.Close()
+	evs := events.New(store, nil)
+	g := graph.New(graph.Config{Events: evs, Logger: log})
 	defer g.Close()
 	if err := c.execFlags.validate(); err != nil {
 		return usagef("mcp: %v", err)
 	}
-	wd, err := newWorkdirs(dataDir, string(c.WorkdirMode), int64(c.WorkdirCacheBytes), false, c.execFlags, func() *session.Manager { return m }, log)
+	wd, err := newWorkdirs(dataDir, string(c.WorkdirMode), int64(c.WorkdirCacheBytes), false, c.execFlags, reg, log)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	defer wd.Close()
+	m := session.NewManager(session.Config{Store: store, Repos: reg, Events: evs, Workdirs: wd, Observers: []session.Observer{graphsession.Observer(g)}})
+	defer m.Close()
 	// The in-process engine has no API on the network, so a command on the
 	// host's network can reach nothing of it.
-	m = session.NewManager(session.Config{Store: store, DataDir: dataDir, Workdirs: wd, Observers: []session.Observer{graphsession.Observer(g)},
-		Exec: session.ExecConfig{Limits: c.limits(), HostNetwork: true}})
-	defer m.Close()
+	runner := session.NewExecutor(m, session.ExecConfig{Limits: c.limits(), HostNetwork: true})
 	// Changesets over the same store, acting on sessions through the engine.
-	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m})
+	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs})
 	name := repoName(repoPath)
-	if err := registerRepos(ctx, m, []string{name + "=" + repoPath}, log); err != nil {
+	if err := registerRepos(ctx, reg, []string{name + "=" + repoPath}, log); err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
 	// No token: the engine is this process's own, reached through the
 	// API's handler for its rules and errors, with no network.
-	b := client.NewInProcess(api.New(api.Config{Manager: m, Changesets: cs, Logger: log, Summaries: g}), "")
+	b := client.NewInProcess(api.New(api.Config{Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, Logger: log, Summaries: g}), "")
 	id := x.session
 	if id == "" {
 		s, err := b.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: name, Base: c.Base, Intent: c.Intent, AgentID: c.Agent, AgentName: c.Agent})

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/api"
-	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/mcpserver"
 	"github.com/sessiond/sessiond/session"
@@ -29,12 +29,13 @@ func BenchmarkMCPReadFile(b *testing.B) {
 	st, err := db.OpenSQLiteDir(ctx, dir)
 	require.NoError(b, err)
 	b.Cleanup(func() { st.Close() })
-	m := session.NewManager(session.Config{Store: st, DataDir: dir})
+	en := testengine.New(st, dir, session.Config{})
+	m := en.Sessions
 	b.Cleanup(func() { m.Close() })
-	_, err = m.RegisterRepo(ctx, "r", testrepo.Build(b, "small"))
+	_, err = en.Repos.Register(ctx, "r", testrepo.Build(b, "small"))
 	require.NoError(b, err)
 	var srvAPI *api.Server
-	srvAPI = api.New(api.Config{Manager: m, Changesets: changeset.New(changeset.Config{Store: st.Changesets(), Sessions: m}), MCP: mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend {
+	srvAPI = api.New(api.Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, MCP: mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend {
 		return client.NewInProcess(srvAPI, token)
 	}, mcpserver.Options{})})
 	srv := httptest.NewServer(srvAPI)

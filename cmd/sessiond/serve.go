@@ -20,10 +20,13 @@ import (
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/durable"
 	"github.com/sessiond/sessiond/internal/graphsession"
 	"github.com/sessiond/sessiond/mcpserver"
+	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/ui"
 	"github.com/sessiond/sessiond/workdir"
@@ -209,12 +212,16 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer store.Close()
+	// The registry of repositories and the event log, over the store;
+	// every part below is handed the ones it uses.
+	reg := repos.New(repos.Config{Store: store, DataDir: c.DataDir})
+	defer reg.Close() // last: the graph's workers read repositories until joined
+	evs := events.New(store, nil)
 	// The session graph observes every session; its overlap events go to
-	// the store and wake the engine's subscribers.
-	var m *session.Manager
-	g := graph.New(graph.Config{Events: graphsession.Events(store), Notify: func() { m.Notify() }, Logger: log})
+	// the event log.
+	g := graph.New(graph.Config{Events: evs, Logger: log})
 	defer g.Close() // after the engine's Close: its workers are joined last
-	wd, err := newWorkdirs(c.DataDir, string(c.WorkdirMode), int64(c.WorkdirCacheBytes), c.WorkdirNoNS, c.execFlags, func() *session.Manager { return m }, log)
+	wd, err := newWorkdirs(c.DataDir, string(c.WorkdirMode), int64(c.WorkdirCacheBytes), c.WorkdirNoNS, c.execFlags, reg, log)
 	if err != nil {
 		return err
 	}
@@ -222,16 +229,16 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if c.AdminToken == "" {
 		log.Warn("no admin token: the daemon listens on loopback only, and any local process can use its API")
 	}
-	m = session.NewManager(session.Config{
-		Store: store, DataDir: c.DataDir, Workdirs: wd,
-		Exec:      session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork},
+	m := session.NewManager(session.Config{
+		Store: store, Repos: reg, Events: evs, Workdirs: wd,
 		Limits:    session.Limits{MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MaxOverlayBytes: int64(c.MaxOverlayBytes), MaxLifetime: c.MaxLifetime},
 		Observers: []session.Observer{graphsession.Observer(g)}, IdleUnload: c.IdleUnload,
 	})
 	defer m.Close()
+	runner := session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork})
 	// Changesets over the same store, acting on sessions through the engine.
-	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m})
-	if err := registerRepos(ctx, m, c.Repos, log); err != nil {
+	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs})
+	if err := registerRepos(ctx, reg, c.Repos, log); err != nil {
 		return err
 	}
 
@@ -242,7 +249,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		return client.NewInProcess(srvAPI, token)
 	}, mcpserver.Options{Logger: log})
 	srvAPI = api.New(api.Config{
-		Manager: m, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: secret,
+		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: secret,
 		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, Summaries: g, MCP: mcpHandler,
 	})
 	ln, err := net.Listen("tcp", c.Addr)
@@ -319,7 +326,7 @@ func storeKind(url string) string {
 // registerRepos registers each NAME=PATH not registered yet. A name
 // registered before keeps its path (registration is durable); a different
 // path for it is an error.
-func registerRepos(ctx context.Context, m *session.Manager, specs []string, log *slog.Logger) error {
+func registerRepos(ctx context.Context, reg *repos.Registry, specs []string, log *slog.Logger) error {
 	for _, spec := range specs {
 		name, path, ok := strings.Cut(spec, "=")
 		if !ok || name == "" || path == "" {
@@ -329,15 +336,15 @@ func registerRepos(ctx context.Context, m *session.Manager, specs []string, log 
 		if err != nil {
 			return err
 		}
-		if have, err := m.GetRepo(ctx, name); err == nil {
+		if have, err := reg.Get(ctx, name); err == nil {
 			if filepath.Clean(have.Path) != abs {
 				return fmt.Errorf("--repo %s: already registered at another path", name)
 			}
 			continue
-		} else if !errors.Is(err, session.ErrNotFound) {
+		} else if !errors.Is(err, record.ErrNotFound) {
 			return err
 		}
-		if _, err := m.RegisterRepo(ctx, name, abs); err != nil {
+		if _, err := reg.Register(ctx, name, abs); err != nil {
 			return fmt.Errorf("--repo %s: %w", name, err)
 		}
 		log.Info("registered repository", "name", name)
@@ -366,8 +373,8 @@ func loadSecret(path string) ([]byte, error) {
 
 // newWorkdirs opens the view directories under the data directory; the
 // paths hidden from commands are the data directory and the registered
-// repositories, asked of the engine before each command.
-func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, ex execFlags, m func() *session.Manager, log *slog.Logger) (*workdir.Manager, error) {
+// repositories, asked of the registry before each command.
+func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, ex execFlags, reg *repos.Registry, log *slog.Logger) (*workdir.Manager, error) {
 	md, err := workdir.ParseMode(mode)
 	if err != nil {
 		return nil, err
@@ -378,7 +385,7 @@ func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, ex e
 	}
 	wd, err := workdir.New(workdir.Config{
 		Dir: filepath.Join(abs, "workdir"), Mode: md, CacheBytes: cacheBytes,
-		Hide:         func() []string { return append([]string{abs}, m().WorkdirHidden(context.Background())...) },
+		Hide:         func() []string { return append([]string{abs}, reg.Hidden(context.Background())...) },
 		Logf:         func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
 		NoNamespaces: noNamespaces, Limits: ex.limits(), Show: ex.ExecShow,
 	})

@@ -1,7 +1,8 @@
 // Package graphsession connects the session graph to the session engine,
 // two peers that know nothing of each other: the engine's observer events
-// become the graph's mutations, and the graph's events go to the engine's
-// event store. The daemon's wiring and the tests that run both use it.
+// become the graph's mutations (the graph records its own events in the
+// events log it is given). The daemon's wiring and the tests that run
+// both use it; it is wiring only.
 //
 // It holds no state; what it returns is safe for concurrent use as far as
 // the graph and the store it wraps are.
@@ -37,18 +38,3 @@ func (o observer) Mutated(ctx context.Context, ev session.MutationEvent) {
 }
 
 func (o observer) Closed(ctx context.Context, s session.Session) { o.g.Closed(ctx, s.Repo, s.ID) }
-
-// EventStore records the engine's events; session.Store is one.
-type EventStore interface {
-	AppendEvent(ctx context.Context, e session.Event) (session.Event, error)
-}
-
-// Events returns the graph's event appender over st.
-func Events(st EventStore) graph.EventAppender { return events{st} }
-
-type events struct{ st EventStore }
-
-func (e events) AppendEvent(ctx context.Context, ev graph.Event) error {
-	_, err := e.st.AppendEvent(ctx, session.Event{Repo: ev.Repo, Session: ev.Session, Type: ev.Type, Payload: ev.Payload, At: ev.At})
-	return err
-}

@@ -1,4 +1,4 @@
-package gitstore
+package housekeeping
 
 import (
 	"slices"
@@ -6,10 +6,8 @@ import (
 	"time"
 )
 
-// Housekeeping, in the manner of Gitaly's: a strategy looks at what the
-// object directory holds and decides what to do; Repo.Housekeep gathers
-// the state, asks the strategy and carries the plan out. The strategy
-// does no I/O, so it is tested on its own.
+// The strategy looks at what the object directory holds and decides what
+// to do. It does no I/O, so it is tested on its own.
 
 // PackInfo is one pack as the strategy sees it.
 type PackInfo struct {
@@ -26,7 +24,7 @@ type PackInfo struct {
 	// index).
 	Made time.Time
 	// CoveredBy names another own pack that holds every object of this
-	// own pack and ranks above it (see markCovered), "" if none: this pack is
+	// own pack and ranks above it (see MarkCovered), "" if none: this pack is
 	// superseded, merged already by some process, and only waits to be
 	// deleted.
 	CoveredBy string
@@ -40,8 +38,8 @@ type Debris struct {
 	ModTime time.Time
 }
 
-// RepoState is what the object directory holds.
-type RepoState struct {
+// State is what the object directory holds (Repository.State lists it).
+type State struct {
 	Now    time.Time
 	Packs  []PackInfo
 	Loose  int // loose objects
@@ -105,7 +103,8 @@ type HeuristicStrategy struct {
 	RetireDelay time.Duration
 }
 
-func (s HeuristicStrategy) withDefaults() HeuristicStrategy {
+// WithDefaults is s with every zero field set to its default.
+func (s HeuristicStrategy) WithDefaults() HeuristicStrategy {
 	if s.PackLimit <= 0 {
 		s.PackLimit = 50
 	}
@@ -128,8 +127,8 @@ func (s HeuristicStrategy) withDefaults() HeuristicStrategy {
 }
 
 // Plan decides what to do with st.
-func (s HeuristicStrategy) Plan(st RepoState) Plan {
-	s = s.withDefaults()
+func (s HeuristicStrategy) Plan(st State) Plan {
+	s = s.WithDefaults()
 	var p Plan
 	for _, d := range st.Debris {
 		if st.Now.Sub(d.ModTime) >= s.DebrisGrace {
@@ -169,7 +168,7 @@ func (s HeuristicStrategy) Plan(st RepoState) Plan {
 // in place for RetireDelay, and, oldest cover first, as many more as the
 // wait may not hold. The packs p merges would wait after it, youngest, so
 // they take the room first; it returns how many of them may.
-func (s HeuristicStrategy) retire(st RepoState, live, waiting []PackInfo, p Plan) ([]string, int) {
+func (s HeuristicStrategy) retire(st State, live, waiting []PackInfo, p Plan) ([]string, int) {
 	made := make(map[string]time.Time, len(st.Packs))
 	for _, pk := range st.Packs {
 		made[pk.Name] = pk.Made
@@ -234,4 +233,36 @@ func geometricRollup(packs []PackInfo, factor int) []string {
 		out[j] = ps[j].Name
 	}
 	return out
+}
+
+// MarkCovered sets CoveredBy on every own pack whose objects another own
+// pack holds (subset(p, q): every object of p is in q), one that ranks
+// above it: more objects, or as many (the same objects) and a greater
+// name. The rank is a strict total order on what never changes under a
+// pack's name (its content), so every process at every moment ranks
+// alike, no two packs cover each other, and every covered pack's objects
+// are in a pack that is not covered, which no run deletes: deleting every
+// covered pack, in any process, loses nothing. Of several covers, the one
+// in place longest is named, so the wait ends soonest.
+func MarkCovered(packs []PackInfo, subset func(p, q string) bool) {
+	for i, p := range packs {
+		if !p.Own || p.Objects == 0 {
+			continue
+		}
+		best := -1
+		for c, q := range packs {
+			if c == i || !q.Own || q.Objects < p.Objects || q.Objects == p.Objects && q.Name < p.Name {
+				continue // not above p
+			}
+			if best >= 0 && (packs[best].Made.Before(q.Made) || packs[best].Made.Equal(q.Made) && packs[best].Name < q.Name) {
+				continue // a better cover is known already
+			}
+			if subset(p.Name, q.Name) {
+				best = c
+			}
+		}
+		if best >= 0 {
+			packs[i].CoveredBy = packs[best].Name
+		}
+	}
 }

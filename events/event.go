@@ -1,4 +1,4 @@
-package record
+package events
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Event is one entry of the event log that SSE clients follow.
+// Event is one entry of the event log.
 type Event struct {
 	// ID increases by one per event in the store, in commit order.
 	ID   int64
@@ -19,9 +19,9 @@ type Event struct {
 	At      time.Time
 }
 
-// EventFilter selects events after an id, for one session or, when Session
-// is uuid.Nil, for one repository (including its sessions' events).
-type EventFilter struct {
+// Filter selects events after an id, for one session or, when Session is
+// uuid.Nil, for one repository (including its sessions' events).
+type Filter struct {
 	Repo    string
 	Session uuid.UUID
 	After   int64

@@ -1,0 +1,63 @@
+package gitstore_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/testrepo"
+)
+
+// TestLockReleasedOnlyByOwner: once a ref write renamed its lock over the
+// file, the lock's name is free, and another writer (git) may hold it
+// before the write returns. That writer's lock must survive: a write
+// removes only a lock file it still owns. Deleting a packed ref rewrites
+// packed-refs under packed-refs.lock; updating a loose ref commits
+// <ref>.lock.
+func TestLockReleasedOnlyByOwner(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		guard string // the file whose lock another writer takes
+		write func(t *testing.T, r *gitstore.Repo, main, feature gitstore.OID)
+	}{
+		{"packed-refs rewrite", "packed-refs", func(t *testing.T, r *gitstore.Repo, main, feature gitstore.OID) {
+			require.NoError(t, r.UpdateRef(t.Context(), "refs/heads/feature", gitstore.ZeroOID, feature))
+		}},
+		{"loose ref update", "refs/heads/feature", func(t *testing.T, r *gitstore.Repo, main, feature gitstore.OID) {
+			require.NoError(t, r.UpdateRef(t.Context(), "refs/heads/feature", main, feature))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := testrepo.Build(t, "small")
+			testrepo.Git(t, dir, "pack-refs", "--all")
+			r := open(t, dir)
+			main := oid(t, testrepo.Git(t, dir, "rev-parse", "main"))
+			feature := oid(t, testrepo.Git(t, dir, "rev-parse", "feature"))
+			guarded := filepath.Join(dir, ".git", filepath.FromSlash(tc.guard))
+			theirs := guarded + ".lock"
+			took := false
+			gitstore.OnLockCommitted(t, func(path string) {
+				if path != guarded {
+					return
+				}
+				// Another writer takes the lock the moment it is free.
+				f, err := os.OpenFile(theirs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+				require.NoError(t, err, "the lock is free once renamed")
+				require.NoError(t, f.Close())
+				took = true
+			})
+			tc.write(t, r, main, feature)
+			require.True(t, took, "the write committed a lock on %s", tc.guard)
+			assert.FileExists(t, theirs, "the other writer's lock is still there")
+			// And the other writer's git sees its lock held.
+			require.NoError(t, os.Remove(theirs))
+			out := testrepo.Git(t, dir, "for-each-ref", "refs/heads/")
+			assert.Equal(t, tc.guard != "packed-refs", strings.Contains(out, "refs/heads/feature"))
+		})
+	}
+}

@@ -1,0 +1,57 @@
+// Package testengine wires the engines over one store as the daemon does
+// (cmd/sessiond), for the tests of the packages that drive them: the
+// registry of repositories, the event log, the session engine and the
+// changeset service, each handed what it uses.
+package testengine
+
+import (
+	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/events"
+	"github.com/sessiond/sessiond/repos"
+	"github.com/sessiond/sessiond/session"
+)
+
+// Engine is one daemon's parts over one store.
+type Engine struct {
+	Store    db.Store
+	Repos    *repos.Registry
+	Events   *events.Log
+	Sessions *session.Manager
+	// Exec runs commands, where cfg had view directories; else nil.
+	Exec       *session.Executor
+	Changesets *changeset.Service
+}
+
+// New wires the parts over st, with repositories created under dataDir.
+// cfg configures the session engine; its Store and Repos are set here,
+// and its Events unless given (an observer built first may need the log).
+// exec bounds commands, when cfg has view directories.
+func New(st db.Store, dataDir string, cfg session.Config, exec ...session.ExecConfig) *Engine {
+	e := &Engine{Store: st, Events: cfg.Events}
+	e.Repos = repos.New(repos.Config{Store: st, DataDir: dataDir, Now: cfg.Now})
+	if e.Events == nil {
+		e.Events = events.New(st, nil)
+	}
+	cfg.Store, cfg.Repos, cfg.Events = st, e.Repos, e.Events
+	e.Sessions = session.NewManager(cfg)
+	if cfg.Workdirs != nil {
+		var xc session.ExecConfig
+		if len(exec) > 0 {
+			xc = exec[0]
+		}
+		e.Exec = session.NewExecutor(e.Sessions, xc)
+	}
+	e.Changesets = changeset.New(changeset.Config{Store: st.Changesets(), Sessions: e.Sessions, Repos: e.Repos, Events: e.Events, Now: cfg.Now})
+	return e
+}
+
+// Close stops the session engine and releases the repositories (the
+// store is the caller's).
+func (e *Engine) Close() error {
+	err := e.Sessions.Close()
+	if rerr := e.Repos.Close(); err == nil {
+		err = rerr
+	}
+	return err
+}

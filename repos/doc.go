@@ -1,0 +1,20 @@
+// Package repos is the registry of repositories: a name → an open
+// gitstore.Repo, backed by the store's record of each repository (its
+// path, and later its origin and environment configuration), and the
+// repository's policies (the accept policy today). Every other package
+// reaches a repository through a Registry handed to it at construction;
+// none opens one by itself.
+//
+// Invariants:
+//   - One open gitstore.Repo per registered name in a process, opened on
+//     first use and kept until Close (or until the name is registered
+//     again), so its caches and housekeeping are shared by every user.
+//   - Names are letters, digits, '-', '_' and '.', not starting with '.',
+//     at most 100 bytes; a bad name or path is record.ErrInvalid and
+//     registers nothing.
+//   - A repository without a policy of its own has the Registry's
+//     defaults (Config.Defaults).
+//
+// Concurrency: a Registry is safe for concurrent use; Registry.mu guards
+// only the map of open repositories.
+package repos

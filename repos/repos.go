@@ -1,0 +1,265 @@
+package repos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
+)
+
+// Repo is a git repository registered by name, as the store keeps it.
+// What a repository is configured with beside its path (its origin, its
+// environment) joins it here.
+type Repo struct {
+	Name      string
+	Path      string
+	CreatedAt time.Time
+}
+
+// Policy is a repository's accept policy. A repository without one has
+// the Registry's Config.Defaults.
+type Policy struct {
+	Repo string
+	// RequiredApprovals is how many distinct approvals (on the current
+	// revision, none outstanding against) an accept needs; 0: none (an
+	// open changeset may be accepted, one with changes requested or
+	// rejected may not).
+	RequiredApprovals int
+	// AllowCheckedOut lets accepts and undos move the branch that a
+	// non-bare repository has checked out. Its work tree and index are not
+	// updated (git status there then shows the accepted change reversed),
+	// which is why it is refused by default, as git push does
+	// (receive.denyCurrentBranch).
+	AllowCheckedOut bool
+	// RefuseStaleReads makes an accept fail when a file the session read
+	// changed on the branch since its base, instead of only reporting it.
+	RefuseStaleReads bool
+}
+
+// Store keeps the registry's records (package db implements it). Errors
+// are record's kinds: ErrDuplicate for a name taken, ErrNotFound for none.
+type Store interface {
+	// CreateRepo registers a repository; ErrDuplicate when the name is
+	// taken.
+	CreateRepo(ctx context.Context, r Repo) error
+	GetRepo(ctx context.Context, name string) (Repo, error)
+	// ListRepos returns all repositories ordered by name.
+	ListRepos(ctx context.Context) ([]Repo, error)
+	// SetRepoPolicy creates or replaces a repository's accept policy;
+	// ErrNotFound when the repository does not exist.
+	SetRepoPolicy(ctx context.Context, p Policy) error
+	// GetRepoPolicy returns a repository's accept policy; ErrNotFound
+	// when none was set.
+	GetRepoPolicy(ctx context.Context, repo string) (Policy, error)
+}
+
+// Config configures a Registry.
+type Config struct {
+	Store Store
+	// DataDir holds the repositories Init creates (under repos/).
+	DataDir string
+	// Defaults is the accept policy of repositories that have no Policy of
+	// their own (see SetPolicy); its Repo is ignored.
+	Defaults Policy
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Registry is the registry of repositories.
+type Registry struct {
+	store    Store
+	dataDir  string
+	defaults Policy
+	now      func() time.Time
+
+	mu   sync.Mutex // guards open
+	open map[string]*gitstore.Repo
+}
+
+// New returns the registry over cfg.Store.
+func New(cfg Config) *Registry {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Registry{store: cfg.Store, dataDir: cfg.DataDir, defaults: cfg.Defaults,
+		now:  func() time.Time { return now().UTC().Truncate(time.Microsecond) },
+		open: make(map[string]*gitstore.Repo)}
+}
+
+// Close releases the open repositories. The store is the caller's.
+func (g *Registry) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var errs []error
+	for _, r := range g.open {
+		errs = append(errs, r.Close())
+	}
+	clear(g.open)
+	return errors.Join(errs...)
+}
+
+// Register registers the existing repository at path under name.
+func (g *Registry) Register(ctx context.Context, name, path string) (Repo, error) {
+	if err := validateName(name); err != nil {
+		return Repo{}, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Repo{}, fmt.Errorf("%w: repository path %q: %v", record.ErrInvalid, path, err)
+	}
+	r, err := gitstore.Open(abs)
+	if err != nil {
+		return Repo{}, fmt.Errorf("%w: %v", record.ErrInvalid, err)
+	}
+	return g.add(ctx, name, abs, r)
+}
+
+// Init creates a bare repository named name under the data directory and
+// registers it.
+func (g *Registry) Init(ctx context.Context, name string) (Repo, error) {
+	if err := validateName(name); err != nil {
+		return Repo{}, err
+	}
+	if g.dataDir == "" {
+		return Repo{}, fmt.Errorf("%w: no data directory to create repositories in", record.ErrInvalid)
+	}
+	if _, err := g.store.GetRepo(ctx, name); err == nil {
+		return Repo{}, fmt.Errorf("repository %q: %w", name, record.ErrDuplicate)
+	}
+	path := filepath.Join(g.dataDir, "repos", name+".git")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return Repo{}, err
+	}
+	r, err := gitstore.Init(path, true)
+	if err != nil {
+		return Repo{}, fmt.Errorf("init repository %q: %w", name, err)
+	}
+	return g.add(ctx, name, path, r)
+}
+
+func (g *Registry) add(ctx context.Context, name, path string, r *gitstore.Repo) (Repo, error) {
+	rec := Repo{Name: name, Path: path, CreatedAt: g.now()}
+	if err := g.store.CreateRepo(ctx, rec); err != nil {
+		r.Close()
+		return Repo{}, err // the store's error names the repository
+	}
+	g.mu.Lock()
+	if old := g.open[name]; old != nil {
+		old.Close()
+	}
+	g.open[name] = r
+	g.mu.Unlock()
+	return rec, nil
+}
+
+func validateName(name string) error {
+	if name == "" || len(name) > 100 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" ||
+		strings.HasPrefix(name, ".") {
+		return fmt.Errorf("%w: repository name %q: use letters, digits, '-', '_' and '.'", record.ErrInvalid, name)
+	}
+	return nil
+}
+
+// Get returns a registered repository's record.
+func (g *Registry) Get(ctx context.Context, name string) (Repo, error) {
+	return g.store.GetRepo(ctx, name)
+}
+
+// List returns the registered repositories.
+func (g *Registry) List(ctx context.Context) ([]Repo, error) {
+	return g.store.ListRepos(ctx)
+}
+
+// Branches returns the branches of a repository and their commits.
+func (g *Registry) Branches(ctx context.Context, name string) ([]gitstore.Ref, error) {
+	r, err := g.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return r.ListRefs(ctx, "refs/heads/")
+}
+
+// Open returns the open repository registered as name, opening it on
+// first use; record.ErrNotFound when there is none.
+func (g *Registry) Open(ctx context.Context, name string) (*gitstore.Repo, error) {
+	g.mu.Lock()
+	r := g.open[name]
+	g.mu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	rec, err := g.store.GetRepo(ctx, name)
+	if err != nil {
+		return nil, err // the store's error names the repository
+	}
+	opened, err := gitstore.Open(rec.Path)
+	if err != nil {
+		return nil, fmt.Errorf("repository %q: %w", name, err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r := g.open[name]; r != nil {
+		opened.Close()
+		return r, nil
+	}
+	g.open[name] = opened
+	return opened, nil
+}
+
+// Hidden lists what a command run on a session's view must not see: the
+// data directory and every registered repository (its path and git
+// directory).
+func (g *Registry) Hidden(ctx context.Context) []string {
+	var out []string
+	if g.dataDir != "" {
+		out = append(out, g.dataDir)
+	}
+	repos, err := g.store.ListRepos(ctx)
+	if err != nil {
+		return out
+	}
+	for _, r := range repos {
+		out = append(out, path.Clean(r.Path))
+		g.mu.Lock()
+		if o := g.open[r.Name]; o != nil {
+			out = append(out, o.GitDir())
+		}
+		g.mu.Unlock()
+	}
+	return out
+}
+
+// Policy returns the accept policy of a repository: its own, or the
+// defaults.
+func (g *Registry) Policy(ctx context.Context, repo string) (Policy, error) {
+	if _, err := g.Open(ctx, repo); err != nil {
+		return Policy{}, err
+	}
+	p, err := g.store.GetRepoPolicy(ctx, repo)
+	if errors.Is(err, record.ErrNotFound) {
+		d := g.defaults
+		d.Repo = repo
+		return d, nil
+	}
+	return p, err
+}
+
+// SetPolicy sets a repository's own accept policy.
+func (g *Registry) SetPolicy(ctx context.Context, p Policy) (Policy, error) {
+	if p.RequiredApprovals < 0 || p.RequiredApprovals > 100 {
+		return Policy{}, fmt.Errorf("%w: required approvals %d: use 0 to 100", record.ErrInvalid, p.RequiredApprovals)
+	}
+	if err := g.store.SetRepoPolicy(ctx, p); err != nil {
+		return Policy{}, err
+	}
+	return p, nil
+}

@@ -356,8 +356,13 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, apitypes.RepoPolicy{RequiredApprovals: p.RequiredApprovals, AllowCheckedOut: p.AllowCheckedOut, RefuseStaleReads: p.RefuseStaleReads})
+	writeJSON(w, http.StatusOK, toRepoPolicy(p))
 	return nil
+}
+
+func toRepoPolicy(p repos.Policy) apitypes.RepoPolicy {
+	ex := apitypes.ExecPolicy(p.Exec)
+	return apitypes.RepoPolicy{RequiredApprovals: p.RequiredApprovals, AllowCheckedOut: p.AllowCheckedOut, RefuseStaleReads: p.RefuseStaleReads, Exec: &ex}
 }
 
 func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
@@ -365,12 +370,16 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	p, err := s.repos.SetPolicy(ctxWithoutCancel(r), repos.Policy{Repo: r.PathValue("repo"),
-		RequiredApprovals: req.RequiredApprovals, AllowCheckedOut: req.AllowCheckedOut, RefuseStaleReads: req.RefuseStaleReads})
+	p := repos.Policy{Repo: r.PathValue("repo"),
+		RequiredApprovals: req.RequiredApprovals, AllowCheckedOut: req.AllowCheckedOut, RefuseStaleReads: req.RefuseStaleReads}
+	if req.Exec != nil {
+		p.Exec = repos.ExecPolicy(*req.Exec)
+	}
+	p, err := s.repos.SetPolicy(ctxWithoutCancel(r), p)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, apitypes.RepoPolicy{RequiredApprovals: p.RequiredApprovals, AllowCheckedOut: p.AllowCheckedOut, RefuseStaleReads: p.RefuseStaleReads})
+	writeJSON(w, http.StatusOK, toRepoPolicy(p))
 	return nil
 }
 

@@ -244,11 +244,25 @@ type ConflictVersion struct {
 	Mode string `json:"mode"`
 }
 
-// RepoPolicy is a repository's accept policy.
+// RepoPolicy is a repository's policy: how changesets are accepted, and
+// what commands on its sessions may use.
 type RepoPolicy struct {
-	RequiredApprovals int  `json:"required_approvals"`
-	AllowCheckedOut   bool `json:"allow_checked_out"`
-	RefuseStaleReads  bool `json:"refuse_stale_reads"`
+	RequiredApprovals int         `json:"required_approvals"`
+	AllowCheckedOut   bool        `json:"allow_checked_out"`
+	RefuseStaleReads  bool        `json:"refuse_stale_reads"`
+	Exec              *ExecPolicy `json:"exec,omitempty"`
+}
+
+// ExecPolicy is what commands on a repository's sessions may use: the
+// host's network when they ask for it (where the daemon allows that at
+// all), and limits narrower than the daemon's (0: the daemon's).
+type ExecPolicy struct {
+	Network      bool  `json:"network"`
+	MemoryBytes  int64 `json:"memory_bytes,omitempty"`
+	Pids         int64 `json:"pids,omitempty"`
+	CPUWeight    int64 `json:"cpu_weight,omitempty"`
+	ScratchBytes int64 `json:"scratch_bytes,omitempty"`
+	TmpBytes     int64 `json:"tmp_bytes,omitempty"`
 }
 
 // RebaseRequest rebases a session onto a branch, tag or commit (its base

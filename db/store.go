@@ -1160,10 +1160,14 @@ func boolInt(b bool) int {
 }
 
 func (s *store) SetRepoPolicy(ctx context.Context, p repos.Policy) error {
-	_, err := s.r.exec(ctx, `INSERT INTO repo_policies (repo, required_approvals, allow_checked_out, refuse_stale_reads)
-		VALUES ($1, $2, $3, $4) ON CONFLICT (repo) DO UPDATE SET required_approvals = excluded.required_approvals,
-		allow_checked_out = excluded.allow_checked_out, refuse_stale_reads = excluded.refuse_stale_reads`,
-		p.Repo, p.RequiredApprovals, boolInt(p.AllowCheckedOut), boolInt(p.RefuseStaleReads))
+	ex, err := json.Marshal(p.Exec)
+	if err != nil {
+		return fmt.Errorf("policy of repository %q: %w", p.Repo, err)
+	}
+	_, err = s.r.exec(ctx, `INSERT INTO repo_policies (repo, required_approvals, allow_checked_out, refuse_stale_reads, exec)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (repo) DO UPDATE SET required_approvals = excluded.required_approvals,
+		allow_checked_out = excluded.allow_checked_out, refuse_stale_reads = excluded.refuse_stale_reads, exec = excluded.exec`,
+		p.Repo, p.RequiredApprovals, boolInt(p.AllowCheckedOut), boolInt(p.RefuseStaleReads), string(ex))
 	if err != nil {
 		return fmt.Errorf("policy of repository %q: %w", p.Repo, err)
 	}
@@ -1173,12 +1177,16 @@ func (s *store) SetRepoPolicy(ctx context.Context, p repos.Policy) error {
 func (s *store) GetRepoPolicy(ctx context.Context, repo string) (repos.Policy, error) {
 	p := repos.Policy{Repo: repo}
 	var allow, refuse int
-	err := s.r.queryRow(ctx, `SELECT required_approvals, allow_checked_out, refuse_stale_reads
-		FROM repo_policies WHERE repo = $1`, repo).Scan(&p.RequiredApprovals, &allow, &refuse)
+	var ex string
+	err := s.r.queryRow(ctx, `SELECT required_approvals, allow_checked_out, refuse_stale_reads, exec
+		FROM repo_policies WHERE repo = $1`, repo).Scan(&p.RequiredApprovals, &allow, &refuse, &ex)
 	if err != nil {
 		return repos.Policy{}, fmt.Errorf("policy of repository %q: %w", repo, err)
 	}
 	p.AllowCheckedOut, p.RefuseStaleReads = allow != 0, refuse != 0
+	if err := json.Unmarshal([]byte(ex), &p.Exec); err != nil {
+		return repos.Policy{}, fmt.Errorf("policy of repository %q: exec: %w", repo, err)
+	}
 	return p, nil
 }
 

@@ -42,6 +42,35 @@ type Policy struct {
 	// RefuseStaleReads makes an accept fail when a file the session read
 	// changed on the branch since its base, instead of only reporting it.
 	RefuseStaleReads bool
+	// Exec says what commands run on the repository's sessions may use.
+	Exec ExecPolicy
+}
+
+// ExecPolicy is what commands run on a repository's sessions may use:
+// the host's network or only their own loopback, and limits that narrow
+// the daemon's (zero: the daemon's; never wider).
+type ExecPolicy struct {
+	// Network lets a command that asks for it share the host's network
+	// (where the daemon allows that at all).
+	Network      bool  `json:"network,omitempty"`
+	MemoryBytes  int64 `json:"memory_bytes,omitempty"`
+	Pids         int64 `json:"pids,omitempty"`
+	CPUWeight    int64 `json:"cpu_weight,omitempty"`
+	ScratchBytes int64 `json:"scratch_bytes,omitempty"`
+	TmpBytes     int64 `json:"tmp_bytes,omitempty"`
+}
+
+// check refuses a policy no command could run under.
+func (e ExecPolicy) check() error {
+	for name, v := range map[string]int64{"memory_bytes": e.MemoryBytes, "pids": e.Pids, "scratch_bytes": e.ScratchBytes, "tmp_bytes": e.TmpBytes} {
+		if v < 0 {
+			return fmt.Errorf("%w: exec.%s %d: want a positive number, or 0 for the daemon's", record.ErrInvalid, name, v)
+		}
+	}
+	if e.CPUWeight < 0 || e.CPUWeight > 10000 {
+		return fmt.Errorf("%w: exec.cpu_weight %d: want 1 to 10000, or 0 for the daemon's", record.ErrInvalid, e.CPUWeight)
+	}
+	return nil
 }
 
 // Store keeps the registry's records (package db implements it). Errors
@@ -238,8 +267,8 @@ func (g *Registry) Hidden(ctx context.Context) []string {
 	return out
 }
 
-// Policy returns the accept policy of a repository: its own, or the
-// defaults.
+// Policy returns the policy of a repository (accept and exec): its own,
+// or the defaults.
 func (g *Registry) Policy(ctx context.Context, repo string) (Policy, error) {
 	if _, err := g.Open(ctx, repo); err != nil {
 		return Policy{}, err
@@ -253,10 +282,13 @@ func (g *Registry) Policy(ctx context.Context, repo string) (Policy, error) {
 	return p, err
 }
 
-// SetPolicy sets a repository's own accept policy.
+// SetPolicy sets a repository's own policy.
 func (g *Registry) SetPolicy(ctx context.Context, p Policy) (Policy, error) {
 	if p.RequiredApprovals < 0 || p.RequiredApprovals > 100 {
 		return Policy{}, fmt.Errorf("%w: required approvals %d: use 0 to 100", record.ErrInvalid, p.RequiredApprovals)
+	}
+	if err := p.Exec.check(); err != nil {
+		return Policy{}, err
 	}
 	if err := g.store.SetRepoPolicy(ctx, p); err != nil {
 		return Policy{}, err

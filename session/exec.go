@@ -181,6 +181,11 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		ls.mu.Unlock()
 		return ExecResult{}, fmt.Errorf("session %s: %w", id, ErrBusy)
 	}
+	limits, err := m.limitsFor(ctx, ls.meta.Repo, opts.Network)
+	if err != nil {
+		ls.mu.Unlock()
+		return ExecResult{}, err
+	}
 	if ls.policy.limitsReads() && !m.workdirs.Isolated() {
 		// The view would leave the unreadable paths out, but a command
 		// without namespaces can read the repository itself.
@@ -224,7 +229,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	run, err := sc.Run(ctx, workdir.Command{
 		Argv: argv, Cwd: cwd, Env: env, Stdin: opts.Stdin, Timeout: timeout,
 		Network: opts.Network, OutputCap: m.exec.OutputCap, Output: opts.Output,
-		Workspace: workspaceOf(view), Limits: m.exec.Limits,
+		Workspace: workspaceOf(view), Limits: limits,
 	})
 	if err != nil {
 		sc.Abort()
@@ -288,6 +293,24 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	// Finished while the command ran: its scratch goes now.
 	m.recorder.removeScratch(ls)
 	return res, nil
+}
+
+// limitsFor is what a command on a session of repo runs under: the
+// daemon's limits narrowed by the repository's exec policy. A command
+// that asks for the host's network needs the repository's policy to
+// allow it.
+func (m *Executor) limitsFor(ctx context.Context, repo string, network bool) (workdir.Limits, error) {
+	p, err := m.repos.Policy(ctx, repo)
+	if err != nil {
+		return workdir.Limits{}, err
+	}
+	if network && !p.Exec.Network {
+		return workdir.Limits{}, fmt.Errorf("%w: network: the policy of repository %q does not let commands share the host's network (an admin sets exec.network in PUT /v1/repos/%s/policy)", record.ErrForbidden, repo, repo)
+	}
+	e := p.Exec
+	return m.exec.Limits.Fill(workdir.DefaultLimits).Narrow(workdir.Limits{
+		MemoryBytes: e.MemoryBytes, Pids: e.Pids, CPUWeight: e.CPUWeight, ScratchBytes: e.ScratchBytes, TmpBytes: e.TmpBytes,
+	}), nil
 }
 
 // workspaceOf is where a view appears inside its command's namespace:

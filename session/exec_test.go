@@ -21,6 +21,7 @@ import (
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/workdir"
 )
@@ -447,4 +448,34 @@ func TestExecScratchRemovedWhenFinished(t *testing.T) {
 	_, err := e.m.Abandon(t.Context(), s.ID)
 	require.NoError(t, err)
 	assert.NoDirExists(t, scratch)
+}
+
+// The repository's exec policy decides whether a command may share the
+// host's network (where the daemon allows it at all), and narrows the
+// daemon's limits.
+func TestExecRepositoryPolicy(t *testing.T) {
+	e := newExecEnv(t, workdir.ModeOverlay)
+	s := e.create(session.CreateOptions{})
+	ex := session.NewExecutor(e.m, session.ExecConfig{HostNetwork: true, Limits: workdir.Limits{Pids: 500}})
+	run := func(opts session.ExecOptions) (session.ExecResult, error) {
+		return ex.Exec(t.Context(), s.ID, opts)
+	}
+	_, err := run(session.ExecOptions{Argv: []string{"true"}, Network: true})
+	require.ErrorIs(t, err, record.ErrForbidden, "no policy: no host network")
+	assert.Contains(t, err.Error(), "exec.network")
+
+	_, err = e.en.Repos.SetPolicy(t.Context(), repos.Policy{Repo: "r", Exec: repos.ExecPolicy{Network: true, Pids: 64, MemoryBytes: 1 << 40}})
+	require.NoError(t, err)
+	res, err := run(session.ExecOptions{Command: "ls /sys/class/net | wc -l", Network: true})
+	require.NoError(t, err)
+	assert.NotEqual(t, "1\n", string(res.Stdout), "the host's interfaces, not only lo")
+	limits := map[string]int64{}
+	for _, l := range res.Limits {
+		limits[l.Name] = l.Value
+	}
+	assert.Equal(t, int64(64), limits[workdir.LimitPids], "the policy narrows the daemon's 500")
+	assert.Equal(t, workdir.DefaultLimits.MemoryBytes, limits[workdir.LimitMemory], "and never widens the daemon's")
+
+	_, err = e.en.Repos.SetPolicy(t.Context(), repos.Policy{Repo: "r", Exec: repos.ExecPolicy{Pids: -1}})
+	require.ErrorIs(t, err, record.ErrInvalid)
 }

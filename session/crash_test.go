@@ -52,7 +52,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	e := newEnv(t, "small")
 	s := e.create(sessionOpts())
-	require.NoError(t, e.m.Close())
+	require.NoError(t, e.en.Close())
 	require.NoError(t, e.store.Close())
 
 	model := e.treeModesPlain(t)
@@ -139,7 +139,7 @@ func TestCrashRecovery(t *testing.T) {
 			trees = append(trees, cp.Tree)
 			verified++
 		}
-		require.NoError(t, e.m.Close())
+		require.NoError(t, e.en.Close())
 		require.NoError(t, e.store.Close())
 	}
 	testrepoFsck(t, e)

@@ -33,7 +33,7 @@ func TestRestartsKeepPacksBounded(t *testing.T) {
 	for p, content := range want {
 		assert.Equal(t, content, e.read(s.ID, p), p)
 	}
-	require.NoError(t, e.m.Close())
+	require.NoError(t, e.en.Close())
 	out := e.git("fsck", "--strict")
 	for _, line := range strings.Split(out, "\n") {
 		assert.True(t, line == "" || strings.HasPrefix(line, "dangling "), "git fsck: %s", line)

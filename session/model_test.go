@@ -201,7 +201,7 @@ func TestSessionAgainstModel(t *testing.T) {
 	})
 	// Background housekeeping may be merging packs, and git fsck does not
 	// re-scan packs that vanish under it.
-	require.NoError(t, e.m.Close())
+	require.NoError(t, e.en.Close())
 	testrepoFsck(t, e)
 }
 

@@ -73,6 +73,23 @@ func ValidateRefName(name RefName) error {
 	return nil
 }
 
+// ValidateBranchName applies git branch's rules to a branch's short name
+// such as "main" or "topic/x" (refs.c's check_branch_ref): refs/heads/<name>
+// must be a valid ref name, and the name may not start with '-' nor be
+// "HEAD".
+func ValidateBranchName(name string) error {
+	bad := func(why string) error { return fmt.Errorf("%w: branch name %q: %s", ErrInvalidRef, name, why) }
+	switch {
+	case name == "":
+		return bad("empty")
+	case name == "HEAD":
+		return bad("not a branch name")
+	case strings.HasPrefix(name, "-"):
+		return bad("starts with '-'")
+	}
+	return ValidateRefName(BranchRef(name))
+}
+
 func (r *Repo) refPath(name RefName) string {
 	return filepath.Join(r.gitDir, filepath.FromSlash(string(name)))
 }

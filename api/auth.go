@@ -87,26 +87,26 @@ func (a *auth) reviewerToken(name string) string {
 	return reviewerTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(name)) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// maxReviewerName bounds a reviewer's name, in bytes.
-const maxReviewerName = 200
+// maxIdentityName bounds an identity's name, in bytes.
+const maxIdentityName = 200
 
 // CheckIdentityName is the rule for an identity's name (a reviewer
 // token's, the local user's): text a person reads, on one line.
 func CheckIdentityName(name string) error {
-	if e := checkReviewerName(name); e != nil {
+	if e := identityNameError(name); e != nil {
 		return errors.New(e.Message)
 	}
 	return nil
 }
 
-func checkReviewerName(name string) *apitypes.Error {
+func identityNameError(name string) *apitypes.Error {
 	switch {
 	case strings.TrimSpace(name) == "":
 		return badRequest("name: empty")
 	case name != strings.TrimSpace(name):
 		return badRequest("name %q: leading or trailing space", name)
-	case len(name) > maxReviewerName:
-		return badRequest("name: %d bytes, at most %d", len(name), maxReviewerName)
+	case len(name) > maxIdentityName:
+		return badRequest("name: %d bytes, at most %d", len(name), maxIdentityName)
 	case !utf8.ValidString(name):
 		return badRequest("name %q: not UTF-8", name)
 	case strings.IndexFunc(name, unicode.IsControl) >= 0:
@@ -166,7 +166,7 @@ func (a *auth) principalOf(tok string) (principal, bool) {
 	}
 	if rest, ok := strings.CutPrefix(tok, reviewerTokenPrefix); ok {
 		nameText, _, _ := strings.Cut(rest, ".")
-		if name, err := base64.RawURLEncoding.DecodeString(nameText); err == nil && len(a.secret) > 0 && checkReviewerName(string(name)) == nil &&
+		if name, err := base64.RawURLEncoding.DecodeString(nameText); err == nil && len(a.secret) > 0 && identityNameError(string(name)) == nil &&
 			subtle.ConstantTimeCompare([]byte(a.reviewerToken(string(name))), []byte(tok)) == 1 {
 			return principal{reviewer: string(name)}, true
 		}

@@ -271,7 +271,7 @@ func (s *Server) createReviewer(w http.ResponseWriter, r *http.Request) error {
 	if !s.auth.enabled {
 		return badRequest("this daemon has no admin token: it has one identity, its local user %q, whose reviews count once; reviewer tokens need --admin-token", s.auth.localUser)
 	}
-	if err := checkReviewerName(req.Name); err != nil {
+	if err := identityNameError(req.Name); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, apitypes.Reviewer{Name: req.Name, Token: s.auth.reviewerToken(req.Name)})

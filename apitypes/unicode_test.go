@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -98,4 +99,34 @@ func TestCheckedReaderStopsTheDecoder(t *testing.T) {
 	var bad *BadStringError
 	require.ErrorAs(t, err, &bad)
 	assert.Equal(t, "/edits/0/path", bad.Where())
+}
+
+// BenchmarkDecodeEdits decodes a batch of edits with the given content
+// size, plainly and through CheckedReader, side by side: the check's cost
+// on the API's largest bodies.
+func BenchmarkDecodeEdits(b *testing.B) {
+	for _, size := range []int{1 << 10, 1 << 20, 16 << 20} {
+		content := strings.Repeat("package main // ascii text\n", size/27+1)[:size]
+		body, err := json.Marshal(EditsRequest{Edits: []Edit{{Op: OpWrite, Path: "src/main.go", Content: content}}})
+		require.NoError(b, err)
+		for _, checked := range []bool{false, true} {
+			name := "plain"
+			if checked {
+				name = "checked"
+			}
+			b.Run(name+"/bytes="+strconv.Itoa(size), func(b *testing.B) {
+				b.SetBytes(int64(len(body)))
+				for b.Loop() {
+					var r io.Reader = strings.NewReader(string(body))
+					if checked {
+						r = NewCheckedReader(r)
+					}
+					var req EditsRequest
+					if err := json.NewDecoder(r).Decode(&req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }

@@ -179,6 +179,7 @@ func TestTargetBranch(t *testing.T) {
 		{"origin/feature", ""},
 		{"refs/remotes/origin/feature", ""},
 		{"refs/heads/", ""},
+		{"refs/heads/refs/x", ""},
 		{main, ""},
 		{main[:10], ""},
 		{strings.Repeat("0", 40), ""},
@@ -202,6 +203,27 @@ func TestTargetBranch(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, v.TargetBranch)
+			// A new revision keeps the target, checked as the branch it is.
+			e.write(s.ID, "a.txt", "y\n")
+			v2, err := e.cs.Submit(ctx, s.ID, changeset.SubmitOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, 2, v2.Revision)
+			assert.Equal(t, tt.want, v2.TargetBranch)
 		})
 	}
+}
+
+// TestTargetBranchDefault: without a target the session's base branch is
+// the target, also when a tag has its name.
+func TestTargetBranchDefault(t *testing.T) {
+	e := newChangesetEnv(t)
+	e.bgit("branch", "v1", "main") // beside the tag v1
+	s := e.create(session.CreateOptions{Repo: "bare", Base: "refs/heads/v1"})
+	require.Equal(t, "v1", s.BaseRef)
+	e.write(s.ID, "a.txt", "x\n")
+	v, err := e.cs.Submit(t.Context(), s.ID, changeset.SubmitOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "v1", v.TargetBranch)
+	res := e.accept(v.Changeset)
+	assert.Equal(t, res.Commit.String(), e.bgit("rev-parse", "refs/heads/v1"))
 }

@@ -60,21 +60,22 @@ func (s *Service) submit(ctx context.Context, id uuid.UUID, opts SubmitOptions) 
 		}
 	}
 	intent := opts.Intent
-	target := opts.TargetBranch
 	if prev != nil {
 		intent = cmpOr(intent, prev.Intent)
-		target = cmpOr(target, prev.TargetBranch)
 	}
 	intent = cmpOr(intent, sess.Intent)
 	r, err := s.sessions.GitRepo(ctx, sess.Repo)
 	if err != nil {
 		return Changeset{}, err
 	}
-	if target == "" {
-		target = sess.BaseRef
-	}
-	if target == "" {
-		target, _ = r.HeadBranch()
+	// The target as given; else a branch by construction (the previous
+	// revision's target, the session's base branch, HEAD's branch), in
+	// full so that a tag of the same name does not stand in its way.
+	target := opts.TargetBranch
+	for _, b := range []string{prevTarget(prev), sess.BaseRef, headBranch(r)} {
+		if target == "" && b != "" {
+			target = string(gitstore.BranchRef(b))
+		}
 	}
 	if target == "" {
 		return Changeset{}, fmt.Errorf("%w: the session has no base branch; say which branch to target", record.ErrInvalid)
@@ -174,7 +175,7 @@ func targetBranch(ctx context.Context, r *gitstore.Repo, name string) (string, e
 	}
 	branch, full := strings.CutPrefix(name, "refs/heads/")
 	switch {
-	case !full && strings.HasPrefix(name, "refs/"):
+	case strings.HasPrefix(branch, "refs/"):
 		return "", bad("not a branch: a target is a branch name or refs/heads/<name>")
 	case branch == "@":
 		return "", bad("not a branch name (@ is HEAD)")
@@ -211,4 +212,16 @@ func isHex(s string) bool {
 		}
 	}
 	return true
+}
+
+func prevTarget(c *Changeset) string {
+	if c == nil {
+		return ""
+	}
+	return c.TargetBranch
+}
+
+func headBranch(r *gitstore.Repo) string {
+	b, _ := r.HeadBranch()
+	return b
 }

@@ -44,6 +44,7 @@ func TestAcceptSelectHTTP(t *testing.T) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(ctx, method, srv.URL+path, strings.NewReader(body))
 		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -155,7 +156,7 @@ func TestChangesetRevisionsHTTP(t *testing.T) {
 	require.NoError(t, err)
 	c1, err := cs.Submit(ctx, s.ID, changeset.SubmitOptions{Intent: "a"})
 	require.NoError(t, err)
-	_, _, err = cs.Review(ctx, c1.ID, changeset.ReviewInput{Verdict: changeset.VerdictApprove, Author: "ann"})
+	_, _, err = cs.Review(ctx, c1.ID, changeset.ReviewInput{Verdict: changeset.VerdictApprove, Reviewer: changeset.Reviewer{Name: "ann", Kind: changeset.ReviewerToken}})
 	require.NoError(t, err)
 	var list struct{ Changesets []apitypes.Changeset }
 	require.Equal(t, 200, getJSON("/v1/changesets", &list))

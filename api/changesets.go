@@ -64,8 +64,8 @@ func toChangeset(c changeset.Changeset) apitypes.Changeset {
 }
 
 func toReview(r changeset.Review) apitypes.Review {
-	out := apitypes.Review{ID: r.ID.String(), Verdict: string(r.Verdict), Body: r.Body, Author: r.Author, Revision: r.Revision,
-		Comments: []apitypes.LineComment{}, CreatedAt: r.CreatedAt}
+	out := apitypes.Review{ID: r.ID.String(), Verdict: string(r.Verdict), Body: r.Body, Author: r.Author, AuthorKind: string(r.AuthorKind),
+		Revision: r.Revision, Comments: []apitypes.LineComment{}, CreatedAt: r.CreatedAt}
 	for _, c := range r.Comments {
 		out.Comments = append(out.Comments, apitypes.LineComment(c))
 	}
@@ -244,7 +244,8 @@ func (s *Server) reviewChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	in := changeset.ReviewInput{Verdict: changeset.Verdict(req.Verdict), Body: req.Body, Author: req.Author}
+	in := changeset.ReviewInput{Verdict: changeset.Verdict(req.Verdict), Body: req.Body,
+		Reviewer: s.auth.reviewerOf(principalFrom(r.Context()), req.Author)}
 	for _, c := range req.Comments {
 		in.Comments = append(in.Comments, changeset.LineComment(c))
 	}
@@ -257,6 +258,24 @@ func (s *Server) reviewChangeset(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, apitypes.ReviewResult{Review: toReview(rv), Changeset: c})
+	return nil
+}
+
+// createReviewer serves POST /v1/reviewers: the token of the reviewer
+// named in the body. Tokens are derived from the name (auth.go), so
+// issuing one stores nothing and issuing it again gives the same token.
+func (s *Server) createReviewer(w http.ResponseWriter, r *http.Request) error {
+	var req apitypes.ReviewerRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if !s.auth.enabled {
+		return badRequest("this daemon has no admin token: it has one identity, its local user %q, whose reviews count once; reviewer tokens need --admin-token", s.auth.localUser)
+	}
+	if err := identityNameError(req.Name); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, apitypes.Reviewer{Name: req.Name, Token: s.auth.reviewerToken(req.Name)})
 	return nil
 }
 

@@ -85,6 +85,9 @@ func (ts *testServer) call(method, path string, body []byte, headers ...string) 
 	if ts.auth != "" {
 		req.Header.Set("Authorization", ts.auth)
 	}
+	if body != nil && method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -445,8 +448,8 @@ func TestEditValidation(t *testing.T) {
 	assert.Equal(t, 404, r.StatusCode)
 }
 
-// TestReviewValidation: a line comment must name a line the file has, and
-// an approval without an author does not count.
+// TestReviewValidation: a line comment must name a line the file has;
+// without an admin token a review is by the local user, named or not.
 func TestReviewValidation(t *testing.T) {
 	ts := newTestServer(t, "")
 	id := ts.newSession()
@@ -469,16 +472,15 @@ func TestReviewValidation(t *testing.T) {
 
 	r = ts.call("PUT", "/v1/repos/r/policy", []byte(`{"required_approvals":1,"allow_checked_out":true}`))
 	require.Equal(t, 200, r.StatusCode, "%s", r.body)
+	r = ts.call("POST", "/v1/changesets/"+cs.ID+"/accept", nil)
+	assert.Equal(t, 409, r.StatusCode, "not approved yet: %s", r.body)
 	r = ts.call("POST", reviews, []byte(`{"verdict":"approve"}`))
 	require.Equal(t, 201, r.StatusCode, "%s", r.body)
 	var res apitypes.ReviewResult
 	require.NoError(t, json.Unmarshal(r.body, &res))
-	assert.Equal(t, "open", res.Changeset.Status, "an approval without an author does not count")
-	r = ts.call("POST", "/v1/changesets/"+cs.ID+"/accept", nil)
-	assert.Equal(t, 409, r.StatusCode, "not approved yet: %s", r.body)
-	r = ts.call("POST", reviews, []byte(`{"verdict":"approve","author":"lead"}`))
-	require.NoError(t, json.Unmarshal(r.body, &res))
 	assert.Equal(t, "approved", res.Changeset.Status)
+	assert.Equal(t, "local user", res.Review.Author, "never empty")
+	assert.Equal(t, apitypes.AuthorLocal, res.Review.AuthorKind)
 }
 
 // TestEventTypeFilter: ?type= keeps the stored events of the named types,

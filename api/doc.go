@@ -1,7 +1,30 @@
 // Package api serves the session engine over HTTP: the routes of API v1,
-// bearer-token auth with admin and session-scoped tokens, request body
-// limits, Server-Sent Events, and the operational endpoints (/healthz,
-// /readyz, /metrics).
+// bearer-token auth with admin, session-scoped and reviewer tokens, the
+// browser-safety rules, request body limits, Server-Sent Events, and the
+// operational endpoints (/healthz, /readyz, /metrics).
+//
+// Auth, in one place each (auth.go): principalOf checks every token, the
+// admin token by hash and the session and reviewer tokens by recomputing
+// their HMAC with the token key (they are derived, never stored, so there
+// is no table to leak; rotating the key revokes them all); authorize holds
+// a principal to its route's scope; reviewerOf is the identity a review is
+// by (a reviewer token's name, the local user when there is no admin
+// token, the session for a session token, a name merely asserted for the
+// admin token), which package changeset's vote rules count. A reviewer
+// token reads changesets, their diffs, revisions and reviews, a branch's
+// layers and the accept policy, and reviews; accept, undo and everything
+// else stay the admin's. /readyz answers everyone but names repositories
+// only to the admin.
+//
+// Browser safety (browser.go): Server.Guard, around the daemon's whole
+// handler, refuses a Host that is not one of the daemon's names and an
+// Origin that is not its own; handlerFor refuses a POST body that is not
+// JSON (415). Requests that never crossed a network (client.NewInProcess)
+// reach the Server without Guard. JSON bodies are read through
+// apitypes.CheckedReader, so a string that is not valid Unicode is refused
+// (invalid_path for a path) instead of becoming U+FFFD. Events pass
+// through eventFor, which keeps other sessions' ids from any token but the
+// admin's.
 //
 // It owns no business logic: every handler decodes its request, calls one
 // method of the part it is handed that owns what it asks (the session

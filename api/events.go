@@ -90,9 +90,10 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, f events.Fil
 	if err != nil {
 		return err
 	}
+	p := principalFrom(r.Context())
 	out := apitypes.Events{Events: make([]apitypes.Event, 0, len(evs))}
 	for _, e := range evs {
-		out.Events = append(out.Events, toEvent(e))
+		out.Events = append(out.Events, eventFor(p, e))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -103,6 +104,39 @@ func toEvent(e events.Event) apitypes.Event {
 	if e.Session != uuid.Nil {
 		ev.Session = e.Session.String()
 	}
+	return ev
+}
+
+// otherSessionFields are, per event type, the payload fields that may
+// name a session other than the event's own. Every other event a session
+// receives names its own session only (TestEventsNameNoOtherSession checks
+// each type).
+var otherSessionFields = map[string][]string{
+	graph.EventOverlapDetected: {"other", "by"},
+}
+
+// eventFor is e as p may see it, the one place events are narrowed: the
+// admin sees every event whole; any other token (a session's, which
+// receives only its own session's events) sees no other session's id.
+// An overlap then tells that another session changed the path, with what
+// overlaps (path, symbols, trial merge, the other agent), but not which.
+func eventFor(p principal, e events.Event) apitypes.Event {
+	ev := toEvent(e)
+	fields := otherSessionFields[e.Type]
+	if p.admin || len(fields) == 0 {
+		return ev
+	}
+	var payload map[string]any
+	if err := json.Unmarshal(e.Payload, &payload); err != nil {
+		ev.Payload = map[string]any{}
+		return ev
+	}
+	for _, f := range fields {
+		if id, _ := payload[f].(string); id != "" && (p.session == uuid.Nil || id != p.session.String()) {
+			delete(payload, f)
+		}
+	}
+	ev.Payload = payload
 	return ev
 }
 
@@ -149,6 +183,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f events.Filter)
 	defer s.metrics.streams.Dec()
 
 	ctx := r.Context()
+	p := principalFrom(ctx)
 	events := s.events.Subscribe(ctx, f)
 	tick := time.NewTicker(s.heartbeat)
 	defer tick.Stop()
@@ -158,7 +193,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f events.Filter)
 			if !ok {
 				return nil
 			}
-			if err := writeEvent(w, e); err != nil {
+			if err := writeEvent(w, eventFor(p, e)); err != nil {
 				return nil
 			}
 		case <-tick.C:
@@ -176,8 +211,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f events.Filter)
 	}
 }
 
-func writeEvent(w http.ResponseWriter, e events.Event) error {
-	data, err := json.Marshal(toEvent(e))
+func writeEvent(w http.ResponseWriter, e apitypes.Event) error {
+	data, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}

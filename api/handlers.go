@@ -22,10 +22,14 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 }
 
 // readyz checks that the store answers and every registered repository
-// opens.
+// opens. Probes need no token, so without the admin token's (none when
+// auth is off) the answer names no repository: the store and the
+// repositories as a whole, ok or unreachable.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
+	p, aerr := s.auth.authenticate(r)
+	detail := aerr == nil && p.admin
 	h := apitypes.Health{Status: "ok", Checks: map[string]string{}}
 	repos, err := s.repos.List(ctx)
 	if err != nil {
@@ -34,15 +38,17 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		s.log.Warn("readyz: store", "error", err)
 	} else {
 		h.Checks["store"] = "ok"
+		h.Checks["repos"] = "ok"
 	}
 	for _, rp := range repos {
+		check := "ok"
 		if _, err := s.repos.Open(ctx, rp.Name); err != nil {
-			h.Status = "unavailable"
-			h.Checks["repo:"+rp.Name] = "unreachable"
+			h.Status, check, h.Checks["repos"] = "unavailable", "unreachable", "unreachable"
 			s.log.Warn("readyz: repository", "repo", rp.Name, "error", err)
-			continue
 		}
-		h.Checks["repo:"+rp.Name] = "ok"
+		if detail {
+			h.Checks["repo:"+rp.Name] = check
+		}
 	}
 	status := http.StatusOK
 	if h.Status != "ok" {

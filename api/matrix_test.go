@@ -282,6 +282,7 @@ func matrix() map[string][]call {
 		"GET /v1/repos/{repo}/layers": {{variant: "allowed", path: fixed("/v1/repos/r/layers?branch=main"), status: 200}},
 		"GET /v1/repos/{repo}/policy": {{variant: "allowed", path: fixed("/v1/repos/r/policy"), status: 200}},
 		"PUT /v1/repos/{repo}/policy": {{variant: "allowed", path: fixed("/v1/repos/r/policy"), body: jsonBody(map[string]any{"required_approvals": 1, "allow_checked_out": true}), status: 200}},
+		"POST /v1/reviewers":          {{variant: "allowed", path: fixed("/v1/reviewers"), body: jsonBody(map[string]any{"name": "rita"}), status: 201}},
 		// No MCP handler is configured here: a caller the route admits
 		// gets not_found, which still shows the auth in front of it.
 		"POST /mcp":                 {{variant: "allowed", path: fixed("/mcp"), body: jsonBody(map[string]any{}), status: 404}},
@@ -336,7 +337,7 @@ func TestAuthMatrix(t *testing.T) {
 			// gets a fresh one.
 			shared := map[bool]*world{}
 			for _, c := range calls {
-				for _, who := range []string{"admin", "own", "other", "none"} {
+				for _, who := range []string{"admin", "own", "other", "reviewer", "none"} {
 					want := expected(rt.scope, who, c.status)
 					w := shared[c.accepted]
 					if w == nil || want < 400 {
@@ -347,6 +348,7 @@ func TestAuthMatrix(t *testing.T) {
 					}
 					token := map[string]string{
 						"admin": testAdminToken, "own": e.api.auth.sessionToken(w.a.ID), "other": e.api.auth.sessionToken(w.b.ID),
+						"reviewer": e.api.auth.reviewerToken("rita"),
 					}[who]
 					var header []string
 					if c.header != nil {
@@ -394,16 +396,21 @@ func TestAuthMatrix(t *testing.T) {
 }
 
 // expected is the status of a call by who on a route of scope sc, where
-// status is the answer for a caller the route admits.
+// status is the answer for a caller the route admits. The changeset
+// routes' changeset is q's, so a's own token reaches none of them: the
+// review route admits session tokens and leaves the refusal to the
+// changeset rules (a session reviews only its own changesets).
 func expected(sc scope, who string, status int) int {
 	switch {
 	case sc == scopePublic:
 		return status
 	case who == "none":
 		return http.StatusUnauthorized
-	case who == "other":
+	case who == "reviewer" && (sc == scopeReader || sc == scopeReview):
+		return status
+	case who == "other", who == "reviewer":
 		return http.StatusForbidden
-	case who == "own" && sc == scopeAdmin:
+	case who == "own" && sc != scopeSession:
 		return http.StatusForbidden
 	}
 	return status

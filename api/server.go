@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
@@ -38,11 +40,20 @@ type Config struct {
 	// Changesets serves the changeset routes (submit, review, accept,
 	// layers, undo, policies) over the same engine and store.
 	Changesets *changeset.Service
-	// AdminToken turns auth on: every /v1 route then needs it or a session
-	// token. Empty: no auth (the daemon then binds to loopback only).
+	// AdminToken turns auth on: every /v1 route then needs it, a session
+	// token or a reviewer token. Empty: no auth (the daemon then binds to
+	// loopback only, and has one identity, LocalUser).
 	AdminToken string
-	// TokenSecret keys the session tokens; required with AdminToken.
+	// TokenSecret keys the session and reviewer tokens; required with
+	// AdminToken.
 	TokenSecret []byte
+	// LocalUser is the identity of a daemon without an admin token: every
+	// review is by it, so its approvals count once.
+	LocalUser string
+	// AllowedHosts are names of the daemon beside those Guard knows by
+	// itself (the address a request arrived at, localhost and loopback
+	// addresses with that port): "name" for any port, "name:port" for one.
+	AllowedHosts []string
 	// MaxBodyBytes bounds a request body after decompression; default
 	// 128 MiB.
 	MaxBodyBytes int64
@@ -74,6 +85,7 @@ type Server struct {
 	runner    *session.Executor
 	cs        *changeset.Service
 	auth      *auth
+	hosts     []string // Config.AllowedHosts
 	maxBody   int64
 	heartbeat time.Duration
 	log       *slog.Logger
@@ -141,17 +153,21 @@ var routes = []Route{
 
 	// Changesets (api/changesets.go).
 	{"POST", "/v1/sessions/{id}/changesets", scopeSession, (*Server).submitChangeset},
-	{"GET", "/v1/changesets", scopeAdmin, (*Server).listChangesets},
-	{"GET", "/v1/changesets/{id}", scopeAdmin, (*Server).getChangeset},
-	{"GET", "/v1/changesets/{id}/diff", scopeAdmin, (*Server).changesetDiff},
-	{"GET", "/v1/changesets/{id}/revisions", scopeAdmin, (*Server).changesetRevisions},
-	{"POST", "/v1/changesets/{id}/reviews", scopeAdmin, (*Server).reviewChangeset},
+	// A reviewer token reads changesets, their diffs, revisions and
+	// reviews, a branch's layers and the accept policy, and reviews;
+	// accept, undo and the policy's changes stay the admin's.
+	{"GET", "/v1/changesets", scopeReader, (*Server).listChangesets},
+	{"GET", "/v1/changesets/{id}", scopeReader, (*Server).getChangeset},
+	{"GET", "/v1/changesets/{id}/diff", scopeReader, (*Server).changesetDiff},
+	{"GET", "/v1/changesets/{id}/revisions", scopeReader, (*Server).changesetRevisions},
+	{"POST", "/v1/changesets/{id}/reviews", scopeReview, (*Server).reviewChangeset},
 	{"POST", "/v1/changesets/{id}/accept", scopeAdmin, (*Server).acceptChangeset},
 	{"POST", "/v1/changesets/{id}/undo", scopeAdmin, (*Server).undoChangeset},
 	{"POST", "/v1/repos/{repo}/undo", scopeAdmin, (*Server).undoLayers},
-	{"GET", "/v1/repos/{repo}/layers", scopeAdmin, (*Server).layers},
-	{"GET", "/v1/repos/{repo}/policy", scopeAdmin, (*Server).getPolicy},
+	{"GET", "/v1/repos/{repo}/layers", scopeReader, (*Server).layers},
+	{"GET", "/v1/repos/{repo}/policy", scopeReader, (*Server).getPolicy},
 	{"PUT", "/v1/repos/{repo}/policy", scopeAdmin, (*Server).putPolicy},
+	{"POST", "/v1/reviewers", scopeAdmin, (*Server).createReviewer},
 
 	// MCP over streamable HTTP (package mcpserver, wired by Config.MCP).
 	{"POST", "/mcp", scopeAdmin, (*Server).serveMCP},
@@ -174,7 +190,7 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		m: cfg.Manager, repos: cfg.Repos, events: cfg.Events, runner: cfg.Exec, cs: cfg.Changesets, auth: newAuth(cfg.AdminToken, cfg.TokenSecret),
+		m: cfg.Manager, repos: cfg.Repos, events: cfg.Events, runner: cfg.Exec, cs: cfg.Changesets, auth: newAuth(cfg.AdminToken, cfg.TokenSecret, cfg.LocalUser), hosts: cfg.AllowedHosts,
 		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, log: cfg.Logger, summaries: cfg.Summaries, mcp: cfg.MCP,
 		mux: http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
 	}
@@ -298,6 +314,10 @@ func (s *Server) handlerFor(rt *Route) http.Handler {
 			}
 			r = r.WithContext(withPrincipal(r.Context(), p))
 		}
+		if e := checkContentType(r); e != nil {
+			writeError(w, e)
+			return
+		}
 		if err := s.limitBody(w, r); err != nil {
 			writeError(w, mapError(err))
 			return
@@ -330,7 +350,7 @@ func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) error {
 		r.Header.Del("Content-Encoding")
 		r.ContentLength = -1
 	default:
-		return newError(http.StatusUnsupportedMediaType, apitypes.CodeBadRequest, "unsupported Content-Encoding %q", enc)
+		return newError(http.StatusUnsupportedMediaType, apitypes.CodeUnsupportedMediaType, "unsupported Content-Encoding %q", enc)
 	}
 	if r.ContentLength > s.maxBody {
 		return &http.MaxBytesError{Limit: s.maxBody}
@@ -355,14 +375,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decodeJSON reads the body as exactly one JSON value of v's type;
 // unknown fields, wrong types and trailing data are bad requests. An empty
 // POST body is the empty object (SPEC §5): v keeps its zero value, and
-// the handler's own checks say which fields are required.
+// the handler's own checks say which fields are required. A string that
+// is not valid Unicode (which encoding/json would turn into U+FFFD) is
+// refused as it is read: invalid_path (badPathChar) in a path field,
+// bad_request elsewhere (apitypes.CheckedReader).
 func decodeJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	dec := json.NewDecoder(apitypes.NewCheckedReader(r.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var maxErr *http.MaxBytesError
 		if errors.As(err, &maxErr) {
 			return err
+		}
+		if bad := (*apitypes.BadStringError)(nil); errors.As(err, &bad) {
+			return badStringError(bad, v)
 		}
 		if errors.Is(err, io.EOF) {
 			if r.Method == http.MethodPost {
@@ -377,9 +403,24 @@ func decodeJSON(r *http.Request, v any) error {
 		if errors.As(err, &maxErr) {
 			return err
 		}
+		if bad := (*apitypes.BadStringError)(nil); errors.As(err, &bad) {
+			return badStringError(bad, v)
+		}
 		return badRequest("malformed JSON: data after the value")
 	}
 	return nil
+}
+
+// badStringError is the answer to a JSON string that is not valid
+// Unicode: a path breaks the path rule badPathChar, as it does in a URL;
+// anything else is malformed JSON.
+func badStringError(bad *apitypes.BadStringError, v any) error {
+	bad.Classify(v)
+	if bad.Path {
+		return &overlay.PathError{Rule: overlay.RuleBadPathChar, Path: bad.Value,
+			Message: fmt.Sprintf("%s at %s", bad.Why, bad.Where())}
+	}
+	return badRequest("malformed JSON: %v", bad)
 }
 
 // recorder keeps the status and size of a response for logs and metrics.

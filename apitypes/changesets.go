@@ -43,18 +43,21 @@ type Revision struct {
 
 // Review is one review of a changeset.
 type Review struct {
-	ID        string        `json:"id"`
-	Verdict   string        `json:"verdict"`
-	Body      string        `json:"body"`
-	Author    string        `json:"author"`
-	Revision  int           `json:"revision"`
-	Comments  []LineComment `json:"comments"`
-	CreatedAt time.Time     `json:"created_at"`
+	ID      string `json:"id"`
+	Verdict string `json:"verdict"`
+	Body    string `json:"body"`
+	Author  string `json:"author"`
+	// AuthorKind says who vouches for Author (AuthorReviewer, …); empty
+	// for a review recorded before authors were vouched for.
+	AuthorKind string        `json:"author_kind,omitempty"`
+	Revision   int           `json:"revision"`
+	Comments   []LineComment `json:"comments"`
+	CreatedAt  time.Time     `json:"created_at"`
 }
 
 // LineComment is a review comment on a line of a file of the diff.
 type LineComment struct {
-	Path string `json:"path"`
+	Path string `json:"path" sessiond:"path"`
 	Line int    `json:"line"`
 	Body string `json:"body"`
 }
@@ -65,12 +68,35 @@ type SubmitRequest struct {
 	TargetBranch string `json:"target_branch,omitempty"`
 }
 
-// ReviewRequest records a review.
+// ReviewRequest records a review. Author is a name the admin token
+// asserts, vouched by nothing: with an admin token configured such a
+// review counts as a comment. A reviewer token's review is by the name the
+// token carries, and on a daemon without an admin token every review is by
+// its local user; Author is then ignored.
 type ReviewRequest struct {
 	Verdict  string        `json:"verdict"`
 	Body     string        `json:"body,omitempty"`
 	Author   string        `json:"author,omitempty"`
 	Comments []LineComment `json:"comments,omitempty"`
+}
+
+// Kinds of review author (Review.AuthorKind): who vouches for the name.
+const (
+	AuthorReviewer = "reviewer" // a reviewer token the admin issued for this name
+	AuthorLocal    = "local"    // the local user of a daemon without an admin token
+	AuthorAsserted = "asserted" // a name the admin token gave; its review counts as a comment
+	AuthorSession  = "session"  // the changeset's own session, whose reviews are comments
+)
+
+// ReviewerRequest asks for a reviewer token (POST /v1/reviewers).
+type ReviewerRequest struct {
+	Name string `json:"name"`
+}
+
+// Reviewer is a reviewer token and the name it carries.
+type Reviewer struct {
+	Name  string `json:"name"`
+	Token string `json:"token"`
 }
 
 // ReviewResult is a recorded review and the changeset after it.
@@ -100,8 +126,8 @@ type AcceptRequest struct {
 // Selection names the files taken whole and, per file, the hunks taken
 // (indexes into the file's hunks in the changeset's JSON diff).
 type Selection struct {
-	Files []string         `json:"files,omitempty"`
-	Hunks map[string][]int `json:"hunks,omitempty"`
+	Files []string         `json:"files,omitempty" sessiond:"path"`
+	Hunks map[string][]int `json:"hunks,omitempty" sessiond:"path"`
 }
 
 // AcceptedSelection is what a partial accept took and what it left out.

@@ -20,6 +20,10 @@ const (
 	// CodeRangeNotSatisfiable is a 416: a Range that no part of the file
 	// satisfies; Content-Range carries the size.
 	CodeRangeNotSatisfiable = "range_not_satisfiable"
+	// CodeUnsupportedMediaType is a 415: a POST body that is not
+	// Content-Type: application/json (or a Content-Encoding other than
+	// gzip).
+	CodeUnsupportedMediaType = "unsupported_media_type"
 )
 
 // Error is an API error: an HTTP status, a stable code, a message for

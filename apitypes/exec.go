@@ -5,7 +5,7 @@ package apitypes
 type ExecRequest struct {
 	Argv    []string          `json:"argv,omitempty"`
 	Command string            `json:"command,omitempty"`
-	Cwd     string            `json:"cwd,omitempty"`
+	Cwd     string            `json:"cwd,omitempty" sessiond:"path"`
 	Env     map[string]string `json:"env,omitempty"`
 	Stdin   string            `json:"stdin,omitempty"`
 	// TimeoutSeconds: 0 takes the default (600); over the daemon's limit

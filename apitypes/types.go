@@ -31,9 +31,9 @@ type Branch struct {
 // write, globs denied to it, and the policy of the session it was forked
 // from, which narrows this one.
 type Policy struct {
-	Read   []string `json:"read,omitempty"`
-	Write  []string `json:"write,omitempty"`
-	Deny   []string `json:"deny,omitempty"`
+	Read   []string `json:"read,omitempty" sessiond:"path"`
+	Write  []string `json:"write,omitempty" sessiond:"path"`
+	Deny   []string `json:"deny,omitempty" sessiond:"path"`
 	Parent *Policy  `json:"parent,omitempty"`
 }
 
@@ -123,12 +123,12 @@ const (
 // replace.
 type Edit struct {
 	Op        string `json:"op"`
-	Path      string `json:"path,omitempty"`
-	To        string `json:"to,omitempty"`
+	Path      string `json:"path,omitempty" sessiond:"path"`
+	To        string `json:"to,omitempty" sessiond:"path"`
 	Content   string `json:"content,omitempty"`
 	Mode      string `json:"mode,omitempty"`
 	Recursive bool   `json:"recursive,omitempty"`
-	Glob      string `json:"glob,omitempty"`
+	Glob      string `json:"glob,omitempty" sessiond:"path"`
 	Old       string `json:"old,omitempty"`
 	New       string `json:"new,omitempty"`
 	Count     int    `json:"count,omitempty"`
@@ -231,8 +231,8 @@ type EditsResult struct {
 // SearchRequest is a content search.
 type SearchRequest struct {
 	Pattern         string `json:"pattern"`
-	Glob            string `json:"glob,omitempty"`
-	Prefix          string `json:"prefix,omitempty"`
+	Glob            string `json:"glob,omitempty" sessiond:"path"`
+	Prefix          string `json:"prefix,omitempty" sessiond:"path"`
 	CaseInsensitive bool   `json:"case_insensitive,omitempty"`
 	MaxResults      int    `json:"max_results,omitempty"`
 }

@@ -121,6 +121,10 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	if err != nil {
 		return AcceptResult{}, err
 	}
+	// A changeset stored before the target rule held may name no branch.
+	if _, err := targetBranch(ctx, r, string(gitstore.BranchRef(c.TargetBranch))); err != nil {
+		return AcceptResult{}, fmt.Errorf("accept changeset %s: %w", id, err)
+	}
 	if err := checkBranchWritable(r, c.TargetBranch, pol); err != nil {
 		return AcceptResult{}, err
 	}
@@ -372,7 +376,9 @@ func rebaseAfterPartial(ctx context.Context, h record.Held, sess record.SessionI
 
 // acceptable checks that a changeset's status allows an accept.
 func acceptable(c Changeset, pol repos.Policy) error {
-	conflict := &record.ConflictError{Field: "status", Current: string(c.Status)}
+	conflict := func(format string, args ...any) error {
+		return &statusError{msg: fmt.Sprintf(format, args...), conflict: &record.ConflictError{Field: "status", Current: string(c.Status)}}
+	}
 	switch c.Status {
 	case StatusApproved:
 		return nil
@@ -380,9 +386,11 @@ func acceptable(c Changeset, pol repos.Policy) error {
 		if pol.RequiredApprovals == 0 {
 			return nil
 		}
-		return fmt.Errorf("changeset %s needs %d approvals: %w", c.ID, pol.RequiredApprovals, conflict)
+		return conflict("changeset %s needs %d approvals", c.ID, pol.RequiredApprovals)
+	case StatusAccepted:
+		return conflict("changeset %s is already accepted, as %s on %s", c.ID, c.AcceptedCommit, c.TargetBranch)
 	}
-	return fmt.Errorf("changeset %s is %s: %w", c.ID, c.Status, conflict)
+	return conflict("changeset %s is %s", c.ID, strings.ReplaceAll(string(c.Status), "_", " "))
 }
 
 // checkBranchWritable refuses the branch a non-bare repository has

@@ -89,8 +89,11 @@ type Review struct {
 	Changeset uuid.UUID
 	Verdict   Verdict
 	Body      string
-	Author    string
-	Comments  []LineComment
+	// Author is who the review is by, and AuthorKind who vouches for it
+	// (empty for a review stored before that was kept).
+	Author     string
+	AuthorKind ReviewerKind
+	Comments   []LineComment
 	// Revision is the changeset revision the review looked at.
 	Revision  int
 	CreatedAt time.Time

@@ -352,7 +352,7 @@ func TestChangesetReview(t *testing.T) {
 
 	review := func(author string, v changeset.Verdict, comments ...changeset.LineComment) changeset.Changeset {
 		t.Helper()
-		_, cs, err := e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: v, Author: author, Body: string(v), Comments: comments})
+		_, cs, err := e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: v, Reviewer: changeset.Reviewer{Name: author, Kind: changeset.ReviewerToken}, Body: string(v), Comments: comments})
 		require.NoError(t, err)
 		return cs.Changeset
 	}
@@ -360,9 +360,9 @@ func TestChangesetReview(t *testing.T) {
 	assert.Equal(t, changeset.StatusChangesRequested, review("alice", changeset.VerdictApprove).Status)
 	assert.Equal(t, changeset.StatusChangesRequested, review("bob", changeset.VerdictComment).Status)
 	assert.Equal(t, changeset.StatusApproved, review("bob", changeset.VerdictApprove).Status)
-	_, _, err = e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: "lgtm", Author: "x"})
+	_, _, err = e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: "lgtm", Reviewer: changeset.Reviewer{Name: "x", Kind: changeset.ReviewerToken}})
 	assert.ErrorIs(t, err, record.ErrInvalid)
-	_, _, err = e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: changeset.VerdictComment, Author: "x",
+	_, _, err = e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: changeset.VerdictComment, Reviewer: changeset.Reviewer{Name: "x", Kind: changeset.ReviewerToken},
 		Comments: []changeset.LineComment{{Path: "README.md", Line: 1, Body: "not in the diff"}}})
 	assert.ErrorIs(t, err, record.ErrInvalid)
 
@@ -386,7 +386,7 @@ func TestChangesetReview(t *testing.T) {
 	review("carol", changeset.VerdictApprove)
 	res := e.accept(c2)
 	assert.Equal(t, "reviewed, then changed\n", e.file(res.Commit.String(), "a.txt"))
-	_, _, err = e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: changeset.VerdictReject, Author: "late"})
+	_, _, err = e.cs.Review(ctx, c.ID, changeset.ReviewInput{Verdict: changeset.VerdictReject, Reviewer: changeset.Reviewer{Name: "late", Kind: changeset.ReviewerToken}})
 	assert.ErrorIs(t, err, record.ErrConflict, "an accepted changeset takes comments only")
 	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{})
 	assert.ErrorIs(t, err, record.ErrConflict, "accepted once")
@@ -394,7 +394,7 @@ func TestChangesetReview(t *testing.T) {
 	assert.ErrorIs(t, err, record.ErrSessionClosed, "an accepted session is closed")
 
 	rejected := e.submit(e.session(map[string]string{"b.txt": "b\n"}), "no")
-	_, cs, err := e.cs.Review(ctx, rejected.ID, changeset.ReviewInput{Verdict: changeset.VerdictReject, Author: "bob"})
+	_, cs, err := e.cs.Review(ctx, rejected.ID, changeset.ReviewInput{Verdict: changeset.VerdictReject, Reviewer: changeset.Reviewer{Name: "bob", Kind: changeset.ReviewerToken}})
 	require.NoError(t, err)
 	assert.Equal(t, changeset.StatusRejected, cs.Status)
 	_, err = e.cs.Accept(ctx, rejected.ID, changeset.AcceptOptions{})

@@ -11,6 +11,20 @@
 //
 // The rules, in one place:
 //
+//   - Votes (review.go): a review is by a Reviewer the caller's credentials
+//     establish (package api decides which). Only identities the daemon
+//     vouches for vote: a reviewer token's name, or the local user of a
+//     daemon without an admin token; a name the admin token merely asserts
+//     is recorded as a comment whatever its verdict, and the changeset's
+//     own session may only comment (its vote, and any review by another
+//     session, is ErrForbidden). The status follows each identity's latest
+//     vote on the current revision (ReviewStatus): one approval per
+//     identity.
+//   - Target branch (submit.go, targetBranch): a branch name or
+//     refs/heads/<name> by git branch's rules, which git's name
+//     resolution takes to that branch or to nothing yet; HEAD, other refs,
+//     tags, remote-tracking branches and object ids are ErrInvalid naming
+//     target_branch and the value. Accept checks the stored name again.
 //   - Submit checkpoints the session and freezes that checkpoint commit as
 //     the changeset's head. The session may go on writing (submitted
 //     sessions accept writes); what is under review does not change until

@@ -13,6 +13,18 @@ import (
 // it maps the session engine's; bad merges are *merge.ConflictError. The
 // one error of changesets' own is below.
 
+// statusError is a changeset whose status refuses what was asked. Its
+// message says it once ("changeset … is already accepted"); it matches
+// record.ErrConflict and is a *record.ConflictError (Field "status") for
+// errors.As, so the API answers 409 with the current status.
+type statusError struct {
+	msg      string
+	conflict *record.ConflictError
+}
+
+func (e *statusError) Error() string { return e.msg }
+func (e *statusError) Unwrap() error { return e.conflict }
+
 // StaleReadsError is an accept refused because files the session read
 // changed on the branch since its base.
 type StaleReadsError struct {

@@ -1,6 +1,12 @@
 package changeset
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/record"
+)
 
 // The vote rules: how reviews give a changeset its status. One place;
 // Review and the listings' approvals both use them.
@@ -25,6 +31,62 @@ func ParseVerdict(v string) (Verdict, error) {
 	return "", fmt.Errorf("verdict %q: use approve, request_changes, reject or comment", v)
 }
 
+// ReviewerKind says who vouches for a reviewer's name.
+type ReviewerKind string
+
+// Reviewer kinds. Only the daemon's own word makes a vote: a reviewer
+// token names its holder, and a daemon without an admin token has one
+// identity, its local user. A name the admin token merely asserts, and
+// the changeset's own session, give comments.
+const (
+	ReviewerToken    ReviewerKind = "reviewer"
+	ReviewerLocal    ReviewerKind = "local"
+	ReviewerAsserted ReviewerKind = "asserted"
+	ReviewerSession  ReviewerKind = "session"
+)
+
+// Reviewer is who a review is by, as the caller's credentials establish
+// it (package api decides this from the token, in one place).
+type Reviewer struct {
+	// Name is the identity: the reviewer token's name, the local user, the
+	// asserted name. For a session it is filled in from the session (its
+	// agent's name, else its agent id, else "session <id>").
+	Name string
+	Kind ReviewerKind
+	// Session is the session whose token reviews (Kind ReviewerSession).
+	Session uuid.UUID
+}
+
+// vouched reports whether the daemon vouches for the reviewer's name,
+// which is what lets a review vote.
+func (r Reviewer) vouched() bool { return r.Kind == ReviewerToken || r.Kind == ReviewerLocal }
+
+// countedVerdict is what a review by rv with verdict v counts as on the
+// changeset of session author: its verdict when the daemon vouches for
+// the reviewer, a comment for an asserted name. The changeset's own
+// session may only comment: its vote is refused (record.ErrForbidden), as
+// is a session's review of another session's changeset.
+func countedVerdict(rv Reviewer, v Verdict, author uuid.UUID) (Verdict, error) {
+	switch {
+	case rv.Kind == ReviewerSession && rv.Session != author:
+		return "", fmt.Errorf("%w: this token is for another session than the changeset's", record.ErrForbidden)
+	case rv.Kind == ReviewerSession && v != VerdictComment:
+		return "", fmt.Errorf("%w: the changeset's own session cannot %s it: its reviews are comments", record.ErrForbidden, verb(v))
+	case rv.Name == "":
+		return "", fmt.Errorf("%w: a review needs an author", record.ErrInvalid)
+	case !rv.vouched():
+		return VerdictComment, nil
+	}
+	return v, nil
+}
+
+func verb(v Verdict) string {
+	if v == VerdictRequestChanges {
+		return "request changes on"
+	}
+	return string(v)
+}
+
 // Vote is one review as the state rules see it: who, and what.
 type Vote struct {
 	Author  string
@@ -40,9 +102,12 @@ type Vote struct {
 //   - else at least max(required, 1) authors approving: approved;
 //   - else open.
 //
-// A vote with an empty author is nobody's approval: it never counts
-// toward the required approvals (nor makes a changeset approved), while
-// an anonymous reject or request for changes still holds it back.
+// One identity is one vote: Author is the name the daemon vouches for
+// (countedVerdict keeps every other review a comment). A vote with an
+// empty author (stored before authors were vouched for) is nobody's
+// approval: it never counts toward the required approvals (nor makes a
+// changeset approved), while an anonymous reject or request for changes
+// still holds it back.
 func ReviewStatus(votes []Vote, required int) Status {
 	approvals := 0
 	changes := false

@@ -17,16 +17,18 @@ import (
 type ReviewInput struct {
 	Verdict  Verdict
 	Body     string
-	Author   string
+	Reviewer Reviewer
 	Comments []LineComment
 }
 
 // Review records a review of a changeset's current revision and moves
 // the changeset to the status its reviews now give (ReviewStatus with the
-// repository's required approvals). Line comments must name a file of the
-// changeset's diff and a line from 1. An accepted or undone changeset
-// takes comments only. It returns the review and the changeset's view
-// after it.
+// repository's required approvals). The review is by in.Reviewer and
+// counts as countedVerdict says: a reviewer the daemon does not vouch for
+// is recorded as commenting, whatever verdict it gave. Line comments must
+// name a file of the changeset's diff and a line from 1. An accepted or
+// undone changeset takes comments only. It returns the review as recorded
+// and the changeset's view after it.
 func (s *Service) Review(ctx context.Context, id uuid.UUID, in ReviewInput) (Review, View, error) {
 	if _, err := ParseVerdict(string(in.Verdict)); err != nil {
 		return Review{}, View{}, fmt.Errorf("%w: %v", record.ErrInvalid, err)
@@ -34,6 +36,16 @@ func (s *Service) Review(ctx context.Context, id uuid.UUID, in ReviewInput) (Rev
 	c, err := s.Get(ctx, id)
 	if err != nil {
 		return Review{}, View{}, err
+	}
+	if in.Reviewer.Kind == ReviewerSession && in.Reviewer.Session == c.Session && in.Reviewer.Name == "" {
+		info, err := s.sessions.SessionInfo(ctx, c.Session)
+		if err != nil {
+			return Review{}, View{}, err
+		}
+		in.Reviewer.Name = cmpOr(cmpOr(info.AgentName, info.AgentID), "session "+c.Session.String())
+	}
+	if in.Verdict, err = countedVerdict(in.Reviewer, in.Verdict, c.Session); err != nil {
+		return Review{}, View{}, fmt.Errorf("review changeset %s: %w", id, err)
 	}
 	r, err := s.repos.Open(ctx, c.Repo)
 	if err != nil {
@@ -62,11 +74,11 @@ func (s *Service) Review(ctx context.Context, id uuid.UUID, in ReviewInput) (Rev
 			}
 			closed := cur.Status.closed()
 			if closed && in.Verdict != VerdictComment {
-				return fmt.Errorf("changeset %s is %s, it takes comments only: %w", id, cur.Status,
-					&record.ConflictError{Field: "status", Current: string(cur.Status)})
+				return &statusError{msg: fmt.Sprintf("changeset %s is %s: it takes comments only", id, cur.Status),
+					conflict: &record.ConflictError{Field: "status", Current: string(cur.Status)}}
 			}
-			rev, err = tx.AddReview(ctx, Review{Changeset: id, Verdict: in.Verdict, Body: in.Body, Author: in.Author,
-				Comments: in.Comments, Revision: cur.Revision, CreatedAt: now})
+			rev, err = tx.AddReview(ctx, Review{Changeset: id, Verdict: in.Verdict, Body: in.Body,
+				Author: in.Reviewer.Name, AuthorKind: in.Reviewer.Kind, Comments: in.Comments, Revision: cur.Revision, CreatedAt: now})
 			if err != nil {
 				return err
 			}
@@ -86,7 +98,7 @@ func (s *Service) Review(ctx context.Context, id uuid.UUID, in ReviewInput) (Rev
 			c = cur
 			c.Status, c.UpdatedAt = next, now
 			_, err = tx.AppendEvent(ctx, event(EventReviewed, c,
-				map[string]any{"review": rev.ID, "verdict": rev.Verdict, "author": rev.Author}, now))
+				map[string]any{"review": rev.ID, "verdict": rev.Verdict, "author": rev.Author, "author_kind": rev.AuthorKind}, now))
 			return err
 		})
 		if err == nil || !errors.Is(err, record.ErrConflict) || attempt == 3 {

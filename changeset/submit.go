@@ -2,6 +2,7 @@ package changeset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -59,28 +60,28 @@ func (s *Service) submit(ctx context.Context, id uuid.UUID, opts SubmitOptions) 
 		}
 	}
 	intent := opts.Intent
-	target := opts.TargetBranch
 	if prev != nil {
 		intent = cmpOr(intent, prev.Intent)
-		target = cmpOr(target, prev.TargetBranch)
 	}
 	intent = cmpOr(intent, sess.Intent)
 	r, err := s.repos.Open(ctx, sess.Repo)
 	if err != nil {
 		return Changeset{}, err
 	}
-	if target == "" {
-		target = sess.BaseRef
+	// The target as given; else a branch by construction (the previous
+	// revision's target, the session's base branch, HEAD's branch), in
+	// full so that a tag of the same name does not stand in its way.
+	target := opts.TargetBranch
+	for _, b := range []string{prevTarget(prev), sess.BaseRef, headBranch(r)} {
+		if target == "" && b != "" {
+			target = string(gitstore.BranchRef(b))
+		}
 	}
-	if target == "" {
-		target, _ = r.HeadBranch()
-	}
-	target = strings.TrimPrefix(target, "refs/heads/")
 	if target == "" {
 		return Changeset{}, fmt.Errorf("%w: the session has no base branch; say which branch to target", record.ErrInvalid)
 	}
-	if err := gitstore.ValidateRefName(gitstore.BranchRef(target)); err != nil {
-		return Changeset{}, fmt.Errorf("%w: target branch %q: %v", record.ErrInvalid, target, err)
+	if target, err = targetBranch(ctx, r, target); err != nil {
+		return Changeset{}, err
 	}
 
 	msg := intent
@@ -156,4 +157,71 @@ func diff(ctx context.Context, r *gitstore.Repo, base, head gitstore.OID) (*merg
 		return nil, fmt.Errorf("diff: %w", err)
 	}
 	return p, nil
+}
+
+// targetBranch is the one rule for a target branch, where a changeset is
+// submitted and where it is accepted: name must be a branch, as the short
+// name ("main") or in full ("refs/heads/main"). The short name must pass
+// git branch's rules (gitstore.ValidateBranchName: not HEAD, not starting
+// with '-', …), may not be "@" (HEAD in revision syntax) or start with
+// "refs/", and, resolved by git's rules (gitstore's DWIMRef), must name
+// that branch or nothing yet (an accept creates the branch): never a tag,
+// a remote-tracking branch, another ref, or an object id. The answer is
+// the short name; an error is record.ErrInvalid naming the field and the
+// value.
+func targetBranch(ctx context.Context, r *gitstore.Repo, name string) (string, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: target_branch %q: %s", record.ErrInvalid, name, fmt.Sprintf(format, args...))
+	}
+	branch, full := strings.CutPrefix(name, "refs/heads/")
+	switch {
+	case strings.HasPrefix(branch, "refs/"):
+		return "", bad("not a branch: a target is a branch name or refs/heads/<name>")
+	case branch == "@":
+		return "", bad("not a branch name (@ is HEAD)")
+	}
+	if err := gitstore.ValidateBranchName(branch); err != nil {
+		return "", bad("%v", err)
+	}
+	if full {
+		return branch, nil
+	}
+	ref, err := r.DWIMRef(ctx, branch)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case ref == gitstore.BranchRef(branch):
+		return branch, nil
+	case ref != "":
+		return "", bad("names %s, not a branch", ref)
+	case len(branch) == 2*gitstore.OIDSize && isHex(branch):
+		return "", bad("an object id, not a branch")
+	case len(branch) >= 4 && isHex(branch):
+		if _, _, err := r.RevParse(ctx, branch); err == nil || errors.Is(err, gitstore.ErrAmbiguous) {
+			return "", bad("names an object, not a branch")
+		}
+	}
+	return branch, nil
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i] | 0x20; !('0' <= s[i] && s[i] <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func prevTarget(c *Changeset) string {
+	if c == nil {
+		return ""
+	}
+	return c.TargetBranch
+}
+
+func headBranch(r *gitstore.Repo) string {
+	b, _ := r.HeadBranch()
+	return b
 }

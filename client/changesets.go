@@ -86,6 +86,14 @@ func (c *Client) Review(ctx context.Context, id string, req apitypes.ReviewReque
 	return out, err
 }
 
+// CreateReviewer issues the reviewer token of the reviewer called name
+// (admin token only): reviews made with it are by that name.
+func (c *Client) CreateReviewer(ctx context.Context, name string) (apitypes.Reviewer, error) {
+	var out apitypes.Reviewer
+	err := c.do(ctx, "POST", "/v1/reviewers", nil, apitypes.ReviewerRequest{Name: name}, &out)
+	return out, err
+}
+
 // Accept accepts a changeset onto its target branch.
 func (c *Client) Accept(ctx context.Context, id string, req apitypes.AcceptRequest) (apitypes.AcceptResult, error) {
 	var out apitypes.AcceptResult

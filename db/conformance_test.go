@@ -555,17 +555,24 @@ func testReviews(t *testing.T, _ backend, s Store) {
 	other := mkChangeset(t, cst, mkSession(t, s, "r", nil), nil)
 
 	r1, err := cst.AddReview(ctx, changeset.Review{Changeset: c.ID, Verdict: changeset.VerdictRequestChanges, Body: "please", Author: "alice",
-		Comments: []changeset.LineComment{{Path: "b.go", Line: 10, Body: "typo"}, {Path: "a.go", Line: 3, Body: "why?"}}, CreatedAt: t0})
+		AuthorKind: changeset.ReviewerToken, Comments: []changeset.LineComment{{Path: "b.go", Line: 10, Body: "typo"}, {Path: "a.go", Line: 3, Body: "why?"}}, CreatedAt: t0})
 	require.NoError(t, err)
 	assert.NotEqual(t, uuid.Nil, r1.ID)
-	r2, err := cst.AddReview(ctx, changeset.Review{Changeset: c.ID, Verdict: changeset.VerdictApprove, Author: "bob", CreatedAt: t0.Add(time.Second)})
+	r2, err := cst.AddReview(ctx, changeset.Review{Changeset: c.ID, Verdict: changeset.VerdictApprove, Author: "bob",
+		AuthorKind: changeset.ReviewerLocal, CreatedAt: t0.Add(time.Second)})
+	require.NoError(t, err)
+	r3, err := cst.AddReview(ctx, changeset.Review{Changeset: c.ID, Verdict: changeset.VerdictComment, Author: "carol",
+		AuthorKind: changeset.ReviewerAsserted, CreatedAt: t0.Add(2 * time.Second)})
+	require.NoError(t, err)
+	r4, err := cst.AddReview(ctx, changeset.Review{Changeset: c.ID, Verdict: changeset.VerdictComment, Author: "agent",
+		CreatedAt: t0.Add(3 * time.Second)}) // as stored before kinds were kept
 	require.NoError(t, err)
 	_, err = cst.AddReview(ctx, changeset.Review{Changeset: other.ID, Verdict: changeset.VerdictComment, Author: "x", CreatedAt: t0})
 	require.NoError(t, err)
 
 	list, err := cst.ListReviews(ctx, c.ID)
 	require.NoError(t, err)
-	assert.Equal(t, []changeset.Review{r1, r2}, list)
+	assert.Equal(t, []changeset.Review{r1, r2, r3, r4}, list, "the author's kind round-trips")
 
 	_, err = cst.AddReview(ctx, changeset.Review{Changeset: uuid.New(), Verdict: changeset.VerdictApprove, CreatedAt: t0})
 	assert.ErrorIs(t, err, record.ErrNotFound)

@@ -1018,9 +1018,9 @@ func (s *store) AddReview(ctx context.Context, r changeset.Review) (changeset.Re
 		r.ID = uuid.New()
 	}
 	err := s.atomic(ctx, func(t *store) error {
-		_, err := t.r.exec(ctx, `INSERT INTO reviews (id, changeset_id, verdict, body, author, created_at, revision)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			r.ID.String(), r.Changeset.String(), string(r.Verdict), r.Body, r.Author, timeArg(r.CreatedAt), r.Revision)
+		_, err := t.r.exec(ctx, `INSERT INTO reviews (id, changeset_id, verdict, body, author, author_kind, created_at, revision)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			r.ID.String(), r.Changeset.String(), string(r.Verdict), r.Body, r.Author, string(r.AuthorKind), timeArg(r.CreatedAt), r.Revision)
 		if err != nil {
 			return fmt.Errorf("changeset %s review: %w", r.Changeset, err)
 		}
@@ -1041,18 +1041,18 @@ func (s *store) AddReview(ctx context.Context, r changeset.Review) (changeset.Re
 }
 
 func (s *store) ListReviews(ctx context.Context, cs uuid.UUID) ([]changeset.Review, error) {
-	rs, err := s.r.query(ctx, `SELECT id, changeset_id, verdict, body, author, created_at, revision
+	rs, err := s.r.query(ctx, `SELECT id, changeset_id, verdict, body, author, author_kind, created_at, revision
 		FROM reviews WHERE changeset_id = $1 ORDER BY created_at, id`, cs.String())
 	if err != nil {
 		return nil, fmt.Errorf("changeset %s reviews: %w", cs, err)
 	}
 	reviews, err := collect(rs, func(sc scanner) (changeset.Review, error) {
 		var (
-			r       changeset.Review
-			verdict string
+			r             changeset.Review
+			verdict, kind string
 		)
-		err := sc.Scan(uuidCol{&r.ID}, uuidCol{&r.Changeset}, &verdict, &r.Body, &r.Author, timeCol{&r.CreatedAt}, &r.Revision)
-		r.Verdict = changeset.Verdict(verdict)
+		err := sc.Scan(uuidCol{&r.ID}, uuidCol{&r.Changeset}, &verdict, &r.Body, &r.Author, &kind, timeCol{&r.CreatedAt}, &r.Revision)
+		r.Verdict, r.AuthorKind = changeset.Verdict(verdict), changeset.ReviewerKind(kind)
 		return r, err
 	})
 	if err != nil {

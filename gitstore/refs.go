@@ -73,6 +73,23 @@ func ValidateRefName(name RefName) error {
 	return nil
 }
 
+// ValidateBranchName applies git branch's rules to a branch's short name
+// such as "main" or "topic/x" (refs.c's check_branch_ref): refs/heads/<name>
+// must be a valid ref name, and the name may not start with '-' nor be
+// "HEAD".
+func ValidateBranchName(name string) error {
+	bad := func(why string) error { return fmt.Errorf("%w: branch name %q: %s", ErrInvalidRef, name, why) }
+	switch {
+	case name == "":
+		return bad("empty")
+	case name == "HEAD":
+		return bad("not a branch name")
+	case strings.HasPrefix(name, "-"):
+		return bad("starts with '-'")
+	}
+	return ValidateRefName(BranchRef(name))
+}
+
 // refFiles is the ref store's files: loose refs under refs/ and
 // packed-refs, each changed only under its refLock (one discipline for
 // all of them). Its methods' receiver is r, as the Repo's, whose part it

@@ -271,8 +271,26 @@ func (r revParser) basicName(ctx context.Context, name string) (OID, bool, error
 	if name == "@" {
 		name = "HEAD"
 	}
+	_, id, err := r.dwimRef(ctx, name)
+	if err != nil || id.IsZero() {
+		return OID{}, false, err
+	}
+	return id, true, nil
+}
+
+// DWIMRef is the ref that name means as a revision, by git's rules
+// (refs.c's ref_rev_parse_rules: as given, refs/<name>, refs/tags/,
+// refs/heads/, refs/remotes/, refs/remotes/<name>/HEAD, the first that
+// exists), or "" when none exists. HEAD is HEAD: a symbolic ref is not
+// followed.
+func (r *Repo) DWIMRef(ctx context.Context, name string) (RefName, error) {
+	ref, _, err := r.dwimRef(ctx, name)
+	return ref, err
+}
+
+func (r *Repo) dwimRef(ctx context.Context, name string) (RefName, OID, error) {
 	if name == "" {
-		return OID{}, false, nil
+		return "", OID{}, nil
 	}
 	for _, cand := range []string{name, "refs/" + name, "refs/tags/" + name, "refs/heads/" + name, "refs/remotes/" + name, "refs/remotes/" + name + "/HEAD"} {
 		if cand != "HEAD" && !strings.HasPrefix(cand, "refs/") {
@@ -283,13 +301,13 @@ func (r revParser) basicName(ctx context.Context, name string) (OID, bool, error
 		}
 		id, err := r.ReadRef(ctx, RefName(cand))
 		if err == nil {
-			return id, true, nil
+			return RefName(cand), id, nil
 		}
 		if !errors.Is(err, ErrNotFound) {
-			return OID{}, false, err
+			return "", OID{}, err
 		}
 	}
-	return OID{}, false, nil
+	return "", OID{}, nil
 }
 
 func isHex(s string) bool {

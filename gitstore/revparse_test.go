@@ -182,3 +182,64 @@ func TestResolveRevisionSyntax(t *testing.T) {
 	_, err = r.ResolveRevision(ctx, "main~1000")
 	assert.ErrorIs(t, err, gitstore.ErrNotFound)
 }
+
+// TestValidateBranchName compares the branch name rule with git branch,
+// which creates a branch exactly when the name passes.
+func TestValidateBranchName(t *testing.T) {
+	dir := testrepo.Init(t)
+	testrepo.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "c")
+	names := []string{"main2", "topic/x", "a@b", "@", "\u00e9t\u00e9", "v1.0", "refs/sessions/x",
+		"HEAD", "-x", "", "a..b", "a.lock", "a.lock/b", "x@{y", "@{-1}", "foo.", "a/.b", ".x", "/a", "x/", "a//b",
+		"a b", "a~1", "a^", "a:b", "a?", "a*", "a[", `a\b`, "a\x7f", "a\tb"}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command("git", "branch", "--", name)
+			cmd.Dir, cmd.Env = dir, testrepo.Env()
+			gitOK := cmd.Run() == nil
+			if gitOK {
+				testrepo.Git(t, dir, "branch", "-D", "--", name)
+			}
+			err := gitstore.ValidateBranchName(name)
+			assert.Equal(t, gitOK, err == nil, "git branch %q ok=%v, ValidateBranchName: %v", name, gitOK, err)
+			if err != nil {
+				assert.ErrorIs(t, err, gitstore.ErrInvalidRef)
+			}
+		})
+	}
+}
+
+// TestDWIMRef: the ref a name means is the one git rev-parse
+// --symbolic-full-name names, and none for a name that is no ref.
+func TestDWIMRef(t *testing.T) {
+	dir := testrepo.Init(t)
+	testrepo.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "c")
+	testrepo.Git(t, dir, "branch", "topic")
+	testrepo.Git(t, dir, "tag", "v1")
+	testrepo.Git(t, dir, "update-ref", "refs/remotes/origin/main", "HEAD")
+	testrepo.Git(t, dir, "update-ref", "refs/sessions/s1/head", "HEAD")
+	testrepo.Git(t, dir, "branch", "both")
+	testrepo.Git(t, dir, "tag", "both")
+	r, err := gitstore.Open(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	for _, name := range []string{"main", "topic", "v1", "tags/v1", "heads/topic", "origin/main", "origin", "sessions/s1/head", "refs/sessions/s1/head", "nope", "refs/heads/nope"} {
+		t.Run(name, func(t *testing.T) {
+			got, err := r.DWIMRef(t.Context(), name)
+			require.NoError(t, err)
+			cmd := exec.Command("git", "rev-parse", "--verify", "--quiet", "--symbolic-full-name", name)
+			cmd.Dir, cmd.Env = dir, testrepo.Env()
+			out, _ := cmd.Output()
+			assert.Equal(t, strings.TrimSpace(string(out)), string(got))
+		})
+	}
+	// HEAD is itself, not followed to its branch.
+	got, err := r.DWIMRef(t.Context(), "HEAD")
+	require.NoError(t, err)
+	assert.Equal(t, gitstore.RefName("HEAD"), got)
+	// Ambiguous: git resolves "both" to the tag (and warns), by the same
+	// order.
+	got, err = r.DWIMRef(t.Context(), "both")
+	require.NoError(t, err)
+	assert.Equal(t, gitstore.RefName("refs/tags/both"), got)
+	assert.Equal(t, testrepo.Git(t, dir, "rev-parse", "refs/tags/both"), testrepo.Git(t, dir, "rev-parse", "both"))
+}

@@ -32,6 +32,13 @@
 //     missing final newline are kept.
 //   - Bound servers (Options.Session) have no `session` argument in any
 //     schema; unbound ones require it on every tool.
+//   - A tool's raw arguments pass the API's Unicode check
+//     (apitypes.CheckStrings) before its input is used, since the SDK's
+//     decoder would turn invalid UTF-8 and lone surrogates into U+FFFD: a
+//     path (an input field tagged sessiond:"path") is invalid_path.
+//   - status says what its token may see: with a session token the API's
+//     events name no other session, so an overlap is with "another
+//     session" (and its agent); with the admin token, with its id.
 //
 // A Server built by New is safe for concurrent use by the SDK (tool calls
 // run in parallel); it keeps no state of its own beyond its options.

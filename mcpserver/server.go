@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sessiond/sessiond/apitypes"
 )
 
 // DefaultMaxResultBytes caps the text of every tool result.
@@ -159,6 +162,9 @@ func addTool[In sessioned](s *server, ms *mcp.Server, spec toolSpec, h func(s *s
 	}
 	tool := &mcp.Tool{Name: spec.name, Title: spec.title, Description: spec.description, InputSchema: schema, Annotations: ann}
 	mcp.AddTool(ms, tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+		if e := checkArguments[In](req); e != nil {
+			return s.fail(e), nil, nil
+		}
 		call := s
 		sid := s.opts.Session
 		if s.per != nil {
@@ -180,6 +186,29 @@ func addTool[In sessioned](s *server, ms *mcp.Server, spec toolSpec, h func(s *s
 		}
 		return s.finish(res), nil, nil
 	})
+}
+
+// checkArguments refuses arguments with a string that is not valid
+// Unicode before the input decoded from them is used: the SDK's decoder
+// turns such strings into U+FFFD without a word, so a path the API would
+// refuse (badPathChar) would reach it as another, valid, path. The check
+// is the API's (apitypes.CheckStrings, on the raw arguments); a path of
+// the input (fields tagged sessiond:"path") is invalid_path, as the API
+// answers.
+func checkArguments[In any](req *mcp.CallToolRequest) *Error {
+	if req == nil || req.Params == nil {
+		return nil
+	}
+	bad := apitypes.CheckStrings(req.Params.Arguments)
+	if bad == nil {
+		return nil
+	}
+	bad.Classify(reflect.TypeFor[In]())
+	if bad.Path {
+		return &Error{Code: "invalid_path", Message: fmt.Sprintf("invalid path %q: badPathChar: %s at %s", bad.Value, bad.Why, bad.Where()),
+			Details: map[string]any{"rule": "badPathChar", "path": bad.Value}}
+	}
+	return badRequest("arguments: %v", bad)
 }
 
 // coded gives the tool errors the SDK makes itself (arguments that do not

@@ -23,7 +23,7 @@ const (
 // ReadFileIn is read_file's input.
 type ReadFileIn struct {
 	SessionArg
-	Path   string `json:"path" jsonschema:"The file's path relative to the repository root, e.g. src/main.go (no leading slash)."`
+	Path   string `json:"path" sessiond:"path" jsonschema:"The file's path relative to the repository root, e.g. src/main.go (no leading slash)."`
 	Offset int    `json:"offset,omitempty" jsonschema:"The first line to show, counting from 1 (default 1). Use it with limit to page through a long file."`
 	Limit  int    `json:"limit,omitempty" jsonschema:"How many lines to show (default 2000)."`
 }
@@ -56,13 +56,13 @@ type FileContent struct {
 // ReadFilesIn is read_files's input.
 type ReadFilesIn struct {
 	SessionArg
-	Paths []string `json:"paths" jsonschema:"The files to read, each relative to the repository root; each is shown as read_file shows it (its first 2000 lines)."`
+	Paths []string `json:"paths" sessiond:"path" jsonschema:"The files to read, each relative to the repository root; each is shown as read_file shows it (its first 2000 lines)."`
 }
 
 // WriteFileIn is write_file's input.
 type WriteFileIn struct {
 	SessionArg
-	Path    string `json:"path" jsonschema:"The file to create or overwrite, relative to the repository root. Missing directories are created."`
+	Path    string `json:"path" sessiond:"path" jsonschema:"The file to create or overwrite, relative to the repository root. Missing directories are created."`
 	Content string `json:"content" jsonschema:"The file's whole new content."`
 	IfMatch string `json:"if_match,omitempty" jsonschema:"The ETag read_file returned: write only if the file is still at that version (recommended when overwriting; omit to create a file)."`
 }
@@ -70,7 +70,7 @@ type WriteFileIn struct {
 // EditFileIn is edit_file's input.
 type EditFileIn struct {
 	SessionArg
-	Path    string   `json:"path" jsonschema:"The file to edit, relative to the repository root."`
+	Path    string   `json:"path" sessiond:"path" jsonschema:"The file to edit, relative to the repository root."`
 	Edits   []EditOp `json:"edits" jsonschema:"The replacements, applied in order, each to the result of the ones before; all of them apply or none does."`
 	IfMatch string   `json:"if_match,omitempty" jsonschema:"The ETag read_file returned: edit only if the file is still at that version."`
 	DryRun  bool     `json:"dry_run,omitempty" jsonschema:"Show the unified diff the edits would make without writing anything."`
@@ -79,15 +79,15 @@ type EditFileIn struct {
 // DeletePathIn is delete_path's input.
 type DeletePathIn struct {
 	SessionArg
-	Path      string `json:"path" jsonschema:"The file or directory to delete, relative to the repository root."`
+	Path      string `json:"path" sessiond:"path" jsonschema:"The file or directory to delete, relative to the repository root."`
 	Recursive bool   `json:"recursive,omitempty" jsonschema:"Required to delete a directory and everything under it."`
 }
 
 // MovePathIn is move_path's input.
 type MovePathIn struct {
 	SessionArg
-	From string `json:"from" jsonschema:"The file or directory to move, relative to the repository root."`
-	To   string `json:"to" jsonschema:"Its new path; must not exist yet."`
+	From string `json:"from" sessiond:"path" jsonschema:"The file or directory to move, relative to the repository root."`
+	To   string `json:"to" sessiond:"path" jsonschema:"Its new path; must not exist yet."`
 }
 
 // Written is what a write, edit, delete or move did.

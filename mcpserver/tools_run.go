@@ -17,7 +17,7 @@ type RunIn struct {
 	SessionArg
 	Command        string   `json:"command,omitempty" jsonschema:"A shell command line, run by /bin/sh -c in the session's files, e.g. go test ./... (give command or argv)."`
 	Argv           []string `json:"argv,omitempty" jsonschema:"The program and its arguments, run without a shell, e.g. [\"go\", \"test\", \"./...\"] (give command or argv)."`
-	Cwd            string   `json:"cwd,omitempty" jsonschema:"The directory to run in, relative to the repository root (default the root)."`
+	Cwd            string   `json:"cwd,omitempty" sessiond:"path" jsonschema:"The directory to run in, relative to the repository root (default the root)."`
 	TimeoutSeconds int      `json:"timeout_seconds,omitempty" jsonschema:"Stop the command after this many seconds (default 600)."`
 }
 

@@ -17,7 +17,7 @@ import (
 type DiffIn struct {
 	SessionArg
 	Against string   `json:"against,omitempty" jsonschema:"What to compare the session's current files with: base (the default, the commit the session started from), a checkpoint (its number, id or commit) or any git revision (main~1, v1)."`
-	Paths   []string `json:"paths,omitempty" jsonschema:"Only show these files, or the files under these directories."`
+	Paths   []string `json:"paths,omitempty" sessiond:"path" jsonschema:"Only show these files, or the files under these directories."`
 }
 
 // DiffOut is what diff found.
@@ -48,7 +48,9 @@ type StatusOut struct {
 // Overlap is the graph's finding that another live session changed a
 // file this one changed too.
 type Overlap struct {
-	Other      string    `json:"other"`
+	// Other is the other session's id; empty when the token may not see
+	// it (a session token: "another session").
+	Other      string    `json:"other,omitempty"`
 	OtherAgent string    `json:"other_agent,omitempty"`
 	Path       string    `json:"path"`
 	Symbols    []string  `json:"symbols,omitempty"`
@@ -244,10 +246,7 @@ func (s *server) status(ctx context.Context, _ *mcp.CallToolRequest, sid string,
 	} else {
 		fmt.Fprintf(&b, "Overlaps (%d): other sessions changed the same files; coordinate or expect a merge.\n", len(overlaps))
 		for _, o := range overlaps {
-			who := o.Other
-			if o.OtherAgent != "" {
-				who = o.OtherAgent + " (session " + o.Other + ")"
-			}
+			who := otherSession(o)
 			what := ""
 			if len(o.Symbols) > 0 {
 				what = ", both changed " + strings.Join(o.Symbols, ", ")
@@ -263,8 +262,23 @@ func (s *server) status(ctx context.Context, _ *mcp.CallToolRequest, sid string,
 	return result{text: b.String(), data: out}, nil
 }
 
+// otherSession is who an overlap is with, as the model reads it: the
+// agent and the session id where the token may see it, "another session"
+// where it may not (a session token's events name no other session).
+func otherSession(o Overlap) string {
+	session := "another session"
+	if o.Other != "" {
+		session = "session " + o.Other
+	}
+	if o.OtherAgent == "" {
+		return session
+	}
+	return o.OtherAgent + " (" + session + ")"
+}
+
 // overlaps reads the session's overlap.detected events and keeps the
-// latest finding per other session and path.
+// latest finding per other session (or, where the token may not see
+// which, per other agent) and path.
 func (s *server) overlaps(ctx context.Context, sid string) ([]Overlap, error) {
 	type key struct{ other, path string }
 	latest := map[key]int{}
@@ -302,6 +316,9 @@ func (s *server) overlaps(ctx context.Context, sid string) ([]Overlap, error) {
 				o.Symbols = append(o.Symbols, name)
 			}
 			k := key{p.Other, p.Path}
+			if p.Other == "" {
+				k.other = "agent:" + p.OtherAgent
+			}
 			if i, ok := latest[k]; ok {
 				out[i] = o
 			} else {

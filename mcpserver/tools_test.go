@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -467,16 +468,35 @@ func TestOverlapWarnings(t *testing.T) {
 	ok(t, ca, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b", "new_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a + b"}}})
 	ok(t, cb, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn a - b", "new_text": "// Add returns a plus b.\nfunc Add(a, b int) int {\n\treturn b + a"}}})
 	require.NoError(t, e.g.Sync(t.Context())) // the graph works off the sessions' locks
-	// The graph reports overlaps from its own queue, after the write.
+	// The graph reports overlaps from its own queue, after the write. A
+	// server bound with a session token is told what overlaps, not which
+	// session: its token may not see the other.
 	text, data := waitOverlap(t, ca)
-	assert.Contains(t, text, "calc.go: bob (session "+b.ID+"), both changed Add; a trial merge CONFLICTS")
+	assert.Contains(t, text, "calc.go: bob (another session), both changed Add; a trial merge CONFLICTS")
+	assert.NotContains(t, text, b.ID)
 	ovs := data["overlaps"].([]any)
 	require.Len(t, ovs, 1)
-	assert.Equal(t, b.ID, ovs[0].(map[string]any)["other"])
+	assert.NotContains(t, ovs[0].(map[string]any), "other")
 	require.Eventually(t, func() bool {
 		text, _ = ok(t, cb, "status", nil)
-		return strings.Contains(text, "calc.go: alice (session "+a.ID+")")
+		return strings.Contains(text, "calc.go: alice (another session)")
 	}, 20*time.Second, 20*time.Millisecond, "the other side is told too: %s", text)
+	assert.NotContains(t, text, a.ID)
+
+	// The same over streamable HTTP: with a's token no id of b; with the
+	// admin token (the /mcp endpoint) the id.
+	srv := httptest.NewServer(e.api)
+	t.Cleanup(srv.Close)
+	overHTTP, err := connectHTTP(t, srv.URL+"/mcp/sessions/"+a.ID, a.Token)
+	require.NoError(t, err)
+	text, _ = waitOverlap(t, overHTTP)
+	assert.Contains(t, text, "calc.go: bob (another session)")
+	assert.NotContains(t, text, b.ID)
+	asAdmin, err := connectHTTP(t, srv.URL+"/mcp", adminToken)
+	require.NoError(t, err)
+	text, data = ok(t, asAdmin, "status", map[string]any{"session": a.ID})
+	assert.Contains(t, text, "calc.go: bob (session "+b.ID+"), both changed Add")
+	assert.Equal(t, b.ID, data["overlaps"].([]any)[0].(map[string]any)["other"])
 }
 
 func TestUnboundServerTakesSession(t *testing.T) {
@@ -635,7 +655,7 @@ func TestOverlapCleanMerge(t *testing.T) {
 	ok(t, cc, "edit_file", map[string]any{"path": "calc.go", "edits": []any{map[string]any{"old_text": "func Sub(a, b int) int {\n\treturn a - b", "new_text": "func Sub(a, b int) int {\n\treturn -(b - a)"}}})
 	require.NoError(t, e.g.Sync(t.Context()))
 	text, data := waitOverlap(t, ca)
-	assert.Contains(t, text, "calc.go: carol (session "+c.ID+"); a trial merge is clean\n")
+	assert.Contains(t, text, "calc.go: carol (another session); a trial merge is clean\n")
 	ovs := data["overlaps"].([]any)
 	require.Len(t, ovs, 1)
 	assert.Equal(t, "clean", ovs[0].(map[string]any)["merge"])

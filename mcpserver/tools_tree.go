@@ -25,7 +25,7 @@ const (
 // ListDirIn is list_dir's input.
 type ListDirIn struct {
 	SessionArg
-	Path  string `json:"path,omitempty" jsonschema:"The directory to list, relative to the repository root; empty for the root."`
+	Path  string `json:"path,omitempty" sessiond:"path" jsonschema:"The directory to list, relative to the repository root; empty for the root."`
 	Depth int    `json:"depth,omitempty" jsonschema:"How many levels to show (default 2: the directory's entries and theirs; 1 for its entries only)."`
 }
 
@@ -50,14 +50,14 @@ type Listing struct {
 // GlobIn is glob's input.
 type GlobIn struct {
 	SessionArg
-	Pattern string `json:"pattern" jsonschema:"A glob over paths relative to the repository root: * matches within one name, ** any number of directories, ? one character, [abc] a class; e.g. **/*.go or src/**/test_*.py."`
+	Pattern string `json:"pattern" sessiond:"path" jsonschema:"A glob over paths relative to the repository root: * matches within one name, ** any number of directories, ? one character, [abc] a class; e.g. **/*.go or src/**/test_*.py."`
 }
 
 // GrepIn is grep's input.
 type GrepIn struct {
 	SessionArg
 	Pattern         string `json:"pattern" jsonschema:"A regular expression (RE2 syntax, as Go's regexp) matched against each line."`
-	Glob            string `json:"glob,omitempty" jsonschema:"Only search files whose path matches this glob, e.g. **/*.go."`
+	Glob            string `json:"glob,omitempty" sessiond:"path" jsonschema:"Only search files whose path matches this glob, e.g. **/*.go."`
 	CaseInsensitive bool   `json:"case_insensitive,omitempty" jsonschema:"Match regardless of case."`
 	Context         int    `json:"context,omitempty" jsonschema:"Lines of context to show before and after each match (default 0, at most 10)."`
 	MaxResults      int    `json:"max_results,omitempty" jsonschema:"At most this many matching lines (default 100, at most 1000)."`

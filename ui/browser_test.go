@@ -239,6 +239,18 @@ func TestReviewPage(t *testing.T) {
 	step(t, b, "unified", chromedp.Click(chromedp.CSS(`input[name=diff-mode][value=unified]`)))
 	waitFor(t, b, "the unified diff", `document.querySelector("#diffs table.diff.unified") !== null`)
 
+	// The reviewer, Rita, reviews with her reviewer token: her approval
+	// counts (the admin token's would be a comment).
+	rita, err := c.CreateReviewer(ctx, "Rita")
+	require.NoError(t, err)
+	useToken := func(what, tok string) {
+		t.Helper()
+		step(t, b, what, chromedp.Click(chromedp.ID("token-button")), chromedp.WaitVisible(chromedp.ID("token-input")),
+			chromedp.SendKeys(chromedp.ID("token-input"), tok), chromedp.Click(chromedp.CSS("#token-form button[type=submit]")))
+		waitFor(t, b, "the diff again", `document.querySelectorAll("#diffs tr.hunk-header").length === 3`)
+	}
+	useToken("the reviewer's token", rita.Token)
+
 	// A line comment on the new line 20, by keyboard.
 	step(t, b, "comment on line 20",
 		chromedp.Focus(chromedp.CSS(`#diffs button.ln-btn[data-path="doc.txt"][data-line="20"]`)),
@@ -253,12 +265,19 @@ func TestReviewPage(t *testing.T) {
 		chromedp.Click(chromedp.ID("review-submit")))
 	waitFor(t, b, "approved", `document.querySelector("#cs-status .badge-approved") !== null`)
 	waitFor(t, b, "the comment in place", `[...document.querySelectorAll("#diffs tr.comment-row:not(.draft)")].some(r => r.innerText.includes("Say twenty"))`)
+	assert.Contains(t, eval[string](t, b, `document.querySelector("#review-result").innerText`), "Rita (reviewer token)")
+	assert.Contains(t, eval[string](t, b, `document.querySelector("#reviews").innerText`), "Rita (reviewer token)")
 	got, err := c.GetChangeset(ctx, cs.ID)
 	require.NoError(t, err)
 	assert.Equal(t, "approved", got.Status)
 	require.Len(t, got.Reviews, 1)
 	assert.Equal(t, "approve", got.Reviews[0].Verdict)
+	assert.Equal(t, "Rita", got.Reviews[0].Author)
+	assert.Equal(t, apitypes.AuthorReviewer, got.Reviews[0].AuthorKind)
 	assert.Equal(t, []apitypes.LineComment{{Path: "doc.txt", Line: 20, Body: "Say twenty in words?"}}, got.Reviews[0].Comments)
+
+	// Accepting is the admin's.
+	useToken("the admin token again", token)
 
 	// Leave out the second hunk, preview, accept.
 	step(t, b, "untick hunk 2", chromedp.Click(chromedp.CSS(`input.hunk-check[data-path="doc.txt"][data-hunk="1"]`)))

@@ -28,10 +28,13 @@
 // code to keep up to date.
 //
 // Auth: with an admin token configured the API answers 401; the page then
-// asks for the token once, keeps it in sessionStorage (this tab only) and
-// sends it as a bearer token. No cookies, so there is no CSRF surface. Event
-// streams are read with fetch, which can send that header (EventSource
-// cannot).
+// asks for a token once (the admin's, or a reviewer's to review as that
+// person), keeps it in sessionStorage (this tab only) and sends it as a
+// bearer token. No cookies, and the daemon refuses other origins, foreign
+// Host names and non-JSON POST bodies (api.Server.Guard), so another page
+// cannot drive it. Event streams are read with fetch, which can send that
+// header (EventSource cannot); a stream the token may not read (403) is
+// given up.
 //
 // The handler is safe for concurrent use; the assets never change while
 // the process runs.

@@ -133,6 +133,9 @@ func TestBadInput(t *testing.T) {
 			before := state(target)
 			r, err := http.NewRequestWithContext(ctx, tc.method, d.URL+tc.path, bytes.NewReader(tc.body))
 			require.NoError(t, err)
+			if tc.method == http.MethodPost {
+				r.Header.Set("Content-Type", "application/json")
+			}
 			switch tc.token {
 			case "":
 				r.Header.Set("Authorization", "Bearer "+s.Token)

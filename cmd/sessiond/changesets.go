@@ -64,7 +64,7 @@ func printChangeset(w io.Writer, c apitypes.Changeset) {
 	}
 	printSymbols(w, c.Symbols)
 	for _, r := range c.Reviews {
-		fmt.Fprintf(w, "  review by %s (revision %d): %s %s\n", r.Author, r.Revision, r.Verdict, r.Body)
+		fmt.Fprintf(w, "  review by %s (revision %d): %s %s\n", reviewAuthor(r), r.Revision, r.Verdict, r.Body)
 		for _, lc := range r.Comments {
 			fmt.Fprintf(w, "    %s:%d: %s\n", merge.QuotePath(lc.Path), lc.Line, lc.Body)
 		}
@@ -152,7 +152,7 @@ type changesetReviewCmd struct {
 	ID       string        `arg:"" help:"Changeset id."`
 	Verdict  string        `help:"approve, request_changes, reject or comment." enum:"approve,request_changes,reject,comment" default:"comment"`
 	Message  string        `help:"The review's text." short:"m" placeholder:"TEXT"`
-	Author   string        `help:"Who reviews (a review without an author does not count as an approval)." default:"${user}" placeholder:"NAME"`
+	Author   string        `help:"A name to give with the admin token, where the review then counts as a comment; a reviewer token's review is by its name, and a daemon without an admin token reviews as its local user." default:"${user}" placeholder:"NAME"`
 	Comments []lineComment `help:"A line comment PATH:LINE:BODY (repeatable)." name:"comment" sep:"none" placeholder:"PATH:LINE:BODY"`
 }
 
@@ -166,7 +166,51 @@ func (c *changesetReviewCmd) Run(ctx context.Context, x *cli) error {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		fmt.Fprintf(w, "reviewed %s: %s; changeset is %s\n", res.Changeset.ID, res.Review.Verdict, res.Changeset.Status)
+		fmt.Fprintf(w, "reviewed %s as %s: %s; changeset is %s\n", res.Changeset.ID, reviewAuthor(res.Review),
+			strings.ReplaceAll(res.Review.Verdict, "_", " "), strings.ReplaceAll(res.Changeset.Status, "_", " "))
+		if res.Review.Verdict != c.Verdict {
+			fmt.Fprintf(w, "  counted as a comment, not %s: a name the admin token gives is vouched for by nothing; review with a reviewer token (sessiond reviewer add NAME) to vote\n",
+				strings.ReplaceAll(c.Verdict, "_", " "))
+		}
+	})
+}
+
+// reviewAuthor says who a review is by and who vouches for it.
+func reviewAuthor(r apitypes.Review) string {
+	switch r.AuthorKind {
+	case apitypes.AuthorReviewer:
+		return fmt.Sprintf("%s (reviewer token)", r.Author)
+	case apitypes.AuthorLocal:
+		return fmt.Sprintf("%s (local user)", r.Author)
+	case apitypes.AuthorAsserted:
+		return fmt.Sprintf("%q (named with the admin token)", r.Author)
+	case apitypes.AuthorSession:
+		return fmt.Sprintf("%s (its own session)", r.Author)
+	}
+	return r.Author
+}
+
+// reviewerCmd is `sessiond reviewer add NAME`.
+type reviewerCmd struct {
+	Add reviewerAddCmd `cmd:"" help:"Issue the reviewer token of NAME (needs the admin token); give it to that reviewer, whose reviews then count as one identity."`
+}
+
+type reviewerAddCmd struct {
+	Name  string `arg:"" help:"The reviewer's name, as reviews will show it."`
+	Quiet bool   `help:"Print only the token." short:"q"`
+}
+
+func (c *reviewerAddCmd) Run(ctx context.Context, x *cli) error {
+	r, err := x.c.CreateReviewer(ctx, c.Name)
+	if err != nil {
+		return err
+	}
+	if c.Quiet && !x.json {
+		fmt.Fprintln(x.stdout, r.Token)
+		return nil
+	}
+	return x.out(r, func(w io.Writer) {
+		fmt.Fprintf(w, "reviewer token of %s (reviews with it are by %s; the same name always gets the same token):\n%s\n", r.Name, r.Name, r.Token)
 	})
 }
 

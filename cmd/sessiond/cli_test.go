@@ -106,6 +106,9 @@ func TestServeRefusesBadEnvironment(t *testing.T) {
 		{"SESSIOND_ADDR", "localhost"},
 		{"SESSIOND_ADDR", "0.0.0.0:7420"},
 		{"SESSIOND_DATABASE_URL", "postgres://u:hunter2@[::1"},
+		{"SESSIOND_ALLOWED_HOSTS", "http://sessiond.internal"},
+		{"SESSIOND_ALLOWED_HOSTS", "ok.internal,bad.internal:99999"},
+		{"SESSIOND_LOCAL_USER", " padded"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			args := []string{"serve", "--data-dir", t.TempDir()}

@@ -277,20 +277,26 @@ func testChangesetWorkflow(t *testing.T, d *daemon, repo, id, token string) {
 	assert.Equal(t, "main", cs.TargetBranch)
 	require.NotNil(t, cs.Stats)
 	assert.Positive(t, cs.Stats.Files)
-	rv, err := c.Review(ctx, cs.ID, apitypes.ReviewRequest{Verdict: "request_changes", Author: "lead",
+	// The lead reviews with a reviewer token the admin issued: the review
+	// is by the name the token carries.
+	lead, err := c.CreateReviewer(ctx, "lead")
+	require.NoError(t, err)
+	rv, err := c.WithToken(lead.Token).Review(ctx, cs.ID, apitypes.ReviewRequest{Verdict: "request_changes",
 		Comments: []apitypes.LineComment{{Path: "src/new.go", Line: 3, Body: "doc comment?"}}})
 	require.NoError(t, err)
 	assert.Equal(t, "changes_requested", rv.Changeset.Status)
-	cli := func(want int, args ...string) string {
+	assert.Equal(t, "lead", rv.Review.Author)
+	cliAs := func(token string, want int, args ...string) string {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
-		args = append(args, "--server", d.URL, "--token", "admin-secret")
+		args = append(args, "--server", d.URL, "--token", token)
 		code := run(args, strings.NewReader(""), &stdout, &stderr)
 		require.Equal(t, want, code, "sessiond %v: %s%s", args, stdout.String(), stderr.String())
 		return stdout.String()
 	}
-	out := cli(exitOK, "changeset", "review", cs.ID, "--verdict", "approve", "--author", "lead", "-m", "fine")
-	assert.Contains(t, out, "changeset is approved")
+	cli := func(want int, args ...string) string { t.Helper(); return cliAs("admin-secret", want, args...) }
+	out := cliAs(lead.Token, exitOK, "changeset", "review", cs.ID, "--verdict", "approve", "-m", "fine")
+	assert.Contains(t, out, "as lead (reviewer token): approve; changeset is approved")
 	assert.Contains(t, cli(exitOK, "changeset", "ls", "--repo", "r"), cs.ID)
 	diff := cli(exitOK, "changeset", "show", cs.ID, "--diff")
 	checkApply := exec.Command("git", "apply", "--check", "-")

@@ -40,6 +40,9 @@ func TestGitmodulesOverHTTP(t *testing.T) {
 		t.Helper()
 		r, err := http.NewRequestWithContext(ctx, method, d.URL+path, bytes.NewReader(body))
 		require.NoError(t, err)
+		if method == http.MethodPost {
+			r.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := http.DefaultClient.Do(r)
 		require.NoError(t, err)
 		defer resp.Body.Close()

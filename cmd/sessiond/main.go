@@ -77,6 +77,7 @@ type cliRoot struct {
 	Merge      mergeCmd      `cmd:"" help:"Merge another session's changes into this one." group:"history"`
 
 	Changeset changesetCmd `cmd:"" help:"Changesets: submit, ls, show, review, accept, undo, layers." group:"changesets"`
+	Reviewer  reviewerCmd  `cmd:"" help:"Reviewer tokens: add (admin token only)." group:"changesets"`
 
 	Help helpCmd `cmd:"" help:"Show help for a command." hidden:""`
 }

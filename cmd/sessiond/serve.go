@@ -10,8 +10,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +46,8 @@ type serveConfig struct {
 	DatabaseURL       string        `help:"Postgres URL; empty uses the embedded store in the data directory." name:"database-url" env:"SESSIOND_DATABASE_URL" placeholder:"URL"`
 	Repos             []string      `help:"Register the repository at PATH as NAME (repeatable; comma-separated in the variable)." name:"repo" env:"SESSIOND_REPOS" placeholder:"NAME=PATH"`
 	AdminToken        string        `help:"Admin bearer token; turns auth on and allows non-loopback addresses." env:"SESSIOND_ADMIN_TOKEN" placeholder:"T"`
+	AllowedHosts      []string      `help:"Another name of the daemon that requests may carry in Host (repeatable; comma-separated in the variable): NAME for any port, NAME:PORT for one. The listen address, localhost and loopback addresses need none." name:"allowed-host" env:"SESSIOND_ALLOWED_HOSTS" placeholder:"NAME[:PORT]"`
+	LocalUser         string        `help:"Without an admin token, the daemon's one identity, whose reviews count once (default: git's user.name, else the OS user)." env:"SESSIOND_LOCAL_USER" placeholder:"NAME"`
 	MaxBodyBytes      byteSize      `help:"Request body limit after decompression (bytes, or a size such as 10MB or 128MiB)." env:"SESSIOND_MAX_BODY_BYTES" default:"128MiB" placeholder:"SIZE"`
 	MaxFileBytes      byteSize      `help:"File size limit." env:"SESSIOND_MAX_FILE_BYTES" default:"64MiB" placeholder:"SIZE"`
 	MaxEntries        int           `help:"Overlay entries per session." name:"max-overlay-entries" env:"SESSIOND_MAX_OVERLAY_ENTRIES" default:"100000" placeholder:"N"`
@@ -130,6 +136,16 @@ func (c *serveConfig) Validate() error {
 	for _, spec := range c.Repos {
 		if name, path, ok := strings.Cut(spec, "="); !ok || name == "" || path == "" {
 			return fmt.Errorf("--repo (SESSIOND_REPOS) %q: want NAME=PATH", spec)
+		}
+	}
+	for _, h := range c.AllowedHosts {
+		if err := checkAllowedHost(h); err != nil {
+			return fmt.Errorf("--allowed-host (SESSIOND_ALLOWED_HOSTS) %q: %w", h, err)
+		}
+	}
+	if c.LocalUser != "" {
+		if err := api.CheckIdentityName(c.LocalUser); err != nil {
+			return fmt.Errorf("--local-user (SESSIOND_LOCAL_USER): %w", err)
 		}
 	}
 	if c.DatabaseURL != "" {
@@ -248,8 +264,13 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	mcpHandler := mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend {
 		return client.NewInProcess(srvAPI, token)
 	}, mcpserver.Options{Logger: log})
+	localUser := c.LocalUser
+	if c.AdminToken == "" && localUser == "" {
+		localUser = defaultLocalUser(ctx)
+	}
 	srvAPI = api.New(api.Config{
-		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: secret,
+		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: secret, LocalUser: localUser,
+		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
 		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, Summaries: g, MCP: mcpHandler,
 	})
 	ln, err := net.Listen("tcp", c.Addr)
@@ -257,7 +278,9 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		return err
 	}
 	srv := &http.Server{
-		Handler:           ui.Mount(srvAPI),
+		// The browser rules (Host, Origin) hold for the page and the API;
+		// in-process clients (MCP's backend) reach srvAPI directly.
+		Handler:           srvAPI.Guard(ui.Mount(srvAPI)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       5 * time.Minute,
 		WriteTimeout:      5 * time.Minute,
@@ -270,6 +293,10 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "sessiond: listening on %s\n", url)
 	log.Info("listening", "url", url, "data_dir", c.DataDir, "store", storeKind(c.DatabaseURL), "auth", c.AdminToken != "")
+	if c.AdminToken == "" {
+		log.Warn("no admin token: any process on this machine, of any user, can use the API as the admin (web pages cannot: Host, Origin and Content-Type are checked); reviews are by the one local identity; set --admin-token to require tokens",
+			"local_user", localUser)
+	}
 	if ready != nil {
 		ready(url)
 	}
@@ -314,6 +341,54 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// daemonNames are the names requests may carry in Host beside those the
+// API knows by itself (the address a request arrived at, localhost and
+// loopback addresses): the --allowed-host names and the listen address
+// when it is a name rather than an address.
+func daemonNames(addr string, allowed []string) []string {
+	names := slices.Clone(allowed)
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" && net.ParseIP(host) == nil {
+		names = append(names, addr)
+	}
+	return names
+}
+
+// checkAllowedHost checks an --allowed-host value: NAME or NAME:PORT,
+// with no scheme, path or user.
+func checkAllowedHost(h string) error {
+	name := h
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+			return fmt.Errorf("port %q: want 1 to 65535", port)
+		}
+		name = host
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	if name == "" || strings.ContainsAny(name, "/@ \t") || strings.Contains(name, "://") {
+		return errors.New("want NAME or NAME:PORT (a host name or address, no scheme or path)")
+	}
+	return nil
+}
+
+// defaultLocalUser is the identity of a daemon without an admin token:
+// git's user.name as this process's git sees it, else the OS user.
+func defaultLocalUser(ctx context.Context) string {
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(gctx, "git", "config", "--get", "user.name").Output(); err == nil {
+		if name := strings.TrimSpace(string(out)); api.CheckIdentityName(name) == nil {
+			return name
+		}
+	}
+	if u, err := user.Current(); err == nil && api.CheckIdentityName(u.Username) == nil {
+		return u.Username
+	}
+	if name := os.Getenv("USER"); api.CheckIdentityName(name) == nil {
+		return name
+	}
+	return "local user"
 }
 
 func storeKind(url string) string {

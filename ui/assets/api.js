@@ -1,6 +1,7 @@
-// The page's one door to the daemon: API v1 over fetch, with the admin
-// token (asked for once, kept in sessionStorage for this tab) as a bearer
-// token. No cookies are used.
+// The page's one door to the daemon: API v1 over fetch, with a token (the
+// admin's or a reviewer's, asked for once, kept in sessionStorage for this
+// tab) as a bearer token. No cookies are used. Requests are same-origin:
+// the daemon refuses other origins and POST bodies that are not JSON.
 
 const TOKEN_KEY = "sessiond.token";
 
@@ -88,6 +89,7 @@ export async function stream(path, onEvent, signal, after = 0) {
         await askToken();
         continue;
       }
+      if (resp.status === 403) return; // this token may not follow it (a reviewer's); asking again will not change that
       if (!resp.ok) throw new ApiError(resp.status, await resp.json().catch(() => null));
       const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
       let buf = "";

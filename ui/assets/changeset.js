@@ -219,7 +219,8 @@ class ChangesetPage {
       h("fieldset", {}, h("legend", {}, "Verdict"), verdicts.map(([v, label], i) =>
         h("label", { class: "radio" }, h("input", { type: "radio", name: "verdict", value: v, id: `verdict-${v}`, checked: i === 3 }), " ", label))),
       h("label", { for: "verdict-body" }, "Message"), h("textarea", { id: "verdict-body", name: "body", rows: 3 }),
-      h("label", { for: "verdict-author" }, "Your name"), h("input", { id: "verdict-author", name: "author", value: sessionStorage.getItem("sessiond.author") || "reviewer" }),
+      h("label", { for: "verdict-author" }, "Your name (with the admin token only, where the review then counts as a comment; a reviewer token names you)"),
+      h("input", { id: "verdict-author", name: "author", value: sessionStorage.getItem("sessiond.author") || "reviewer" }),
       h("h3", {}, "Line comments to send"), this.draftList,
       h("p", { class: "muted" }, "Press a line number in the diff to comment on that line."),
       h("div", { class: "buttons" }, h("button", { type: "submit", id: "review-submit" }, "Send review")), out);
@@ -235,7 +236,10 @@ class ChangesetPage {
         this.cs = res.changeset;
         await this.load();
         const o = document.getElementById("review-result");
-        clear(o, h("p", { class: "ok" }, `Review recorded: ${res.review.verdict.replace(/_/g, " ")}; the changeset is ${res.changeset.status.replace(/_/g, " ")}.`));
+        const asked = fd.get("verdict");
+        clear(o, h("p", { class: "ok" }, `Review recorded as ${authorText(res.review)}: ${res.review.verdict.replace(/_/g, " ")}; the changeset is ${res.changeset.status.replace(/_/g, " ")}.`),
+          res.review.verdict !== asked ? h("p", { class: "muted", id: "review-counted" },
+            `Counted as a comment, not ${asked.replace(/_/g, " ")}: a name given with the admin token is vouched for by nothing. Review with a reviewer token to vote.`) : null);
         document.getElementById("review-result")?.focus();
       } catch (err) {
         clear(out, errorBox(err));
@@ -331,10 +335,19 @@ export function conflictsTable(cs) {
     h("tbody", {}, cs.map((c) => h("tr", {}, h("td", {}, h("code", {}, c.path)), h("td", {}, c.kind), h("td", {}, c.message || "")))));
 }
 
+// kindText says who vouches for a review's author.
+function kindText(r) {
+  return { reviewer: " (reviewer token)", local: " (local user)", asserted: " (named with the admin token)", session: " (its own session)" }[r.author_kind] || "";
+}
+
+function authorText(r) {
+  return (r.author || "(no name)") + kindText(r);
+}
+
 function reviewsList(reviews) {
   if (!reviews.length) return h("section", { id: "reviews" }, h("h2", {}, "Reviews"), h("p", {}, "No reviews yet."));
   return h("section", { id: "reviews" }, h("h2", {}, "Reviews"), h("ol", {}, reviews.map((r) => h("li", {},
-    badge(r.verdict), " ", h("strong", {}, r.author || "anonymous"), h("span", { class: "muted" }, ` on revision ${r.revision}, ${age(r.created_at)}`),
+    badge(r.verdict), " ", h("strong", {}, r.author || "(no name)"), h("span", { class: "muted" }, `${kindText(r)} on revision ${r.revision}, ${age(r.created_at)}`),
     r.body ? h("p", {}, r.body) : null,
     r.comments.length ? h("ul", {}, r.comments.map((c) => h("li", {}, h("code", {}, `${c.path}:${c.line}`), " ", c.body))) : null))));
 }

@@ -7,7 +7,12 @@ const STATUSES = ["", "open", "approved", "changes_requested", "rejected", "acce
 export async function changesetsPage() {
   document.title = "Changesets · sessiond";
   const params = new URLSearchParams(location.search);
-  const repos = (await get("/v1/repos")).repos || [];
+  // A reviewer token lists changesets but not repositories: the filter
+  // then takes a name typed in the query only.
+  const repos = (await get("/v1/repos").catch((err) => {
+    if (err.status === 403) return {};
+    throw err;
+  })).repos || [];
   const repoSel = h("select", { id: "filter-repo", name: "repo" },
     h("option", { value: "" }, "all"),
     repos.map((r) => h("option", { value: r.name, selected: params.get("repo") === r.name }, r.name)));

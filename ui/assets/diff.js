@@ -72,7 +72,7 @@ export function renderFile(f, opts) {
   };
   const commentRows = (n) => (byLine.get(n) || []).map((c) => h("tr", { class: "comment-row" + (c.draft ? " draft" : "") },
     h("td", { colspan: cols }, h("div", { class: "comment", "data-line": n },
-      h("strong", {}, c.draft ? "Draft" : (c.author || "anonymous")),
+      h("strong", {}, c.draft ? "Draft" : (c.author || "(no name)")),
       c.revision ? h("span", { class: "muted" }, ` on revision ${c.revision}`) : null,
       `: `, c.body))));
   const body = [];

@@ -141,6 +141,11 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 	res := BatchResult{DryRun: dryRun, Results: make([]EditResult, len(edits))}
 	rec, changes, err := m.mutate(ctx, ls, OpEdits, actorOf(ls, actor), dryRun, func(mu *mutation) error {
 		for i, e := range edits {
+			if i%checkEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			r, err := m.applyEdit(ctx, ls, mu, e)
 			if err != nil {
 				return fmt.Errorf("edit %d (%s): %w", i, e.Op, err)

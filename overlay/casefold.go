@@ -23,7 +23,8 @@ import (
 //     superset, and Stat drops what is no longer there.
 //   - the base's children of a directory, folded once when the rule
 //     first looks at that directory, in a cache the overlay's clones
-//     share (the base never changes).
+//     share (the base never changes). The same cache counts them, for
+//     collapseUp's question whether a directory still shows one.
 //
 // So a put costs a fold and a map lookup per level of its path, plus one
 // listing of a base directory the first time a name is created in it.
@@ -49,48 +50,55 @@ func (o *Overlay) addKids(p string) {
 	}
 }
 
-// foldCache holds, per directory of one base, its children by folded
-// name. It is shared by an overlay and its clones, which may be used
-// from different goroutines: mu guards dirs.
+// foldCache holds, per directory of one base, its children: how many,
+// and by folded name. It is shared by an overlay and its clones, which
+// may be used from different goroutines: mu guards dirs.
 type foldCache struct {
 	mu   sync.Mutex
-	dirs map[string]map[string][]string
+	dirs map[string]*baseDir
 }
 
-// baseKids returns the base's children of directory dir whose names fold
-// to fold, listing and folding dir the first time.
-func (o *Overlay) baseKids(ctx context.Context, dir, fold string) ([]string, error) {
+// baseDir is a base directory's children, as foldCache keeps them.
+type baseDir struct {
+	n      int
+	byFold map[string][]string
+}
+
+// baseDir returns the base's children of directory dir (none when the
+// base has no directory there), listing and folding them the first
+// time.
+func (o *Overlay) baseDir(ctx context.Context, dir string) (*baseDir, error) {
 	c := o.folds
 	c.mu.Lock()
-	byFold, ok := c.dirs[dir]
+	bd, ok := c.dirs[dir]
 	c.mu.Unlock()
-	if !ok {
-		byFold = map[string][]string{}
-		raw, found, err := o.rawBase(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		if dir == "" || found && raw.Mode.IsDir() {
-			n := 0
-			err := o.base.List(ctx, dir, false, func(e gitstore.Entry) error {
-				if n++; n%4096 == 0 {
-					if err := ctx.Err(); err != nil {
-						return err
-					}
-				}
-				f := foldName(baseName(e.Path))
-				byFold[f] = append(byFold[f], e.Path)
-				return nil
-			})
-			if err != nil {
-				return nil, fmt.Errorf("list %q: %w", dir, err)
-			}
-		}
-		c.mu.Lock()
-		c.dirs[dir] = byFold
-		c.mu.Unlock()
+	if ok {
+		return bd, nil
 	}
-	return byFold[fold], nil
+	bd = &baseDir{byFold: map[string][]string{}}
+	raw, found, err := o.rawBase(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" || found && raw.Mode.IsDir() {
+		err := o.base.List(ctx, dir, false, func(e gitstore.Entry) error {
+			if bd.n++; bd.n%4096 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			f := foldName(baseName(e.Path))
+			bd.byFold[f] = append(bd.byFold[f], e.Path)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list %q: %w", dir, err)
+		}
+	}
+	c.mu.Lock()
+	c.dirs[dir] = bd
+	c.mu.Unlock()
+	return bd, nil
 }
 
 // checkCase rejects creating name (a path whose parent exists in the
@@ -99,12 +107,12 @@ func (o *Overlay) baseKids(ctx context.Context, dir, fold string) ([]string, err
 // a listing of the directory would meet it.
 func (o *Overlay) checkCase(ctx context.Context, p, name string) error {
 	dir, want := parentDir(name), foldName(baseName(name))
-	base, err := o.baseKids(ctx, dir, want)
+	bd, err := o.baseDir(ctx, dir)
 	if err != nil {
 		return fmt.Errorf("case check of %q: %w", p, err)
 	}
 	other, otherKey := "", ""
-	for _, c := range append(slices.Clip(base), o.kids[kidKey{dir, want}]...) {
+	for _, c := range append(slices.Clip(bd.byFold[want]), o.kids[kidKey{dir, want}]...) {
 		n, err := o.Stat(ctx, c)
 		switch {
 		case errors.Is(err, ErrNotFound):

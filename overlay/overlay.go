@@ -111,7 +111,9 @@ type Overlay struct {
 	// them. They answer "does anything sit under d" without a scan.
 	below map[string]int
 	live  map[string]int
-	bytes int64
+	// direct counts, for every directory, the entries directly in it.
+	direct map[string]int
+	bytes  int64
 	// sorted holds the entry keys in git order (directories as "name/")
 	// as of the last keys() call; added and dropped are the keys set and
 	// remove changed since (added ones not in sorted yet, dropped ones
@@ -162,9 +164,10 @@ func New(base Base, opts Options) *Overlay {
 		entries: make(map[string]Entry),
 		below:   make(map[string]int),
 		live:    make(map[string]int),
+		direct:  make(map[string]int),
 		touched: make(map[string]struct{}),
 		kids:    make(map[kidKey][]string),
-		folds:   &foldCache{dirs: make(map[string]map[string][]string)},
+		folds:   &foldCache{dirs: make(map[string]*baseDir)},
 	}
 }
 
@@ -209,6 +212,7 @@ func (o *Overlay) Clone() *Overlay {
 	c.entries = maps.Clone(o.entries)
 	c.below = maps.Clone(o.below)
 	c.live = maps.Clone(o.live)
+	c.direct = maps.Clone(o.direct)
 	c.bytes = o.bytes
 	c.sorted = slices.Clone(o.keys())
 	c.kids = maps.Clone(o.kids) // addKids never appends in place
@@ -545,22 +549,18 @@ func (o *Overlay) collapseUp(ctx context.Context, d string) error {
 
 // anyBaseChildVisible reports whether some base child of the base-visible
 // directory d has no entry of its own. Directories below d are already
-// collapsed, so such a child is not empty.
+// collapsed, so such a child is not empty. It is called when nothing
+// live is below d, so every entry directly in d is a whiteout of one of
+// its base children (a whiteout only sits on a base path): a child has
+// no entry exactly when d has more base children than entries. Counting
+// instead of listing d until a child without an entry turns up keeps a
+// run of deletes in one directory linear.
 func (o *Overlay) anyBaseChildVisible(ctx context.Context, d string) (bool, error) {
-	errStop := errors.New("stop")
-	err := o.base.List(ctx, d, false, func(c gitstore.Entry) error {
-		if _, ok := o.entries[c.Path]; !ok {
-			return errStop
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errStop):
-		return true, nil
-	case err != nil:
-		return false, fmt.Errorf("list %q: %w", d, err)
+	bd, err := o.baseDir(ctx, d)
+	if err != nil {
+		return false, err
 	}
-	return false, nil
+	return bd.n > o.direct[d], nil
 }
 
 // ancestorEntry returns the deepest entry at a strict ancestor of p.
@@ -707,6 +707,11 @@ func (o *Overlay) account(e Entry, d int) {
 		if e.Path[i] == '/' {
 			bump(e.Path[:i])
 		}
+	}
+	if p := parentDir(e.Path); o.direct[p]+d == 0 {
+		delete(o.direct, p)
+	} else {
+		o.direct[p] += d
 	}
 	if isLive {
 		o.bytes += int64(d) * e.Size

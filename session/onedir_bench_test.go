@@ -106,6 +106,32 @@ func BenchmarkSeparatePutsOneDir(b *testing.B) {
 	}
 }
 
+// BenchmarkBatchDeletesOneDir: one Edits batch deleting, one op each and
+// in git order, every one of files=N files of a base directory: each
+// delete asks whether the directory still shows a base file, and the
+// last one collapses it into one whiteout.
+func BenchmarkBatchDeletesOneDir(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		paths := oneDirPaths(n)
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			e := newEnv(b, "small")
+			commit := oneDirCommit(b, e.repoDir, b.TempDir(), paths)
+			testrepo.Git(b, e.repoDir, "update-ref", "refs/heads/main", commit)
+			edits := make([]session.Edit, n)
+			for i := range edits {
+				edits[i] = session.Edit{Op: session.OpDelete, Path: fmt.Sprintf("gen/f%06d.txt", i)}
+			}
+			for b.Loop() {
+				s := e.create(session.CreateOptions{})
+				res, err := e.m.Edits(b.Context(), s.ID, edits, false, "")
+				if err != nil || len(res.Changes) != n {
+					b.Fatalf("batch: %v (%d changes)", err, len(res.Changes))
+				}
+			}
+		})
+	}
+}
+
 // oneDirCommit commits paths over main, all with one blob (only the
 // tree matters to the benchmark, and one blob keeps the setup short).
 func oneDirCommit(b *testing.B, dir, scratch string, paths []string) string {

@@ -31,28 +31,37 @@ func diffVersions(n int) (old, new string) {
 }
 
 // BenchmarkMCPDiff: the diff tool on a session that changed every tenth
-// line of a file of lines=N, whole (the result cap raised so that the
-// whole diff is split, counted and shown), in process through the SDK's
-// client, against `git diff --no-index` of the same two files in the
-// same run. The tool's cost should grow as the diff does.
+// line of a file of lines=N, in process through the SDK's client, with
+// the default result cap (result=capped: the diff is cut into files and
+// the one file is too large to show) and with the cap raised so that
+// the whole diff is split, counted and sent (result=whole); beside it
+// `git diff --no-index` of the same two files in the same run. The
+// tool's cost should grow as the diff does.
 func BenchmarkMCPDiff(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		old, new := diffVersions(n)
-		b.Run(fmt.Sprintf("lines=%d/impl=sessiond", n), func(b *testing.B) {
-			e := newEnv(b)
-			require.NoError(b, os.WriteFile(filepath.Join(e.repoDir, "big.txt"), []byte(old), 0o644))
-			testrepo.Git(b, e.repoDir, "add", "big.txt")
-			testrepo.Git(b, e.repoDir, "commit", "-q", "-m", "big file")
-			s := e.newSession(b, apitypes.CreateSessionRequest{})
-			cs := e.connect(b, s, mcpserver.Options{MaxResultBytes: 64 << 20})
-			ok(b, cs, "write_file", map[string]any{"path": "big.txt", "content": new})
-			for b.Loop() {
-				text, data := ok(b, cs, "diff", nil)
-				if data["truncated"] == true || !strings.Contains(text, fmt.Sprintf("(+%d −%d)", n/10, n/10)) {
-					b.Fatalf("diff: %.200s", text)
-				}
+		for _, whole := range []bool{false, true} {
+			name, opts := "capped", mcpserver.Options{}
+			if whole {
+				name, opts = "whole", mcpserver.Options{MaxResultBytes: 64 << 20}
 			}
-		})
+			b.Run(fmt.Sprintf("lines=%d/result=%s/impl=sessiond", n, name), func(b *testing.B) {
+				e := newEnv(b)
+				require.NoError(b, os.WriteFile(filepath.Join(e.repoDir, "big.txt"), []byte(old), 0o644))
+				testrepo.Git(b, e.repoDir, "add", "big.txt")
+				testrepo.Git(b, e.repoDir, "commit", "-q", "-m", "big file")
+				s := e.newSession(b, apitypes.CreateSessionRequest{})
+				cs := e.connect(b, s, opts)
+				ok(b, cs, "write_file", map[string]any{"path": "big.txt", "content": new})
+				for b.Loop() {
+					text, data := ok(b, cs, "diff", nil)
+					counts := strings.Contains(text, fmt.Sprintf("(+%d −%d)", n/10, n/10))
+					if whole && (data["truncated"] == true || !counts) || !whole && data["truncated"] != true {
+						b.Fatalf("diff: %.200s", text)
+					}
+				}
+			})
+		}
 		b.Run(fmt.Sprintf("lines=%d/impl=git-diff-no-index", n), func(b *testing.B) {
 			dir := b.TempDir()
 			a, c := filepath.Join(dir, "a"), filepath.Join(dir, "b")

@@ -37,7 +37,7 @@ test-race:
 # finished, resident memory at each quarter) runs once, after the others.
 CHURN_SESSIONS ?= 100000
 bench:
-	$(GO) test -p 1 -run '^$$' -bench . -skip '^BenchmarkSessionChurn$$' -benchmem -count $(BENCHCOUNT) -timeout 60m ./gitstore/ ./db/ ./overlay/ ./session/ ./merge/ ./graph/ ./workdir/ ./cmd/sessiond/ | tee bench.out
+	$(GO) test -p 1 -run '^$$' -bench . -skip '^BenchmarkSessionChurn$$' -benchmem -count $(BENCHCOUNT) -timeout 60m ./gitstore/ ./db/ ./overlay/ ./session/ ./merge/ ./graph/ ./workdir/ ./mcpserver/ ./cmd/sessiond/ | tee bench.out
 	SESSIOND_CHURN_SESSIONS=$(CHURN_SESSIONS) $(GO) test -run '^$$' -bench '^BenchmarkSessionChurn$$' -benchtime 1x -count 1 -timeout 120m ./session/ | tee -a bench.out
 
 # The long kill -9 test: CRASH_ROUNDS kills of the daemon per store (SQLite
@@ -52,8 +52,8 @@ crash:
 
 # Each fuzz target in turn, FUZZTIME each: the path validator, the
 # .gitmodules parser and rules, the three-way line merge, a partial
-# accept's selection, the glob matcher, the size parser of flags and
-# edit_file's matcher.
+# accept's selection, the glob matcher, the size parser of flags,
+# edit_file's matcher and the MCP diff tool's split of a diff into files.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzValidatePath -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzCheckContent -fuzztime $(FUZZTIME) ./overlay/
@@ -62,6 +62,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime $(FUZZTIME) ./session/
 	$(GO) test -run '^$$' -fuzz FuzzParseByteSize -fuzztime $(FUZZTIME) ./cmd/sessiond/
 	$(GO) test -run '^$$' -fuzz FuzzApplyEdits -fuzztime $(FUZZTIME) ./mcpserver/
+	$(GO) test -run '^$$' -fuzz FuzzDiff -fuzztime $(FUZZTIME) ./mcpserver/
 
 tidy-check:
 	$(GO) mod tidy -diff

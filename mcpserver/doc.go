@@ -30,6 +30,14 @@
 //     version read (If-Match), so a concurrent change fails the edit
 //     instead of being overwritten. Line endings (LF or CRLF) and a
 //     missing final newline are kept.
+//   - The work a tool does on what it reads is linear (or n log n) in
+//     it, and stops when the call's context ends: diff cuts the diff
+//     into files by slicing it in one pass, edit_file's near-match
+//     search slides one window down the file (a KMP search for the
+//     same lines with other whitespace, then bigram counts updated as
+//     lines enter and leave the window, and a line-by-line score of the
+//     few best windows only), grep's context looks matches up in a set.
+//     Loops over lines look at the context every few thousand lines.
 //   - Bound servers (Options.Session) have no `session` argument in any
 //     schema; unbound ones require it on every tool.
 //   - A tool's raw arguments pass the API's Unicode check

@@ -1,7 +1,9 @@
 package mcpserver
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -33,7 +35,7 @@ const (
 // candidates. A file with CRLF line endings takes old and new texts
 // written with LF, and keeps its CRLF, on the lines it had and on those
 // the edits add.
-func applyEdits(content string, ops []EditOp) (string, []int, error) {
+func applyEdits(ctx context.Context, content string, ops []EditOp) (string, []int, error) {
 	if len(ops) == 0 {
 		return "", nil, badRequest("edits is empty: give at least one {old_text, new_text}")
 	}
@@ -62,7 +64,11 @@ func applyEdits(content string, ops []EditOp) (string, []int, error) {
 		}
 		switch {
 		case n == 0:
-			return "", nil, noMatch(content, i, len(ops), op.OldText)
+			e := noMatch(ctx, content, i, len(ops), op.OldText)
+			if err := ctx.Err(); err != nil {
+				return "", nil, err
+			}
+			return "", nil, e
 		case n > 1 && !op.ReplaceAll:
 			return "", nil, ambiguous(content, i, len(ops), old, n)
 		}
@@ -103,18 +109,17 @@ func ambiguous(content string, i, nops int, old string, n int) *Error {
 	if i > 0 {
 		b.WriteString(" (Matched against the file after the previous edits of this call.)")
 	}
-	off := 0
-	for k := 0; k < n && off <= len(content); k++ {
+	off, line := 0, 1 // line is the line at off
+	for k := 0; k < min(n, maxCandidates) && off <= len(content); k++ {
 		j := strings.Index(content[off:], old)
 		if j < 0 {
 			break
 		}
 		start := off + j
+		line += strings.Count(content[off:start], "\n")
+		first := line
 		off = start + len(old)
-		if k >= maxCandidates {
-			continue
-		}
-		first := strings.Count(content[:start], "\n") + 1
+		line += strings.Count(old, "\n")
 		last := first + strings.Count(strings.TrimSuffix(old, "\n"), "\n")
 		c := candidate{Line: first, EndLine: last, Context: numbered(lines, first, last, contextLines)}
 		cands = append(cands, c)
@@ -127,14 +132,14 @@ func ambiguous(content string, i, nops int, old string, n int) *Error {
 		Details: map[string]any{"edit": i + 1, "matches": n, "candidates": cands}}
 }
 
-func noMatch(content string, i, nops int, old string) *Error {
+func noMatch(ctx context.Context, content string, i, nops int, old string) *Error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s was not found in the file. Nothing was changed.", which(i, nops))
 	if i > 0 {
 		b.WriteString(" (Matched against the file after the previous edits of this call.)")
 	}
 	d := map[string]any{"edit": i + 1, "matches": 0}
-	if c, ok := nearMatch(content, old); ok {
+	if c, ok := nearMatch(ctx, content, old); ok {
 		fmt.Fprintf(&b, "\n\nThe closest text is at line %d (%s):\n%s\nCopy old_text exactly from there (read_file shows the current text).", c.Line, c.Reason, c.Context)
 		d["near_match"] = c
 	} else {
@@ -192,16 +197,24 @@ func firstChars(l string, n int) (string, bool) {
 	return l, false
 }
 
-// maxNearLines bounds the work of the near-match search.
-const maxNearLines = 50_000
+// nearCandidates is how many windows the bigram prefilter of nearMatch
+// hands to the line-by-line score.
+const nearCandidates = 8
 
 // nearMatch finds the window of the file's lines closest to old: first
 // the same lines with other whitespace, else the most similar window by
-// line similarity, if it is similar enough to help.
-func nearMatch(content, old string) (candidate, bool) {
+// line similarity, if it is similar enough to help. The cost is linear
+// in the file and old_text: the whitespace match is a KMP search over
+// line ids, and the similar window is found by sliding a window of
+// len(old) lines down the file while keeping the Dice coefficient of the
+// window's and old_text's character bigrams up to date (each line's
+// bigrams enter once and leave once); only the few best windows by that
+// measure are scored line by line. ok is false when nothing is similar
+// enough, or ctx ended.
+func nearMatch(ctx context.Context, content, old string) (candidate, bool) {
 	lines := splitKeep(content)
 	want := splitKeep(old)
-	if len(lines) > maxNearLines || len(want) == 0 || len(want) > len(lines) {
+	if len(want) == 0 || len(want) > len(lines) {
 		return candidate{}, false
 	}
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -211,34 +224,156 @@ func nearMatch(content, old string) (candidate, bool) {
 	}
 	nl := make([]string, len(lines))
 	for i, l := range lines {
+		if i%checkEvery == 0 && ctx.Err() != nil {
+			return candidate{}, false
+		}
 		nl[i] = norm(l)
 	}
+	if at := indexLines(nl, nw); at >= 0 {
+		return candidate{Line: at + 1, EndLine: at + len(want), Score: 1, Reason: "the same text with different whitespace or indentation",
+			Context: numbered(lines, at+1, at+len(want), contextLines)}, true
+	}
 	best, bestAt := 0.0, -1
-	for at := 0; at+len(want) <= len(lines); at++ {
-		same := true
-		for k := range nw {
-			if nl[at+k] != nw[k] {
-				same = false
-				break
-			}
-		}
-		if same {
-			return candidate{Line: at + 1, EndLine: at + len(want), Score: 1, Reason: "the same text with different whitespace or indentation",
-				Context: numbered(lines, at+1, at+len(want), contextLines)}, true
-		}
+	for _, at := range bigramWindows(ctx, nl, nw, nearCandidates) {
 		score := 0.0
 		for k := range nw {
 			score += similarity(nl[at+k], nw[k])
 		}
-		if score /= float64(len(nw)); score > best {
+		if score /= float64(len(nw)); score > best || score == best && at < bestAt {
 			best, bestAt = score, at
 		}
 	}
-	if bestAt < 0 || best < 0.5 {
+	if bestAt < 0 || best < 0.5 || ctx.Err() != nil {
 		return candidate{}, false
 	}
 	return candidate{Line: bestAt + 1, EndLine: bestAt + len(want), Score: best,
 		Reason: fmt.Sprintf("%.0f%% similar", best*100), Context: numbered(lines, bestAt+1, bestAt+len(want), contextLines)}, true
+}
+
+// indexLines is the first index at which want occurs in lines as a run
+// of equal lines, or -1: Knuth-Morris-Pratt over line ids, so the cost
+// is len(lines) + len(want) whatever the lines repeat.
+func indexLines(lines, want []string) int {
+	ids := make(map[string]int, len(want))
+	w := make([]int, len(want))
+	for i, s := range want {
+		id, ok := ids[s]
+		if !ok {
+			id = len(ids)
+			ids[s] = id
+		}
+		w[i] = id
+	}
+	// fail[i] is the length of the longest proper border of w[:i+1].
+	fail := make([]int, len(w))
+	for i, k := 1, 0; i < len(w); i++ {
+		for k > 0 && w[i] != w[k] {
+			k = fail[k-1]
+		}
+		if w[i] == w[k] {
+			k++
+		}
+		fail[i] = k
+	}
+	k := 0
+	for i, s := range lines {
+		id, ok := ids[s]
+		if !ok {
+			k = 0
+			continue
+		}
+		for k > 0 && id != w[k] {
+			k = fail[k-1]
+		}
+		if id == w[k] {
+			k++
+		}
+		if k == len(w) {
+			return i - len(w) + 1
+		}
+	}
+	return -1
+}
+
+// bigram is a pair of adjacent bytes.
+type bigram = uint16
+
+// lineBigrams calls fn for each bigram of line framed by newlines (so
+// that a short or empty line still has one, and lines are told apart by
+// how they start and end).
+func lineBigrams(line string, fn func(bigram)) {
+	prev := byte('\n')
+	for i := 0; i < len(line); i++ {
+		fn(bigram(prev)<<8 | bigram(line[i]))
+		prev = line[i]
+	}
+	fn(bigram(prev)<<8 | '\n')
+}
+
+// bigramWindows returns the starts of the (at most n) windows of
+// len(want) lines whose bag of bigrams is most like want's (by the Dice
+// coefficient; ties to the earlier window), best first. It slides the
+// window down lines once, so each line's bigrams are counted in and out
+// once. It returns nil when ctx ends.
+func bigramWindows(ctx context.Context, lines, want []string, n int) []int {
+	wantN, winN := new([1 << 16]int32), new([1 << 16]int32)
+	total := 0 // bigrams of want plus bigrams of the window
+	for _, w := range want {
+		lineBigrams(w, func(g bigram) { wantN[g]++; total++ })
+	}
+	common := 0 // Σ min(wantN, winN)
+	enter := func(l string) {
+		lineBigrams(l, func(g bigram) {
+			if winN[g] < wantN[g] {
+				common++
+			}
+			winN[g]++
+			total++
+		})
+	}
+	leave := func(l string) {
+		lineBigrams(l, func(g bigram) {
+			winN[g]--
+			if winN[g] < wantN[g] {
+				common--
+			}
+			total--
+		})
+	}
+	type scored struct {
+		at    int
+		score float64
+	}
+	var top []scored
+	for i := range want {
+		enter(lines[i])
+	}
+	for at := 0; at+len(want) <= len(lines); at++ {
+		if at%checkEvery == 0 && ctx.Err() != nil {
+			return nil
+		}
+		if at > 0 {
+			leave(lines[at-1])
+			enter(lines[at+len(want)-1])
+		}
+		s := 2 * float64(common) / float64(total)
+		if len(top) == n && s <= top[n-1].score {
+			continue
+		}
+		i := len(top)
+		for i > 0 && top[i-1].score < s {
+			i--
+		}
+		top = slices.Insert(top, i, scored{at, s})
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	out := make([]int, len(top))
+	for i, t := range top {
+		out[i] = t.at
+	}
+	return out
 }
 
 // similarity is the Dice coefficient of two strings' character bigrams.

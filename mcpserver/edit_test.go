@@ -29,7 +29,7 @@ func TestApplyEditsModel(t *testing.T) {
 		for range rapid.IntRange(1, 3).Draw(rt, "ops") {
 			ops = append(ops, EditOp{OldText: gen("old", 3), NewText: gen("new", 3), ReplaceAll: rapid.Bool().Draw(rt, "all")})
 		}
-		got, counts, err := applyEdits(content, ops)
+		got, counts, err := applyEdits(t.Context(), content, ops)
 
 		want := content
 		var wantCounts []int
@@ -77,22 +77,22 @@ func TestApplyEditsModel(t *testing.T) {
 }
 
 func TestApplyEditsCRLF(t *testing.T) {
-	got, _, err := applyEdits("a\r\nb\r\nc", []EditOp{{OldText: "a\nb", NewText: "a\nB\nb"}})
+	got, _, err := applyEdits(t.Context(), "a\r\nb\r\nc", []EditOp{{OldText: "a\nb", NewText: "a\nB\nb"}})
 	require.NoError(t, err)
 	assert.Equal(t, "a\r\nB\r\nb\r\nc", got, "LF texts on a CRLF file keep CRLF; no final newline stays none")
-	got, _, err = applyEdits("a\r\nb\r\n", []EditOp{{OldText: "a\r\n", NewText: "z\r\n"}})
+	got, _, err = applyEdits(t.Context(), "a\r\nb\r\n", []EditOp{{OldText: "a\r\n", NewText: "z\r\n"}})
 	require.NoError(t, err)
 	assert.Equal(t, "z\r\nb\r\n", got)
 	// A one-line old_text whose new_text adds lines: the new lines get
 	// the file's CRLF too.
-	got, _, err = applyEdits("one\r\ntwo\r\n", []EditOp{{OldText: "two", NewText: "two\nmore"}})
+	got, _, err = applyEdits(t.Context(), "one\r\ntwo\r\n", []EditOp{{OldText: "two", NewText: "two\nmore"}})
 	require.NoError(t, err)
 	assert.Equal(t, "one\r\ntwo\r\nmore\r\n", got)
-	got, _, err = applyEdits("one\r\ntwo\r\n", []EditOp{{OldText: "one", NewText: "zero\r\none"}, {OldText: "two", NewText: "2\n3", ReplaceAll: true}})
+	got, _, err = applyEdits(t.Context(), "one\r\ntwo\r\n", []EditOp{{OldText: "one", NewText: "zero\r\none"}, {OldText: "two", NewText: "2\n3", ReplaceAll: true}})
 	require.NoError(t, err)
 	assert.Equal(t, "zero\r\none\r\n2\r\n3\r\n", got)
 	// A file that mixes line endings is edited as given.
-	got, _, err = applyEdits("a\r\nb\nc\r\n", []EditOp{{OldText: "b", NewText: "b\nx"}})
+	got, _, err = applyEdits(t.Context(), "a\r\nb\nc\r\n", []EditOp{{OldText: "b", NewText: "b\nx"}})
 	require.NoError(t, err)
 	assert.Equal(t, "a\r\nb\nx\nc\r\n", got)
 }
@@ -107,7 +107,7 @@ func FuzzApplyEdits(f *testing.F) {
 	f.Add("x\r\ny\r\n", "y", "y\nz", false)
 	f.Add("", "", "new", false)
 	f.Fuzz(func(t *testing.T, content, old, new string, all bool) {
-		got, counts, err := applyEdits(content, []EditOp{{OldText: old, NewText: new, ReplaceAll: all}})
+		got, counts, err := applyEdits(t.Context(), content, []EditOp{{OldText: old, NewText: new, ReplaceAll: all}})
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) || e.Code == "" || e.Message == "" {
@@ -129,14 +129,14 @@ func FuzzApplyEdits(f *testing.F) {
 
 func TestNearMatch(t *testing.T) {
 	content := "one\n    two three\nfour\n"
-	c, ok := nearMatch(content, "two  three")
+	c, ok := nearMatch(t.Context(), content, "two  three")
 	require.True(t, ok)
 	assert.Equal(t, 2, c.Line)
 	assert.Contains(t, c.Reason, "whitespace")
-	c, ok = nearMatch(content, "two threx")
+	c, ok = nearMatch(t.Context(), content, "two threx")
 	require.True(t, ok)
 	assert.Equal(t, 2, c.Line)
 	assert.Contains(t, c.Context, ">     2\t    two three")
-	_, ok = nearMatch(content, "zzzzzz")
+	_, ok = nearMatch(t.Context(), content, "zzzzzz")
 	assert.False(t, ok)
 }

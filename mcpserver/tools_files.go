@@ -305,7 +305,7 @@ func (s *server) editFile(ctx context.Context, _ *mcp.CallToolRequest, sid strin
 	if merge.IsBinary(data) {
 		return result{}, badRequest("%s is a binary file; edit_file changes text (write_file replaces a whole file)", in.Path)
 	}
-	out, counts, err := applyEdits(string(data), in.Edits)
+	out, counts, err := applyEdits(ctx, string(data), in.Edits)
 	if err != nil {
 		return result{}, err
 	}

@@ -102,7 +102,10 @@ func (s *server) diff(ctx context.Context, _ *mcp.CallToolRequest, sid string, i
 	if err != nil {
 		return result{}, err
 	}
-	files := splitDiff(string(text))
+	files, err := splitDiff(ctx, string(text))
+	if err != nil {
+		return result{}, err
+	}
 	out := DiffOut{Against: against, Files: []string{}, Shown: []string{}}
 	var b strings.Builder
 	bud := s.budget()
@@ -116,17 +119,14 @@ func (s *server) diff(ctx context.Context, _ *mcp.CallToolRequest, sid string, i
 			left = append(left, f.path)
 			continue
 		}
+		added, deleted, err := changeCounts(ctx, f.text)
+		if err != nil {
+			return result{}, err
+		}
 		b.WriteString(f.text)
 		out.Shown = append(out.Shown, f.path)
-		for _, l := range strings.Split(f.text, "\n") {
-			switch {
-			case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-			case strings.HasPrefix(l, "+"):
-				out.Added++
-			case strings.HasPrefix(l, "-"):
-				out.Deleted++
-			}
-		}
+		out.Added += added
+		out.Deleted += deleted
 	}
 	out.Diff = b.String()
 	var head string
@@ -143,31 +143,6 @@ func (s *server) diff(ctx context.Context, _ *mcp.CallToolRequest, sid string, i
 		out.Diff += fmt.Sprintf("[cut: %d more file(s) not shown (%s); call diff with paths to see them]\n", len(left), strings.Join(left, ", "))
 	}
 	return result{text: head + out.Diff, data: out}, nil
-}
-
-type diffFile struct{ path, text string }
-
-// splitDiff cuts a unified diff into its files.
-func splitDiff(d string) []diffFile {
-	var out []diffFile
-	for _, part := range strings.SplitAfter(d, "\n") {
-		if strings.HasPrefix(part, "diff --git ") {
-			out = append(out, diffFile{path: diffPath(part)})
-		}
-		if len(out) > 0 {
-			out[len(out)-1].text += part
-		}
-	}
-	return out
-}
-
-// diffPath is the b/ path of a diff --git header.
-func diffPath(header string) string {
-	h := strings.TrimSuffix(strings.TrimPrefix(header, "diff --git "), "\n")
-	if i := strings.Index(h, " b/"); i >= 0 {
-		return strings.Trim(h[i+3:], `"`)
-	}
-	return h
 }
 
 func underAny(p string, roots []string) bool {

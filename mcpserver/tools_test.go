@@ -393,6 +393,16 @@ func TestGrep(t *testing.T) {
 	m := data["matches"].([]any)[0].(map[string]any)
 	assert.Equal(t, []any{"// Add returns a plus b."}, m["before"])
 
+	// Matches next to each other are shown as matches, never as each
+	// other's context.
+	text, data = ok(t, cs, "grep", map[string]any{"pattern": `Add|return`, "context": 2, "glob": "calc.go"})
+	assert.Contains(t, text, "calc.go:3: // Add returns a plus b.\ncalc.go:4: func Add(a, b int) int {\ncalc.go:5: \treturn a - b\ncalc.go-6- }\ncalc.go-7- \n"+
+		"calc.go:8: // Sub returns a minus b.\ncalc.go-9- func Sub(a, b int) int {\ncalc.go:10: \treturn a - b\ncalc.go-11- }\n")
+	assert.NotContains(t, text, "calc.go-4-")
+	assert.NotContains(t, text, "calc.go-10-")
+	m = data["matches"].([]any)[0].(map[string]any)
+	assert.Nil(t, m["after"], "the next line is the next match")
+
 	text, data = ok(t, cs, "grep", map[string]any{"pattern": `a`, "max_results": 2})
 	assert.Equal(t, true, data["truncated"])
 	assert.Contains(t, text, "[cut: there are more matches than the 2 shown")

@@ -274,11 +274,17 @@ func (s *server) grep(ctx context.Context, _ *mcp.CallToolRequest, sid string, i
 	// Context comes from the files themselves, read once each.
 	files := map[string][]string{}
 	var order []string
+	type at struct {
+		path string
+		line int
+	}
+	matched := make(map[at]bool, len(res.Matches)) // shown as a match, not as context
 	for _, m := range res.Matches {
 		if _, ok := files[m.Path]; !ok {
 			files[m.Path] = nil
 			order = append(order, m.Path)
 		}
+		matched[at{m.Path, m.Line}] = true
 	}
 	out.Files = len(order)
 	if ctxLines > 0 {
@@ -313,7 +319,7 @@ func (s *server) grep(ctx context.Context, _ *mcp.CallToolRequest, sid string, i
 		last := m.Line
 		if ctxLines > 0 && lines != nil {
 			for n := m.Line + 1; n <= m.Line+ctxLines && n <= len(lines); n++ {
-				if nextMatchAt(res.Matches, m.Path, n) {
+				if matched[at{m.Path, n}] {
 					break
 				}
 				gm.After = append(gm.After, lines[n-1])
@@ -342,15 +348,4 @@ func (s *server) grep(ctx context.Context, _ *mcp.CallToolRequest, sid string, i
 		text += fmt.Sprintf("[cut: there are more matches than the %d shown; narrow the pattern or glob, or raise max_results (at most %d)]\n", len(out.Matches), maxGrepResults)
 	}
 	return result{text: text, data: out}, nil
-}
-
-// nextMatchAt reports whether a match of the search is at path:line (so
-// it is shown as a match, not as context).
-func nextMatchAt(ms []apitypes.Match, p string, line int) bool {
-	for _, m := range ms {
-		if m.Path == p && m.Line == line {
-			return true
-		}
-	}
-	return false
 }

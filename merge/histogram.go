@@ -128,7 +128,7 @@ func findLCS(x1, x2 *xdfile, line1, count1, line2, count2 int) (lcs lcsRegion, f
 func myersRange(x1, x2 *xdfile, line1, count1, line2, count2 int) {
 	s1 := &xdfile{lines: x1.lines[line1-1 : line1-1+count1], cls: x1.cls[line1-1 : line1-1+count1], rchg: make([]byte, count1+2)}
 	s2 := &xdfile{lines: x2.lines[line2-1 : line2-1+count2], cls: x2.cls[line2-1 : line2-1+count2], rchg: make([]byte, count2+2)}
-	myersDiff(s1, s2)
+	myersDiff(s1, s2, nil)
 	copy(x1.rchg[line1:line1+count1], s1.rchg[1:count1+1])
 	copy(x2.rchg[line2:line2+count2], s2.rchg[1:count2+1])
 }

@@ -70,6 +70,7 @@ func BuildPatch(ctx context.Context, repo *gitstore.Repo, changes []FileChange, 
 	}
 	ctxLines = max(ctxLines, 0)
 	p := &Patch{Files: make([]FileDiff, 0, len(changes))}
+	stop := func() bool { return ctx.Err() != nil }
 	read := func(id gitstore.OID, m gitstore.Mode) ([]byte, error) {
 		if id.IsZero() || m == gitstore.ModeGitlink {
 			return nil, nil
@@ -94,7 +95,10 @@ func BuildPatch(ctx context.Context, repo *gitstore.Repo, changes []FileChange, 
 		}
 		fd.Binary = IsBinary(fd.old) || IsBinary(fd.new)
 		if !fd.Binary && c.OldOID != c.NewOID {
-			fd.Hunks = hunks(splitLines(fd.old), splitLines(fd.new), ctxLines)
+			fd.Hunks = hunksUntil(stop, splitLines(fd.old), splitLines(fd.new), ctxLines)
+			if err := ctx.Err(); err != nil {
+				return nil, err // the line diff gave up halfway
+			}
 			for _, h := range fd.Hunks {
 				for _, l := range h.Lines {
 					switch l[0] {
@@ -123,8 +127,12 @@ func subproject(id gitstore.OID, m gitstore.Mode) []byte {
 
 // hunks groups an edit script into hunks with ctx lines of context,
 // joining changes closer than 2×ctx lines, as xdiff's emitter does.
-func hunks(a, b [][]byte, ctx int) []Hunk {
-	script := diffLines(a, b, diffOptions{indentHeuristic: true})
+func hunks(a, b [][]byte, ctx int) []Hunk { return hunksUntil(nil, a, b, ctx) }
+
+// hunksUntil is hunks whose line diff gives up once stop says true (a
+// request that ended); the caller then throws the hunks away.
+func hunksUntil(stop func() bool, a, b [][]byte, ctx int) []Hunk {
+	script := diffLines(a, b, diffOptions{indentHeuristic: true, stop: stop})
 	var out []Hunk
 	for i := 0; i < len(script); {
 		j := i

@@ -108,6 +108,10 @@ func bogosqrt(n int) int {
 type diffOptions struct {
 	indentHeuristic bool // slide groups by indentation (diffs, not merges)
 	histogram       bool // histogram instead of Myers (git's tree merges)
+	// stop, when set, is asked before each split of the Myers search;
+	// once it says true the search gives up and the script is
+	// meaningless: the caller, whose request ended, throws it away.
+	stop func() bool
 }
 
 // diffLines diffs two line slices and returns git's edit script.
@@ -122,7 +126,7 @@ func diffClasses(a, b [][]byte, ca, cb []int, o diffOptions) []edit {
 	if o.histogram {
 		histogramDiff(x1, x2, 1, len(ca), 1, len(cb))
 	} else {
-		myersDiff(x1, x2)
+		myersDiff(x1, x2, o.stop)
 	}
 	changeCompact(x1, x2, o.indentHeuristic)
 	changeCompact(x2, x1, o.indentHeuristic)
@@ -131,7 +135,7 @@ func diffClasses(a, b [][]byte, ca, cb []int, o diffOptions) []edit {
 
 // myersDiff marks the changed records of x1 and x2 the way xdl_do_diff
 // does with its default algorithm.
-func myersDiff(x1, x2 *xdfile) {
+func myersDiff(x1, x2 *xdfile, stop func() bool) {
 	prepare(x1, x2)
 	n1, n2 := len(x1.ha), len(x2.ha)
 	ndiags := n1 + n2 + 3
@@ -144,6 +148,7 @@ func myersDiff(x1, x2 *xdfile) {
 		mxcost:   max(bogosqrt(ndiags), xdlMaxCostMin),
 		snakeCnt: xdlSnakeCnt,
 		heurMin:  xdlHeurMinCost,
+		stop:     stop,
 	}
 	e.recsCmp(x1, 0, n1, x2, 0, n2, false)
 }
@@ -253,6 +258,8 @@ type xdalgo struct {
 	mxcost       int
 	snakeCnt     int
 	heurMin      int
+	stop         func() bool // see diffOptions.stop
+	stopped      bool
 }
 
 func (e *xdalgo) kf(d int) *int { return &e.kvdf[d+e.fbase] }
@@ -447,6 +454,10 @@ func (e *xdalgo) recsCmp(x1 *xdfile, off1, lim1 int, x2 *xdfile, off2, lim2 int,
 			x1.set(x1.rindex[off1], 1)
 		}
 	default:
+		if e.stopped || e.stop != nil && e.stop() {
+			e.stopped = true
+			return
+		}
 		s := e.split(ha1, off1, lim1, ha2, off2, lim2, needMin)
 		e.recsCmp(x1, off1, s.i1, x2, off2, s.i2, s.minLo)
 		e.recsCmp(x1, s.i1, lim1, x2, s.i2, lim2, s.minHi)

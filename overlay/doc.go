@@ -33,9 +33,22 @@
 //     empty a base directory, the entries under it collapse into a whiteout
 //     at that directory.
 //
+// # Cost
+//
+// A write costs what its path holds, never what its directory or the
+// overlay holds: the caseCollision rule looks the new name up in two
+// indexes by folded name (the overlay's children, and the base's
+// children of a directory, folded once per directory and shared with
+// clones) instead of listing the directory, and the entries' git-order
+// keys are merged in by the next call that needs them sorted, so a run
+// of n writes costs one sort, not n inserts into the middle of a slice.
+// Touched names what changed since a Clone, so the caller can tell what
+// an operation changed without comparing every entry.
+//
 // # Concurrency
 //
 // An Overlay is not safe for concurrent use. The session owns it and
 // serializes every call; Clone gives an independent copy (for fork, dry
-// runs and atomic batches).
+// runs and atomic batches). The base's folded-name cache is the one
+// thing a clone shares, and a mutex guards it.
 package overlay

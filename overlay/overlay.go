@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -110,11 +111,17 @@ type Overlay struct {
 	// them. They answer "does anything sit under d" without a scan.
 	below map[string]int
 	live  map[string]int
-	bytes int64
-	// sorted holds the entry keys in git order (directories as "name/"),
-	// kept in step by set and remove with a binary-search insert, so a
-	// write costs a memmove rather than a sort; nil means "rebuild".
-	sorted []string
+	// direct counts, for every directory, the entries directly in it.
+	direct map[string]int
+	bytes  int64
+	// sorted holds the entry keys in git order (directories as "name/")
+	// as of the last keys() call; added and dropped are the keys set and
+	// remove changed since (added ones not in sorted yet, dropped ones
+	// still in it), merged in by the next keys() call. So a run of n
+	// writes costs one sort of what they added, not n inserts into the
+	// middle of a slice (n² moves); nil sorted means "rebuild".
+	sorted         []string
+	added, dropped map[string]struct{}
 	// undo records every change while an operation is in progress, so an
 	// operation that fails halfway (a base read error) changes nothing.
 	undo      []undoRecord
@@ -122,6 +129,13 @@ type Overlay struct {
 	// blobs reads the blobs the content rules check (nil: the base); see
 	// ReadBlobsWith.
 	blobs BlobReader
+	// touched holds the paths whose entries changed since New, Restore or
+	// Clone (see Touched).
+	touched map[string]struct{}
+	// kids and folds index the merged view's children by folded name for
+	// the caseCollision rule (casefold.go); folds is shared with clones.
+	kids  map[kidKey][]string
+	folds *foldCache
 }
 
 // BlobReader reads a blob's content.
@@ -150,6 +164,10 @@ func New(base Base, opts Options) *Overlay {
 		entries: make(map[string]Entry),
 		below:   make(map[string]int),
 		live:    make(map[string]int),
+		direct:  make(map[string]int),
+		touched: make(map[string]struct{}),
+		kids:    make(map[kidKey][]string),
+		folds:   &foldCache{dirs: make(map[string]*baseDir)},
 	}
 }
 
@@ -181,6 +199,7 @@ func Restore(base Base, opts Options, entries []Entry) (*Overlay, error) {
 		}
 		o.set(e)
 	}
+	clear(o.touched)
 	return o, nil
 }
 
@@ -188,18 +207,26 @@ func Restore(base Base, opts Options, entries []Entry) (*Overlay, error) {
 // and all-or-nothing batches: apply to the clone, then keep it or drop it).
 func (o *Overlay) Clone() *Overlay {
 	c := New(o.base, o.opts)
-	for k, v := range o.entries {
-		c.entries[k] = v
-	}
-	for k, v := range o.below {
-		c.below[k] = v
-	}
-	for k, v := range o.live {
-		c.live[k] = v
-	}
+	// maps.Clone copies the tables as they are, without hashing each key
+	// again: the bulk of a mutation's fixed cost on a large overlay.
+	c.entries = maps.Clone(o.entries)
+	c.below = maps.Clone(o.below)
+	c.live = maps.Clone(o.live)
+	c.direct = maps.Clone(o.direct)
 	c.bytes = o.bytes
 	c.sorted = slices.Clone(o.keys())
+	c.kids = maps.Clone(o.kids) // addKids never appends in place
+	c.folds = o.folds
 	return c
+}
+
+// Touched returns the paths whose entries changed (added, replaced or
+// removed) since the overlay was made by New, Restore or Clone, in no
+// particular order; a path may have changed back. With the overlay it
+// was cloned from, it is what an operation on the clone changed, found
+// without comparing every entry.
+func (o *Overlay) Touched() []string {
+	return slices.Collect(maps.Keys(o.touched))
 }
 
 // Base returns the view the overlay resolves through.
@@ -522,22 +549,18 @@ func (o *Overlay) collapseUp(ctx context.Context, d string) error {
 
 // anyBaseChildVisible reports whether some base child of the base-visible
 // directory d has no entry of its own. Directories below d are already
-// collapsed, so such a child is not empty.
+// collapsed, so such a child is not empty. It is called when nothing
+// live is below d, so every entry directly in d is a whiteout of one of
+// its base children (a whiteout only sits on a base path): a child has
+// no entry exactly when d has more base children than entries. Counting
+// instead of listing d until a child without an entry turns up keeps a
+// run of deletes in one directory linear.
 func (o *Overlay) anyBaseChildVisible(ctx context.Context, d string) (bool, error) {
-	errStop := errors.New("stop")
-	err := o.base.List(ctx, d, false, func(c gitstore.Entry) error {
-		if _, ok := o.entries[c.Path]; !ok {
-			return errStop
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errStop):
-		return true, nil
-	case err != nil:
-		return false, fmt.Errorf("list %q: %w", d, err)
+	bd, err := o.baseDir(ctx, d)
+	if err != nil {
+		return false, err
 	}
-	return false, nil
+	return bd.n > o.direct[d], nil
 }
 
 // ancestorEntry returns the deepest entry at a strict ancestor of p.
@@ -574,6 +597,7 @@ func notFound(p string) error { return fmt.Errorf("%q: %w", p, ErrNotFound) }
 func (o *Overlay) set(e Entry) {
 	old, had := o.entries[e.Path]
 	o.record(e.Path, old, had)
+	o.touched[e.Path] = struct{}{}
 	if had {
 		o.account(old, -1)
 		if old.Mode.IsDir() != e.Mode.IsDir() {
@@ -593,13 +617,14 @@ func (o *Overlay) remove(p string) {
 		return
 	}
 	o.record(p, old, had)
+	o.touched[p] = struct{}{}
 	o.account(old, -1)
 	delete(o.entries, p)
 	o.dropKey(gitKey(p, old.Mode))
 }
 
-// removeUnder removes every entry strictly under p, cutting their keys
-// out of the sorted slice in one piece.
+// removeUnder removes every entry strictly under p; the next keys()
+// drops their keys in the same pass that merges any added ones.
 func (o *Overlay) removeUnder(p string) {
 	if o.below[p] == 0 {
 		return
@@ -613,28 +638,43 @@ func (o *Overlay) removeUnder(p string) {
 		q := strings.TrimSuffix(k, "/")
 		old := o.entries[q]
 		o.record(q, old, true)
+		o.touched[q] = struct{}{}
 		o.account(old, -1)
 		delete(o.entries, q)
+		o.dropKey(k)
 	}
-	o.sorted = slices.Delete(ks, lo, hi)
 }
 
 func (o *Overlay) addKey(k string) {
 	if o.sorted == nil {
 		return // rebuilt on next use
 	}
-	i, found := slices.BinarySearch(o.sorted, k)
-	if !found {
-		o.sorted = slices.Insert(o.sorted, i, k)
+	if _, ok := o.dropped[k]; ok {
+		delete(o.dropped, k) // still in sorted
+		return
 	}
+	if _, found := slices.BinarySearch(o.sorted, k); found {
+		return
+	}
+	if o.added == nil {
+		o.added = map[string]struct{}{}
+	}
+	o.added[k] = struct{}{}
 }
 
 func (o *Overlay) dropKey(k string) {
 	if o.sorted == nil {
 		return
 	}
-	if i, found := slices.BinarySearch(o.sorted, k); found {
-		o.sorted = slices.Delete(o.sorted, i, i+1)
+	if _, ok := o.added[k]; ok {
+		delete(o.added, k) // never reached sorted
+		return
+	}
+	if _, found := slices.BinarySearch(o.sorted, k); found {
+		if o.dropped == nil {
+			o.dropped = map[string]struct{}{}
+		}
+		o.dropped[k] = struct{}{}
 	}
 }
 
@@ -668,8 +708,16 @@ func (o *Overlay) account(e Entry, d int) {
 			bump(e.Path[:i])
 		}
 	}
+	if p := parentDir(e.Path); o.direct[p]+d == 0 {
+		delete(o.direct, p)
+	} else {
+		o.direct[p] += d
+	}
 	if isLive {
 		o.bytes += int64(d) * e.Size
+		if d > 0 {
+			o.addKids(e.Path)
+		}
 	}
 }
 
@@ -700,6 +748,8 @@ func (o *Overlay) end(errp *error) {
 			}
 		}
 		o.sorted = nil
+		clear(o.added)
+		clear(o.dropped)
 	}
 	o.undo = o.undo[:0]
 }
@@ -707,14 +757,31 @@ func (o *Overlay) end(errp *error) {
 // keys returns the entry keys in git order: paths, with "/" appended for
 // directory whiteouts, sorted bytewise.
 func (o *Overlay) keys() []string {
-	if o.sorted == nil {
+	switch {
+	case o.sorted == nil:
 		ks := make([]string, 0, len(o.entries))
 		for p, e := range o.entries {
 			ks = append(ks, gitKey(p, e.Mode))
 		}
 		sort.Strings(ks)
 		o.sorted = ks
+	case len(o.added) > 0 || len(o.dropped) > 0:
+		add := slices.Sorted(maps.Keys(o.added))
+		ks := make([]string, 0, len(o.sorted)-len(o.dropped)+len(add))
+		i := 0
+		for _, k := range o.sorted {
+			if _, gone := o.dropped[k]; gone {
+				continue
+			}
+			for ; i < len(add) && add[i] < k; i++ {
+				ks = append(ks, add[i])
+			}
+			ks = append(ks, k)
+		}
+		o.sorted = append(ks, add[i:]...)
 	}
+	clear(o.added)
+	clear(o.dropped)
 	return o.sorted
 }
 

@@ -3,7 +3,6 @@ package overlay
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -318,28 +317,6 @@ func (o *Overlay) checkPutView(ctx context.Context, p string, m gitstore.Mode) e
 	}
 	if newName != "" && !o.opts.AllowCaseCollisions {
 		return o.checkCase(ctx, p, newName)
-	}
-	return nil
-}
-
-// checkCase rejects creating name (a path whose parent exists in the merged
-// view) when a sibling differs from it only in case or normalization.
-func (o *Overlay) checkCase(ctx context.Context, p, name string) error {
-	want := foldName(baseName(name))
-	errFound := errors.New("found")
-	var other string
-	err := o.List(ctx, ListOptions{Prefix: parentDir(name)}, func(n Node) error {
-		if foldName(baseName(n.Path)) == want {
-			other = n.Path
-			return errFound
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errFound):
-		return pathErr(RuleCaseCollision, p, "%q differs from existing %q only in case or Unicode normalization", name, other)
-	case err != nil:
-		return fmt.Errorf("case check of %q: %w", p, err)
 	}
 	return nil
 }

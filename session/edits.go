@@ -142,6 +142,11 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 	res := BatchResult{DryRun: dryRun, Results: make([]EditResult, len(edits))}
 	rec, changes, err := m.recorder.mutate(ctx, ls, OpEdits, actorOf(ls, actor), dryRun, func(mu *draft) error {
 		for i, e := range edits {
+			if i%checkEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			r, err := ls.applyEdit(ctx, mu, e)
 			if err != nil {
 				return fmt.Errorf("edit %d (%s): %w", i, e.Op, err)

@@ -638,9 +638,16 @@ func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) 
 		if merge.IsBinary(data) {
 			return nil
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		line := 0
 		for len(data) > 0 {
-			line++
+			if line++; line%checkEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			text := data
 			if i := bytes.IndexByte(data, '\n'); i >= 0 {
 				text, data = data[:i], data[i+1:]

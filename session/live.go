@@ -208,23 +208,33 @@ func toStoreEntry(e overlay.Entry) OverlayEntry {
 	return OverlayEntry{Path: e.Path, Status: st, Blob: e.OID, Mode: e.Mode}
 }
 
-// overlayDelta is what turns before into after, as store changes.
-func overlayDelta(before, after []overlay.Entry) []OverlayChange {
-	old := make(map[string]overlay.Entry, len(before))
-	for _, e := range before {
-		old[e.Path] = e
+// overlayDelta is what turns before into after (a clone of before that
+// an operation changed), as store changes: the entries after added or
+// changed, in git order, then those it removed, in git order. Only the
+// paths after's entries touched are compared, so the cost follows the
+// change, not the size of the overlay.
+func overlayDelta(before, after *overlay.Overlay) []OverlayChange {
+	type keyed struct {
+		key string
+		c   OverlayChange
 	}
+	var changed, removed []keyed
+	for _, p := range after.Touched() {
+		o, had := before.Get(p)
+		e, has := after.Get(p)
+		switch {
+		case has && (!had || o.Status != e.Status || o.OID != e.OID || o.Mode != e.Mode):
+			changed = append(changed, keyed{entryKey(e), OverlayChange{Entry: toStoreEntry(e)}})
+		case had && !has:
+			removed = append(removed, keyed{entryKey(o), OverlayChange{Entry: OverlayEntry{Path: p}, Remove: true}})
+		}
+	}
+	byKey := func(a, b keyed) int { return strings.Compare(a.key, b.key) }
+	slices.SortFunc(changed, byKey)
+	slices.SortFunc(removed, byKey)
 	var out []OverlayChange
-	for _, e := range after {
-		if o, ok := old[e.Path]; !ok || o.Status != e.Status || o.OID != e.OID || o.Mode != e.Mode {
-			out = append(out, OverlayChange{Entry: toStoreEntry(e)})
-		}
-		delete(old, e.Path)
-	}
-	for _, e := range before {
-		if _, gone := old[e.Path]; gone {
-			out = append(out, OverlayChange{Entry: OverlayEntry{Path: e.Path}, Remove: true})
-		}
+	for _, k := range append(changed, removed...) {
+		out = append(out, k.c)
 	}
 	return out
 }
@@ -255,6 +265,14 @@ func (m *recorder) removeScratch(ls *live) {
 	if m.workdirs != nil && !ls.busy && ls.meta.State.Terminal() {
 		_ = m.workdirs.Remove(ls.meta.ID.String())
 	}
+}
+
+// entryKey is e's place in git order: a directory sorts as "name/".
+func entryKey(e overlay.Entry) string {
+	if e.Mode.IsDir() {
+		return e.Path + "/"
+	}
+	return e.Path
 }
 
 // checkOpen refuses operations on a closed or expired session; a session
@@ -364,7 +382,6 @@ func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dr
 	mu := &draft{ov: ls.ov.Clone(), batch: ls.repo.NewBatch(), pending: map[gitstore.OID][]byte{}, repo: ls.repo, limits: m.limits}
 	// The content rules read the blobs this mutation queues.
 	mu.ov.ReadBlobsWith(mu.readBlob)
-	before := ls.ov.Entries()
 	if err := fn(mu); err != nil {
 		return MutationRecord{}, nil, err
 	}
@@ -378,7 +395,7 @@ func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dr
 	if err != nil {
 		return MutationRecord{}, nil, err
 	}
-	delta := overlayDelta(before, mu.ov.Entries())
+	delta := overlayDelta(ls.ov, mu.ov)
 	now := m.now()
 	rec := MutationRecord{Session: ls.meta.ID, Op: op, Actor: actor, At: now, Exec: mu.exec}
 	for _, c := range changes {
@@ -471,18 +488,21 @@ func nextTree(ctx context.Context, prev gitstore.OID, mu *draft) (gitstore.OID, 
 	roots := slices.Clone(mu.paths)
 	slices.Sort(roots)
 	roots = slices.Compact(roots)
+	touched := make(map[string]bool, len(roots))
+	for _, r := range roots {
+		touched[r] = true
+	}
 	changes := make([]gitstore.Change, 0, len(roots))
 	for i, r := range roots {
-		// Skip a path below another touched path: the ancestor's change
-		// rebuilds it.
-		covered := false
-		for j := i - 1; j >= 0; j-- {
-			if strings.HasPrefix(r, roots[j]+"/") {
-				covered = true
-				break
+		if i%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return gitstore.ZeroOID, err
 			}
 		}
-		if covered {
+		// Skip a path below another touched path: the ancestor's change
+		// rebuilds it. Looking its ancestors up keeps this linear in the
+		// paths' length, however many were touched.
+		if underTouched(r, touched) {
 			continue
 		}
 		c, err := mu.ov.ChangeAt(ctx, mu.batch, r)
@@ -493,6 +513,21 @@ func nextTree(ctx context.Context, prev gitstore.OID, mu *draft) (gitstore.OID, 
 	}
 	return mu.batch.BuildTree(ctx, prev, changes)
 }
+
+// underTouched reports whether a strict ancestor of p is in touched.
+func underTouched(p string, touched map[string]bool) bool {
+	for i := len(p) - 1; i > 0; i-- {
+		if p[i] == '/' && touched[p[:i]] {
+			return true
+		}
+	}
+	return false
+}
+
+// checkEvery is how many items (paths, entries, lines) a loop over a
+// request's input handles between looks at the request's context, so
+// that a client that leaves stops the work.
+const checkEvery = 1 << 12
 
 // nextExpiry is the expiry after activity at now: the idle TTL from now,
 // capped by the absolute lifetime.
@@ -545,7 +580,12 @@ func describe(ctx context.Context, before, after *overlay.Overlay, paths []strin
 		}
 		return nil
 	}
-	for _, p := range paths {
+	for i, p := range paths {
+		if i%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		// A directory on either side (a batch may turn one into a file
 		// or back): every file below it on that side, and p itself.
 		for _, o := range []*overlay.Overlay{before, after} {

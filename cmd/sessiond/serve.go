@@ -241,6 +241,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if err := registerRepos(ctx, reg, c.Repos, log); err != nil {
 		return err
 	}
+	reconcile(ctx, cs, log)
 
 	// MCP over streamable HTTP acts through the API's own handler, with
 	// each request's token.
@@ -314,6 +315,29 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// reconcile settles the accepts and undos a crash left in flight before
+// the daemon serves (changeset.Service.Reconcile). A branch it cannot
+// settle now is logged and settled at its next touch.
+func reconcile(ctx context.Context, cs *changeset.Service, log *slog.Logger) {
+	settled, err := cs.Reconcile(ctx)
+	for _, st := range settled {
+		for _, a := range st.Accepts {
+			log.Warn("recorded an interrupted accept: the branch had moved", "repo", st.Repo, "branch", st.Branch,
+				"changeset", a.Changeset.ID, "revision", a.Changeset.Revision, "commit", a.Commit)
+		}
+		if st.Undo != nil {
+			log.Warn("recorded an interrupted undo: the branch had moved", "repo", st.Repo, "branch", st.Branch,
+				"commit", st.Undo.Commit, "layers", len(st.Undo.Reverts))
+		}
+		for _, id := range st.Dropped {
+			log.Warn("dropped an interrupted accept or undo: the branch had not moved", "repo", st.Repo, "branch", st.Branch, "changeset", id)
+		}
+	}
+	if err != nil {
+		log.Warn("settling interrupted accepts and undos (retried at the next touch of each branch)", "error", err)
+	}
 }
 
 func storeKind(url string) string {

@@ -53,6 +53,7 @@ func TestConformance(t *testing.T) {
 		{"ChangesetSelection", testChangesetSelection},
 		{"ReviseChangeset", testReviseChangeset},
 		{"InFlight", testInFlight},
+		{"CheckSpace", testCheckSpace},
 		{"RepoPolicy", testRepoPolicy},
 		{"Events", testEvents},
 		{"InTx", testInTx},
@@ -685,6 +686,19 @@ func testInFlight(t *testing.T, _ backend, s Store) {
 	require.NoError(t, err)
 	assert.True(t, layers[0].Reverting.IsZero())
 	assert.Equal(t, changeset.LayerAccepted, layers[0].State)
+}
+
+// testCheckSpace: with room, the probe of space passes and changes
+// nothing (the event counter it rewrites keeps its value).
+func testCheckSpace(t *testing.T, _ backend, s Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	_, err := s.AppendEvent(ctx, events.Event{Repo: "r", Type: "t", Payload: events.Payload(map[string]any{}), At: t0})
+	require.NoError(t, err)
+	require.NoError(t, s.CheckSpace(ctx))
+	e, err := s.AppendEvent(ctx, events.Event{Repo: "r", Type: "t", Payload: events.Payload(map[string]any{}), At: t0})
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, e.ID, "the counter kept its value")
 }
 
 func testRepoPolicy(t *testing.T, _ backend, s Store) {

@@ -1361,6 +1361,23 @@ type Store interface {
 	repos.Store
 	events.Store
 	Changesets() changeset.Store
+	// CheckSpace probes whether the database takes writes again after one
+	// failed for lack of space: nil, or a *record.NoSpaceError while it
+	// does not.
+	CheckSpace(ctx context.Context) error
+}
+
+// probeWrite commits a write transaction that changes nothing: the events
+// counter set to itself.
+func (s *store) probeWrite(ctx context.Context) error {
+	err := s.atomic(ctx, func(t *store) error {
+		_, err := t.r.exec(ctx, `UPDATE counters SET value = value WHERE name = 'events'`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("probe space: %w", err)
+	}
+	return nil
 }
 
 // changesets is the store as package changeset's Store: the same methods,

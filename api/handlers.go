@@ -21,8 +21,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// readyz checks that the store answers and every registered repository
-// opens.
+// readyz checks that the store answers, every registered repository
+// opens, and nothing a write found full is still full (checkSpace).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
@@ -43,6 +43,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 			continue
 		}
 		h.Checks["repo:"+rp.Name] = "ok"
+	}
+	if !s.checkSpace(ctx, h.Checks) {
+		h.Status = "unavailable"
 	}
 	status := http.StatusOK
 	if h.Status != "ok" {

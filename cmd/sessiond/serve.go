@@ -251,7 +251,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	}, mcpserver.Options{Logger: log})
 	srvAPI = api.New(api.Config{
 		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: secret,
-		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, Summaries: g, MCP: mcpHandler,
+		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, Summaries: g, MCP: mcpHandler, Store: store,
 	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {

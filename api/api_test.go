@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +46,8 @@ func TestMapError(t *testing.T) {
 		{wrap(session.ErrTooLarge), 413, apitypes.CodeTooLarge},
 		{wrap(&http.MaxBytesError{Limit: 10}), 413, apitypes.CodeTooLarge},
 		{wrap(record.ErrUnavailable), 503, apitypes.CodeUnavailable},
+		{wrap(&record.NoSpaceError{What: record.SpaceStore}), 507, apitypes.CodeInsufficientStorage},
+		{wrap(&record.NoSpaceError{What: record.SpaceObjects, Repo: "r", Err: syscall.ENOSPC}), 507, apitypes.CodeInsufficientStorage},
 		{errors.New("disk on fire"), 500, apitypes.CodeInternal},
 		{wrap(&gitstore.ObjectError{ID: gitstore.HashObject(gitstore.KindBlob, nil), Err: gitstore.ErrMissingObject}), 500, apitypes.CodeInternal},
 		{wrap(fmt.Errorf("lookup %q: %w", "a/b", &gitstore.ObjectError{Err: fmt.Errorf("%w: x", gitstore.ErrCorrupt)})), 500, apitypes.CodeInternal},
@@ -63,6 +66,10 @@ func TestMapError(t *testing.T) {
 	assert.Equal(t, missing.String(), e.Details["object"])
 	assert.Equal(t, "missing", e.Details["problem"])
 	assert.Equal(t, "internal error", mapError(errors.New("secret detail")).Message, "internal errors keep their text out of the answer")
+	e = mapError(wrap(&record.NoSpaceError{What: record.SpaceObjects, Repo: "r", Err: fmt.Errorf("write /srv/r/objects/ab: %w", syscall.ENOSPC)}))
+	assert.Equal(t, map[string]any{"filled": "objects", "repo": "r"}, e.Details)
+	assert.Contains(t, e.Message, `object directory of repository "r"`)
+	assert.NotContains(t, e.Message, "/srv", "what filled, not the host's paths")
 }
 
 // TestEventStream checks heartbeats and that a stream is cleaned up when

@@ -32,6 +32,8 @@
 // repositories, the event log) and encodes the result. Errors from every layer go
 // through one mapper (errors.go) that turns them into the error model of
 // the API: {"error":{"code","message",…details}} with a stable code.
+// The lack of space is remembered (space.go) until /readyz's probe of what
+// filled finds room again, and /readyz reports it meanwhile.
 //
 // The wire types are package apitypes, shared with package client; the
 // conversions from the engine's values to them (types.go and beside each

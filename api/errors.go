@@ -36,10 +36,21 @@ func mapError(err error) *apitypes.Error {
 		mgErr   *merge.ConflictError
 		srErr   *changeset.StaleReadsError
 		objErr  *gitstore.ObjectError
+		nsErr   *record.NoSpaceError
 	)
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
+	case errors.As(err, &nsErr):
+		// What filled, not how: the write's own error (paths of the
+		// host) goes to the log.
+		d := map[string]any{"filled": nsErr.What}
+		if nsErr.Repo != "" {
+			d["repo"] = nsErr.Repo
+		}
+		return &apitypes.Error{Status: http.StatusInsufficientStorage, Code: apitypes.CodeInsufficientStorage,
+			Message: (&record.NoSpaceError{What: nsErr.What, Repo: nsErr.Repo}).Error() + "; nothing of this request was written, and writes resume once space is freed",
+			Details: d}
 	case errors.As(err, &objErr):
 		// Damage, whatever path led there: never "not found", which would
 		// tell a client an acknowledged file is gone.

@@ -75,6 +75,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 		if !started {
 			return err
 		}
+		s.space.note(err)
 		event("error", apitypes.ErrorBody{Error: mapError(err)})
 		return nil
 	}

@@ -25,6 +25,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 // opens. Probes need no token, so without the admin token's (none when
 // auth is off) the answer names no repository: the store and the
 // repositories as a whole, ok or unreachable.
+// It is also not ready while something a write found full is still full
+// (checkSpace).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
@@ -49,6 +51,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		if detail {
 			h.Checks["repo:"+rp.Name] = check
 		}
+	}
+	if !s.checkSpace(ctx, h.Checks) {
+		h.Status = "unavailable"
 	}
 	status := http.StatusOK
 	if h.Status != "ok" {

@@ -70,6 +70,9 @@ type Config struct {
 	// /mcp/sessions/{id} (that session's token or the admin token), after
 	// the same auth as every route; nil answers not_found there.
 	MCP http.Handler
+	// Store is probed by /readyz once a write found it full; nil: the
+	// store is reported ready again at once.
+	Store StoreSpace
 }
 
 // Summarizer is the session graph as the API uses it.
@@ -92,8 +95,12 @@ type Server struct {
 	metrics   *metrics
 	summaries Summarizer   // nil: no symbol summaries
 	mcp       http.Handler // nil: no MCP endpoint
-	mux       *http.ServeMux
-	files     map[string]*Route // by method: the files route, dispatched by hand
+	// space is what writes found full, for /readyz; storeSpace probes
+	// the store (nil: not probed).
+	space      space
+	storeSpace StoreSpace
+	mux        *http.ServeMux
+	files      map[string]*Route // by method: the files route, dispatched by hand
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed by Shutdown: ends event streams
@@ -192,7 +199,8 @@ func New(cfg Config) *Server {
 	s := &Server{
 		m: cfg.Manager, repos: cfg.Repos, events: cfg.Events, runner: cfg.Exec, cs: cfg.Changesets, auth: newAuth(cfg.AdminToken, cfg.TokenSecret, cfg.LocalUser), hosts: cfg.AllowedHosts,
 		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, log: cfg.Logger, summaries: cfg.Summaries, mcp: cfg.MCP,
-		mux: http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
+		storeSpace: cfg.Store,
+		mux:        http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
 	}
 	s.metrics = newMetrics(cfg.Registry, cfg.Manager)
 	for i := range routes {
@@ -323,6 +331,7 @@ func (s *Server) handlerFor(rt *Route) http.Handler {
 			return
 		}
 		if err := rt.handle(s, w, r); err != nil {
+			s.space.note(err)
 			e := mapError(err)
 			if e.Status >= 500 {
 				s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",

@@ -16,7 +16,12 @@ const (
 	CodeSessionBusy        = "session_busy"
 	CodeInternal           = "internal"
 	CodeUnavailable        = "unavailable"
-	CodeMethodNotAllowed   = "method_not_allowed"
+	// CodeInsufficientStorage is a 507: a write failed for lack of space
+	// where it writes, named in "filled" ("store", "objects" or "refs")
+	// and "repo"; nothing of it was acknowledged, and it succeeds again
+	// once space is freed.
+	CodeInsufficientStorage = "insufficient_storage"
+	CodeMethodNotAllowed    = "method_not_allowed"
 	// CodeRangeNotSatisfiable is a 416: a Range that no part of the file
 	// satisfies; Content-Range carries the size.
 	CodeRangeNotSatisfiable = "range_not_satisfiable"

@@ -68,8 +68,8 @@ type AcceptResult struct {
 	// since its base (reported; refused only when asked).
 	StaleReads []StaleRead
 	// Recovered says the commit was already on the branch (an earlier
-	// accept moved the branch and failed before recording it) and was only
-	// recorded now.
+	// accept of this revision moved the branch and failed before
+	// recording it) and was only recorded now.
 	Recovered bool
 	// Selection is what a partial accept took and left out; nil for a
 	// whole accept.
@@ -98,9 +98,13 @@ const acceptMaxAttempts = 16
 // the branch is still at the changeset's base, and the changes merged onto
 // the branch head otherwise (a conflict returns a
 // *merge.ConflictError and writes nothing). Its message is the intent
-// with Sessiond-Session, Sessiond-Changeset and Sessiond-Agent trailers.
-// The branch moves only by compare-and-swap; the changeset becomes
-// accepted, a layer of the branch, and its session accepted.
+// with Sessiond-Session, Sessiond-Changeset, Sessiond-Agent and
+// Sessiond-Revision trailers. The branch moves only by compare-and-swap,
+// after the store recorded the accept in flight (Changeset.Accepting);
+// the changeset becomes accepted, a layer of the branch, and its session
+// accepted. Whatever an interrupted accept or undo left on the branch is
+// settled first (see Reconcile); when that records an accept of this very
+// changeset, that is the answer (Recovered).
 //
 // A changeset may be accepted when its status is approved, or open with
 // no approvals required. A non-bare repository's checked-out branch is
@@ -137,6 +141,17 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	}
 	release := s.lockBranch(c.Repo, c.TargetBranch)
 	defer release()
+	if !opts.DryRun {
+		settled, err := s.reconcileBranch(ctx, r, c.Repo, c.TargetBranch)
+		if err != nil {
+			return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
+		}
+		for _, a := range settled.Accepts {
+			if a.Changeset.ID == id && (opts.Revision == 0 || opts.Revision == a.Changeset.Revision) {
+				return a, nil
+			}
+		}
+	}
 	// Again under the lock: another accept of the same changeset may have
 	// finished while this one waited.
 	if c, err = s.Get(ctx, id); err != nil {
@@ -175,12 +190,12 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		if err != nil && !errors.Is(err, gitstore.ErrNotFound) {
 			return AcceptResult{}, err
 		}
-		if head != c.BaseCommit && !head.IsZero() {
-			found, err := findTrailer(ctx, r, head, c.BaseCommit, trailerChangeset, id.String())
+		if head != c.BaseCommit && !head.IsZero() && !opts.DryRun {
+			found, err := findAccepted(ctx, r, c, changesTree, head)
 			if err != nil {
 				return AcceptResult{}, err
 			}
-			if found != nil && !opts.DryRun {
+			if found != nil {
 				res.Commit, res.Recovered = found.OID, true
 				res.Rebased = len(found.Parents) == 0 || found.Parents[0] != c.BaseCommit
 				break
@@ -232,6 +247,14 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		if err != nil {
 			return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
 		}
+		// In flight from here until recorded: a crash leaves the commit
+		// to look for on the branch, for this revision.
+		err = s.store.BeginAccept(ctx, id, Accepting{Commit: commit, Revision: c.Revision,
+			Rebased: res.Rebased, Selection: res.Selection, StaleReads: res.StaleReads})
+		if err != nil {
+			return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
+		}
+		failpoint.Hit(failpoint.IntentRecorded)
 		err = r.UpdateRef(ctx, ref, commit, head)
 		if err == nil {
 			failpoint.Hit(failpoint.RefMoved)
@@ -239,6 +262,12 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 			break
 		}
 		if !errors.Is(err, gitstore.ErrRefConflict) && !errors.Is(err, gitstore.ErrRefLocked) {
+			// Whether the ref moved is not known here: the flight stays,
+			// for the next touch of the branch (or a restart) to settle.
+			return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
+		}
+		// The branch did not move: the accept is no longer in flight.
+		if err := s.store.ClearAccepting(ctx, id); err != nil {
 			return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
 		}
 		if opts.ExpectedHead != nil || attempt == acceptMaxAttempts {
@@ -286,6 +315,9 @@ func (s *Service) recordAccept(ctx context.Context, c Changeset, res *AcceptResu
 		if err := tx.SetChangesetStatus(ctx, c.ID, cur.Status, StatusAccepted, res.Commit, now); err != nil {
 			return err
 		}
+		if err := tx.ClearAccepting(ctx, c.ID); err != nil {
+			return err
+		}
 		l, err := tx.AddLayer(ctx, Layer{Repo: c.Repo, Branch: c.TargetBranch, Changeset: c.ID, Commit: res.Commit, State: LayerAccepted, AcceptedAt: now})
 		if err != nil {
 			return err
@@ -320,7 +352,7 @@ func (s *Service) recordAccept(ctx context.Context, c Changeset, res *AcceptResu
 	failpoint.Hit(failpoint.StoreCommitted)
 	res.Changeset = c
 	res.Changeset.Status, res.Changeset.AcceptedCommit, res.Changeset.UpdatedAt = StatusAccepted, res.Commit, now
-	res.Changeset.Selection = res.Selection
+	res.Changeset.Selection, res.Changeset.Accepting = res.Selection, nil
 	h.Committed(ctx)
 	if partial {
 		rebaseAfterPartial(ctx, h, sess, c, res)
@@ -424,7 +456,35 @@ func acceptMessage(c Changeset, s record.SessionInfo, message string) string {
 	if agent := sanitizeIdent(strings.ReplaceAll(s.AgentID, "\n", " ")); agent != "" {
 		b.WriteString(trailerAgent + ": " + agent + "\n")
 	}
+	b.WriteString(trailerRevision + ": " + strconv.Itoa(c.Revision) + "\n")
 	return b.String()
+}
+
+// findAccepted looks down the branch from head (to the changeset's base)
+// for this accept already done by a writer that left no record of it in
+// flight: a commit carrying this changeset's and this revision's trailers
+// whose tree is the one this accept makes on that commit's parent. A
+// commit that names the changeset but another revision, or another tree
+// (another selection), is not this accept and is not taken for it.
+func findAccepted(ctx context.Context, r *gitstore.Repo, c Changeset, changesTree, head gitstore.OID) (*gitstore.Commit, error) {
+	return findCommit(ctx, r, head, c.BaseCommit, func(cm *gitstore.Commit) (bool, error) {
+		if !hasTrailer(cm.Message, trailerChangeset, c.ID.String()) || !hasTrailer(cm.Message, trailerRevision, strconv.Itoa(c.Revision)) || len(cm.Parents) != 1 {
+			return false, nil
+		}
+		want := changesTree
+		if p := cm.Parents[0]; p != c.BaseCommit {
+			merged, err := merge.Rebase(ctx, r, c.BaseCommit, changesTree, p, merge.MergeOptions{})
+			var ce *merge.ConflictError
+			if errors.As(err, &ce) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			want = merged.Tree
+		}
+		return cm.Tree == want, nil
+	})
 }
 
 // staleReads returns the files of the read set whose blob on head differs

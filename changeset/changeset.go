@@ -62,9 +62,28 @@ type Changeset struct {
 	Selection *AcceptedSelection
 	// Stats sum up the diff of the current revision, computed when it was
 	// submitted; nil for a changeset stored before they were kept.
-	Stats     *merge.Stats
+	Stats *merge.Stats
+	// Accepting is an accept of this changeset in flight: recorded before
+	// the branch moves, cleared by the transaction that records the
+	// accept, or by Reconcile when the branch did not move. nil when none
+	// is.
+	Accepting *Accepting
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// Accepting is what an accept in flight wrote and is about to put on the
+// branch: its commit, the revision it accepts, and what the record of the
+// accept says. It is kept with the changeset from before the branch moves
+// until the accept is recorded, so that after a crash the one commit to
+// look for on the branch is known, for exactly that revision. While it is
+// set, the changeset is not revised and no other accept of it starts.
+type Accepting struct {
+	Commit     gitstore.OID       `json:"commit"`
+	Revision   int                `json:"revision"`
+	Rebased    bool               `json:"rebased,omitempty"`
+	Selection  *AcceptedSelection `json:"selection,omitempty"`
+	StaleReads []StaleRead        `json:"stale_reads,omitempty"`
 }
 
 // AcceptedSelection is the part of a changeset a partial accept took
@@ -80,7 +99,9 @@ type Filter struct {
 	Repo    string
 	Status  Status
 	Session uuid.UUID
-	Limit   int
+	// Accepting selects the changesets with an accept in flight.
+	Accepting bool
+	Limit     int
 }
 
 // Review is one review of a changeset.
@@ -127,8 +148,12 @@ type Layer struct {
 	State  LayerState
 	// RevertCommit is the commit that undid the layer, once undone.
 	RevertCommit gitstore.OID
-	AcceptedAt   time.Time
-	UndoneAt     time.Time
+	// Reverting is the revert commit of an undo in flight: recorded
+	// before the branch moves, cleared when the undo is recorded (or by
+	// Reconcile when the branch did not move). Zero when none is.
+	Reverting  gitstore.OID
+	AcceptedAt time.Time
+	UndoneAt   time.Time
 }
 
 // Revision is one submission of a changeset: what it put under review.

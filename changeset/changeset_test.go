@@ -452,23 +452,59 @@ func TestChangesetAcceptRules(t *testing.T) {
 	_, err = e.cs.Accept(ctx, cw.ID, changeset.AcceptOptions{})
 	require.NoError(t, err)
 
-	// Recovery: the branch already carries the changeset's commit (an
-	// accept that moved the ref and crashed before the store).
-	s4 := e.session(map[string]string{"d.txt": "d\n"})
-	c4 := e.submit(s4, "four")
-	head := e.head().String()
-	tree := e.bgit("rev-parse", c4.HeadCommit.String()+"^{tree}")
-	require.Equal(t, head, c4.BaseCommit.String())
-	commit := e.bgit("commit-tree", tree, "-p", head, "-m", "four\n\nSessiond-Changeset: "+c4.ID.String())
-	e.bgit("update-ref", "refs/heads/main", commit, head)
-	r4, err := e.cs.Accept(ctx, c4.ID, changeset.AcceptOptions{})
-	require.NoError(t, err)
-	assert.True(t, r4.Recovered)
-	assert.Equal(t, commit, r4.Commit.String())
-	assert.Equal(t, commit, e.head().String(), "nothing new written")
-	layers, err := e.cs.Layers(ctx, "bare", "main")
-	require.NoError(t, err)
-	assert.Equal(t, c4.ID, layers[0].Changeset)
+}
+
+// TestAcceptRecognisesOnlyItsOwnCommit: a commit another writer put on
+// the branch for a changeset, with no accept of it in flight, is taken
+// for the accept only when it carries the changeset's and the revision's
+// trailers and the tree this accept makes on its parent; by the
+// changeset's id alone, another revision's or another tree, it is just a
+// commit on the branch and the accept writes its own on top.
+func TestAcceptRecognisesOnlyItsOwnCommit(t *testing.T) {
+	cases := []struct {
+		name      string
+		trailers  string
+		tree      string // "head": the changeset's head tree, else the base's
+		recovered bool
+	}{
+		{"its revision and tree", "Sessiond-Changeset: %[1]s\nSessiond-Revision: 1", "head", true},
+		{"the changeset id alone", "Sessiond-Changeset: %[1]s", "head", false},
+		{"another revision", "Sessiond-Changeset: %[1]s\nSessiond-Revision: 2", "head", false},
+		{"another tree", "Sessiond-Changeset: %[1]s\nSessiond-Revision: 1", "base", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newChangesetEnv(t)
+			ctx := t.Context()
+			c := e.submit(e.session(map[string]string{"d.txt": "d\n"}), "four")
+			head := e.head().String()
+			require.Equal(t, head, c.BaseCommit.String())
+			tree := e.bgit("rev-parse", head+"^{tree}")
+			if tc.tree == "head" {
+				tree = e.bgit("rev-parse", c.HeadCommit.String()+"^{tree}")
+			}
+			msg := "four\n\n" + fmt.Sprintf(tc.trailers, c.ID)
+			commit := e.bgit("commit-tree", tree, "-p", head, "-m", msg)
+			e.bgit("update-ref", "refs/heads/main", commit, head)
+
+			res, err := e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.recovered, res.Recovered)
+			if tc.recovered {
+				assert.Equal(t, commit, res.Commit.String())
+				assert.Equal(t, commit, e.head().String(), "nothing new written")
+			} else {
+				assert.Equal(t, commit, e.bgit("rev-parse", "main^"), "a commit of its own on top")
+				assert.Contains(t, e.bgit("log", "-1", "--format=%B", "main"), "Sessiond-Revision: 1")
+			}
+			assert.Equal(t, "d", e.bgit("show", "main:d.txt"))
+			layers, err := e.cs.Layers(ctx, "bare", "main")
+			require.NoError(t, err)
+			require.Len(t, layers, 1)
+			assert.Equal(t, c.ID, layers[0].Changeset)
+			assert.Equal(t, res.Commit, layers[0].Commit)
+		})
+	}
 }
 
 // TestAcceptHoldsToSessionPolicy: a changeset carrying a path its session

@@ -35,13 +35,25 @@
 //     revision's diff are kept with it, so a view renders no patch.
 //   - Accept writes one commit on the target branch and moves the branch by
 //     compare-and-swap (git's <ref>.lock). The order is: the commit is
-//     durable, then the ref moves, then the store records the changeset
-//     accepted, its layer, the session accepted and the events in one
-//     transaction. A crash (or store failure) after the ref moved leaves
-//     the commit on the branch and the changeset not accepted; accepting
-//     again finds the commit by its Sessiond-Changeset trailer on the
-//     branch and only records it. Undo does the same with its
-//     Sessiond-Undo trailer.
+//     durable, then the store records the accept in flight (the commit and
+//     the revision, Changeset.Accepting, by compare-and-swap on the
+//     revision), then the ref moves, then the store records the changeset
+//     accepted, its layer, the session accepted and the events, and
+//     clears the flight, in one transaction. While an accept is in flight
+//     the changeset is not revised and not accepted again. Undo takes the
+//     same steps with each layer's revert commit (Layer.Reverting).
+//   - All or nothing across a crash: Reconcile, at the daemon's start, and
+//     every Accept, Undo and Submit first for its branch, settles what is
+//     in flight by looking for the recorded commit on the branch: there,
+//     the accept or undo is recorded now (Recovered); not there, the
+//     flight is forgotten and the changeset is as before. A submit after
+//     an accept that landed finds the session accepted. An accept that
+//     finds no flight recognises its work on the branch (a writer that
+//     kept no record) only by a commit carrying its Sessiond-Changeset and
+//     Sessiond-Revision trailers and the tree it makes on that commit's
+//     parent; an undo only by the layer's Sessiond-Undo trailer, the
+//     commit it reverts and the revert's tree. The changeset's id alone
+//     never identifies a commit.
 //   - A partial accept (AcceptOptions.Select) commits the base with only
 //     the selected files and hunks of the changeset's diff (hunks by their
 //     index in that diff, which is the same on every read of a revision),

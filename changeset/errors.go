@@ -46,7 +46,7 @@ func (e *StaleReadsError) Is(target error) bool { return target == record.ErrCon
 // StaleRead is a file the session read at its base that is different on
 // the branch now: Current is its blob there, zero when it is gone.
 type StaleRead struct {
-	Path    string
-	Read    gitstore.OID
-	Current gitstore.OID
+	Path    string       `json:"path"`
+	Read    gitstore.OID `json:"read"`
+	Current gitstore.OID `json:"current"`
 }

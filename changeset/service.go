@@ -29,6 +29,7 @@ const (
 	trailerSession   = "Sessiond-Session"
 	trailerChangeset = "Sessiond-Changeset"
 	trailerAgent     = "Sessiond-Agent"
+	trailerRevision  = "Sessiond-Revision"
 	trailerUndo      = "Sessiond-Undo"
 )
 
@@ -151,12 +152,15 @@ func hasTrailer(msg, key, value string) bool {
 	return strings.Contains(msg, "\n"+key+": "+value+"\n") || strings.HasSuffix(msg, "\n"+key+": "+value)
 }
 
-// findTrailer walks the first-parent history of head back to stop (not
-// included), at most limit commits, for a commit with trailer key: value.
-func findTrailer(ctx context.Context, r *gitstore.Repo, head, stop gitstore.OID, key, value string) (*gitstore.Commit, error) {
-	const limit = 1000
+// historyLimit bounds the first-parent walks down a branch.
+const historyLimit = 1000
+
+// findCommit walks the first-parent history of head back to stop (not
+// included), at most historyLimit commits, for the first commit match
+// accepts.
+func findCommit(ctx context.Context, r *gitstore.Repo, head, stop gitstore.OID, match func(*gitstore.Commit) (bool, error)) (*gitstore.Commit, error) {
 	id := head
-	for i := 0; i < limit && !id.IsZero() && id != stop; i++ {
+	for i := 0; i < historyLimit && !id.IsZero() && id != stop; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -164,7 +168,11 @@ func findTrailer(ctx context.Context, r *gitstore.Repo, head, stop gitstore.OID,
 		if err != nil {
 			return nil, err
 		}
-		if hasTrailer(c.Message, key, value) {
+		ok, err := match(c)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			return c, nil
 		}
 		if len(c.Parents) == 0 {

@@ -56,9 +56,20 @@ type Tx interface {
 	// ReviseChangeset replaces what a changeset puts under review (head,
 	// base, intent, target branch, revision, read set, stats, status,
 	// UpdatedAt) by compare-and-swap on its head commit: a *ConflictError
-	// (Field "head") when the head is not oldHead, or (Field "status")
-	// when the changeset is accepted or undone. Its reviews stay.
+	// (Field "head") when the head is not oldHead, (Field "status") when
+	// the changeset is accepted or undone, or (Field "accepting", the
+	// commit) while an accept of it is in flight. Its reviews stay.
 	ReviseChangeset(ctx context.Context, c Changeset, oldHead gitstore.OID) error
+	// BeginAccept records an accept in flight (Changeset.Accepting) by
+	// compare-and-swap: a *ConflictError (Field "revision") when the
+	// changeset is at another revision, (Field "status") when it is
+	// accepted or undone, or (Field "accepting", the commit) when another
+	// accept of it is in flight; ErrNotFound when there is no such
+	// changeset.
+	BeginAccept(ctx context.Context, id uuid.UUID, a Accepting) error
+	// ClearAccepting forgets the accept in flight of a changeset, if any
+	// (its branch did not move, or the accept is recorded).
+	ClearAccepting(ctx context.Context, id uuid.UUID) error
 	// SetChangesetSelection records what a partial accept took of the
 	// changeset and what it left out; ErrNotFound when there is no such
 	// changeset.
@@ -76,8 +87,27 @@ type Tx interface {
 	// ListLayers returns the layers of a branch, newest first.
 	ListLayers(ctx context.Context, repo, branch string) ([]Layer, error)
 	// UndoLayer marks the changeset's layer undone by compare-and-swap from
-	// accepted; a *ConflictError when it is already undone.
+	// accepted, and clears its undo in flight; a *ConflictError when it is
+	// already undone.
 	UndoLayer(ctx context.Context, changeset uuid.UUID, revert gitstore.OID, at time.Time) error
+	// BeginUndo records an undo in flight of the changeset's layer
+	// (Layer.Reverting) by compare-and-swap: a *ConflictError (Field
+	// "state") when the layer is undone, (Field "reverting", the commit)
+	// when another undo of it is in flight; ErrNotFound when there is no
+	// such layer.
+	BeginUndo(ctx context.Context, changeset uuid.UUID, revert gitstore.OID) error
+	// ClearReverting forgets the undo in flight of the changeset's layer,
+	// if any.
+	ClearReverting(ctx context.Context, changeset uuid.UUID) error
+	// InFlight lists the branches with an accept or an undo in flight,
+	// each once, by repository and branch.
+	InFlight(ctx context.Context) ([]BranchName, error)
+}
+
+// BranchName is a branch of a repository.
+type BranchName struct {
+	Repo   string
+	Branch string
 }
 
 // Sessions is the session engine as changesets use it; session.Manager

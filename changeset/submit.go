@@ -37,6 +37,11 @@ func (s *Service) Submit(ctx context.Context, id uuid.UUID, opts SubmitOptions) 
 }
 
 func (s *Service) submit(ctx context.Context, id uuid.UUID, opts SubmitOptions) (Changeset, error) {
+	// Before the session's lock: settling takes the branch's lock first,
+	// as an accept does.
+	if err := s.settleSession(ctx, id); err != nil {
+		return Changeset{}, fmt.Errorf("submit session %s: %w", id, err)
+	}
 	h, err := s.sessions.Hold(ctx, id)
 	if err != nil {
 		return Changeset{}, err

@@ -108,6 +108,15 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 	}
 	release := s.lockBranch(first.Repo, first.TargetBranch)
 	defer release()
+	if !opts.DryRun {
+		settled, err := s.reconcileBranch(ctx, r, first.Repo, first.TargetBranch)
+		if err != nil {
+			return UndoResult{}, fmt.Errorf("undo: %w", err)
+		}
+		if u := settled.Undo; u != nil && len(u.Reverts) == len(ids) && !slices.ContainsFunc(u.Reverts, func(rv Revert) bool { return !ids[rv.Changeset] }) {
+			return *u, nil // exactly this undo, interrupted after the branch moved
+		}
+	}
 	all, err := s.store.ListLayers(ctx, first.Repo, first.TargetBranch)
 	if err != nil {
 		return UndoResult{}, err
@@ -150,11 +159,13 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 		now := s.now()
 		sig := actorSignature(opts.Actor, now)
 		tip := head
+		written := make([]bool, len(res.Reverts))
 		for i := range res.Reverts {
 			rv := &res.Reverts[i]
 			if !rv.RevertCommit.IsZero() {
 				continue // found on the branch: an earlier undo moved it
 			}
+			written[i] = true
 			lc, err := r.Commit(ctx, rv.LayerCommit)
 			if err != nil {
 				return UndoResult{}, err
@@ -162,7 +173,7 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 			subject, _, _ := strings.Cut(lc.Message, "\n")
 			rv.RevertCommit, err = r.WriteCommit(ctx, gitstore.NewCommit{
 				Tree: steps[i], Parents: []gitstore.OID{tip}, Author: sig, Committer: sig,
-				Message: fmt.Sprintf("Revert %q\n\nThis reverts commit %s.\n\n%s: %s\n", subject, rv.LayerCommit, trailerUndo, rv.Changeset),
+				Message: fmt.Sprintf("Revert %q\n\n%s\n\n%s: %s\n", subject, revertLine(rv.LayerCommit), trailerUndo, rv.Changeset),
 			})
 			if err != nil {
 				return UndoResult{}, fmt.Errorf("undo: %w", err)
@@ -170,8 +181,18 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 			tip = rv.RevertCommit
 		}
 		if tip != head {
+			// In flight from here until recorded: a crash leaves the
+			// revert commits to look for on the branch.
+			if err := s.beginUndo(ctx, res.Reverts, written); err != nil {
+				return UndoResult{}, fmt.Errorf("undo: %w", err)
+			}
+			failpoint.Hit(failpoint.IntentRecorded)
 			err := r.UpdateRef(ctx, ref, tip, head)
 			if errors.Is(err, gitstore.ErrRefConflict) || errors.Is(err, gitstore.ErrRefLocked) {
+				// The branch did not move: the undo is no longer in flight.
+				if err := s.clearUndo(ctx, res.Reverts, written); err != nil {
+					return UndoResult{}, fmt.Errorf("undo: %w", err)
+				}
 				if attempt == acceptMaxAttempts {
 					cur, _ := r.ReadRef(ctx, ref)
 					return UndoResult{}, fmt.Errorf("undo: branch %s moved: %w", first.TargetBranch, &record.ConflictError{Field: "head", Current: oidString(cur)})
@@ -179,6 +200,8 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 				continue
 			}
 			if err != nil {
+				// Whether the ref moved is not known here: the flight
+				// stays, for the next touch of the branch to settle.
 				return UndoResult{}, fmt.Errorf("undo: %w", err)
 			}
 			failpoint.Hit(failpoint.RefMoved)
@@ -192,10 +215,42 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 	}
 }
 
+// beginUndo records the undo of each layer whose revert commit this undo
+// wrote as in flight, in one transaction.
+func (s *Service) beginUndo(ctx context.Context, reverts []Revert, written []bool) error {
+	return s.store.InTx(ctx, func(tx Tx) error {
+		for i, rv := range reverts {
+			if written[i] {
+				if err := tx.BeginUndo(ctx, rv.Changeset, rv.RevertCommit); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// clearUndo forgets what beginUndo recorded.
+func (s *Service) clearUndo(ctx context.Context, reverts []Revert, written []bool) error {
+	return s.store.InTx(ctx, func(tx Tx) error {
+		for i, rv := range reverts {
+			if written[i] {
+				if err := tx.ClearReverting(ctx, rv.Changeset); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
 // planUndo computes the reverts of layers (newest first) on head in
 // memory: the tree after each step, what comes back, what stays and the
-// conflicts. A layer whose revert commit is already on the branch (found
-// by its trailer) is taken as done, with that commit.
+// conflicts. A layer whose revert is already on the branch, by a writer
+// that left no record of it in flight, is taken as done with that commit:
+// a commit carrying the layer's Sessiond-Undo trailer that reverts the
+// layer's own commit and whose tree is that revert made on its parent
+// (findReverted), never one found by the changeset's id alone.
 func planUndo(ctx context.Context, r *gitstore.Repo, head gitstore.OID, layers []Layer, opts UndoOptions) (UndoResult, []gitstore.OID, error) {
 	res := UndoResult{DryRun: opts.DryRun, Head: head}
 	hc, err := r.Commit(ctx, head)
@@ -210,7 +265,7 @@ func planUndo(ctx context.Context, r *gitstore.Repo, head gitstore.OID, layers [
 	left := map[string]gitstore.Entry{}
 	for i, l := range layers {
 		rv := Revert{Changeset: l.Changeset, Layer: l.ID, LayerCommit: l.Commit}
-		done, err := findTrailer(ctx, r, head, l.Commit, trailerUndo, l.Changeset.String())
+		done, err := findReverted(ctx, r, l, head)
 		if err != nil {
 			return res, nil, err
 		}
@@ -293,6 +348,32 @@ func planUndo(ctx context.Context, r *gitstore.Repo, head gitstore.OID, layers [
 		}
 	}
 	return res, steps, nil
+}
+
+// findReverted looks down the branch from head (to the layer's commit)
+// for the revert of layer l: a commit with its Sessiond-Undo trailer,
+// saying it reverts l's commit, whose tree is that revert on its parent.
+func findReverted(ctx context.Context, r *gitstore.Repo, l Layer, head gitstore.OID) (*gitstore.Commit, error) {
+	return findCommit(ctx, r, head, l.Commit, func(c *gitstore.Commit) (bool, error) {
+		if !hasTrailer(c.Message, trailerUndo, l.Changeset.String()) || !strings.Contains(c.Message, revertLine(l.Commit)) || len(c.Parents) != 1 {
+			return false, nil
+		}
+		merged, err := merge.Revert(ctx, r, l.Commit, c.Parents[0], merge.MergeOptions{})
+		var ce *merge.ConflictError
+		if errors.As(err, &ce) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return merged.Tree == c.Tree, nil
+	})
+}
+
+// revertLine is the line of a revert commit's message naming the commit
+// it reverts, as git revert writes it.
+func revertLine(layer gitstore.OID) string {
+	return "This reverts commit " + layer.String() + "."
 }
 
 func lookupEntry(ctx context.Context, r *gitstore.Repo, tree gitstore.OID, p string) (gitstore.Entry, error) {

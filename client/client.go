@@ -343,6 +343,8 @@ func codeForStatus(status int) string {
 		return apitypes.CodeRangeNotSatisfiable
 	case http.StatusServiceUnavailable:
 		return apitypes.CodeUnavailable
+	case http.StatusInsufficientStorage:
+		return apitypes.CodeInsufficientStorage
 	}
 	return apitypes.CodeInternal
 }

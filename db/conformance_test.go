@@ -52,6 +52,8 @@ func TestConformance(t *testing.T) {
 		{"Layers", testLayers},
 		{"ChangesetSelection", testChangesetSelection},
 		{"ReviseChangeset", testReviseChangeset},
+		{"InFlight", testInFlight},
+		{"CheckSpace", testCheckSpace},
 		{"RepoPolicy", testRepoPolicy},
 		{"Events", testEvents},
 		{"InTx", testInTx},
@@ -615,6 +617,95 @@ func testReviseChangeset(t *testing.T, _ backend, s Store) {
 	assertConflict(t, cst.ReviseChangeset(ctx, next, next.HeadCommit), "status", "accepted")
 	next.ID = uuid.New()
 	assert.ErrorIs(t, cst.ReviseChangeset(ctx, next, oid(32)), record.ErrNotFound)
+}
+
+// testInFlight: an accept in flight is recorded by compare-and-swap on the
+// revision, fences revisions and other accepts until cleared, and
+// round-trips with what the accept records; an undo in flight likewise on
+// its layer; InFlight names the branches with either.
+func testInFlight(t *testing.T, _ backend, s Store) {
+	ctx := t.Context()
+	cst := s.Changesets()
+	mkRepo(t, s, "r")
+	c := mkChangeset(t, cst, mkSession(t, s, "r", nil), func(c *changeset.Changeset) { c.Revision = 2 })
+	other := mkChangeset(t, cst, mkSession(t, s, "r", nil), func(c *changeset.Changeset) { c.Revision = 1; c.TargetBranch = "dev" })
+	none, err := cst.InFlight(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, none)
+
+	a := changeset.Accepting{Commit: oid(80), Revision: 2, Rebased: true,
+		Selection:  &changeset.AcceptedSelection{Taken: merge.Selection{Files: []string{"a"}}, LeftOut: merge.Selection{Files: []string{"b"}}},
+		StaleReads: []changeset.StaleRead{{Path: "r.txt", Read: oid(81), Current: oid(82)}}}
+	assertConflict(t, cst.BeginAccept(ctx, c.ID, changeset.Accepting{Commit: oid(80), Revision: 1}), "revision", "2")
+	require.NoError(t, cst.BeginAccept(ctx, c.ID, a))
+	assertConflict(t, cst.BeginAccept(ctx, c.ID, changeset.Accepting{Commit: oid(83), Revision: 2}), "accepting", oid(80).String())
+	got, err := cst.GetChangeset(ctx, c.ID)
+	require.NoError(t, err)
+	require.NotNil(t, got.Accepting)
+	assert.Equal(t, a, *got.Accepting)
+	list, err := cst.ListChangesets(ctx, changeset.Filter{Accepting: true})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, c.ID, list[0].ID)
+	next := got
+	next.HeadCommit, next.Revision = oid(84), 3
+	assertConflict(t, cst.ReviseChangeset(ctx, next, c.HeadCommit), "accepting", oid(80).String())
+	assert.ErrorIs(t, cst.BeginAccept(ctx, uuid.New(), a), record.ErrNotFound)
+
+	_, err = cst.AddLayer(ctx, changeset.Layer{Repo: "r", Branch: "dev", Changeset: other.ID, Commit: oid(85), AcceptedAt: t0})
+	require.NoError(t, err)
+	require.NoError(t, cst.BeginUndo(ctx, other.ID, oid(86)))
+	assertConflict(t, cst.BeginUndo(ctx, other.ID, oid(87)), "reverting", oid(86).String())
+	assert.ErrorIs(t, cst.BeginUndo(ctx, uuid.New(), oid(87)), record.ErrNotFound)
+	layers, err := cst.ListLayers(ctx, "r", "dev")
+	require.NoError(t, err)
+	require.Len(t, layers, 1)
+	assert.Equal(t, oid(86), layers[0].Reverting)
+	branches, err := cst.InFlight(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []changeset.BranchName{{Repo: "r", Branch: "dev"}, {Repo: "r", Branch: "main"}}, branches)
+
+	require.NoError(t, cst.ClearAccepting(ctx, c.ID))
+	require.NoError(t, cst.ClearAccepting(ctx, c.ID), "clearing nothing is no error")
+	got, err = cst.GetChangeset(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Nil(t, got.Accepting)
+	require.NoError(t, cst.ReviseChangeset(ctx, next, c.HeadCommit), "cleared, it may be revised")
+	require.NoError(t, cst.SetChangesetStatus(ctx, c.ID, changeset.StatusOpen, changeset.StatusAccepted, oid(88), t0))
+	assertConflict(t, cst.BeginAccept(ctx, c.ID, changeset.Accepting{Commit: oid(89), Revision: 3}), "status", "accepted")
+
+	require.NoError(t, cst.UndoLayer(ctx, other.ID, oid(86), t0), "an undo clears its flight")
+	layers, err = cst.ListLayers(ctx, "r", "dev")
+	require.NoError(t, err)
+	assert.True(t, layers[0].Reverting.IsZero())
+	assertConflict(t, cst.BeginUndo(ctx, other.ID, oid(87)), "state", "undone")
+	branches, err = cst.InFlight(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, branches)
+
+	// ClearReverting forgets an undo in flight that never moved the branch.
+	third := mkChangeset(t, cst, mkSession(t, s, "r", nil), nil)
+	_, err = cst.AddLayer(ctx, changeset.Layer{Repo: "r", Branch: "dev", Changeset: third.ID, Commit: oid(90), AcceptedAt: t0})
+	require.NoError(t, err)
+	require.NoError(t, cst.BeginUndo(ctx, third.ID, oid(91)))
+	require.NoError(t, cst.ClearReverting(ctx, third.ID))
+	layers, err = cst.ListLayers(ctx, "r", "dev")
+	require.NoError(t, err)
+	assert.True(t, layers[0].Reverting.IsZero())
+	assert.Equal(t, changeset.LayerAccepted, layers[0].State)
+}
+
+// testCheckSpace: with room, the probe of space passes and changes
+// nothing (the event counter it rewrites keeps its value).
+func testCheckSpace(t *testing.T, _ backend, s Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	_, err := s.AppendEvent(ctx, events.Event{Repo: "r", Type: "t", Payload: events.Payload(map[string]any{}), At: t0})
+	require.NoError(t, err)
+	require.NoError(t, s.CheckSpace(ctx))
+	e, err := s.AppendEvent(ctx, events.Event{Repo: "r", Type: "t", Payload: events.Payload(map[string]any{}), At: t0})
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, e.ID, "the counter kept its value")
 }
 
 func testRepoPolicy(t *testing.T, _ backend, s Store) {

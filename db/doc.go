@@ -22,7 +22,8 @@
 //     so a reader resuming after id n never misses an event.
 //   - No driver error leaves the package: errors.go translates them into
 //     record's ErrNotFound, ErrDuplicate, ErrConflict,
-//     ErrUnavailable, or an
+//     ErrUnavailable, ErrNoSpace (SQLITE_FULL, Postgres disk_full: a
+//     *record.NoSpaceError naming the store), or an
 //     opaque error that keeps only the driver's message. Context errors
 //     stay context.Canceled and context.DeadlineExceeded.
 //   - Object ids are stored as 40-digit hex text, NULL for the zero id;

@@ -48,7 +48,12 @@ const (
 	pgAdminShutdown        = "57P01"
 	pgCrashShutdown        = "57P02"
 	pgCannotConnectNow     = "57P03"
+	pgDiskFull             = "53100"
 )
+
+// errNoSpace is a write the database refused for lack of space: SQLite's
+// SQLITE_FULL, Postgres's disk_full.
+var errNoSpace = &record.NoSpaceError{What: record.SpaceStore}
 
 // pgError translates an error from pgx.
 func pgError(ctx context.Context, err error) error {
@@ -70,6 +75,8 @@ func pgError(ctx context.Context, err error) error {
 			return errMissingReference
 		case pe.Code == pgSerializationFailure || pe.Code == pgDeadlockDetected:
 			return errSerialization
+		case pe.Code == pgDiskFull:
+			return errNoSpace
 		case pe.Code == pgLockNotAvailable, pe.Code == pgAdminShutdown, pe.Code == pgCrashShutdown,
 			pe.Code == pgCannotConnectNow, pe.Code[:2] == "08", pe.Code[:2] == "53":
 			return fmt.Errorf("%w: postgres SQLSTATE %s", record.ErrUnavailable, pe.Code)
@@ -142,7 +149,9 @@ func sqliteError(ctx context.Context, err error) error {
 		switch code & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return fmt.Errorf("%w: the database is busy", record.ErrUnavailable)
-		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
+		case sqlite3.SQLITE_FULL:
+			return errNoSpace
+		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY:
 			return fmt.Errorf("%w: the database file cannot be written (sqlite result code %d)", record.ErrUnavailable, code)
 		case sqlite3.SQLITE_INTERRUPT:
 			return fmt.Errorf("db: %w", context.Canceled)

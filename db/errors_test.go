@@ -32,6 +32,7 @@ func TestPgErrorTranslation(t *testing.T) {
 		{"admin shutdown", context.Background(), &pgconn.PgError{Code: "57P01"}, record.ErrUnavailable},
 		{"connection failure", context.Background(), &pgconn.PgError{Code: "08006"}, record.ErrUnavailable},
 		{"too many connections", context.Background(), &pgconn.PgError{Code: "53300"}, record.ErrUnavailable},
+		{"disk full", context.Background(), &pgconn.PgError{Code: "53100"}, record.ErrNoSpace},
 		{"canceled", canceled, fmt.Errorf("read: %w", context.Canceled), context.Canceled},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -47,9 +48,13 @@ func TestPgErrorTranslation(t *testing.T) {
 	assert.NotContains(t, other.Error(), "syntax error", "no driver text")
 	dup := pgError(context.Background(), &pgconn.PgError{Code: "23505", Message: "duplicate key value violates unique constraint", ConstraintName: "repos_pkey"})
 	assert.Equal(t, record.ErrDuplicate.Error(), dup.Error(), "no driver text")
-	for _, s := range []error{record.ErrNotFound, record.ErrConflict, record.ErrDuplicate, record.ErrUnavailable} {
+	for _, s := range []error{record.ErrNotFound, record.ErrConflict, record.ErrDuplicate, record.ErrUnavailable, record.ErrNoSpace} {
 		assert.NotErrorIs(t, other, s)
 	}
+	var full *record.NoSpaceError
+	require.ErrorAs(t, pgError(context.Background(), &pgconn.PgError{Code: "53100"}), &full)
+	assert.Equal(t, record.SpaceStore, full.What, "disk full names the store")
+	assert.NotErrorIs(t, pgError(context.Background(), &pgconn.PgError{Code: "53300"}), record.ErrNoSpace, "too many connections is not disk full")
 }
 
 func TestSqliteErrorTranslation(t *testing.T) {

@@ -28,6 +28,12 @@ type Postgres struct {
 
 var _ session.Store = (*Postgres)(nil)
 
+// CheckSpace probes whether the database takes writes: a write
+// transaction that changes nothing (its WAL is written and flushed at
+// commit, which the server refuses on a full disk). A full disk is a
+// *record.NoSpaceError naming the store.
+func (p *Postgres) CheckSpace(ctx context.Context) error { return p.probeWrite(ctx) }
+
 // OpenPostgres connects to the database at url (a postgres:// URL or a
 // key=value DSN; a search_path parameter selects the schema) and applies
 // pending migrations before it returns.

@@ -12,6 +12,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
@@ -36,8 +37,9 @@ const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pr
 // which WAL lets run beside the writer.
 type SQLite struct {
 	store
-	w *sql.DB
-	r *sql.DB
+	path string
+	w    *sql.DB
+	r    *sql.DB
 }
 
 var _ session.Store = (*SQLite)(nil)
@@ -65,7 +67,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("db: open sqlite: %w", sqliteError(ctx, err))
 	}
 	r.SetMaxOpenConns(4)
-	s := &SQLite{w: w, r: r}
+	s := &SQLite{path: path, w: w, r: r}
 	s.store = store{r: sqlRunner{w: w, r: r}, begin: s.begin}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
@@ -93,6 +95,23 @@ func privateFile(path string) error {
 // OpenSQLiteDir opens the embedded store in a data directory.
 func OpenSQLiteDir(ctx context.Context, dataDir string) (*SQLite, error) {
 	return OpenSQLite(ctx, filepath.Join(dataDir, SQLiteFile))
+}
+
+// CheckSpace probes whether the database takes writes: the device of the
+// database file has room (gitstore.ProbeSpace: SQLite's own writes reuse
+// pages and WAL frames, so a small write can pass on a device the next
+// larger one fills), then a write transaction that changes nothing. The
+// lack of space is a *record.NoSpaceError naming the store.
+func (s *SQLite) CheckSpace(ctx context.Context) error {
+	dir, name := filepath.Split(s.path)
+	err := gitstore.ProbeSpace(dir, name+"-space-")
+	if gitstore.IsNoSpace(err) {
+		return &record.NoSpaceError{What: record.SpaceStore, Err: errors.New("the database's device is full")}
+	}
+	if err != nil {
+		return fmt.Errorf("db: %w", err)
+	}
+	return s.probeWrite(ctx)
 }
 
 // Close closes both connection pools.

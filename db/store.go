@@ -829,7 +829,7 @@ func (s *store) ListCheckpoints(ctx context.Context, id uuid.UUID) ([]session.Ch
 // Changesets and reviews.
 
 const changesetCols = `id, session_id, repo, target_branch, intent, status, base_commit, head_commit,
-	accepted_commit, agent_id, created_at, updated_at, revision, read_set, selection, stats`
+	accepted_commit, agent_id, created_at, updated_at, revision, read_set, selection, stats, accepting`
 
 // readSetArg encodes a read set as JSON: path → hex blob id.
 func readSetArg(rs map[string]gitstore.OID) (string, error) {
@@ -858,11 +858,15 @@ func (s *store) CreateChangeset(ctx context.Context, c changeset.Changeset) erro
 	if err != nil {
 		return err
 	}
+	accepting, err := acceptingArg(c.Accepting)
+	if err != nil {
+		return err
+	}
 	_, err = s.r.exec(ctx, `INSERT INTO changesets (`+changesetCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 		c.ID.String(), c.Session.String(), c.Repo, c.TargetBranch, c.Intent, string(c.Status),
 		oidArg(c.BaseCommit), oidArg(c.HeadCommit), oidArg(c.AcceptedCommit), c.AgentID,
-		timeArg(c.CreatedAt), timeArg(c.UpdatedAt), c.Revision, reads, sel, stats)
+		timeArg(c.CreatedAt), timeArg(c.UpdatedAt), c.Revision, reads, sel, stats, accepting)
 	if err != nil {
 		return fmt.Errorf("create changeset %s: %w", c.ID, err)
 	}
@@ -876,10 +880,11 @@ func scanChangeset(sc scanner) (changeset.Changeset, error) {
 		reads  string
 		sel    string
 		stats  string
+		acc    string
 	)
 	err := sc.Scan(uuidCol{&c.ID}, uuidCol{&c.Session}, &c.Repo, &c.TargetBranch, &c.Intent, &status,
 		oidCol{&c.BaseCommit}, oidCol{&c.HeadCommit}, oidCol{&c.AcceptedCommit}, &c.AgentID,
-		timeCol{&c.CreatedAt}, timeCol{&c.UpdatedAt}, &c.Revision, textCol{&reads}, textCol{&sel}, textCol{&stats})
+		timeCol{&c.CreatedAt}, timeCol{&c.UpdatedAt}, &c.Revision, textCol{&reads}, textCol{&sel}, textCol{&stats}, textCol{&acc})
 	c.Status = changeset.Status(status)
 	if err == nil && reads != "" && reads != "{}" {
 		if err := json.Unmarshal([]byte(reads), &c.ReadSet); err != nil {
@@ -898,7 +903,21 @@ func scanChangeset(sc scanner) (changeset.Changeset, error) {
 			return c, fmt.Errorf("db: changeset %s stats: %w", c.ID, err)
 		}
 	}
+	if err == nil && acc != "" {
+		c.Accepting = &changeset.Accepting{}
+		if err := json.Unmarshal([]byte(acc), c.Accepting); err != nil {
+			return c, fmt.Errorf("db: changeset %s accept in flight: %w", c.ID, err)
+		}
+	}
 	return c, err
+}
+
+// acceptingArg encodes an accept in flight as JSON; "" for none.
+func acceptingArg(a *changeset.Accepting) (string, error) {
+	if a == nil {
+		return "", nil
+	}
+	return jsonArg(a)
 }
 
 // statsArg encodes a revision's diff stats as JSON; "" for none.
@@ -943,7 +962,7 @@ func (s *store) ReviseChangeset(ctx context.Context, c changeset.Changeset, oldH
 	}
 	n, err := s.r.exec(ctx, `UPDATE changesets SET head_commit = $3, base_commit = $4, intent = $5,
 		target_branch = $6, revision = $7, read_set = $8, status = $9, updated_at = $10, stats = $11
-		WHERE id = $1 AND COALESCE(head_commit, '') = $2 AND status NOT IN ('accepted', 'undone')`,
+		WHERE id = $1 AND COALESCE(head_commit, '') = $2 AND status NOT IN ('accepted', 'undone') AND accepting = ''`,
 		c.ID.String(), oidText(oldHead), oidArg(c.HeadCommit), oidArg(c.BaseCommit), c.Intent,
 		c.TargetBranch, c.Revision, reads, string(c.Status), timeArg(c.UpdatedAt), stats)
 	if err != nil {
@@ -959,7 +978,50 @@ func (s *store) ReviseChangeset(ctx context.Context, c changeset.Changeset, oldH
 			return fmt.Errorf("revise changeset %s: it is %s: %w", c.ID, cur.Status,
 				&record.ConflictError{Field: "status", Current: string(cur.Status)})
 		}
+		if cur.Accepting != nil {
+			return fmt.Errorf("revise changeset %s: an accept of it is in flight: %w", c.ID,
+				&record.ConflictError{Field: "accepting", Current: cur.Accepting.Commit.String()})
+		}
 		return fmt.Errorf("revise changeset %s: %w", c.ID, &record.ConflictError{Field: "head", Current: current})
+	}
+	return nil
+}
+
+func (s *store) BeginAccept(ctx context.Context, id uuid.UUID, a changeset.Accepting) error {
+	arg, err := acceptingArg(&a)
+	if err != nil {
+		return err
+	}
+	n, err := s.r.exec(ctx, `UPDATE changesets SET accepting = $3
+		WHERE id = $1 AND revision = $2 AND status NOT IN ('accepted', 'undone') AND accepting = ''`,
+		id.String(), a.Revision, arg)
+	if err != nil {
+		return fmt.Errorf("changeset %s accept in flight: %w", id, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	cur, err := s.GetChangeset(ctx, id)
+	if err != nil {
+		return err
+	}
+	var ce *record.ConflictError
+	switch {
+	case cur.Status == changeset.StatusAccepted || cur.Status == changeset.StatusUndone:
+		ce = &record.ConflictError{Field: "status", Current: string(cur.Status)}
+	case cur.Revision != a.Revision:
+		ce = &record.ConflictError{Field: "revision", Current: strconv.Itoa(cur.Revision)}
+	case cur.Accepting != nil:
+		ce = &record.ConflictError{Field: "accepting", Current: cur.Accepting.Commit.String()}
+	default:
+		ce = &record.ConflictError{Field: "status", Current: string(cur.Status)}
+	}
+	return fmt.Errorf("changeset %s accept in flight: %w", id, ce)
+}
+
+func (s *store) ClearAccepting(ctx context.Context, id uuid.UUID) error {
+	if _, err := s.r.exec(ctx, `UPDATE changesets SET accepting = '' WHERE id = $1 AND accepting <> ''`, id.String()); err != nil {
+		return fmt.Errorf("changeset %s accept in flight: %w", id, err)
 	}
 	return nil
 }
@@ -982,6 +1044,9 @@ func (s *store) ListChangesets(ctx context.Context, f changeset.Filter) ([]chang
 	}
 	if f.Session != uuid.Nil {
 		w.add("session_id = ?", f.Session.String())
+	}
+	if f.Accepting {
+		w.add("accepting <> ?", "")
 	}
 	q := `SELECT ` + changesetCols + ` FROM changesets` + w.where() + ` ORDER BY created_at, id` + w.limit(f.Limit)
 	rs, err := s.r.query(ctx, q, w.args...)
@@ -1113,7 +1178,7 @@ func (s *store) AddLayer(ctx context.Context, l changeset.Layer) (changeset.Laye
 
 func (s *store) ListLayers(ctx context.Context, repo, branch string) ([]changeset.Layer, error) {
 	rs, err := s.r.query(ctx, `SELECT id, repo, branch, changeset_id, commit_oid, state, revert_commit,
-		accepted_at, undone_at FROM layers WHERE repo = $1 AND branch = $2 ORDER BY id DESC`, repo, branch)
+		accepted_at, undone_at, reverting FROM layers WHERE repo = $1 AND branch = $2 ORDER BY id DESC`, repo, branch)
 	if err != nil {
 		return nil, fmt.Errorf("layers of %s %s: %w", repo, branch, err)
 	}
@@ -1123,7 +1188,7 @@ func (s *store) ListLayers(ctx context.Context, repo, branch string) ([]changese
 			state string
 		)
 		err := sc.Scan(&l.ID, &l.Repo, &l.Branch, uuidCol{&l.Changeset}, oidCol{&l.Commit}, &state,
-			oidCol{&l.RevertCommit}, timeCol{&l.AcceptedAt}, timeCol{&l.UndoneAt})
+			oidCol{&l.RevertCommit}, timeCol{&l.AcceptedAt}, timeCol{&l.UndoneAt}, oidCol{&l.Reverting})
 		l.State = changeset.LayerState(state)
 		return l, err
 	})
@@ -1134,7 +1199,7 @@ func (s *store) ListLayers(ctx context.Context, repo, branch string) ([]changese
 }
 
 func (s *store) UndoLayer(ctx context.Context, cs uuid.UUID, revert gitstore.OID, at time.Time) error {
-	n, err := s.r.exec(ctx, `UPDATE layers SET state = 'undone', revert_commit = $2, undone_at = $3
+	n, err := s.r.exec(ctx, `UPDATE layers SET state = 'undone', revert_commit = $2, undone_at = $3, reverting = NULL
 		WHERE changeset_id = $1 AND state = 'accepted'`, cs.String(), oidArg(revert), timeArg(at))
 	if err != nil {
 		return fmt.Errorf("undo layer %s: %w", cs, err)
@@ -1148,6 +1213,54 @@ func (s *store) UndoLayer(ctx context.Context, cs uuid.UUID, revert gitstore.OID
 		return fmt.Errorf("undo layer %s: %w", cs, &record.ConflictError{Field: "state", Current: state})
 	}
 	return nil
+}
+
+func (s *store) BeginUndo(ctx context.Context, cs uuid.UUID, revert gitstore.OID) error {
+	n, err := s.r.exec(ctx, `UPDATE layers SET reverting = $2
+		WHERE changeset_id = $1 AND state = 'accepted' AND reverting IS NULL`, cs.String(), oidArg(revert))
+	if err != nil {
+		return fmt.Errorf("layer %s undo in flight: %w", cs, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	var (
+		state     string
+		reverting gitstore.OID
+	)
+	err = s.r.queryRow(ctx, `SELECT state, reverting FROM layers WHERE changeset_id = $1`, cs.String()).Scan(&state, oidCol{&reverting})
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", cs, err)
+	}
+	ce := &record.ConflictError{Field: "state", Current: state}
+	if state == string(changeset.LayerAccepted) && !reverting.IsZero() {
+		ce = &record.ConflictError{Field: "reverting", Current: reverting.String()}
+	}
+	return fmt.Errorf("layer %s undo in flight: %w", cs, ce)
+}
+
+func (s *store) ClearReverting(ctx context.Context, cs uuid.UUID) error {
+	if _, err := s.r.exec(ctx, `UPDATE layers SET reverting = NULL WHERE changeset_id = $1 AND reverting IS NOT NULL`, cs.String()); err != nil {
+		return fmt.Errorf("layer %s undo in flight: %w", cs, err)
+	}
+	return nil
+}
+
+func (s *store) InFlight(ctx context.Context) ([]changeset.BranchName, error) {
+	rs, err := s.r.query(ctx, `SELECT repo, target_branch FROM changesets WHERE accepting <> ''
+		UNION SELECT repo, branch FROM layers WHERE reverting IS NOT NULL ORDER BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("branches in flight: %w", err)
+	}
+	out, err := collect(rs, func(sc scanner) (changeset.BranchName, error) {
+		var b changeset.BranchName
+		err := sc.Scan(&b.Repo, &b.Branch)
+		return b, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("branches in flight: %w", err)
+	}
+	return out, nil
 }
 
 // Repository policies.
@@ -1256,6 +1369,23 @@ type Store interface {
 	repos.Store
 	events.Store
 	Changesets() changeset.Store
+	// CheckSpace probes whether the database takes writes again after one
+	// failed for lack of space: nil, or a *record.NoSpaceError while it
+	// does not.
+	CheckSpace(ctx context.Context) error
+}
+
+// probeWrite commits a write transaction that changes nothing: the events
+// counter set to itself.
+func (s *store) probeWrite(ctx context.Context) error {
+	err := s.atomic(ctx, func(t *store) error {
+		_, err := t.r.exec(ctx, `UPDATE counters SET value = value WHERE name = 'events'`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("probe space: %w", err)
+	}
+	return nil
 }
 
 // changesets is the store as package changeset's Store: the same methods,

@@ -66,6 +66,11 @@
 // meets a missing subtree never reports the path as absent. Only
 // ResolveRevision, given an id by a caller, answers ErrNotFound for it.
 //
+// A write the device or a quota refuses for lack of space (ENOSPC,
+// EDQUOT) keeps that error in its chain (IsNoSpace) and goes through
+// Options.NoSpace, with the part that is full (objects, refs), before it
+// is returned; CheckSpace probes whether it has room again.
+//
 // Housekeeping is package gitstore/housekeeping's: its strategy decides
 // and its Manager runs it (when a Repo opens, every HousekeepInterval and
 // after every few packs the Repo writes, failures logged and counted);

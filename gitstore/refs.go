@@ -317,6 +317,10 @@ var testHookLockCommitted func(path string)
 // new value is fsynced and renamed into place; the object it names must
 // already be durable. A mismatch fails with *RefConflictError.
 func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) error {
+	return r.noSpace(SpaceRefs, r.updateRef(ctx, name, newID, oldID))
+}
+
+func (r *Repo) updateRef(ctx context.Context, name RefName, newID, oldID OID) error {
 	if err := ValidateRefName(name); err != nil {
 		return err
 	}

@@ -26,6 +26,11 @@ import (
 
 // Options tunes a Repo. The zero value gives the defaults.
 type Options struct {
+	// NoSpace, when set, wraps the error of a write that failed for lack
+	// of space (ENOSPC, EDQUOT) before it is returned, with the part of
+	// the repository that is full (SpaceObjects, SpaceRefs): the registry
+	// of repositories makes it the error kind the API answers with 507.
+	NoSpace func(part string, err error) error
 	// TreeCacheSize is how many decoded trees the LRU keeps (default
 	// 4,096: a few KiB each, so about 10 MiB; the 100,000-file repository
 	// has 2,000 directories, and each session's writes add a few).
@@ -240,7 +245,7 @@ func isGitDir(dir string) bool {
 // Init creates an empty repository at path (bare or with a work tree) whose
 // HEAD names refs/heads/main, and opens it. It refuses a path that already
 // holds a repository.
-func Init(path string, bare bool) (*Repo, error) {
+func Init(path string, bare bool, opts ...Options) (*Repo, error) {
 	gitDir := path
 	if !bare {
 		gitDir = filepath.Join(path, ".git")
@@ -263,7 +268,7 @@ func Init(path string, bare bool) (*Repo, error) {
 	if err := durable.WriteFile(filepath.Join(gitDir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("init %q: %w", path, err)
 	}
-	return Open(path)
+	return Open(path, opts...)
 }
 
 // GitDir returns the repository's git directory.

@@ -136,7 +136,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 		_, err = b.r.writePack(ids, objs)
 	}
 	if err != nil {
-		return err
+		return b.r.noSpace(SpaceObjects, err)
 	}
 	// What was just written is what is read next: the trees a session
 	// builds its next mutation on, the blob it reads back. The caches are

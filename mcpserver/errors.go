@@ -11,7 +11,8 @@ import (
 
 // Codes of the errors this package finds itself; the rest are the API's
 // (bad_request, invalid_path, forbidden, not_found, precondition_failed,
-// too_large, conflict, session_closed, unavailable, internal).
+// too_large, conflict, session_closed, unavailable, insufficient_storage,
+// internal).
 const (
 	CodeNoMatch        = "no_match"        // an edit's old_text is not in the file
 	CodeAmbiguousMatch = "ambiguous_match" // an edit's old_text is in the file more than once

@@ -3,6 +3,8 @@ package record
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sessiond/sessiond/gitstore"
 )
 
 // Sentinel errors. Callers test them with errors.Is; each maps to one API
@@ -31,7 +33,57 @@ var (
 	// ErrForbidden: the session's path policy, or the repository's accept
 	// policy, does not allow the access (API forbidden).
 	ErrForbidden = errors.New("forbidden by session policy")
+	// ErrNoSpace: a write failed because the device or the quota holding
+	// what it writes is full (API insufficient_storage, 507). Nothing of
+	// the write was acknowledged; it succeeds again once space is freed.
+	// It comes as a *NoSpaceError naming what filled.
+	ErrNoSpace = errors.New("insufficient storage")
 )
+
+// What a write can find full, in NoSpaceError.What.
+const (
+	// SpaceStore is the database of sessions, changesets and events.
+	SpaceStore = "store"
+	// SpaceObjects is a repository's object directory.
+	SpaceObjects = gitstore.SpaceObjects
+	// SpaceRefs is a repository's refs.
+	SpaceRefs = gitstore.SpaceRefs
+)
+
+// NoSpaceError is a write refused for lack of space (ENOSPC, EDQUOT,
+// SQLITE_FULL, Postgres disk_full), naming what filled. It matches
+// ErrNoSpace.
+type NoSpaceError struct {
+	// What filled: SpaceStore, SpaceObjects or SpaceRefs.
+	What string
+	// Repo is the repository whose objects or refs filled; "" for the
+	// store.
+	Repo string
+	// Err is the write's own error, for the logs (no driver error: the
+	// store keeps only its words).
+	Err error
+}
+
+func (e *NoSpaceError) Error() string {
+	var what string
+	switch e.What {
+	case SpaceStore:
+		what = "the store"
+	case SpaceRefs:
+		what = fmt.Sprintf("the refs of repository %q", e.Repo)
+	default:
+		what = fmt.Sprintf("the object directory of repository %q", e.Repo)
+	}
+	if e.Err == nil {
+		return "no space left for " + what
+	}
+	return "no space left for " + what + ": " + e.Err.Error()
+}
+
+// Is makes errors.Is(err, ErrNoSpace) true for a *NoSpaceError.
+func (e *NoSpaceError) Is(target error) bool { return target == ErrNoSpace }
+
+func (e *NoSpaceError) Unwrap() error { return e.Err }
 
 // ConflictError is a failed compare-and-swap. It matches ErrConflict.
 type ConflictError struct {

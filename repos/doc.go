@@ -14,6 +14,9 @@
 //     registers nothing.
 //   - A repository without a policy of its own has the Registry's
 //     defaults (Config.Defaults).
+//   - A write that finds a repository's objects or refs full is a
+//     *record.NoSpaceError naming the repository (gitstore's
+//     Options.NoSpace, set when the Registry opens it).
 //
 // Concurrency: a Registry is safe for concurrent use; Registry.mu guards
 // only the map of open repositories.

@@ -145,7 +145,7 @@ func (g *Registry) Register(ctx context.Context, name, path string) (Repo, error
 	if err != nil {
 		return Repo{}, fmt.Errorf("%w: repository path %q: %v", record.ErrInvalid, path, err)
 	}
-	r, err := gitstore.Open(abs)
+	r, err := gitstore.Open(abs, repoOptions(name))
 	if err != nil {
 		return Repo{}, fmt.Errorf("%w: %v", record.ErrInvalid, err)
 	}
@@ -168,7 +168,7 @@ func (g *Registry) Init(ctx context.Context, name string) (Repo, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return Repo{}, err
 	}
-	r, err := gitstore.Init(path, true)
+	r, err := gitstore.Init(path, true, repoOptions(name))
 	if err != nil {
 		return Repo{}, fmt.Errorf("init repository %q: %w", name, err)
 	}
@@ -188,6 +188,15 @@ func (g *Registry) add(ctx context.Context, name, path string, r *gitstore.Repo)
 	g.open[name] = r
 	g.mu.Unlock()
 	return rec, nil
+}
+
+// repoOptions are the options the repository registered as name is
+// opened with: a write that finds its objects or refs full is a
+// *record.NoSpaceError naming it.
+func repoOptions(name string) gitstore.Options {
+	return gitstore.Options{NoSpace: func(part string, err error) error {
+		return &record.NoSpaceError{What: part, Repo: name, Err: err}
+	}}
 }
 
 func validateName(name string) error {
@@ -230,7 +239,7 @@ func (g *Registry) Open(ctx context.Context, name string) (*gitstore.Repo, error
 	if err != nil {
 		return nil, err // the store's error names the repository
 	}
-	opened, err := gitstore.Open(rec.Path)
+	opened, err := gitstore.Open(rec.Path, repoOptions(name))
 	if err != nil {
 		return nil, fmt.Errorf("repository %q: %w", name, err)
 	}

@@ -7,11 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/db"
+	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
@@ -85,4 +89,72 @@ func TestMissingBlobIsInternalError(t *testing.T) {
 	_, _, err = d.C.ReadFile(ctx, s.ID, "no-such-file.txt")
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 404, ce.Status, "an absent path is still 404")
+}
+
+// TestStartSettlesInterruptedAccepts: what a kill -9 in the middle of two
+// accepts leaves, made by hand while the daemon is stopped: one accept in
+// flight whose commit is on the branch (killed after the ref moved), one
+// whose commit is not (killed before). Started again, the daemon records
+// the first as accepted with that commit, its layer and its session
+// accepted, and forgets the second, which is open as before and accepts.
+func TestStartSettlesInterruptedAccepts(t *testing.T) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			bare := testrepo.BuildBare(t, "small")
+			d := newDaemon(t, st, "--repo", "bare="+bare)
+			submit := func(path string) (apitypes.Session, apitypes.Changeset) {
+				s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "bare", Base: "main"})
+				require.NoError(t, err)
+				_, err = d.C.WriteFile(ctx, s.ID, path, []byte(path+"\n"), client.WriteOptions{})
+				require.NoError(t, err)
+				c, err := d.C.Submit(ctx, s.ID, apitypes.SubmitRequest{})
+				require.NoError(t, err)
+				return s, c
+			}
+			landedSession, landed := submit("landed.txt")
+			_, dropped := submit("dropped.txt")
+			d.Stop()
+
+			base := git(t, bare, "rev-parse", "main")
+			commitOf := func(c apitypes.Changeset) string {
+				tree := git(t, bare, "rev-parse", c.HeadCommit+"^{tree}")
+				return git(t, bare, "commit-tree", tree, "-p", base, "-m", "accept\n\nSessiond-Changeset: "+c.ID+"\nSessiond-Revision: 1")
+			}
+			onBranch, offBranch := commitOf(landed), commitOf(dropped)
+			git(t, bare, "update-ref", "refs/heads/main", onBranch, base)
+			s, err := db.Open(ctx, d.DBURL, d.DataDir)
+			require.NoError(t, err)
+			for id, commit := range map[string]string{landed.ID: onBranch, dropped.ID: offBranch} {
+				require.NoError(t, s.Changesets().BeginAccept(ctx, uuid.MustParse(id),
+					changeset.Accepting{Commit: gitstore.MustParseOID(commit), Revision: 1}))
+			}
+			require.NoError(t, s.Close())
+
+			d.Start()
+			got, err := d.C.GetChangeset(ctx, landed.ID)
+			require.NoError(t, err)
+			assert.Equal(t, "accepted", got.Status)
+			assert.Equal(t, onBranch, got.AcceptedCommit)
+			sess, err := d.C.GetSession(ctx, landedSession.ID)
+			require.NoError(t, err)
+			assert.Equal(t, "accepted", sess.State)
+			layers, err := d.C.Layers(ctx, "bare", "main")
+			require.NoError(t, err)
+			require.Len(t, layers, 1)
+			assert.Equal(t, landed.ID, layers[0].Changeset)
+			assert.Equal(t, onBranch, layers[0].Commit)
+			assert.Contains(t, d.Logs.String(), "recorded an interrupted accept")
+
+			got, err = d.C.GetChangeset(ctx, dropped.ID)
+			require.NoError(t, err)
+			assert.Equal(t, "open", got.Status, "as before the accept")
+			res, err := d.C.Accept(ctx, dropped.ID, apitypes.AcceptRequest{})
+			require.NoError(t, err)
+			assert.False(t, res.Recovered)
+			assert.Equal(t, onBranch, git(t, bare, "rev-parse", "main^"))
+			assert.Equal(t, res.Commit, git(t, bare, "rev-parse", "main"))
+		})
+	}
 }

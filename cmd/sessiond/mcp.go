@@ -163,9 +163,10 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	if err := registerRepos(ctx, reg, []string{name + "=" + repoPath}, log); err != nil {
 		return fmt.Errorf("mcp: %w", err)
 	}
+	reconcile(ctx, cs, log)
 	// No token: the engine is this process's own, reached through the
 	// API's handler for its rules and errors, with no network.
-	b := client.NewInProcess(api.New(api.Config{Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, Logger: log, Summaries: g, LocalUser: defaultLocalUser(ctx)}), "")
+	b := client.NewInProcess(api.New(api.Config{Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, Logger: log, Summaries: g, LocalUser: defaultLocalUser(ctx), Store: store}), "")
 	id := x.session
 	if id == "" {
 		s, err := b.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: name, Base: c.Base, Intent: c.Intent, AgentID: c.Agent, AgentName: c.Agent})

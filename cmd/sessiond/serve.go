@@ -257,6 +257,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if err := registerRepos(ctx, reg, c.Repos, log); err != nil {
 		return err
 	}
+	reconcile(ctx, cs, log)
 
 	// MCP over streamable HTTP acts through the API's own handler, with
 	// each request's token.
@@ -271,7 +272,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	srvAPI = api.New(api.Config{
 		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: secret, LocalUser: localUser,
 		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
-		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, Summaries: g, MCP: mcpHandler,
+		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, Summaries: g, MCP: mcpHandler, Store: store,
 	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
@@ -389,6 +390,29 @@ func defaultLocalUser(ctx context.Context) string {
 		return name
 	}
 	return "local user"
+}
+
+// reconcile settles the accepts and undos a crash left in flight before
+// the daemon serves (changeset.Service.Reconcile). A branch it cannot
+// settle now is logged and settled at its next touch.
+func reconcile(ctx context.Context, cs *changeset.Service, log *slog.Logger) {
+	settled, err := cs.Reconcile(ctx)
+	for _, st := range settled {
+		for _, a := range st.Accepts {
+			log.Warn("recorded an interrupted accept: the branch had moved", "repo", st.Repo, "branch", st.Branch,
+				"changeset", a.Changeset.ID, "revision", a.Changeset.Revision, "commit", a.Commit)
+		}
+		if st.Undo != nil {
+			log.Warn("recorded an interrupted undo: the branch had moved", "repo", st.Repo, "branch", st.Branch,
+				"commit", st.Undo.Commit, "layers", len(st.Undo.Reverts))
+		}
+		for _, id := range st.Dropped {
+			log.Warn("dropped an interrupted accept or undo: the branch had not moved", "repo", st.Repo, "branch", st.Branch, "changeset", id)
+		}
+	}
+	if err != nil {
+		log.Warn("settling interrupted accepts and undos (retried at the next touch of each branch)", "error", err)
+	}
 }
 
 func storeKind(url string) string {

@@ -20,19 +20,26 @@ type Step string
 // The steps of a durable write: gitstore writes the objects (temporary
 // files fsynced), renames the pack and then its index into place, and
 // fsyncs the directory; the session engine then moves the session's live
-// ref and commits the store transaction. An accept takes the same steps
-// with the branch's ref (its one commit is a loose object: no pack).
+// ref and commits the store transaction. An accept or an undo takes the
+// same steps with the branch's ref (its commits are loose objects: no
+// pack), and one more before the ref moves: the store records the move in
+// flight (IntentRecorded), so that a restart knows which commit to look
+// for on the branch.
 const (
 	ObjectsWritten Step = "objects-written"
 	PackRenamed    Step = "pack-renamed"
 	IndexRenamed   Step = "index-renamed"
 	DirSynced      Step = "dir-synced"
+	IntentRecorded Step = "intent-recorded"
 	RefMoved       Step = "ref-moved"
 	StoreCommitted Step = "store-committed"
 )
 
-// Steps lists every step in write order.
+// Steps lists every step of a session's mutation in write order.
 var Steps = []Step{ObjectsWritten, PackRenamed, IndexRenamed, DirSynced, RefMoved, StoreCommitted}
+
+// BranchSteps lists every step of an accept or an undo in write order.
+var BranchSteps = []Step{ObjectsWritten, DirSynced, IntentRecorded, RefMoved, StoreCommitted}
 
 var (
 	enabled atomic.Bool

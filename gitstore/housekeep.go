@@ -40,8 +40,9 @@ var _ housekeeping.Repository = (*objectDir)(nil)
 // Housekeep runs housekeeping once (see package housekeeping): it removes
 // old debris, deletes superseded packs whose wait is over, merges own
 // packs and packs loose objects into one new pack. One run at a time per
-// Repo; a run that finds another in progress returns at once with an
-// empty report. A failure is logged and counted.
+// Repo; a call that finds a run in progress waits for it and then runs,
+// so its run sees every object written before the call. A failure is
+// logged and counted.
 //
 // It never loses an object: a pack or loose file is deleted only after a
 // pack holding every object it held is durable (written, fsynced, renamed
@@ -49,7 +50,7 @@ var _ housekeeping.Repository = (*objectDir)(nil)
 // read (another process or git gc got there first) aborts the merge
 // without deleting anything.
 func (r *Repo) Housekeep(ctx context.Context) (housekeeping.Report, error) {
-	return r.hk.Run(ctx)
+	return r.hk.RunAfter(ctx)
 }
 
 // State lists the object directory (housekeeping.Repository).

@@ -136,13 +136,27 @@ func (m *Manager) loop(ctx context.Context) {
 
 // Run looks at the object directory, asks the strategy what to do and
 // has the repository do it. A run that finds another in progress returns
-// at once with an empty report. A failure is logged and counted before it
-// is returned.
+// at once with an empty report (the background loop's way: the one in
+// progress does the work). A failure is logged and counted before it is
+// returned.
 func (m *Manager) Run(ctx context.Context) (Report, error) {
 	if !m.mu.TryLock() {
 		return Report{}, nil
 	}
 	defer m.mu.Unlock()
+	return m.run(ctx)
+}
+
+// RunAfter is Run that, finding a run in progress, waits for it and then
+// runs, so its listing sees everything written before the call (the way
+// of an explicit request, Repo.Housekeep).
+func (m *Manager) RunAfter(ctx context.Context) (Report, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.run(ctx)
+}
+
+func (m *Manager) run(ctx context.Context) (Report, error) {
 	m.runsStarted.Add(1)
 	defer m.endRound()
 	defer m.runsEnded.Add(1)

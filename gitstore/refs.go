@@ -175,14 +175,57 @@ func (r *Repo) HeadBranch() (string, error) {
 // ListRefs returns the refs whose names start with prefix, sorted by name;
 // a loose ref wins over a packed one.
 func (r *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
+	return r.listRefs(ctx, prefix)
+}
+
+// listRefs returns the refs whose names start with any of prefixes,
+// sorted by name, reading packed-refs once and walking only the
+// directories of loose refs the prefixes lie in (refs/heads for
+// "refs/heads/", not every session's refs).
+func (r *Repo) listRefs(ctx context.Context, prefixes ...string) ([]Ref, error) {
 	all, err := r.refs.packedRefs()
 	if err != nil {
 		return nil, err
 	}
-	root := filepath.Join(r.gitDir, "refs")
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	matches := func(name RefName) bool {
+		for _, p := range prefixes {
+			if strings.HasPrefix(string(name), p) {
+				return true
+			}
+		}
+		return false
+	}
+	walked := map[string]bool{}
+	for _, prefix := range prefixes {
+		dir := "refs"
+		if i := strings.LastIndexByte(prefix, '/'); i > 0 && strings.HasPrefix(prefix, "refs/") {
+			dir = prefix[:i]
+		}
+		if walked[dir] {
+			continue
+		}
+		walked[dir] = true
+		if err := r.walkLooseRefs(ctx, dir, all); err != nil {
+			return nil, fmt.Errorf("list refs: %w", err)
+		}
+	}
+	var out []Ref
+	for name, id := range all {
+		if matches(name) {
+			out = append(out, Ref{Name: name, OID: id})
+		}
+	}
+	slices.SortFunc(out, func(a, b Ref) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	return out, nil
+}
+
+// walkLooseRefs puts into refs the value of every loose ref below dir
+// (a slash-separated path under the git directory, such as "refs/heads").
+func (r *Repo) walkLooseRefs(ctx context.Context, dir string, refs map[RefName]OID) error {
+	root := filepath.Join(r.gitDir, filepath.FromSlash(dir))
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				return nil
 			}
 			return err
@@ -196,21 +239,10 @@ func (r *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
 		rel, _ := filepath.Rel(r.gitDir, p)
 		name := RefName(filepath.ToSlash(rel))
 		if id, err := r.ReadRef(ctx, name); err == nil {
-			all[name] = id
+			refs[name] = id
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("list refs: %w", err)
-	}
-	var out []Ref
-	for name, id := range all {
-		if strings.HasPrefix(string(name), prefix) {
-			out = append(out, Ref{Name: name, OID: id})
-		}
-	}
-	slices.SortFunc(out, func(a, b Ref) int { return strings.Compare(string(a.Name), string(b.Name)) })
-	return out, nil
 }
 
 // lockTimeout is how long UpdateRef waits for another writer's lock, as

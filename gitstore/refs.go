@@ -6,11 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -79,6 +82,26 @@ func ValidateRefName(name RefName) error {
 // is.
 type refFiles struct {
 	gitDir string
+	packed *packedCache
+}
+
+// packedCache keeps the last parse of packed-refs with the identity of
+// the file it came from (inode, size, modification time), as git's own
+// packed-refs snapshot does (stat_validity): packed-refs is only ever
+// replaced by a rename (git's lock file, and ours), so a file with the
+// same identity holds the same refs, and a read of a ref, or a listing,
+// costs a stat instead of a parse of every packed ref. mu guards the
+// fields; the map is never changed once made.
+type packedCache struct {
+	mu   sync.Mutex
+	id   fileIdentity
+	refs map[RefName]OID
+}
+
+type fileIdentity struct {
+	ino  uint64
+	size int64
+	mod  time.Time
 }
 
 func (r *refFiles) refPath(name RefName) string {
@@ -105,7 +128,7 @@ func (r *refFiles) readRefRaw(name RefName) (id OID, symbolic RefName, err error
 	default:
 		return OID{}, "", fmt.Errorf("read ref %s: %w", name, err)
 	}
-	packed, err := r.packedRefs()
+	packed, err := r.packedSnapshot()
 	if err != nil {
 		return OID{}, "", err
 	}
@@ -115,15 +138,71 @@ func (r *refFiles) readRefRaw(name RefName) (id OID, symbolic RefName, err error
 	return OID{}, "", fmt.Errorf("ref %s: %w", name, ErrNotFound)
 }
 
-// packedRefs parses packed-refs (an empty map when there is none).
+// packedRefs returns the refs of packed-refs (an empty map when there
+// is none), a map the caller may change.
 func (r *refFiles) packedRefs() (map[RefName]OID, error) {
-	b, err := os.ReadFile(filepath.Join(r.gitDir, "packed-refs"))
+	refs, err := r.packedSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(refs), nil
+}
+
+// packedSnapshot returns the refs of packed-refs, parsed again only when
+// the file is another one than last time (packedCache). The map is
+// shared: read it only.
+func (r *refFiles) packedSnapshot() (map[RefName]OID, error) {
+	path := filepath.Join(r.gitDir, "packed-refs")
+	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[RefName]OID{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read packed-refs: %w", err)
 	}
+	c := r.packed
+	c.mu.Lock()
+	refs, same := c.refs, c.refs != nil && c.id == identityOf(fi)
+	c.mu.Unlock()
+	if same {
+		return refs, nil
+	}
+	// The identity and the content come from one open file, so what is
+	// kept is what that file held.
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[RefName]OID{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read packed-refs: %w", err)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("read packed-refs: %w", err)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read packed-refs: %w", err)
+	}
+	if refs, err = parsePacked(b); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.id, c.refs = identityOf(fi), refs
+	c.mu.Unlock()
+	return refs, nil
+}
+
+func identityOf(fi fs.FileInfo) fileIdentity {
+	id := fileIdentity{size: fi.Size(), mod: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.ino = uint64(st.Ino)
+	}
+	return id
+}
+
+// parsePacked parses the content of packed-refs.
+func parsePacked(b []byte) (map[RefName]OID, error) {
 	refs := make(map[RefName]OID)
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

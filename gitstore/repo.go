@@ -155,7 +155,7 @@ func openRepo(gitDir, workDir string, o Options, seen map[string]bool, depth int
 		return nil, fmt.Errorf("open %q: %w", gitDir, err)
 	}
 	r.alternates = alts
-	r.refs = refFiles{gitDir: gitDir}
+	r.refs = refFiles{gitDir: gitDir, packed: &packedCache{}}
 	r.pool = &storagePool{gitDir: gitDir, opts: o, checks: &r.checks, bad: &r.bad, meta: &r.meta,
 		readers: make(chan *filesystem.Storage, o.Readers)}
 	for i := 0; i < o.Readers; i++ {

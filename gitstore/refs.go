@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -138,16 +137,6 @@ func (r *refFiles) readRefRaw(name RefName) (id OID, symbolic RefName, err error
 	return OID{}, "", fmt.Errorf("ref %s: %w", name, ErrNotFound)
 }
 
-// packedRefs returns the refs of packed-refs (an empty map when there
-// is none), a map the caller may change.
-func (r *refFiles) packedRefs() (map[RefName]OID, error) {
-	refs, err := r.packedSnapshot()
-	if err != nil {
-		return nil, err
-	}
-	return maps.Clone(refs), nil
-}
-
 // packedSnapshot returns the refs of packed-refs, parsed again only when
 // the file is another one than last time (packedCache). The map is
 // shared: read it only.
@@ -262,7 +251,7 @@ func (r *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
 // directories of loose refs the prefixes lie in (refs/heads for
 // "refs/heads/", not every session's refs).
 func (r *Repo) listRefs(ctx context.Context, prefixes ...string) ([]Ref, error) {
-	all, err := r.refs.packedRefs()
+	packed, err := r.refs.packedSnapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +263,7 @@ func (r *Repo) listRefs(ctx context.Context, prefixes ...string) ([]Ref, error) 
 		}
 		return false
 	}
+	loose := map[RefName]OID{}
 	walked := map[string]bool{}
 	for _, prefix := range prefixes {
 		dir := "refs"
@@ -284,13 +274,18 @@ func (r *Repo) listRefs(ctx context.Context, prefixes ...string) ([]Ref, error) 
 			continue
 		}
 		walked[dir] = true
-		if err := r.walkLooseRefs(ctx, dir, all); err != nil {
+		if err := r.walkLooseRefs(ctx, dir, loose); err != nil {
 			return nil, fmt.Errorf("list refs: %w", err)
 		}
 	}
 	var out []Ref
-	for name, id := range all {
+	for name, id := range loose {
 		if matches(name) {
+			out = append(out, Ref{Name: name, OID: id})
+		}
+	}
+	for name, id := range packed {
+		if _, shadowed := loose[name]; !shadowed && matches(name) {
 			out = append(out, Ref{Name: name, OID: id})
 		}
 	}

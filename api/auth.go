@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/record"
 )
 
 // Tokens. The admin token manages repositories and sessions. A session
@@ -198,7 +199,14 @@ func (a *auth) authorizeFrom(r *http.Request, from uuid.UUID) *apitypes.Error {
 
 type principalKey struct{}
 
+// withPrincipal records p in ctx, and for anyone but the admin the reach
+// the engines resolve revisions within (record.Reach): a session token's
+// revisions name only its own session's refs, the repository's branches
+// and tags, and what they reach.
 func withPrincipal(ctx context.Context, p principal) context.Context {
+	if !p.admin {
+		ctx = record.WithReach(ctx, record.Reach{Session: p.session})
+	}
 	return context.WithValue(ctx, principalKey{}, p)
 }
 

@@ -362,14 +362,16 @@ func TestErrorMessages(t *testing.T) {
 	r = ts.call("POST", "/v1/sessions", []byte(`{"repo":"nosuch"}`))
 	assert.Equal(t, 404, r.StatusCode, "%s", r.body)
 	assert.Equal(t, `repository "nosuch": not found`, r.errorOf(t)["message"])
-	// A revision that resolves to nothing is named once, with what is wrong.
+	// A revision that resolves to nothing is not_found, named once, with
+	// what is wrong (as one out of a session token's reach is:
+	// TestRevisionScopeOnEveryRoute).
 	for _, tc := range []struct{ path, body, rev string }{
 		{"/v1/sessions", `{"repo":"r","base":"nope~1"}`, "nope~1"},
 		{"/v1/sessions", `{"repo":"r","base":"main~99"}`, "main~99"},
 		{"/v1/sessions/" + id + "/rebase", `{"onto":"nope^{commit}"}`, "nope^{commit}"},
 	} {
 		r := ts.call("POST", tc.path, []byte(tc.body))
-		assert.Equal(t, 400, r.StatusCode, "%s: %s", tc.body, r.body)
+		assert.Equal(t, 404, r.StatusCode, "%s: %s", tc.body, r.body)
 		msg := r.errorOf(t)["message"].(string)
 		assert.Equal(t, 1, strings.Count(msg, `"`+tc.rev+`"`), "%s: %q", tc.body, msg)
 	}
@@ -550,9 +552,13 @@ func TestDiffAgainstRevision(t *testing.T) {
 		assert.Equal(t, testrepo.Git(t, ts.repo, "diff", "--no-renames", "--name-only", rev, tree.String()), strings.Join(got, "\n"), "against %s", against)
 		assert.Equal(t, testrepo.Git(t, ts.repo, "rev-parse", rev+"^{tree}"), d.From, "against %s", against)
 	}
-	for _, against := range []string{"nope", "main~99", "main^{blob}"} {
+	for _, against := range []string{"nope", "main~99"} {
 		r := ts.call("GET", "/v1/sessions/"+id+"/diff?against="+url.QueryEscape(against), nil)
 		assert.Equal(t, 404, r.StatusCode, "against %s: %s", against, r.body)
 		assert.Contains(t, r.errorOf(t)["message"], "no checkpoint or revision", against)
 	}
+	// A revision that names a blob names something, of the wrong kind.
+	r = ts.call("GET", "/v1/sessions/"+id+"/diff?against="+url.QueryEscape("main^{blob}"), nil)
+	assert.Equal(t, 400, r.StatusCode, "%s", r.body)
+	assert.Contains(t, r.errorOf(t)["message"], `"main^{blob}"`)
 }

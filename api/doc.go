@@ -35,6 +35,13 @@
 // The lack of space is remembered (space.go) until /readyz's probe of what
 // filled finds room again, and /readyz reports it meanwhile.
 //
+// A request authenticated with anything but the admin token carries its
+// reach (record.Reach) in its context (withPrincipal), so the engines
+// resolve every revision it names within it: a session token reaches its
+// own session's refs, the branches and tags, and what they reach. No
+// handler checks a revision itself; revscope_test.go walks every route
+// that takes one.
+//
 // The wire types are package apitypes, shared with package client; the
 // conversions from the engine's values to them (types.go and beside each
 // handler) are here, so the engine's types never reach the wire directly.

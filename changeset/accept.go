@@ -133,7 +133,7 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		return AcceptResult{}, err
 	}
 	if opts.ExpectedHeadRev != "" {
-		h, err := resolveExpectedHead(ctx, r, opts.ExpectedHeadRev)
+		h, err := s.resolveExpectedHead(ctx, r, opts.ExpectedHeadRev)
 		if err != nil {
 			return AcceptResult{}, err
 		}
@@ -536,19 +536,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // resolveExpectedHead resolves an accept's expected head: a full id as
 // given (zero: the branch must not exist), else a revision peeled to a
-// commit.
-func resolveExpectedHead(ctx context.Context, r *gitstore.Repo, rev string) (gitstore.OID, error) {
+// commit, within the caller's reach.
+func (s *Service) resolveExpectedHead(ctx context.Context, r *gitstore.Repo, rev string) (gitstore.OID, error) {
 	if h, err := gitstore.ParseOID(rev); err == nil {
 		return h, nil
 	}
-	h, err := r.ResolveRevision(ctx, rev)
-	if err != nil {
-		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
-			return gitstore.OID{}, fmt.Errorf("%w: expected_head: %v", record.ErrInvalid, err)
-		}
-		return gitstore.OID{}, err
-	}
-	return h, nil
+	return s.sessions.ResolveRevision(ctx, r, "expected_head", rev)
 }
 
 // checkWrites holds a changeset to its session's write policy: every

@@ -21,7 +21,9 @@ func TestExpectedHeadRevision(t *testing.T) {
 	var ce *record.ConflictError
 	require.ErrorAs(t, err, &ce, "main is not at main~1")
 	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{ExpectedHeadRev: "main~x"})
-	assert.ErrorIs(t, err, record.ErrInvalid)
+	assert.ErrorIs(t, err, record.ErrNotFound, "a revision that names nothing")
+	_, err = e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{ExpectedHeadRev: "main^{tree}"})
+	assert.ErrorIs(t, err, record.ErrInvalid, "a revision that names a tree")
 	res, err := e.cs.Accept(ctx, c.ID, changeset.AcceptOptions{ExpectedHeadRev: "refs/heads/main^{commit}"})
 	require.NoError(t, err)
 	assert.Equal(t, e.bgit("rev-parse", "main"), res.Commit.String())

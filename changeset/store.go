@@ -121,4 +121,8 @@ type Sessions interface {
 	// CheckWrites holds a change from tree base to tree head to the
 	// session's write policy (ErrForbidden for a path it may not write).
 	CheckWrites(ctx context.Context, id uuid.UUID, repo *gitstore.Repo, base, head gitstore.OID) error
+	// ResolveRevision resolves a revision the caller of ctx gave as field
+	// to a commit of repo, within the caller's reach (record.Reach): the
+	// one resolver of callers' revisions.
+	ResolveRevision(ctx context.Context, repo *gitstore.Repo, field, rev string) (gitstore.OID, error)
 }

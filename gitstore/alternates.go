@@ -146,7 +146,7 @@ func (r *Repo) inAlternates(ctx context.Context, id OID) (bool, error) {
 // with prefix.
 func (r *Repo) alternatesWithPrefix(ctx context.Context, prefix string, found map[OID]bool) error {
 	for _, alt := range r.alternates {
-		if err := (revParser{alt}).withPrefix(ctx, prefix, found); err != nil {
+		if err := (revParser{Repo: alt}).withPrefix(ctx, prefix, found); err != nil {
 			return err
 		}
 	}

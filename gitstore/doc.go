@@ -71,6 +71,24 @@
 // Options.NoSpace, with the part that is full (objects, refs), before it
 // is returned; CheckSpace probes whether it has room again.
 //
+// Scoped resolution (scope.go, reach.go): ResolveRevisionIn and
+// ResolveTreeIn resolve for a caller that sees only part of the
+// repository (a Scope: the shared refs, HEAD and refs/heads/, refs/tags/,
+// refs/remotes/, its own refs, and what they reach). The scope is
+// checked where a revision enters (a ref name, a full or abbreviated id);
+// what it does not see answers ErrNotFound exactly as what does not
+// exist, and never makes an abbreviated id ambiguous. Reachability is not
+// a walk per request: a name is checked by its spelling alone, an id
+// first against the values of the refs the scope sees, then against what
+// the Repo knows the shared refs reach (one walk of history, newest
+// first, kept and extended as far as the oldest commit asked about,
+// extended again when a branch fast-forwards and restarted only when a
+// ref is deleted or moved back), and last by a walk from the caller's own
+// refs that stops at commits already known. A walk stops once everything
+// left is older than the commit asked about by more than a day, so a
+// commit whose descendants are dated more than a day before it is
+// refused, never wrongly shown. Memory: one entry per commit walked.
+//
 // Housekeeping is package gitstore/housekeeping's: its strategy decides
 // and its Manager runs it (when a Repo opens, every HousekeepInterval and
 // after every few packs the Repo writes, failures logged and counted);

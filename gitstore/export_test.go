@@ -35,3 +35,11 @@ func OnLockCommitted(tb interface{ Cleanup(func()) }, fn func(path string)) {
 	testHookLockCommitted = fn
 	tb.Cleanup(func() { testHookLockCommitted = nil })
 }
+
+// DropReach makes r forget what it knows the shared refs reach, so the
+// next scoped resolution of an id walks history again.
+func DropReach(r *Repo) {
+	r.reach.sem <- struct{}{}
+	r.reach.drop()
+	<-r.reach.sem
+}

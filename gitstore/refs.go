@@ -6,11 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -96,6 +98,26 @@ func ValidateBranchName(name string) error {
 // is.
 type refFiles struct {
 	gitDir string
+	packed *packedCache
+}
+
+// packedCache keeps the last parse of packed-refs with the identity of
+// the file it came from (inode, size, modification time), as git's own
+// packed-refs snapshot does (stat_validity): packed-refs is only ever
+// replaced by a rename (git's lock file, and ours), so a file with the
+// same identity holds the same refs, and a read of a ref, or a listing,
+// costs a stat instead of a parse of every packed ref. mu guards the
+// fields; the map is never changed once made.
+type packedCache struct {
+	mu   sync.Mutex
+	id   fileIdentity
+	refs map[RefName]OID
+}
+
+type fileIdentity struct {
+	ino  uint64
+	size int64
+	mod  time.Time
 }
 
 func (r *refFiles) refPath(name RefName) string {
@@ -122,7 +144,7 @@ func (r *refFiles) readRefRaw(name RefName) (id OID, symbolic RefName, err error
 	default:
 		return OID{}, "", fmt.Errorf("read ref %s: %w", name, err)
 	}
-	packed, err := r.packedRefs()
+	packed, err := r.packedSnapshot()
 	if err != nil {
 		return OID{}, "", err
 	}
@@ -132,15 +154,61 @@ func (r *refFiles) readRefRaw(name RefName) (id OID, symbolic RefName, err error
 	return OID{}, "", fmt.Errorf("ref %s: %w", name, ErrNotFound)
 }
 
-// packedRefs parses packed-refs (an empty map when there is none).
-func (r *refFiles) packedRefs() (map[RefName]OID, error) {
-	b, err := os.ReadFile(filepath.Join(r.gitDir, "packed-refs"))
+// packedSnapshot returns the refs of packed-refs, parsed again only when
+// the file is another one than last time (packedCache). The map is
+// shared: read it only.
+func (r *refFiles) packedSnapshot() (map[RefName]OID, error) {
+	path := filepath.Join(r.gitDir, "packed-refs")
+	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[RefName]OID{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read packed-refs: %w", err)
 	}
+	c := r.packed
+	c.mu.Lock()
+	refs, same := c.refs, c.refs != nil && c.id == identityOf(fi)
+	c.mu.Unlock()
+	if same {
+		return refs, nil
+	}
+	// The identity and the content come from one open file, so what is
+	// kept is what that file held.
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[RefName]OID{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read packed-refs: %w", err)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("read packed-refs: %w", err)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read packed-refs: %w", err)
+	}
+	if refs, err = parsePacked(b); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.id, c.refs = identityOf(fi), refs
+	c.mu.Unlock()
+	return refs, nil
+}
+
+func identityOf(fi fs.FileInfo) fileIdentity {
+	id := fileIdentity{size: fi.Size(), mod: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.ino = uint64(st.Ino)
+	}
+	return id
+}
+
+// parsePacked parses the content of packed-refs.
+func parsePacked(b []byte) (map[RefName]OID, error) {
 	refs := make(map[RefName]OID)
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -192,14 +260,63 @@ func (r *Repo) HeadBranch() (string, error) {
 // ListRefs returns the refs whose names start with prefix, sorted by name;
 // a loose ref wins over a packed one.
 func (r *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
-	all, err := r.refs.packedRefs()
+	return r.listRefs(ctx, prefix)
+}
+
+// listRefs returns the refs whose names start with any of prefixes,
+// sorted by name, reading packed-refs once and walking only the
+// directories of loose refs the prefixes lie in (refs/heads for
+// "refs/heads/", not every session's refs).
+func (r *Repo) listRefs(ctx context.Context, prefixes ...string) ([]Ref, error) {
+	packed, err := r.refs.packedSnapshot()
 	if err != nil {
 		return nil, err
 	}
-	root := filepath.Join(r.gitDir, "refs")
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	matches := func(name RefName) bool {
+		for _, p := range prefixes {
+			if strings.HasPrefix(string(name), p) {
+				return true
+			}
+		}
+		return false
+	}
+	loose := map[RefName]OID{}
+	walked := map[string]bool{}
+	for _, prefix := range prefixes {
+		dir := "refs"
+		if i := strings.LastIndexByte(prefix, '/'); i > 0 && strings.HasPrefix(prefix, "refs/") {
+			dir = prefix[:i]
+		}
+		if walked[dir] {
+			continue
+		}
+		walked[dir] = true
+		if err := r.walkLooseRefs(ctx, dir, loose); err != nil {
+			return nil, fmt.Errorf("list refs: %w", err)
+		}
+	}
+	var out []Ref
+	for name, id := range loose {
+		if matches(name) {
+			out = append(out, Ref{Name: name, OID: id})
+		}
+	}
+	for name, id := range packed {
+		if _, shadowed := loose[name]; !shadowed && matches(name) {
+			out = append(out, Ref{Name: name, OID: id})
+		}
+	}
+	slices.SortFunc(out, func(a, b Ref) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	return out, nil
+}
+
+// walkLooseRefs puts into refs the value of every loose ref below dir
+// (a slash-separated path under the git directory, such as "refs/heads").
+func (r *Repo) walkLooseRefs(ctx context.Context, dir string, refs map[RefName]OID) error {
+	root := filepath.Join(r.gitDir, filepath.FromSlash(dir))
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				return nil
 			}
 			return err
@@ -213,21 +330,10 @@ func (r *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
 		rel, _ := filepath.Rel(r.gitDir, p)
 		name := RefName(filepath.ToSlash(rel))
 		if id, err := r.ReadRef(ctx, name); err == nil {
-			all[name] = id
+			refs[name] = id
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("list refs: %w", err)
-	}
-	var out []Ref
-	for name, id := range all {
-		if strings.HasPrefix(string(name), prefix) {
-			out = append(out, Ref{Name: name, OID: id})
-		}
-	}
-	slices.SortFunc(out, func(a, b Ref) int { return strings.Compare(string(a.Name), string(b.Name)) })
-	return out, nil
 }
 
 // lockTimeout is how long UpdateRef waits for another writer's lock, as

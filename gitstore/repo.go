@@ -113,6 +113,10 @@ type Repo struct {
 	// meta is what housekeeping knows of each pack listed (packmeta.go).
 	meta packMetas
 
+	// reach knows which commits the shared refs reach, for scoped
+	// resolutions (scope.go, reach.go).
+	reach *reach
+
 	closeOnce sync.Once
 
 	// alternates are the object directories of objects/info/alternates,
@@ -150,12 +154,13 @@ func openRepo(gitDir, workDir string, o Options, seen map[string]bool, depth int
 	r.trees, _ = lru.New[OID, *Tree](o.TreeCacheSize)
 	r.blobs, _ = lru.New[OID, []byte](o.BlobCacheSize)
 	r.packs = newOwnPacks(o.OwnIndexSize)
+	r.reach = newReach()
 	alts, err := openAlternates(gitDir, Options{TreeCacheSize: 16, BlobCacheSize: 16, BlobCacheMaxBytes: 1, Readers: o.Readers}, seen, depth)
 	if err != nil {
 		return nil, fmt.Errorf("open %q: %w", gitDir, err)
 	}
 	r.alternates = alts
-	r.refs = refFiles{gitDir: gitDir}
+	r.refs = refFiles{gitDir: gitDir, packed: &packedCache{}}
 	r.pool = &storagePool{gitDir: gitDir, opts: o, checks: &r.checks, bad: &r.bad, meta: &r.meta,
 		readers: make(chan *filesystem.Storage, o.Readers)}
 	for i := 0; i < o.Readers; i++ {

@@ -40,7 +40,7 @@ const (
 // RevParse resolves rev to the object it names and that object's kind,
 // as `git rev-parse --verify 'rev^{object}'` does.
 func (r *Repo) RevParse(ctx context.Context, rev string) (OID, Kind, error) {
-	id, err := revParser{r}.revParse(ctx, rev, rev, anyObject)
+	id, err := revParser{Repo: r}.revParse(ctx, rev, rev, anyObject)
 	if err != nil {
 		return OID{}, 0, err
 	}
@@ -55,19 +55,28 @@ func (r *Repo) RevParse(ctx context.Context, rev string) (OID, Kind, error) {
 // 'rev^{commit}'` does: annotated tags are peeled, and a revision that
 // names a tree or blob is ErrWrongKind.
 func (r *Repo) ResolveRevision(ctx context.Context, rev string) (OID, error) {
-	return revParser{r}.resolveTo(ctx, rev, KindCommit, committish)
+	return r.ResolveRevisionIn(ctx, nil, rev)
 }
 
 // ResolveTree resolves rev to a tree, as `git rev-parse 'rev^{tree}'`
 // does: a commit (or a tag of one) gives its tree.
 func (r *Repo) ResolveTree(ctx context.Context, rev string) (OID, error) {
-	return revParser{r}.resolveTo(ctx, rev, KindTree, treeish)
+	return r.ResolveTreeIn(ctx, nil, rev)
 }
 
 // revParser resolves git's revision syntax (gitrevisions(7): names,
 // abbreviated ids, ^, ~, ^{type}, :path) over the repository it is built
-// on (embedded). Its methods' receiver is r, as the Repo's.
-type revParser struct{ *Repo }
+// on (embedded), as far as scope sees (nil: all of it). Its methods'
+// receiver is r, as the Repo's.
+//
+// The scope is checked where a revision enters the repository: a ref
+// name (basicName), a full id (basicName) and an abbreviated one
+// (resolveShort). Everything else (~, ^, ^{type}) moves from what those
+// named to its parents, trees and tag targets, which the scope sees too.
+type revParser struct {
+	*Repo
+	scope *scopeView
+}
 
 func (r revParser) resolveTo(ctx context.Context, rev string, want Kind, hint disambiguation) (OID, error) {
 	id, err := r.revParse(ctx, rev, rev, hint)
@@ -266,12 +275,15 @@ func (r revParser) peelTo(ctx context.Context, rev string, id OID, want Kind) (O
 // basicName is get_oid_basic: a full id, or a ref by git's rules.
 func (r revParser) basicName(ctx context.Context, name string) (OID, bool, error) {
 	if id, err := ParseOID(name); err == nil {
+		if ok, err := r.scope.visible(ctx, r.Repo, id); !ok || err != nil {
+			return OID{}, false, err
+		}
 		return id, true, nil
 	}
 	if name == "@" {
 		name = "HEAD"
 	}
-	_, id, err := r.dwimRef(ctx, name)
+	_, id, err := r.dwimRef(ctx, r.scope, name)
 	if err != nil || id.IsZero() {
 		return OID{}, false, err
 	}
@@ -284,11 +296,13 @@ func (r revParser) basicName(ctx context.Context, name string) (OID, bool, error
 // exists), or "" when none exists. HEAD is HEAD: a symbolic ref is not
 // followed.
 func (r *Repo) DWIMRef(ctx context.Context, name string) (RefName, error) {
-	ref, _, err := r.dwimRef(ctx, name)
+	ref, _, err := r.dwimRef(ctx, nil, name)
 	return ref, err
 }
 
-func (r *Repo) dwimRef(ctx context.Context, name string) (RefName, OID, error) {
+// dwimRef is DWIMRef with the ref's value, seeing only the refs scope
+// sees (nil: all).
+func (r *Repo) dwimRef(ctx context.Context, scope *scopeView, name string) (RefName, OID, error) {
 	if name == "" {
 		return "", OID{}, nil
 	}
@@ -296,7 +310,7 @@ func (r *Repo) dwimRef(ctx context.Context, name string) (RefName, OID, error) {
 		if cand != "HEAD" && !strings.HasPrefix(cand, "refs/") {
 			continue
 		}
-		if ValidateRefName(RefName(cand)) != nil {
+		if ValidateRefName(RefName(cand)) != nil || !scope.refVisible(RefName(cand)) {
 			continue
 		}
 		id, err := r.ReadRef(ctx, RefName(cand))
@@ -335,7 +349,15 @@ func (r revParser) resolveShort(ctx context.Context, rev, prefix string, hint di
 	}
 	ids := make([]OID, 0, len(found))
 	for id := range found {
-		ids = append(ids, id)
+		// What the scope does not see is not there: it neither matches
+		// nor makes the prefix ambiguous.
+		ok, err := r.scope.visible(ctx, r.Repo, id)
+		if err != nil {
+			return OID{}, revError(rev, err)
+		}
+		if ok {
+			ids = append(ids, id)
+		}
 	}
 	if len(ids) > 1 && hint != anyObject {
 		fit := ids[:0:0]

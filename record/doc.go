@@ -1,8 +1,10 @@
 // Package record holds what the session engine, the changeset package and
 // the store share, so that session and changeset stay peers that do not
 // import each other: the error kinds every layer returns (each maps to one
-// API error code), a session's lifecycle states, and the few views of a session that changesets act on (SessionInfo,
-// Held and StateTx), which the session engine implements.
+// API error code), a session's lifecycle states, the few views of a session that changesets act on (SessionInfo,
+// Held and StateTx), which the session engine implements, and a caller's
+// Reach, which the API puts in a request's context and the engines
+// resolve revisions within.
 //
 // Invariants:
 //   - One name per error kind: this package is the only home of the kinds

@@ -148,9 +148,11 @@ func (m *Manager) FindCheckpoint(ctx context.Context, id uuid.UUID, ref string) 
 }
 
 // AgainstTree resolves what a diff of session id compares with: "" or
-// "base" is its base tree, then a checkpoint (its id, number or commit
-// id), then any revision of the session's repository as `git rev-parse
-// 'rev^{tree}'` resolves it.
+// "base" is its base tree, then a checkpoint of its own (its id, number
+// or commit id), then a revision of the session's repository as `git
+// rev-parse 'rev^{tree}'` resolves it, within the caller's reach
+// (ResolveRevision): a session token never names another session's refs
+// or what only they reach.
 func (m *Manager) AgainstTree(ctx context.Context, id uuid.UUID, against string) (gitstore.OID, error) {
 	if against == "" || against == "base" {
 		_, base, err := m.Tree(ctx, id)
@@ -171,14 +173,11 @@ func (m *Manager) AgainstTree(ctx context.Context, id uuid.UUID, against string)
 	if gerr != nil {
 		return gitstore.OID{}, gerr
 	}
-	tree, rerr := r.ResolveTree(ctx, against)
-	if rerr != nil {
-		if errors.Is(rerr, gitstore.ErrNotFound) || errors.Is(rerr, gitstore.ErrWrongKind) || errors.Is(rerr, gitstore.ErrAmbiguous) {
-			return gitstore.OID{}, fmt.Errorf("against %q: no checkpoint or revision by that name: %w", against, record.ErrNotFound)
-		}
-		return gitstore.OID{}, rerr
+	tree, rerr := resolveRevision(ctx, r, "against", against, gitstore.KindTree)
+	if errors.Is(rerr, record.ErrNotFound) {
+		return gitstore.OID{}, fmt.Errorf("against %q: no checkpoint or revision by that name: %w", against, record.ErrNotFound)
 	}
-	return tree, nil
+	return tree, rerr
 }
 
 // overlayFromTree returns the overlay over base that turns baseTree into
@@ -540,7 +539,7 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 	s, err := m.create(ctx, CreateOptions{
 		Repo: src.Repo, Base: base, AgentID: opts.AgentID, AgentName: opts.AgentName,
 		Intent: opts.Intent, Mode: mode, TTL: ttl, Policy: policy,
-		forkBaseRef: src.BaseRef, forkTree: target,
+		forkBaseRef: src.BaseRef, forkBase: baseCommit, forkTree: target,
 	}, src.ID, entries)
 	if err != nil {
 		return Session{}, err

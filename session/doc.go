@@ -42,6 +42,16 @@
 //     test).
 //   - Heads and bases move only by compare-and-swap, in git (refs) and in
 //     the store.
+//   - Revisions keep the caller's scope. Every revision a caller gives
+//     (a base, a rebase's onto, a diff's against, and for package
+//     changeset an accept's expected head) is resolved by ResolveRevision
+//     (reach.go) within the reach the API put in the context
+//     (record.Reach): a session token names its own refs
+//     (refs/sessions/<id>/…), the repository's branches and tags, and
+//     the commits reachable from them (gitstore.Scope, which says how
+//     reachability is bounded); anything else is record.ErrNotFound, as
+//     what does not exist is. Checkpoints (fork, rollback, against) are
+//     looked up among the session's own only.
 //   - Exec (a command on the session's view, package workdir) marks the
 //     session busy while the command runs, without holding its lock: reads
 //     go on and see the state before, every write is ErrBusy. What the

@@ -15,8 +15,9 @@ import (
 )
 
 // What package changeset needs of the engine: a session held under its
-// lock (record.Held), its metadata, and its write policy applied to a
-// changeset. The changeset's life itself is not here: see package
+// lock (record.Held), its metadata, its write policy applied to a
+// changeset, and the resolver of callers' revisions (ResolveRevision,
+// reach.go). The changeset's life itself is not here: see package
 // changeset.
 
 // Hold loads session id and takes its lock for a changeset operation;

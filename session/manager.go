@@ -173,8 +173,11 @@ type CreateOptions struct {
 	TTL    time.Duration
 	Policy Policy
 
-	// Set by Fork: the source's branch, and the tree of the fork's view.
+	// Set by Fork: the source's branch, the commit the fork starts on
+	// (Base is then its id and is not resolved again), and the tree of
+	// the fork's view.
 	forkBaseRef string
+	forkBase    gitstore.OID
 	forkTree    gitstore.OID
 }
 
@@ -205,12 +208,11 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 	if base == "" {
 		base = "HEAD"
 	}
-	commit, err := r.ResolveRevision(ctx, base)
-	if err != nil {
-		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
-			return Session{}, fmt.Errorf("%w: base: %v", record.ErrInvalid, err)
+	commit := opts.forkBase
+	if commit.IsZero() {
+		if commit, err = m.ResolveRevision(ctx, r, "base", base); err != nil {
+			return Session{}, err
 		}
-		return Session{}, err
 	}
 	baseBranch := ""
 	if id, err := r.ReadRef(ctx, gitstore.BranchRef(base)); err == nil && id == commit && !strings.HasPrefix(base, "refs/") {

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -13,9 +12,10 @@ import (
 )
 
 // Rebase moves the session onto a new base (a branch, tag or commit,
-// usually its branch after it moved): its changes are re-applied on the
-// new base by three-way merge and the overlay becomes that result. A
-// conflict returns a *merge.ConflictError and changes nothing.
+// usually its branch after it moved, resolved within the caller's reach:
+// ResolveRevision): its changes are re-applied on the new base by
+// three-way merge and the overlay becomes that result. A conflict returns
+// a *merge.ConflictError and changes nothing.
 func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) (Session, MutationRecord, error) {
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
@@ -31,11 +31,8 @@ func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) 
 	if onto == "" {
 		return Session{}, MutationRecord{}, fmt.Errorf("%w: the session has no base branch; say where to rebase onto", record.ErrInvalid)
 	}
-	commit, err := ls.repo.ResolveRevision(ctx, onto)
+	commit, err := m.ResolveRevision(ctx, ls.repo, "rebase onto", onto)
 	if err != nil {
-		if errors.Is(err, gitstore.ErrNotFound) || errors.Is(err, gitstore.ErrWrongKind) || errors.Is(err, gitstore.ErrAmbiguous) {
-			return Session{}, MutationRecord{}, fmt.Errorf("%w: rebase onto: %v", record.ErrInvalid, err)
-		}
 		return Session{}, MutationRecord{}, err
 	}
 	c, err := ls.repo.Commit(ctx, commit)

@@ -282,7 +282,7 @@ func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
 				for _, f := range res.Diff.Files {
 					fmt.Fprintf(w, "  %-12s %s +%d -%d\n", f.Status, merge.QuotePath(f.Path), f.Insertions, f.Deletions)
 					for _, h := range f.Hunks {
-						fmt.Fprintf(w, "    @@ -%d,%d +%d,%d @@\n", h.OldStart, h.OldLines, h.NewStart, h.NewLines)
+						fmt.Fprintf(w, "    %s\n", strings.TrimSpace(fmt.Sprintf("@@ -%d,%d +%d,%d @@ %s", h.OldStart, h.OldLines, h.NewStart, h.NewLines, h.Function)))
 						for _, l := range h.Lines {
 							fmt.Fprintf(w, "    %s\n", strings.TrimSuffix(l, "\n"))
 						}

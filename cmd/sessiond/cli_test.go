@@ -240,7 +240,7 @@ func TestColorDiff(t *testing.T) {
 		"\x1b[1mindex 1111111..2222222 100644\x1b[m",
 		"\x1b[1m--- a/f.sql\x1b[m",
 		"\x1b[1m+++ b/f.sql\x1b[m",
-		"\x1b[36m@@ -1,3 +1,3 @@ select\x1b[m",
+		"\x1b[36m@@ -1,3 +1,3 @@\x1b[m \x1b[mselect\x1b[m",
 		" keep",
 		"\x1b[31m--- x\x1b[m",
 		"\x1b[32m+++ y\x1b[m",

@@ -560,7 +560,7 @@ func TestCLIHumanOutput(t *testing.T) {
 		s2, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r"})
 		require.NoError(t, err)
 		clientEnv(t, d, s2.ID)
-		_, err = d.C.SetRepoPolicy(ctx, "r", apitypes.RepoPolicy{AllowCheckedOut: true})
+		_, err = d.C.SetRepoPolicy(ctx, "r", apitypes.RepoPolicy{AllowCheckedOut: new(true)})
 		require.NoError(t, err)
 		// The branch moves on a file the session reads: a stale read.
 		require.NoError(t, os.WriteFile(filepath.Join(repo, nl), []byte("moved\n"), 0o644))

@@ -12,9 +12,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/sessiond/sessiond/gitstore"
@@ -37,9 +39,9 @@ type Update struct {
 
 	from gitstore.OID // the tree the work tree is clean against
 	ix   *gitstore.Index
-	// tracked are the index's entries by path (stage 0), their stat data
-	// refreshed where Begin compared content.
-	tracked map[string]*gitstore.IndexEntry
+	// tracked are the index's entries (stage 0) in its order, their stat
+	// data refreshed where Begin compared content.
+	tracked []*gitstore.IndexEntry
 
 	steps   []step // the paths that differ between the two commits
 	applied bool
@@ -122,11 +124,13 @@ func Begin(ctx context.Context, r *gitstore.Repo, from, to gitstore.OID) (*Updat
 // shows) and the work tree with the index (git diff-files, after git
 // update-index --refresh), and returns what differs.
 func (u *Update) check(ctx context.Context) ([]DirtyPath, error) {
-	tree := map[string]gitstore.Entry{}
+	// The tree's files come in git's order, which for whole paths is the
+	// index's: the two are walked side by side.
+	var tree []gitstore.Entry
 	if !u.from.IsZero() {
 		if err := u.r.List(ctx, u.from, "", true, func(e gitstore.Entry) error {
 			if !e.Mode.IsDir() {
-				tree[e.Path] = e
+				tree = append(tree, e)
 			}
 			return nil
 		}); err != nil {
@@ -141,47 +145,95 @@ func (u *Update) check(ctx context.Context) ([]DirtyPath, error) {
 			dirty = append(dirty, DirtyPath{Path: p, Status: why})
 		}
 	}
-	u.tracked = make(map[string]*gitstore.IndexEntry, len(u.ix.Entries))
-	for i := range u.ix.Entries {
-		e := &u.ix.Entries[i]
+	entries := u.ix.Entries
+	u.tracked = make([]*gitstore.IndexEntry, 0, len(entries))
+	for i, j := 0, 0; i < len(entries) || j < len(tree); {
+		if i < len(entries) && entries[i].SkipWorktree {
+			return nil, fmt.Errorf("%w: %s is outside a sparse checkout", ErrUnsupported, entries[i].Path)
+		}
 		switch {
-		case e.SkipWorktree:
-			return nil, fmt.Errorf("%w: %s is outside a sparse checkout", ErrUnsupported, e.Path)
+		case i >= len(entries) || (j < len(tree) && tree[j].Path < entries[i].Path):
+			add(tree[j].Path, Staged) // deleted from the index
+			j++
+			continue
+		case j < len(tree) && tree[j].Path == entries[i].Path:
+			j++
+		default:
+			// In the index only: the tree has no such path.
+			if e := &entries[i]; e.Stage == 0 && !e.IntentToAdd {
+				u.tracked = append(u.tracked, e)
+				add(e.Path, Staged)
+				i++
+				continue
+			}
+		}
+		e := &entries[i]
+		i++
+		switch {
 		case e.Stage != 0:
 			add(e.Path, Unmerged)
-			continue
+			for i < len(entries) && entries[i].Path == e.Path {
+				i++ // the conflict's other stages
+			}
 		case e.IntentToAdd:
 			add(e.Path, IntentToAdd)
-			continue
-		}
-		u.tracked[e.Path] = e
-		te, ok := tree[e.Path]
-		delete(tree, e.Path)
-		if !ok || te.Mode != e.Mode || te.OID != e.OID {
-			add(e.Path, Staged)
+		default:
+			u.tracked = append(u.tracked, e)
+			if te := tree[j-1]; te.Path != e.Path || te.Mode != e.Mode || te.OID != e.OID {
+				add(e.Path, Staged)
+			}
 		}
 	}
-	for p := range tree {
-		add(p, Staged) // deleted from the index
-	}
+	// The work tree against the index; assume-unchanged entries are
+	// taken at their word, as git does.
+	var files []*gitstore.IndexEntry
 	for i := range u.ix.Entries {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if e := &u.ix.Entries[i]; !seen[e.Path] && e.Mode != gitstore.ModeGitlink && !e.AssumeValid {
+			files = append(files, e)
 		}
-		e := &u.ix.Entries[i]
-		if seen[e.Path] || e.Mode == gitstore.ModeGitlink {
-			continue
-		}
-		why, err := u.fileState(e)
-		if err != nil {
-			return nil, err
-		}
+	}
+	states, err := u.fileStates(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	for i, why := range states {
 		if why != "" {
-			add(e.Path, why)
+			add(files[i].Path, why)
 		}
 	}
 	sort.Slice(dirty, func(i, j int) bool { return dirty[i].Path < dirty[j].Path })
 	return dirty, nil
+}
+
+// fileStates is fileState of each entry, in parallel (a stat call at a
+// time per worker, as git's preload-index does for a large index).
+func (u *Update) fileStates(ctx context.Context, files []*gitstore.IndexEntry) ([]string, error) {
+	out := make([]string, len(files))
+	workers := min(max(runtime.NumCPU(), 2), 8, len(files)/500+1)
+	per := (len(files) + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := min(w*per, len(files)), min((w+1)*per, len(files))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				if i%256 == 0 && ctx.Err() != nil {
+					errs[w] = ctx.Err()
+					return
+				}
+				why, err := u.fileState(files[i])
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				out[i] = why
+			}
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 // full is the work tree path of a repository path.
@@ -335,6 +387,12 @@ func (u *Update) Apply(ctx context.Context) error {
 	return u.prepareIndex(u.steps, written)
 }
 
+// isTracked reports whether the index has path p (stage 0).
+func (u *Update) isTracked(p string) bool {
+	i := sort.Search(len(u.tracked), func(i int) bool { return u.tracked[i].Path >= p })
+	return i < len(u.tracked) && u.tracked[i].Path == p
+}
+
 // inTheWay returns the untracked files that writing a new file at p
 // would overwrite or lose: at p itself (a file, or a directory holding
 // untracked files) and at a directory above p that is a file.
@@ -349,11 +407,11 @@ func (u *Update) inTheWay(p string, deleted map[string]bool) ([]DirtyPath, error
 		if err != nil || fi.IsDir() {
 			continue // absent (made on the way), or a directory
 		}
-		if _, tracked := u.tracked[dir]; !(tracked && deleted[dir]) {
+		if !(u.isTracked(dir) && deleted[dir]) {
 			out = append(out, DirtyPath{Path: dir, Status: Untracked})
 		}
 	}
-	if _, tracked := u.tracked[p]; tracked {
+	if u.isTracked(p) {
 		return out, nil // what the index says (or named by check): overwritten as git does
 	}
 	fi, err := os.Lstat(u.full(p))
@@ -376,7 +434,7 @@ func (u *Update) inTheWay(p string, deleted map[string]bool) ([]DirtyPath, error
 		}
 		rel, _ := filepath.Rel(u.root, full)
 		rel = filepath.ToSlash(rel)
-		if _, tracked := u.tracked[rel]; !(tracked && deleted[rel]) {
+		if !(u.isTracked(rel) && deleted[rel]) {
 			out = append(out, DirtyPath{Path: rel, Status: Untracked})
 		}
 		return nil
@@ -497,24 +555,27 @@ func writeAtomic(full string, mode gitstore.Mode, data []byte, symlinks bool) er
 
 // prepareIndex writes the index of the new commit into index.lock: the
 // old entries (stat data refreshed), less the paths deleted, with the
-// paths written and the stat data of their files.
+// paths written and the stat data of their files; the two sorted lists
+// are merged side by side.
 func (u *Update) prepareIndex(steps []step, written map[string]gitstore.IndexStat) error {
-	entries := make(map[string]gitstore.IndexEntry, len(u.tracked)+len(steps))
-	for p, e := range u.tracked {
-		entries[p] = *e
-	}
-	for _, s := range steps {
-		if s.new.Mode == 0 {
-			delete(entries, s.path)
+	steps = slices.Clone(steps)
+	slices.SortFunc(steps, func(a, b step) int { return strings.Compare(a.path, b.path) })
+	ix := &gitstore.Index{Version: u.ix.Version, Entries: make([]gitstore.IndexEntry, 0, len(u.tracked)+len(steps))}
+	for i, j := 0, 0; i < len(u.tracked) || j < len(steps); {
+		if j >= len(steps) || (i < len(u.tracked) && u.tracked[i].Path < steps[j].path) {
+			ix.Entries = append(ix.Entries, *u.tracked[i])
+			i++
 			continue
 		}
-		entries[s.path] = gitstore.IndexEntry{Path: s.path, Mode: s.new.Mode, OID: s.new.OID, Stat: written[s.path]}
+		s := steps[j]
+		j++
+		if i < len(u.tracked) && u.tracked[i].Path == s.path {
+			i++ // replaced or deleted
+		}
+		if s.new.Mode != 0 {
+			ix.Entries = append(ix.Entries, gitstore.IndexEntry{Path: s.path, Mode: s.new.Mode, OID: s.new.OID, Stat: written[s.path]})
+		}
 	}
-	ix := &gitstore.Index{Version: u.ix.Version, Entries: make([]gitstore.IndexEntry, 0, len(entries))}
-	for _, e := range entries {
-		ix.Entries = append(ix.Entries, e)
-	}
-	sort.Slice(ix.Entries, func(i, j int) bool { return ix.Entries[i].Path < ix.Entries[j].Path })
 	if err := u.lock.Truncate(0); err != nil {
 		return err
 	}

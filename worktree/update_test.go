@@ -185,6 +185,10 @@ func TestUpdateRefusesAsPushToCheckout(t *testing.T) {
 		{name: "a file touched but not changed", mess: func(t *testing.T, dir string) {
 			require.NoError(t, os.Chtimes(filepath.Join(dir, "keep.txt"), timeAgo(), timeAgo()))
 		}},
+		{name: "an assume-unchanged file changed", mess: func(t *testing.T, dir string) {
+			testrepo.Git(t, dir, "update-index", "--assume-unchanged", "keep.txt")
+			writeFile(t, dir, "keep.txt", "changed\n")
+		}},
 		{name: "a modified tracked file", mess: func(t *testing.T, dir string) {
 			writeFile(t, dir, "keep.txt", "changed\n")
 		}, refused: []worktree.DirtyPath{{Path: "keep.txt", Status: worktree.Modified}}},
@@ -210,6 +214,9 @@ func TestUpdateRefusesAsPushToCheckout(t *testing.T) {
 			writeFile(t, dir, "added.txt", "new\n")
 			testrepo.Git(t, dir, "add", "added.txt")
 		}, refused: []worktree.DirtyPath{{Path: "added.txt", Status: worktree.Staged}}},
+		{name: "a file removed from the index only", mess: func(t *testing.T, dir string) {
+			testrepo.Git(t, dir, "rm", "-q", "--cached", "keep.txt")
+		}, refused: []worktree.DirtyPath{{Path: "keep.txt", Status: worktree.Staged}}},
 		{name: "a deleted tracked file", mess: func(t *testing.T, dir string) {
 			require.NoError(t, os.Remove(filepath.Join(dir, "deep/er/keep.txt")))
 		}, refused: []worktree.DirtyPath{{Path: "deep/er/keep.txt", Status: worktree.Deleted}}},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -51,6 +52,7 @@ type Attributes struct {
 	tree  OID
 	info  *attrFile
 	files map[string]*attrFile // by directory ("" for the root); nil: none
+	trees map[string]OID       // directories' trees, as dirTree finds them
 	// macros are the definitions in force, the one of highest
 	// precedence per name (info/attributes, then the root file, then
 	// git's built-in ones).
@@ -91,7 +93,7 @@ func NewAttributes(ctx context.Context, r *Repo, tree OID) (*Attributes, error) 
 	if err != nil {
 		return nil, err
 	}
-	a := &Attributes{r: r, tree: tree, files: map[string]*attrFile{}, macros: map[string][]attrAssign{}}
+	a := &Attributes{r: r, tree: tree, files: map[string]*attrFile{}, trees: map[string]OID{}, macros: map[string][]attrAssign{}}
 	if data, err := os.ReadFile(filepath.Join(r.gitDir, "info", "attributes")); err == nil && len(data) <= attrMaxFile {
 		a.info = parseAttrFile("", data, true)
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -127,14 +129,17 @@ func (a *Attributes) file(ctx context.Context, dir string) (*attrFile, error) {
 		return f, nil
 	}
 	var f *attrFile
-	if !a.tree.IsZero() {
-		p := ".gitattributes"
-		if dir != "" {
-			p = dir + "/" + p
+	tree, err := a.dirTree(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !tree.IsZero() {
+		t, err := a.r.Tree(ctx, tree)
+		if err != nil {
+			return nil, err
 		}
-		e, err := a.r.Lookup(ctx, a.tree, p)
-		switch {
-		case err == nil && (e.Mode == ModeFile || e.Mode == ModeExec):
+		// A symlink or a directory by that name is not read, as git.
+		if e, ok := t.Find(".gitattributes"); ok && (e.Mode == ModeFile || e.Mode == ModeExec) {
 			size, err := a.r.BlobSize(ctx, e.OID)
 			if err != nil {
 				return nil, err
@@ -146,52 +151,80 @@ func (a *Attributes) file(ctx context.Context, dir string) (*attrFile, error) {
 				}
 				f = parseAttrFile(dir, data, dir == "")
 			}
-		case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrWrongKind):
-			// A symlink or a directory by that name, or none.
-		default:
-			return nil, err
 		}
 	}
 	a.files[dir] = f
 	return f, nil
 }
 
+// dirTree is the tree of directory dir ("" the root), found from its
+// parent's, so each directory costs one lookup; zero when there is none.
+func (a *Attributes) dirTree(ctx context.Context, dir string) (OID, error) {
+	if dir == "" {
+		return a.tree, nil
+	}
+	if id, ok := a.trees[dir]; ok {
+		return id, nil
+	}
+	parent, name := "", dir
+	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
+		parent, name = dir[:i], dir[i+1:]
+	}
+	pt, err := a.dirTree(ctx, parent)
+	if err != nil || pt.IsZero() {
+		return OID{}, err
+	}
+	t, err := a.r.Tree(ctx, pt)
+	if err != nil {
+		return OID{}, err
+	}
+	var id OID
+	if e, ok := t.Find(name); ok && e.Mode.IsDir() {
+		id = e.OID
+	}
+	a.trees[dir] = id
+	return id, nil
+}
+
 // Get returns the states of the attributes names for path (a file's
 // repository-relative path); a name no line mentions is unspecified.
 func (a *Attributes) Get(ctx context.Context, path string, names ...string) (map[string]Attr, error) {
+	vals := make([]Attr, len(names))
+	if err := a.lookup(ctx, path, names, vals); err != nil {
+		return nil, err
+	}
 	out := make(map[string]Attr, len(names))
-	want := make(map[string]bool, len(names))
-	for _, n := range names {
-		want[n] = true
+	for i, n := range names {
+		out[n] = vals[i]
 	}
-	// The files that apply, most specific first.
-	stack := []*attrFile{a.info}
-	dirs := []string{""}
-	for i := 0; i < len(path); i++ {
-		if path[i] == '/' {
-			dirs = append(dirs, path[:i])
-		}
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		f, err := a.file(ctx, dirs[i])
-		if err != nil {
-			return nil, err
-		}
-		stack = append(stack, f)
-	}
+	return out, nil
+}
+
+// Value returns the state of one attribute for path.
+func (a *Attributes) Value(ctx context.Context, path, name string) (Attr, error) {
+	var v [1]Attr
+	err := a.lookup(ctx, path, []string{name}, v[:])
+	return v[0], err
+}
+
+// lookup sets vals[i] to the state of names[i] for path: the files that
+// apply, most specific first, each from its last line up; the first
+// line that assigns a name decides it, and a macro set there assigns
+// its own attributes, as git's fill and macroexpand do.
+func (a *Attributes) lookup(ctx context.Context, path string, names []string, vals []Attr) error {
 	base := path[strings.LastIndexByte(path, '/')+1:]
-	done := map[string]bool{}
-	remaining := len(want)
+	var done []string // every name assigned so far, wanted or not
+	remaining := len(names)
 	var fill func(assigns []attrAssign)
 	fill = func(assigns []attrAssign) {
 		for i := len(assigns) - 1; i >= 0 && remaining > 0; i-- {
 			as := assigns[i]
-			if done[as.name] {
+			if slices.Contains(done, as.name) {
 				continue
 			}
-			done[as.name] = true
-			if want[as.name] {
-				out[as.name] = as.attr
+			done = append(done, as.name)
+			if k := slices.Index(names, as.name); k >= 0 {
+				vals[k] = as.attr
 				remaining--
 			}
 			if m, ok := a.macros[as.name]; ok && as.attr.State == AttrSet {
@@ -199,9 +232,9 @@ func (a *Attributes) Get(ctx context.Context, path string, names ...string) (map
 			}
 		}
 	}
-	for _, f := range stack {
+	apply := func(f *attrFile) {
 		if f == nil {
-			continue
+			return
 		}
 		for i := len(f.rules) - 1; i >= 0 && remaining > 0; i-- {
 			if ru := &f.rules[i]; ru.macro == "" && ru.matches(f.dir, path, base) {
@@ -209,12 +242,24 @@ func (a *Attributes) Get(ctx context.Context, path string, names ...string) (map
 			}
 		}
 	}
-	for n := range want {
-		if _, ok := out[n]; !ok {
-			out[n] = Attr{}
+	apply(a.info)
+	// The directories of path, deepest first, down to the root.
+	for end := len(path); remaining > 0; {
+		end = strings.LastIndexByte(path[:end], '/')
+		dir := ""
+		if end > 0 {
+			dir = path[:end]
+		}
+		f, err := a.file(ctx, dir)
+		if err != nil {
+			return err
+		}
+		apply(f)
+		if end <= 0 {
+			break
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // matches reports whether the rule of the file in dir matches the file
@@ -228,11 +273,10 @@ func (ru *attrRule) matches(dir, path, base string) bool {
 	}
 	name := path
 	if dir != "" {
-		rest, ok := strings.CutPrefix(path, dir+"/")
-		if !ok {
+		if len(path) <= len(dir) || path[len(dir)] != '/' || path[:len(dir)] != dir {
 			return false
 		}
-		name = rest
+		name = path[len(dir)+1:]
 	}
 	return wildmatch(ru.pattern, name, true)
 }

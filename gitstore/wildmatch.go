@@ -1,6 +1,6 @@
 package gitstore
 
-import "bytes"
+import "strings"
 
 // wildmatch's answers: a match, no match here (a caller may try the
 // next position), and no match anywhere (the text ran out, so no later
@@ -19,11 +19,11 @@ const (
 // slashes spans directories. Bytes are compared as bytes; there is no case
 // folding.
 func wildmatch(pattern, text string, pathname bool) bool {
-	return dowild([]byte(pattern), []byte(text), pathname) == wmMatch
+	return dowild(pattern, text, pathname) == wmMatch
 }
 
 // at is s[i], or 0 past its end (C's terminating NUL).
-func at(s []byte, i int) byte {
+func at(s string, i int) byte {
 	if i < len(s) {
 		return s[i]
 	}
@@ -32,7 +32,7 @@ func at(s []byte, i int) byte {
 
 func isGlobSpecial(c byte) bool { return c == '*' || c == '?' || c == '[' || c == '\\' }
 
-func dowild(p, text []byte, pathname bool) int {
+func dowild(p, text string, pathname bool) int {
 	pi, ti := 0, 0
 	for ; pi < len(p); pi, ti = pi+1, ti+1 {
 		pch := p[pi]
@@ -87,7 +87,7 @@ func dowild(p, text []byte, pathname bool) int {
 			if pi >= len(p) {
 				// A trailing "**" matches everything, a trailing '*' only
 				// what has no more slashes.
-				if !matchSlash && bytes.IndexByte(text[ti:], '/') >= 0 {
+				if !matchSlash && strings.IndexByte(text[ti:], '/') >= 0 {
 					return wmNoMatch
 				}
 				return wmMatch
@@ -95,7 +95,7 @@ func dowild(p, text []byte, pathname bool) int {
 			if !matchSlash && p[pi] == '/' {
 				// One '*' followed by a slash matches up to the next
 				// slash, which the loop then consumes.
-				slash := bytes.IndexByte(text[ti:], '/')
+				slash := strings.IndexByte(text[ti:], '/')
 				if slash < 0 {
 					return wmNoMatch
 				}
@@ -186,7 +186,7 @@ func dowild(p, text []byte, pathname bool) int {
 						}
 						break
 					}
-					ok, known := charClass(string(p[s:e-1]), tch)
+					ok, known := charClass(p[s:e-1], tch)
 					if !known {
 						return wmAbortAll
 					}

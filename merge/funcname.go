@@ -304,11 +304,10 @@ func (d *drivers) finder(ctx context.Context, path string) (*funcFinder, error) 
 	if d == nil || d.attrs == nil || path == "" {
 		return nil, nil
 	}
-	a, err := d.attrs.Get(ctx, path, "diff")
+	name, err := d.attrs.Value(ctx, path, "diff")
 	if err != nil {
 		return nil, err
 	}
-	name := a["diff"]
 	if name.State != gitstore.AttrValue {
 		return nil, nil
 	}

@@ -52,13 +52,15 @@ crash:
 
 # Each fuzz target in turn, FUZZTIME each: the path validator, the
 # .gitmodules parser and rules, the three-way line merge, a partial
-# accept's selection, the glob matcher, the size parser of flags,
+# accept's selection, a diff driver's funcname pattern as RE2, the glob
+# matcher, the size parser of flags,
 # edit_file's matcher and the MCP diff tool's split of a diff into files.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzValidatePath -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzCheckContent -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzMergeLines -fuzztime $(FUZZTIME) ./merge/
 	$(GO) test -run '^$$' -fuzz FuzzSelect -fuzztime $(FUZZTIME) ./merge/
+	$(GO) test -run '^$$' -fuzz FuzzFuncnamePattern -fuzztime $(FUZZTIME) ./merge/
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime $(FUZZTIME) ./session/
 	$(GO) test -run '^$$' -fuzz FuzzParseByteSize -fuzztime $(FUZZTIME) ./cmd/sessiond/
 	$(GO) test -run '^$$' -fuzz FuzzApplyEdits -fuzztime $(FUZZTIME) ./mcpserver/

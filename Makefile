@@ -37,7 +37,7 @@ test-race:
 # finished, resident memory at each quarter) runs once, after the others.
 CHURN_SESSIONS ?= 100000
 bench:
-	$(GO) test -p 1 -run '^$$' -bench . -skip '^BenchmarkSessionChurn$$' -benchmem -count $(BENCHCOUNT) -timeout 60m ./gitstore/ ./db/ ./overlay/ ./session/ ./merge/ ./graph/ ./workdir/ ./mcpserver/ ./cmd/sessiond/ | tee bench.out
+	$(GO) test -p 1 -run '^$$' -bench . -skip '^BenchmarkSessionChurn$$' -benchmem -count $(BENCHCOUNT) -timeout 60m ./gitstore/ ./db/ ./overlay/ ./session/ ./merge/ ./graph/ ./workdir/ ./worktree/ ./mcpserver/ ./cmd/sessiond/ | tee bench.out
 	SESSIOND_CHURN_SESSIONS=$(CHURN_SESSIONS) $(GO) test -run '^$$' -bench '^BenchmarkSessionChurn$$' -benchtime 1x -count 1 -timeout 120m ./session/ | tee -a bench.out
 
 # The long kill -9 test: CRASH_ROUNDS kills of the daemon per store (SQLite

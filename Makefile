@@ -6,7 +6,7 @@ PKGS     := ./...
 # as part of `make test` (the session engine with -short: its crash test
 # then kills 20 times instead of 200, which the plain run already did;
 # and the changesets, whose concurrent accepts moved there from session).
-RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/
+RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 BENCHCOUNT ?= 5
@@ -37,7 +37,7 @@ test-race:
 # finished, resident memory at each quarter) runs once, after the others.
 CHURN_SESSIONS ?= 100000
 bench:
-	$(GO) test -p 1 -run '^$$' -bench . -skip '^BenchmarkSessionChurn$$' -benchmem -count $(BENCHCOUNT) -timeout 60m ./gitstore/ ./db/ ./overlay/ ./session/ ./merge/ ./graph/ ./workdir/ ./mcpserver/ ./cmd/sessiond/ | tee bench.out
+	$(GO) test -p 1 -run '^$$' -bench . -skip '^BenchmarkSessionChurn$$' -benchmem -count $(BENCHCOUNT) -timeout 60m ./gitstore/ ./db/ ./overlay/ ./session/ ./merge/ ./graph/ ./workdir/ ./worktree/ ./mcpserver/ ./cmd/sessiond/ | tee bench.out
 	SESSIOND_CHURN_SESSIONS=$(CHURN_SESSIONS) $(GO) test -run '^$$' -bench '^BenchmarkSessionChurn$$' -benchtime 1x -count 1 -timeout 120m ./session/ | tee -a bench.out
 
 # The long kill -9 test: CRASH_ROUNDS kills of the daemon per store (SQLite
@@ -52,13 +52,15 @@ crash:
 
 # Each fuzz target in turn, FUZZTIME each: the path validator, the
 # .gitmodules parser and rules, the three-way line merge, a partial
-# accept's selection, the glob matcher, the size parser of flags,
+# accept's selection, a diff driver's funcname pattern as RE2, the glob
+# matcher, the size parser of flags,
 # edit_file's matcher and the MCP diff tool's split of a diff into files.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzValidatePath -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzCheckContent -fuzztime $(FUZZTIME) ./overlay/
 	$(GO) test -run '^$$' -fuzz FuzzMergeLines -fuzztime $(FUZZTIME) ./merge/
 	$(GO) test -run '^$$' -fuzz FuzzSelect -fuzztime $(FUZZTIME) ./merge/
+	$(GO) test -run '^$$' -fuzz FuzzFuncnamePattern -fuzztime $(FUZZTIME) ./merge/
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime $(FUZZTIME) ./session/
 	$(GO) test -run '^$$' -fuzz FuzzParseByteSize -fuzztime $(FUZZTIME) ./cmd/sessiond/
 	$(GO) test -run '^$$' -fuzz FuzzApplyEdits -fuzztime $(FUZZTIME) ./mcpserver/

@@ -84,7 +84,8 @@ func toLayer(l changeset.Layer) apitypes.Layer {
 
 func toUndoResult(r changeset.UndoResult) apitypes.UndoResult {
 	out := apitypes.UndoResult{Repo: r.Repo, Branch: r.Branch, DryRun: r.DryRun, Head: oidText(r.Head), Commit: oidText(r.Commit),
-		Reverts: []apitypes.Revert{}, ComesBack: r.ComesBack, Stays: r.Stays, Conflicts: toConflicts(r.Conflicts)}
+		Reverts: []apitypes.Revert{}, ComesBack: r.ComesBack, Stays: r.Stays, Conflicts: toConflicts(r.Conflicts),
+		WorkTreeUpdated: r.WorkTreeUpdated, WorkTreeError: r.WorkTreeError}
 	for _, rv := range r.Reverts {
 		out.Reverts = append(out.Reverts, apitypes.Revert{Changeset: rv.Changeset.String(), Layer: rv.Layer,
 			LayerCommit: oidText(rv.LayerCommit), RevertCommit: oidText(rv.RevertCommit)})
@@ -299,7 +300,7 @@ func (s *Server) acceptChangeset(w http.ResponseWriter, r *http.Request) error {
 		Commit: oidText(res.Commit), Branch: res.Branch, Rebased: res.Rebased, Recovered: res.Recovered,
 		StaleReads: toStaleReads(res.StaleReads), Layer: toLayer(res.Layer), Changeset: toChangeset(res.Changeset),
 		Selection: toAcceptedSelection(res.Selection), SessionRebased: res.SessionRebased, SessionError: res.SessionError,
-		DryRun: res.DryRun, Head: oidText(res.Head),
+		DryRun: res.DryRun, Head: oidText(res.Head), WorkTreeUpdated: res.WorkTreeUpdated, WorkTreeError: res.WorkTreeError,
 	}
 	if len(res.SessionConflicts) > 0 {
 		out.SessionConflicts = toConflicts(res.SessionConflicts)
@@ -381,7 +382,8 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
 
 func toRepoPolicy(p repos.Policy) apitypes.RepoPolicy {
 	ex := apitypes.ExecPolicy(p.Exec)
-	return apitypes.RepoPolicy{RequiredApprovals: p.RequiredApprovals, AllowCheckedOut: p.AllowCheckedOut, RefuseStaleReads: p.RefuseStaleReads, Exec: &ex}
+	allow := !p.RefuseCheckedOut
+	return apitypes.RepoPolicy{RequiredApprovals: p.RequiredApprovals, AllowCheckedOut: &allow, RefuseStaleReads: p.RefuseStaleReads, Exec: &ex}
 }
 
 func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
@@ -390,7 +392,8 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := repos.Policy{Repo: r.PathValue("repo"),
-		RequiredApprovals: req.RequiredApprovals, AllowCheckedOut: req.AllowCheckedOut, RefuseStaleReads: req.RefuseStaleReads}
+		RequiredApprovals: req.RequiredApprovals, RefuseCheckedOut: req.AllowCheckedOut != nil && !*req.AllowCheckedOut,
+		RefuseStaleReads: req.RefuseStaleReads}
 	if req.Exec != nil {
 		p.Exec = repos.ExecPolicy(*req.Exec)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
+	"github.com/sessiond/sessiond/worktree"
 )
 
 func newError(status int, code, format string, args ...any) *apitypes.Error {
@@ -37,6 +38,7 @@ func mapError(err error) *apitypes.Error {
 		srErr   *changeset.StaleReadsError
 		objErr  *gitstore.ObjectError
 		nsErr   *record.NoSpaceError
+		wtErr   *worktree.DirtyError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -82,6 +84,11 @@ func mapError(err error) *apitypes.Error {
 	case errors.As(err, &mgErr):
 		return &apitypes.Error{Status: http.StatusConflict, Code: apitypes.CodeConflict, Message: err.Error(),
 			Details: map[string]any{"conflicts": toConflicts(mgErr.Conflicts)}}
+	case errors.As(err, &wtErr):
+		// The repository's work tree, where the branch is checked out,
+		// has changes of its own: named, nothing moved.
+		return &apitypes.Error{Status: http.StatusConflict, Code: apitypes.CodeConflict, Message: err.Error(),
+			Details: map[string]any{"dirty_paths": wtErr.Paths}}
 	case errors.As(err, &srErr):
 		return &apitypes.Error{Status: http.StatusConflict, Code: apitypes.CodeConflict, Message: err.Error(),
 			Details: map[string]any{"stale_reads": toStaleReads(srErr.Reads)}}

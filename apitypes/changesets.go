@@ -195,6 +195,11 @@ type AcceptResult struct {
 	DryRun bool   `json:"dry_run,omitempty"`
 	Head   string `json:"head,omitempty"`
 	Diff   *Diff  `json:"diff,omitempty"`
+	// WorkTreeUpdated: the branch is the one the repository's work tree
+	// has checked out, and its index and work tree were moved with it;
+	// WorkTreeError says why they were not, after the branch moved.
+	WorkTreeUpdated bool   `json:"work_tree_updated,omitempty"`
+	WorkTreeError   string `json:"work_tree_error,omitempty"`
 }
 
 // Layer is an accepted changeset on a branch.
@@ -229,6 +234,9 @@ type UndoResult struct {
 	ComesBack []string   `json:"comes_back"`
 	Stays     []string   `json:"stays"`
 	Conflicts []Conflict `json:"conflicts"`
+	// WorkTreeUpdated and WorkTreeError: as in AcceptResult.
+	WorkTreeUpdated bool   `json:"work_tree_updated,omitempty"`
+	WorkTreeError   string `json:"work_tree_error,omitempty"`
 }
 
 // Revert is one undone layer.
@@ -271,12 +279,18 @@ type ConflictVersion struct {
 }
 
 // RepoPolicy is a repository's policy: how changesets are accepted, and
-// what commands on its sessions may use.
+// what commands on its sessions may use. A PUT replaces the whole policy.
 type RepoPolicy struct {
-	RequiredApprovals int         `json:"required_approvals"`
-	AllowCheckedOut   bool        `json:"allow_checked_out"`
-	RefuseStaleReads  bool        `json:"refuse_stale_reads"`
-	Exec              *ExecPolicy `json:"exec,omitempty"`
+	RequiredApprovals int `json:"required_approvals"`
+	// AllowCheckedOut: accepts and undos onto the branch a non-bare
+	// repository has checked out go through and update its index and
+	// work tree when those are clean (git's
+	// receive.denyCurrentBranch=updateInstead), and are refused naming
+	// what is not clean otherwise; false refuses them all. Absent in a
+	// PUT: true, the default. An answer always has it.
+	AllowCheckedOut  *bool       `json:"allow_checked_out,omitempty"`
+	RefuseStaleReads bool        `json:"refuse_stale_reads"`
+	Exec             *ExecPolicy `json:"exec,omitempty"`
 }
 
 // ExecPolicy is what commands on a repository's sessions may use: the

@@ -19,13 +19,16 @@ type FileDiff struct {
 }
 
 // Hunk is one hunk of a file's line diff. Lines start with ' ', '-' or
-// '+'.
+// '+'. Function is its function context, the text git prints after
+// "@@ … @@" (the nearest line above the hunk that the file's diff driver
+// takes for a function's start); empty when there is none.
 type Hunk struct {
 	OldStart int      `json:"old_start"`
 	OldLines int      `json:"old_lines"`
 	NewStart int      `json:"new_start"`
 	NewLines int      `json:"new_lines"`
 	Lines    []string `json:"lines"`
+	Function string   `json:"function,omitempty"`
 }
 
 // Diff is a diff in its JSON form.

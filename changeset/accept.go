@@ -17,6 +17,7 @@ import (
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/repos"
+	"github.com/sessiond/sessiond/worktree"
 )
 
 // AcceptOptions qualify an accept.
@@ -87,6 +88,11 @@ type AcceptResult struct {
 	DryRun  bool
 	Head    gitstore.OID
 	Preview *merge.Patch
+	// WorkTreeUpdated says the branch is the one the repository's work
+	// tree has checked out and its index and work tree moved with it;
+	// WorkTreeError why they did not, after the branch moved.
+	WorkTreeUpdated bool
+	WorkTreeError   string
 }
 
 // acceptMaxAttempts bounds the re-merges after losing the branch's
@@ -107,8 +113,10 @@ const acceptMaxAttempts = 16
 // changeset, that is the answer (Recovered).
 //
 // A changeset may be accepted when its status is approved, or open with
-// no approvals required. A non-bare repository's checked-out branch is
-// refused (record.ErrForbidden) unless the policy allows it.
+// no approvals required. On the branch a non-bare repository has checked
+// out, the accept also moves its index and work tree, which must be
+// clean (a *worktree.DirtyError names what is not, and nothing is
+// written), unless the policy refuses that branch (record.ErrForbidden).
 func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) (AcceptResult, error) {
 	c, err := s.Get(ctx, id)
 	if err != nil {
@@ -129,7 +137,8 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	if _, err := targetBranch(ctx, r, string(gitstore.BranchRef(c.TargetBranch))); err != nil {
 		return AcceptResult{}, fmt.Errorf("accept changeset %s: %w", id, err)
 	}
-	if err := checkBranchWritable(r, c.TargetBranch, pol); err != nil {
+	onCheckout, err := checkedOut(r, c.TargetBranch, pol)
+	if err != nil {
 		return AcceptResult{}, err
 	}
 	if opts.ExpectedHeadRev != "" {
@@ -247,11 +256,21 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		if err != nil {
 			return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
 		}
+		// The checked-out work tree is written first and its index
+		// waits in index.lock, as git's push-to-checkout updates the
+		// work tree before the ref.
+		var wt *worktree.Update
+		if onCheckout {
+			if wt, err = beginWorkTree(ctx, r, c.TargetBranch, head, commit); err != nil {
+				return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
+			}
+		}
 		// In flight from here until recorded: a crash leaves the commit
 		// to look for on the branch, for this revision.
 		err = s.store.BeginAccept(ctx, id, Accepting{Commit: commit, Revision: c.Revision,
 			Rebased: res.Rebased, Selection: res.Selection, StaleReads: res.StaleReads})
 		if err != nil {
+			abortWorkTree(ctx, wt)
 			return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
 		}
 		failpoint.Hit(failpoint.IntentRecorded)
@@ -259,8 +278,10 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		if err == nil {
 			failpoint.Hit(failpoint.RefMoved)
 			res.Commit = commit
+			res.WorkTreeUpdated, res.WorkTreeError = finishWorkTree(wt)
 			break
 		}
+		abortWorkTree(ctx, wt)
 		if !errors.Is(err, gitstore.ErrRefConflict) && !errors.Is(err, gitstore.ErrRefLocked) {
 			// Whether the ref moved is not known here: the flight stays,
 			// for the next touch of the branch (or a restart) to settle.
@@ -425,17 +446,70 @@ func acceptable(c Changeset, pol repos.Policy) error {
 	return conflict("changeset %s is %s", c.ID, strings.ReplaceAll(string(c.Status), "_", " "))
 }
 
-// checkBranchWritable refuses the branch a non-bare repository has
-// checked out, unless the policy allows it (git's
-// receive.denyCurrentBranch).
-func checkBranchWritable(r *gitstore.Repo, branch string, pol repos.Policy) error {
-	if r.Bare() || pol.AllowCheckedOut {
-		return nil
+// checkedOut reports whether branch is the one a non-bare repository has
+// checked out, whose index and work tree an accept or undo then moves
+// with it (git's receive.denyCurrentBranch=updateInstead); the policy's
+// RefuseCheckedOut refuses such a branch instead (=refuse).
+func checkedOut(r *gitstore.Repo, branch string, pol repos.Policy) (bool, error) {
+	if r.Bare() {
+		return false, nil
 	}
-	if cur, _ := r.HeadBranch(); cur == branch {
-		return fmt.Errorf("%w: branch %q is checked out in the repository's work tree; sessiond does not update work trees (allow it with the repository policy allow_checked_out)", record.ErrForbidden, branch)
+	cur, err := r.HeadBranch()
+	if err != nil {
+		return false, err
 	}
-	return nil
+	if cur != branch {
+		return false, nil
+	}
+	if pol.RefuseCheckedOut {
+		return false, fmt.Errorf("%w: branch %q is checked out in the repository's work tree, and the repository's policy refuses accepts and undos onto it (allow_checked_out: false)", record.ErrForbidden, branch)
+	}
+	return true, nil
+}
+
+// beginWorkTree starts moving the checked-out work tree of r from commit
+// head to commit to: its index and work tree must be clean against head
+// (a *worktree.DirtyError names what is not, for the API's 409), git's
+// index.lock free and the paths writable as git would write them (else
+// record.ErrConflict). What it returns holds index.lock: Commit it once
+// the branch moved, Abort it otherwise.
+func beginWorkTree(ctx context.Context, r *gitstore.Repo, branch string, head, to gitstore.OID) (*worktree.Update, error) {
+	u, err := worktree.Begin(ctx, r, head, to)
+	if err == nil {
+		if err = u.Apply(ctx); err != nil {
+			_ = u.Abort(ctx)
+		}
+	}
+	var dirty *worktree.DirtyError
+	switch {
+	case err == nil:
+		return u, nil
+	case errors.As(err, &dirty):
+		return nil, fmt.Errorf("branch %s is checked out in the repository's work tree: %w", branch, err)
+	case errors.Is(err, worktree.ErrLocked), errors.Is(err, worktree.ErrUnsupported):
+		return nil, fmt.Errorf("%w: branch %s is checked out in the repository's work tree: %w", record.ErrConflict, branch, err)
+	}
+	return nil, fmt.Errorf("branch %s is checked out in the repository's work tree: %w", branch, err)
+}
+
+// finishWorkTree commits a work tree's update after its branch moved,
+// and says how it went for the result: the branch has moved either way.
+func finishWorkTree(u *worktree.Update) (updated bool, problem string) {
+	if u == nil {
+		return false, ""
+	}
+	if err := u.Commit(); err != nil {
+		return false, "the work tree's files were written but its index was not: " + err.Error() + " (git reset --hard brings it to the branch)"
+	}
+	return true, ""
+}
+
+// abortWorkTree gives a work tree back what an update wrote, when its
+// branch did not move.
+func abortWorkTree(ctx context.Context, u *worktree.Update) {
+	if u != nil {
+		_ = u.Abort(ctx)
+	}
 }
 
 // acceptMessage is the accept commit's message: the message or intent,

@@ -440,17 +440,22 @@ func TestChangesetAcceptRules(t *testing.T) {
 	require.Len(t, r3.StaleReads, 1, "reported, not refused")
 	assert.Equal(t, "a.txt", r3.StaleReads[0].Path)
 
-	// The branch a work tree has checked out: refused unless allowed.
+	// The branch a work tree has checked out: refused when the policy
+	// says so, else accepted with the work tree.
 	w := e.create(session.CreateOptions{Repo: "r", Base: "main"})
 	e.write(w.ID, "w.txt", "w\n")
 	cw, err := e.cs.Submit(ctx, w.ID, changeset.SubmitOptions{})
 	require.NoError(t, err)
+	_, err = e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r", RefuseCheckedOut: true})
+	require.NoError(t, err)
 	_, err = e.cs.Accept(ctx, cw.ID, changeset.AcceptOptions{})
 	assert.ErrorIs(t, err, record.ErrForbidden)
-	_, err = e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r", AllowCheckedOut: true})
+	_, err = e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r"})
 	require.NoError(t, err)
-	_, err = e.cs.Accept(ctx, cw.ID, changeset.AcceptOptions{})
+	acc, err := e.cs.Accept(ctx, cw.ID, changeset.AcceptOptions{})
 	require.NoError(t, err)
+	assert.True(t, acc.WorkTreeUpdated)
+	assert.Empty(t, e.git("status", "--porcelain"))
 
 }
 
@@ -513,7 +518,7 @@ func TestAcceptRecognisesOnlyItsOwnCommit(t *testing.T) {
 func TestAcceptHoldsToSessionPolicy(t *testing.T) {
 	e := newEnv(t, "small")
 	ctx := t.Context()
-	_, err := e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r", AllowCheckedOut: true})
+	_, err := e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r"})
 	require.NoError(t, err)
 	p := e.create(session.CreateOptions{})
 	e.write(p.ID, "secret/key", "k\n")

@@ -42,6 +42,17 @@
 //     clears the flight, in one transaction. While an accept is in flight
 //     the changeset is not revised and not accepted again. Undo takes the
 //     same steps with each layer's revert commit (Layer.Reverting).
+//   - The branch a non-bare repository has checked out (accept.go,
+//     checkedOut): an accept or undo onto it moves the index and work
+//     tree too, as git's receive.denyCurrentBranch=updateInstead, through
+//     package worktree: after the commit is written and before the
+//     accept is recorded in flight, the update takes git's index.lock,
+//     checks the checkout clean (a *worktree.DirtyError names what is
+//     not; then nothing is written and the branch does not move) and
+//     writes the changed paths; the ref's compare-and-swap then decides:
+//     moved, the new index replaces the old; not moved, the files are
+//     written back and the index left as it was. The policy's
+//     RefuseCheckedOut refuses that branch instead (record.ErrForbidden).
 //   - All or nothing across a crash: Reconcile, at the daemon's start, and
 //     every Accept, Undo and Submit first for its branch, settles what is
 //     in flight by looking for the recorded commit on the branch: there,

@@ -14,6 +14,7 @@ import (
 	"github.com/sessiond/sessiond/internal/failpoint"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/worktree"
 )
 
 // UndoOptions name the layers to undo.
@@ -52,6 +53,9 @@ type UndoResult struct {
 	Stays []string
 	// Conflicts are why the undo cannot apply; then nothing is written.
 	Conflicts []merge.Conflict
+	// WorkTreeUpdated and WorkTreeError: as in AcceptResult.
+	WorkTreeUpdated bool
+	WorkTreeError   string
 }
 
 // Revert is one undone layer.
@@ -101,8 +105,9 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 	if err != nil {
 		return UndoResult{}, err
 	}
+	var onCheckout bool
 	if !opts.DryRun {
-		if err := checkBranchWritable(r, first.TargetBranch, pol); err != nil {
+		if onCheckout, err = checkedOut(r, first.TargetBranch, pol); err != nil {
 			return UndoResult{}, err
 		}
 	}
@@ -181,13 +186,26 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 			tip = rv.RevertCommit
 		}
 		if tip != head {
+			// The checked-out work tree first, as for an accept.
+			var wt *worktree.Update
+			if onCheckout {
+				if wt, err = beginWorkTree(ctx, r, first.TargetBranch, head, tip); err != nil {
+					return UndoResult{}, fmt.Errorf("undo: %w", err)
+				}
+			}
 			// In flight from here until recorded: a crash leaves the
 			// revert commits to look for on the branch.
 			if err := s.beginUndo(ctx, res.Reverts, written); err != nil {
+				abortWorkTree(ctx, wt)
 				return UndoResult{}, fmt.Errorf("undo: %w", err)
 			}
 			failpoint.Hit(failpoint.IntentRecorded)
 			err := r.UpdateRef(ctx, ref, tip, head)
+			if err == nil {
+				res.WorkTreeUpdated, res.WorkTreeError = finishWorkTree(wt)
+			} else {
+				abortWorkTree(ctx, wt)
+			}
 			if errors.Is(err, gitstore.ErrRefConflict) || errors.Is(err, gitstore.ErrRefLocked) {
 				// The branch did not move: the undo is no longer in flight.
 				if err := s.clearUndo(ctx, res.Reverts, written); err != nil {

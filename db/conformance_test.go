@@ -714,7 +714,7 @@ func testRepoPolicy(t *testing.T, _ backend, s Store) {
 	mkRepo(t, s, "r")
 	_, err := cst.GetRepoPolicy(ctx, "r")
 	assert.ErrorIs(t, err, record.ErrNotFound)
-	p := repos.Policy{Repo: "r", RequiredApprovals: 2, AllowCheckedOut: true,
+	p := repos.Policy{Repo: "r", RequiredApprovals: 2, RefuseCheckedOut: true,
 		Exec: repos.ExecPolicy{Network: true, MemoryBytes: 1 << 30, Pids: 64, CPUWeight: 50, ScratchBytes: 1 << 20, TmpBytes: 1 << 10}}
 	require.NoError(t, cst.SetRepoPolicy(ctx, p))
 	got, err := cst.GetRepoPolicy(ctx, "r")

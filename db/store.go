@@ -1272,6 +1272,10 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// The column allow_checked_out holds the negation of RefuseCheckedOut, so
+// a row written when allowing meant moving the branch without touching
+// the work tree keeps its answer (1: go through, now updating the work
+// tree; 0: refuse).
 func (s *store) SetRepoPolicy(ctx context.Context, p repos.Policy) error {
 	ex, err := json.Marshal(p.Exec)
 	if err != nil {
@@ -1280,7 +1284,7 @@ func (s *store) SetRepoPolicy(ctx context.Context, p repos.Policy) error {
 	_, err = s.r.exec(ctx, `INSERT INTO repo_policies (repo, required_approvals, allow_checked_out, refuse_stale_reads, exec)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (repo) DO UPDATE SET required_approvals = excluded.required_approvals,
 		allow_checked_out = excluded.allow_checked_out, refuse_stale_reads = excluded.refuse_stale_reads, exec = excluded.exec`,
-		p.Repo, p.RequiredApprovals, boolInt(p.AllowCheckedOut), boolInt(p.RefuseStaleReads), string(ex))
+		p.Repo, p.RequiredApprovals, boolInt(!p.RefuseCheckedOut), boolInt(p.RefuseStaleReads), string(ex))
 	if err != nil {
 		return fmt.Errorf("policy of repository %q: %w", p.Repo, err)
 	}
@@ -1296,7 +1300,7 @@ func (s *store) GetRepoPolicy(ctx context.Context, repo string) (repos.Policy, e
 	if err != nil {
 		return repos.Policy{}, fmt.Errorf("policy of repository %q: %w", repo, err)
 	}
-	p.AllowCheckedOut, p.RefuseStaleReads = allow != 0, refuse != 0
+	p.RefuseCheckedOut, p.RefuseStaleReads = allow == 0, refuse != 0
 	if err := json.Unmarshal([]byte(ex), &p.Exec); err != nil {
 		return repos.Policy{}, fmt.Errorf("policy of repository %q: exec: %w", repo, err)
 	}

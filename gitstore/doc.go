@@ -157,6 +157,14 @@
 // or one stops when the other deletes a pack it reads; a process whose own
 // index names a deleted pack forgets it and reads through the storages.
 //
+// Attributes, config and the index file (attributes.go, wildmatch.go,
+// config.go, index.go): the attributes git check-attr gives a path, from
+// the .gitattributes files of a tree and info/attributes, with git's
+// wildmatch patterns, macros and precedence; the repository's own config
+// file (neither reads a user's global or the system's files); and the
+// encoding of a work tree's index file, which package worktree reads and
+// writes.
+//
 // Alternates (alternates.go): a repository whose objects/info/alternates
 // names other object directories (git clone --shared or --reference, an
 // object pool) reads through them as git does, recursively, with relative

@@ -125,3 +125,42 @@ func BenchmarkDiff(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkPatch: the patch of 1,000 changed files — hunks with their
+// function context, each file's diff attribute looked up in the new
+// tree's .gitattributes files — against git diff of the same commits,
+// without and with a root .gitattributes naming built-in drivers.
+func BenchmarkPatch(b *testing.B) {
+	bm := setupBenchMerge(b, testrepo.DefaultSyntheticFiles, 1)
+	ctx := b.Context()
+	bc, err := bm.repo.Commit(ctx, bm.base)
+	require.NoError(b, err)
+	batch := bm.repo.NewBatch()
+	attrs := batch.AddBlob([]byte("*.go diff=golang\n*.py diff=python\n*.md diff=markdown\n*.sh diff=bash\n"))
+	withAttrs, err := batch.BuildTree(ctx, bm.newTree, []gitstore.Change{{Path: ".gitattributes", Mode: gitstore.ModeFile, OID: attrs}})
+	require.NoError(b, err)
+	require.NoError(b, batch.Flush(ctx))
+	name := fmt.Sprintf("paths=1000/files=%d", testrepo.DefaultSyntheticFiles)
+	for _, v := range []struct {
+		attrs string
+		tree  gitstore.OID
+	}{{"none", bm.newTree}, {"drivers", withAttrs}} {
+		b.Run(name+"/attrs="+v.attrs+"/impl=sessiond", func(b *testing.B) {
+			for b.Loop() {
+				p, err := merge.Diff(ctx, bm.repo, bc.Tree, v.tree, merge.DiffOptions{}, merge.PatchOptions{})
+				if err != nil || len(p.Files) < 1000 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run(name+"/attrs=none/impl=git-diff", func(b *testing.B) {
+		for b.Loop() {
+			cmd := exec.Command("git", "diff", bc.Tree.String(), bm.newTree.String())
+			cmd.Dir, cmd.Env = bm.dir, testrepo.Env()
+			if out, err := cmd.Output(); err != nil || len(out) == 0 {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -23,6 +23,12 @@
 //     on its hash table order (ties between equally likely new places of a
 //     directory, the order of deferred directories) ours is the sorted
 //     order.
+//   - Hunk headers carry git's function context (funcname.go): the
+//     driver the diff attribute names in the new tree's .gitattributes
+//     (PatchOptions.AttrTree), its pattern from the repository's config
+//     or git's built-in ones translated from POSIX to RE2, else git's
+//     default rule; the differential tests compare every header with
+//     git diff's.
 //   - Cost proportional to change. Diffs and merges descend only into
 //     subtrees whose ids differ; a merge takes a directory only one side
 //     changed whole, without reading it, unless rename detection needs

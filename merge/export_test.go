@@ -50,3 +50,19 @@ func ApplySelected(s *Selected, path string) ([]byte, bool) {
 
 // ApplyHunks applies the hunks at take (sorted) of f to its old content.
 func ApplyHunks(f *FileDiff, take []int) []byte { return applyHunks(f.old, f.Hunks, take) }
+
+// BuiltinFuncname is git's built-in funcname pattern of driver name as
+// the table holds it, and whether it ignores case.
+func BuiltinFuncname(name string) (pattern string, icase, ok bool) {
+	d, ok := builtinDrivers[name]
+	return d.pattern, d.icase, ok
+}
+
+// BuiltinDrivers are the names of the built-in drivers.
+func BuiltinDrivers() map[string]bool {
+	out := map[string]bool{}
+	for n := range builtinDrivers {
+		out[n] = true
+	}
+	return out
+}

@@ -20,6 +20,10 @@ type Hunk struct {
 	NewStart int      `json:"new_start"`
 	NewLines int      `json:"new_lines"`
 	Lines    []string `json:"lines"`
+	// Function is the hunk's function context, the text git prints
+	// after "@@ … @@" (funcname.go): empty when no line above the hunk is
+	// a function line.
+	Function string `json:"function,omitempty"`
 }
 
 // FileDiff is one file of a Patch: the change plus its hunks.
@@ -50,6 +54,12 @@ type PatchOptions struct {
 	// Context is the number of context lines; 0 means git's 3, a negative
 	// value none.
 	Context int
+	// AttrTree is the tree (or commit) whose .gitattributes files choose
+	// each file's diff driver, and so the function context of its hunk
+	// headers, as a checkout's work tree does for git diff. Diff takes
+	// its new tree when this is zero; BuildPatch then reads only the
+	// repository's info/attributes.
+	AttrTree gitstore.OID
 }
 
 // Diff is DiffTrees followed by BuildPatch.
@@ -58,17 +68,26 @@ func Diff(ctx context.Context, repo *gitstore.Repo, oldTree, newTree gitstore.OI
 	if err != nil {
 		return nil, err
 	}
+	if popts.AttrTree.IsZero() {
+		popts.AttrTree = newTree
+	}
 	return BuildPatch(ctx, repo, changes, popts)
 }
 
 // BuildPatch reads the contents of changes and computes their hunks with
-// git's diff (Myers with the indent heuristic, as git diff by default).
+// git's diff (Myers with the indent heuristic, as git diff by default),
+// each hunk with its function context.
 func BuildPatch(ctx context.Context, repo *gitstore.Repo, changes []FileChange, opts PatchOptions) (*Patch, error) {
 	ctxLines := opts.Context
 	if ctxLines == 0 {
 		ctxLines = 3
 	}
 	ctxLines = max(ctxLines, 0)
+	attrs, err := gitstore.NewAttributes(ctx, repo, opts.AttrTree)
+	if err != nil {
+		return nil, fmt.Errorf("patch: attributes: %w", err)
+	}
+	drv := &drivers{repo: repo, attrs: attrs}
 	p := &Patch{Files: make([]FileDiff, 0, len(changes))}
 	stop := func() bool { return ctx.Err() != nil }
 	read := func(id gitstore.OID, m gitstore.Mode) ([]byte, error) {
@@ -95,7 +114,17 @@ func BuildPatch(ctx context.Context, repo *gitstore.Repo, changes []FileChange, 
 		}
 		fd.Binary = IsBinary(fd.old) || IsBinary(fd.new)
 		if !fd.Binary && c.OldOID != c.NewOID {
-			fd.Hunks = hunksUntil(stop, splitLines(fd.old), splitLines(fd.new), ctxLines)
+			// git takes the old path's driver, else the new path's.
+			var ff *funcFinder
+			for _, path := range []string{c.OldPath, c.NewPath} {
+				if ff != nil {
+					break
+				}
+				if ff, err = drv.finder(ctx, path); err != nil {
+					return nil, fmt.Errorf("patch %q: attributes: %w", c.Path(), err)
+				}
+			}
+			fd.Hunks = hunksUntil(stop, splitLines(fd.old), splitLines(fd.new), ctxLines, ff)
 			if err := ctx.Err(); err != nil {
 				return nil, err // the line diff gave up halfway
 			}
@@ -126,13 +155,16 @@ func subproject(id gitstore.OID, m gitstore.Mode) []byte {
 }
 
 // hunks groups an edit script into hunks with ctx lines of context,
-// joining changes closer than 2×ctx lines, as xdiff's emitter does.
-func hunks(a, b [][]byte, ctx int) []Hunk { return hunksUntil(nil, a, b, ctx) }
+// joining changes closer than 2×ctx lines, as xdiff's emitter does, with
+// the function context of git's default rule.
+func hunks(a, b [][]byte, ctx int) []Hunk { return hunksUntil(nil, a, b, ctx, nil) }
 
 // hunksUntil is hunks whose line diff gives up once stop says true (a
-// request that ended); the caller then throws the hunks away.
-func hunksUntil(stop func() bool, a, b [][]byte, ctx int) []Hunk {
+// request that ended; the caller then throws the hunks away), with the
+// function context of ff (nil: git's default rule).
+func hunksUntil(stop func() bool, a, b [][]byte, ctx int, ff *funcFinder) []Hunk {
 	script := diffLines(a, b, diffOptions{indentHeuristic: true, stop: stop})
+	fc := funcContext{f: ff, a: a, limit: -1}
 	var out []Hunk
 	for i := 0; i < len(script); {
 		j := i
@@ -144,7 +176,7 @@ func hunksUntil(stop func() bool, a, b [][]byte, ctx int) []Hunk {
 		s2 := max(first.i2-ctx, 0)
 		e1 := min(last.i1+last.chg1+ctx, len(a))
 		e2 := min(last.i2+last.chg2+ctx, len(b))
-		h := Hunk{OldStart: s1 + 1, OldLines: e1 - s1, NewStart: s2 + 1, NewLines: e2 - s2}
+		h := Hunk{OldStart: s1 + 1, OldLines: e1 - s1, NewStart: s2 + 1, NewLines: e2 - s2, Function: fc.at(s1)}
 		if h.OldLines == 0 {
 			h.OldStart = s1
 		}
@@ -260,7 +292,12 @@ func writeFile(b *bytes.Buffer, f *FileDiff) {
 	}
 	fmt.Fprintf(b, "--- %s\n+++ %s\n", from, to)
 	for _, h := range f.Hunks {
-		fmt.Fprintf(b, "@@ -%s +%s @@\n", rangeText(h.OldStart, h.OldLines), rangeText(h.NewStart, h.NewLines))
+		fmt.Fprintf(b, "@@ -%s +%s @@", rangeText(h.OldStart, h.OldLines), rangeText(h.NewStart, h.NewLines))
+		if h.Function != "" {
+			b.WriteByte(' ')
+			b.WriteString(h.Function)
+		}
+		b.WriteByte('\n')
 		for _, l := range h.Lines {
 			b.WriteString(l)
 			if !strings.HasSuffix(l, "\n") {

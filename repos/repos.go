@@ -33,12 +33,13 @@ type Policy struct {
 	// open changeset may be accepted, one with changes requested or
 	// rejected may not).
 	RequiredApprovals int
-	// AllowCheckedOut lets accepts and undos move the branch that a
-	// non-bare repository has checked out. Its work tree and index are not
-	// updated (git status there then shows the accepted change reversed),
-	// which is why it is refused by default, as git push does
-	// (receive.denyCurrentBranch).
-	AllowCheckedOut bool
+	// RefuseCheckedOut refuses accepts and undos onto the branch a
+	// non-bare repository has checked out, as git push does with
+	// receive.denyCurrentBranch=refuse. By default they go through and
+	// update its index and work tree, as git's updateInstead does, when
+	// those are clean (package worktree), and are refused naming what is
+	// not clean otherwise. (The API's allow_checked_out is its negation.)
+	RefuseCheckedOut bool
 	// RefuseStaleReads makes an accept fail when a file the session read
 	// changed on the branch since its base, instead of only reporting it.
 	RefuseStaleReads bool

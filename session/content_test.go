@@ -110,7 +110,7 @@ func TestContentRulesOnMerges(t *testing.T) {
 
 	// The branch changes notes.txt the same way: rebasing the session
 	// onto it is refused, and so is accepting its changeset onto it.
-	_, err = e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r", AllowCheckedOut: true})
+	_, err = e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r"})
 	require.NoError(t, err)
 	c, err := e.cs().Submit(ctx, a.ID, changeset.SubmitOptions{Intent: "modules"})
 	require.NoError(t, err)

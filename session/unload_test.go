@@ -68,7 +68,7 @@ func TestFinishedSessionsAreUnloaded(t *testing.T) {
 
 	c, err := e.cs().Submit(ctx, ids[1].ID, changeset.SubmitOptions{Intent: "f"})
 	require.NoError(t, err)
-	_, err = e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r", AllowCheckedOut: true})
+	_, err = e.en.Repos.SetPolicy(ctx, repos.Policy{Repo: "r"})
 	require.NoError(t, err)
 	_, err = e.cs().Accept(ctx, c.ID, changeset.AcceptOptions{})
 	require.NoError(t, err)

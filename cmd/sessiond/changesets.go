@@ -282,7 +282,7 @@ func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
 				for _, f := range res.Diff.Files {
 					fmt.Fprintf(w, "  %-12s %s +%d -%d\n", f.Status, merge.QuotePath(f.Path), f.Insertions, f.Deletions)
 					for _, h := range f.Hunks {
-						fmt.Fprintf(w, "    @@ -%d,%d +%d,%d @@\n", h.OldStart, h.OldLines, h.NewStart, h.NewLines)
+						fmt.Fprintf(w, "    %s\n", strings.TrimSpace(fmt.Sprintf("@@ -%d,%d +%d,%d @@ %s", h.OldStart, h.OldLines, h.NewStart, h.NewLines, h.Function)))
 						for _, l := range h.Lines {
 							fmt.Fprintf(w, "    %s\n", strings.TrimSuffix(l, "\n"))
 						}
@@ -295,6 +295,7 @@ func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
 				how = "rebased and committed"
 			}
 			fmt.Fprintf(w, "%s %s on %s\n", how, res.Commit, res.Branch)
+			workTreeNote(w, res.Branch, res.WorkTreeUpdated, res.WorkTreeError)
 		}
 		for _, s := range res.StaleReads {
 			fmt.Fprintf(w, "  stale read: %s changed on %s since the session read it\n", merge.QuotePath(s.Path), res.Branch)
@@ -352,6 +353,7 @@ func (c *changesetUndoCmd) Run(ctx context.Context, x *cli) error {
 			fmt.Fprintf(w, "dry run on %s at %s: nothing written\n", res.Branch, short(res.Head))
 		} else {
 			fmt.Fprintf(w, "%s is now at %s\n", res.Branch, res.Commit)
+			workTreeNote(w, res.Branch, res.WorkTreeUpdated, res.WorkTreeError)
 		}
 		for _, p := range res.ComesBack {
 			fmt.Fprintf(w, "  comes back: %s\n", merge.QuotePath(p))

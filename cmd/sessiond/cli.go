@@ -123,6 +123,7 @@ type repoCmd struct {
 	Add      repoAddCmd      `cmd:"" help:"Register an existing repository."`
 	Init     repoInitCmd     `cmd:"" help:"Create a bare repository under the data directory."`
 	Branches repoBranchesCmd `cmd:"" help:"List a repository's branches."`
+	Policy   repoPolicyCmd   `cmd:"" help:"A repository's policy: show, set."`
 }
 
 type repoLsCmd struct{}

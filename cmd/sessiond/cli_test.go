@@ -240,7 +240,7 @@ func TestColorDiff(t *testing.T) {
 		"\x1b[1mindex 1111111..2222222 100644\x1b[m",
 		"\x1b[1m--- a/f.sql\x1b[m",
 		"\x1b[1m+++ b/f.sql\x1b[m",
-		"\x1b[36m@@ -1,3 +1,3 @@ select\x1b[m",
+		"\x1b[36m@@ -1,3 +1,3 @@\x1b[m \x1b[mselect\x1b[m",
 		" keep",
 		"\x1b[31m--- x\x1b[m",
 		"\x1b[32m+++ y\x1b[m",
@@ -560,7 +560,7 @@ func TestCLIHumanOutput(t *testing.T) {
 		s2, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r"})
 		require.NoError(t, err)
 		clientEnv(t, d, s2.ID)
-		_, err = d.C.SetRepoPolicy(ctx, "r", apitypes.RepoPolicy{AllowCheckedOut: true})
+		_, err = d.C.SetRepoPolicy(ctx, "r", apitypes.RepoPolicy{AllowCheckedOut: new(true)})
 		require.NoError(t, err)
 		// The branch moves on a file the session reads: a stale read.
 		require.NoError(t, os.WriteFile(filepath.Join(repo, nl), []byte("moved\n"), 0o644))

@@ -7,7 +7,8 @@ import (
 )
 
 // colorDiff colours a unified diff as git does: headers bold, hunk
-// headers cyan, removals red, additions green. It reads the diff's
+// headers cyan (their function context plain), removals red, additions
+// green. It reads the diff's
 // structure rather than each line's first characters: a hunk header says
 // how many old and new lines follow, so a removed line "-- x" or an added
 // line "++ y" inside a hunk is a removal or an addition, never a header.
@@ -49,6 +50,18 @@ func colorDiff(text []byte) []byte {
 			out.Write(line)
 		case bytes.HasPrefix(body, []byte("@@ ")):
 			oldLeft, newLeft = hunkCounts(string(body))
+			// The function context after "@@ … @@" is plain, as git
+			// paints it.
+			if end := bytes.Index(body[3:], []byte(" @@ ")); end >= 0 {
+				frag, fn := body[:3+end+3], body[3+end+4:]
+				out.WriteString(cyan)
+				out.Write(frag)
+				out.WriteString(reset + " " + reset)
+				out.Write(fn)
+				out.WriteString(reset)
+				out.Write(nl)
+				break
+			}
 			paint(cyan, body, nl)
 		default: // a file's header: diff --git, index, mode lines, ---, +++, Binary files …
 			oldLeft, newLeft = 0, 0

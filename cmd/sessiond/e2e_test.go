@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -304,12 +306,14 @@ func testChangesetWorkflow(t *testing.T, d *daemon, repo, id, token string) {
 	applied, err := checkApply.CombinedOutput()
 	require.NoError(t, err, "git apply --check: %s", applied)
 
-	// main is checked out in the repository's work tree: refused until the
-	// repository's policy allows it.
+	// main is checked out in the repository's work tree: refused while
+	// the repository's policy says so, then accepted with the work tree.
 	before := git(t, repo, "rev-parse", "main")
+	_, err = c.SetRepoPolicy(ctx, "r", apitypes.RepoPolicy{AllowCheckedOut: new(false)})
+	require.NoError(t, err)
 	_, err = c.Accept(ctx, cs.ID, apitypes.AcceptRequest{})
 	assert.Equal(t, "forbidden", client.Code(err))
-	_, err = c.SetRepoPolicy(ctx, "r", apitypes.RepoPolicy{AllowCheckedOut: true})
+	_, err = c.SetRepoPolicy(ctx, "r", apitypes.RepoPolicy{AllowCheckedOut: new(true)})
 	require.NoError(t, err)
 	_, err = c.Accept(ctx, cs.ID, apitypes.AcceptRequest{ExpectedHead: strings.Repeat("0", 40)})
 	assert.Equal(t, "conflict", client.Code(err), "a stale expected_head")
@@ -323,6 +327,11 @@ func testChangesetWorkflow(t *testing.T, d *daemon, repo, id, token string) {
 	assert.Contains(t, msg, "Sessiond-Changeset: "+cs.ID)
 	assert.Contains(t, msg, "Sessiond-Session: "+id)
 	assert.Equal(t, "package main\n\nfunc New() {}", git(t, repo, "show", "main:src/new.go"))
+	assert.True(t, acc.WorkTreeUpdated, "the checked-out work tree moved with main")
+	assert.Empty(t, git(t, repo, "status", "--porcelain"))
+	got, err := os.ReadFile(filepath.Join(repo, "src", "new.go"))
+	require.NoError(t, err)
+	assert.Equal(t, "package main\n\nfunc New() {}\n", string(got))
 	assert.Equal(t, "from agent-9", git(t, repo, "show", "main:merged.txt"))
 	ss, err := c.GetSession(ctx, id)
 	require.NoError(t, err)

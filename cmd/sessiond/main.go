@@ -54,7 +54,7 @@ type cliRoot struct {
 	Quickstart quickstartCmd `cmd:"" help:"Build the sample repository into the data directory and serve it." group:"daemon"`
 	MCP        mcpCmd        `cmd:"" name:"mcp" help:"Serve MCP (Model Context Protocol) tools for one session on standard input and output, for coding agents." group:"daemon"`
 
-	Repo    repoCmd    `cmd:"" help:"Repositories: ls, add, init, branches." group:"client"`
+	Repo    repoCmd    `cmd:"" help:"Repositories: ls, add, init, branches, policy." group:"client"`
 	Session sessionCmd `cmd:"" help:"Sessions: new, ls, show, rm." group:"client"`
 
 	Ls     lsCmd     `cmd:"" help:"List the session's files." group:"files"`

@@ -77,7 +77,7 @@ export function renderFile(f, opts) {
       `: `, c.body))));
   const body = [];
   f.hunks.forEach((hunk, i) => {
-    const header = `@@ -${hunk.old_start},${hunk.old_lines} +${hunk.new_start},${hunk.new_lines} @@`;
+    const header = `@@ -${hunk.old_start},${hunk.old_lines} +${hunk.new_start},${hunk.new_lines} @@` + (hunk.function ? ` ${hunk.function}` : "");
     const box = opts.hunks ? h("input", {
       type: "checkbox", class: "hunk-check", id: `hunk-${opts.key}-${i}`, "data-hunk": i, "data-path": f.path,
       checked: opts.hunks.checked(i), onchange: (ev) => opts.hunks.onChange(i, ev.target.checked),

@@ -353,6 +353,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := s.m.Search(r.Context(), id, session.SearchOptions{
 		Pattern: req.Pattern, Glob: req.Glob, Prefix: dirPrefix(req.Prefix), CaseInsensitive: req.CaseInsensitive, MaxResults: req.MaxResults,
+		Context: req.Context,
 	})
 	if err != nil {
 		return err

@@ -235,6 +235,9 @@ type SearchRequest struct {
 	Prefix          string `json:"prefix,omitempty" sessiond:"path"`
 	CaseInsensitive bool   `json:"case_insensitive,omitempty"`
 	MaxResults      int    `json:"max_results,omitempty"`
+	// Context is how many lines around each match to return (0 to 100),
+	// as grep -C.
+	Context int `json:"context,omitempty"`
 }
 
 // SearchResult is the answer to a search.
@@ -243,12 +246,17 @@ type SearchResult struct {
 	Truncated bool    `json:"truncated"`
 }
 
-// Match is one matching line.
+// Match is one matching line. Before and After are its context lines
+// that no other match of the file shows: Before ends at Line-1, After
+// starts at Line+1 and stops before the next match, as grep -C prints
+// them.
 type Match struct {
-	Path   string `json:"path"`
-	Line   int    `json:"line"`
-	Column int    `json:"column"`
-	Text   string `json:"text"`
+	Path   string   `json:"path"`
+	Line   int      `json:"line"`
+	Column int      `json:"column"`
+	Text   string   `json:"text"`
+	Before []string `json:"before,omitempty"`
+	After  []string `json:"after,omitempty"`
 }
 
 // Summary counts a session's files and changes.

@@ -266,66 +266,29 @@ func (s *server) grep(ctx context.Context, _ *mcp.CallToolRequest, sid string, i
 	}
 	limit = min(limit, maxGrepResults)
 	ctxLines := min(max(in.Context, 0), maxGrepContext)
-	res, err := s.b.Search(ctx, sid, apitypes.SearchRequest{Pattern: in.Pattern, Glob: in.Glob, CaseInsensitive: in.CaseInsensitive, MaxResults: limit})
+	res, err := s.b.Search(ctx, sid, apitypes.SearchRequest{Pattern: in.Pattern, Glob: in.Glob, CaseInsensitive: in.CaseInsensitive, MaxResults: limit, Context: ctxLines})
 	if err != nil {
 		return result{}, err
 	}
+	// The engine returns each match with its context lines (none shown
+	// twice); this only prints them, as grep -C does.
 	out := GrepResult{Matches: []GrepMatch{}, Truncated: res.Truncated}
-	// Context comes from the files themselves, read once each.
-	files := map[string][]string{}
-	var order []string
-	type at struct {
-		path string
-		line int
-	}
-	matched := make(map[at]bool, len(res.Matches)) // shown as a match, not as context
-	for _, m := range res.Matches {
-		if _, ok := files[m.Path]; !ok {
-			files[m.Path] = nil
-			order = append(order, m.Path)
-		}
-		matched[at{m.Path, m.Line}] = true
-	}
-	out.Files = len(order)
-	if ctxLines > 0 {
-		for _, p := range order {
-			data, _, err := s.b.ReadFile(ctx, sid, p)
-			if err != nil {
-				continue // changed or gone since the search: no context
-			}
-			files[p] = splitKeep(string(data))
-		}
-	}
 	var b strings.Builder
 	bud := s.budget()
 	lastPath, lastLine := "", 0
 	for _, m := range res.Matches {
-		gm := GrepMatch{Path: m.Path, Line: m.Line, Column: m.Column, Text: m.Text}
+		gm := GrepMatch{Path: m.Path, Line: m.Line, Column: m.Column, Text: m.Text, Before: m.Before, After: m.After}
 		var chunk strings.Builder
-		lines := files[m.Path]
-		if ctxLines > 0 && lines != nil {
-			from := max(m.Line-ctxLines, 1)
-			if m.Path == lastPath && from <= lastLine {
-				from = lastLine + 1
-			} else if lastPath != "" {
-				chunk.WriteString("--\n")
-			}
-			for n := from; n < m.Line && n <= len(lines); n++ {
-				gm.Before = append(gm.Before, lines[n-1])
-				fmt.Fprintf(&chunk, "%s-%d- %s\n", m.Path, n, cutLine(lines[n-1], maxLineChars))
-			}
+		first := m.Line - len(m.Before)
+		if ctxLines > 0 && lastPath != "" && (m.Path != lastPath || first > lastLine+1) {
+			chunk.WriteString("--\n")
+		}
+		for i, l := range m.Before {
+			fmt.Fprintf(&chunk, "%s-%d- %s\n", m.Path, first+i, cutLine(l, maxLineChars))
 		}
 		fmt.Fprintf(&chunk, "%s:%d: %s\n", m.Path, m.Line, cutLine(m.Text, maxLineChars))
-		last := m.Line
-		if ctxLines > 0 && lines != nil {
-			for n := m.Line + 1; n <= m.Line+ctxLines && n <= len(lines); n++ {
-				if matched[at{m.Path, n}] {
-					break
-				}
-				gm.After = append(gm.After, lines[n-1])
-				fmt.Fprintf(&chunk, "%s-%d- %s\n", m.Path, n, cutLine(lines[n-1], maxLineChars))
-				last = n
-			}
+		for i, l := range m.After {
+			fmt.Fprintf(&chunk, "%s-%d- %s\n", m.Path, m.Line+1+i, cutLine(l, maxLineChars))
 		}
 		if !bud.take(chunk.Len()) {
 			out.Truncated = true
@@ -333,7 +296,10 @@ func (s *server) grep(ctx context.Context, _ *mcp.CallToolRequest, sid string, i
 		}
 		b.WriteString(chunk.String())
 		out.Matches = append(out.Matches, gm)
-		lastPath, lastLine = m.Path, last
+		if m.Path != lastPath {
+			out.Files++
+		}
+		lastPath, lastLine = m.Path, m.Line+len(m.After)
 	}
 	head := fmt.Sprintf("%d matching line(s) in %d file(s)", len(out.Matches), out.Files)
 	if len(out.Matches) == 0 {

@@ -576,14 +576,27 @@ type SearchOptions struct {
 	Prefix          string
 	CaseInsensitive bool
 	MaxResults      int // default 1,000
+	// Context is how many lines around each match to return with it (0
+	// to MaxSearchContext), as grep -C does.
+	Context int
 }
 
-// Match is one matching line.
+// MaxSearchContext is the most context lines a search returns around a
+// match.
+const MaxSearchContext = 100
+
+// Match is one matching line. With context, Before and After are the lines
+// around it that no other match of the file shows, as grep -C prints
+// them: Before starts after the previous match's After (so the lines
+// from Line-len(Before) to Line are contiguous), After stops before the
+// next match.
 type Match struct {
-	Path   string `json:"path"`
-	Line   int    `json:"line"`
-	Column int    `json:"column"`
-	Text   string `json:"text"`
+	Path   string   `json:"path"`
+	Line   int      `json:"line"`
+	Column int      `json:"column"`
+	Text   string   `json:"text"`
+	Before []string `json:"before,omitempty"`
+	After  []string `json:"after,omitempty"`
 }
 
 // SearchResult is the answer to a search.
@@ -593,7 +606,8 @@ type SearchResult struct {
 }
 
 // Search finds lines matching an RE2 pattern in the session's files
-// (binary files are skipped), in git order.
+// (binary files are skipped), in git order, each with opts.Context lines
+// of context.
 func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) (SearchResult, error) {
 	if opts.Pattern == "" {
 		return SearchResult{}, fmt.Errorf("%w: empty search pattern", record.ErrInvalid)
@@ -608,6 +622,9 @@ func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) 
 	}
 	if opts.MaxResults <= 0 {
 		opts.MaxResults = 1000
+	}
+	if opts.Context < 0 || opts.Context > MaxSearchContext {
+		return SearchResult{}, fmt.Errorf("%w: context %d: want 0 to %d lines", record.ErrInvalid, opts.Context, MaxSearchContext)
 	}
 	var g *Glob
 	if opts.Glob != "" {
@@ -638,38 +655,73 @@ func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) 
 		if merge.IsBinary(data) {
 			return nil
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		line := 0
-		for len(data) > 0 {
-			if line++; line%checkEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			text := data
-			if i := bytes.IndexByte(data, '\n'); i >= 0 {
-				text, data = data[:i], data[i+1:]
-			} else {
-				data = nil
-			}
-			loc := re.FindIndex(text)
-			if loc == nil {
-				continue
-			}
-			if len(res.Matches) == opts.MaxResults {
-				res.Truncated = true
-				return errStop
-			}
-			res.Matches = append(res.Matches, Match{Path: n.Path, Line: line, Column: loc[0] + 1, Text: string(text)})
-		}
-		return nil
+		return grepBlob(ctx, n.Path, data, re, opts, &res, errStop)
 	})
 	if err != nil && !errors.Is(err, errStop) {
 		return SearchResult{}, notFound(err)
 	}
 	return res, nil
+}
+
+// grepBlob appends to res the lines of data (file p) that re matches, each
+// with its context, and returns stop once res holds opts.MaxResults
+// matches and another one is found. One pass over the lines: the last
+// opts.Context lines are kept in a ring for the next match's Before, and a
+// match's After fills from the lines that follow until it is full or
+// the next match comes.
+func grepBlob(ctx context.Context, p string, data []byte, re *regexp.Regexp, opts SearchOptions, res *SearchResult, stop error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var ring [][]byte // the last opts.Context lines; line n is ring[n%len]
+	if opts.Context > 0 {
+		ring = make([][]byte, opts.Context)
+	}
+	line, shown := 0, 0 // shown: the last line a match or its context holds
+	after := -1         // the match of this file whose After is filling
+	for len(data) > 0 {
+		if line++; line%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		text := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			text, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		loc := re.FindIndex(text)
+		if loc == nil {
+			if after >= 0 {
+				m := &res.Matches[after]
+				m.After = append(m.After, string(text))
+				shown = line
+				if len(m.After) == opts.Context {
+					after = -1
+				}
+			}
+			if ring != nil {
+				ring[line%len(ring)] = text
+			}
+			continue
+		}
+		if len(res.Matches) == opts.MaxResults {
+			res.Truncated = true
+			return stop
+		}
+		m := Match{Path: p, Line: line, Column: loc[0] + 1, Text: string(text)}
+		for n := max(line-opts.Context, shown+1, 1); n < line; n++ {
+			m.Before = append(m.Before, string(ring[n%len(ring)]))
+		}
+		res.Matches = append(res.Matches, m)
+		shown, after = line, -1
+		if opts.Context > 0 {
+			after = len(res.Matches) - 1
+			ring[line%len(ring)] = text
+		}
+	}
+	return nil
 }
 
 // Summary describes a session's view in a few numbers.

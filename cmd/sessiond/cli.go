@@ -457,6 +457,7 @@ type grepCmd struct {
 	Prefix     string `help:"Only files below this directory." placeholder:"DIR"`
 	IgnoreCase bool   `help:"Ignore case." short:"i"`
 	Max        int    `help:"At most this many matches." placeholder:"N"`
+	Context    int    `help:"Show N lines of context around each match (path-N-line), as grep -C." short:"C" placeholder:"N"`
 }
 
 // Run prints the matches; like grep, it exits 1 when nothing matches.
@@ -468,14 +469,31 @@ func (c *grepCmd) Run(ctx context.Context, x *cli) error {
 	if c.Max < 0 {
 		return usagef("--max %d: want a non-negative number", c.Max)
 	}
+	if c.Context < 0 {
+		return usagef("--context %d: want a non-negative number", c.Context)
+	}
 	res, err := x.c.Search(ctx, id, apitypes.SearchRequest{Pattern: c.Pattern, Glob: c.Glob, Prefix: c.Prefix,
-		CaseInsensitive: c.IgnoreCase, MaxResults: c.Max})
+		CaseInsensitive: c.IgnoreCase, MaxResults: c.Max, Context: c.Context})
 	if err != nil {
 		return err
 	}
 	_ = x.out(res, func(w io.Writer) {
+		// The engine gives each match its context lines, none twice; "--"
+		// separates groups that do not touch, as grep -C prints them.
+		lastPath, lastLine := "", 0
 		for _, m := range res.Matches {
-			fmt.Fprintf(w, "%s:%d:%s\n", merge.QuotePath(m.Path), m.Line, m.Text)
+			p, first := merge.QuotePath(m.Path), m.Line-len(m.Before)
+			if c.Context > 0 && lastPath != "" && (m.Path != lastPath || first > lastLine+1) {
+				fmt.Fprintln(w, "--")
+			}
+			for i, l := range m.Before {
+				fmt.Fprintf(w, "%s-%d-%s\n", p, first+i, l)
+			}
+			fmt.Fprintf(w, "%s:%d:%s\n", p, m.Line, m.Text)
+			for i, l := range m.After {
+				fmt.Fprintf(w, "%s-%d-%s\n", p, m.Line+1+i, l)
+			}
+			lastPath, lastLine = m.Path, m.Line+len(m.After)
 		}
 		if res.Truncated {
 			fmt.Fprintln(x.stderr, "(more matches left out)")

@@ -298,6 +298,15 @@ func TestCLICommands(t *testing.T) {
 	r = runCLI(t, "", "grep", "package")
 	assert.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "src/main.go:1:package main")
+	// grep -C prints context as git grep -C does, on the same files.
+	for _, n := range []string{"1", "3"} {
+		r = runCLI(t, "", "grep", "-C", n, "func|import")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Equal(t, git(t, repo, "grep", "-n", "-E", "-C", n, "-e", "func|import")+"\n", r.stdout, "-C %s", n)
+	}
+	r = runCLI(t, "", "grep", "--context=-1", "package")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "--context -1")
 
 	// put --mode without content changes only the mode, as chmod does.
 	before, meta, err := d.C.ReadFile(ctx, id, "README.md")

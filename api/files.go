@@ -14,12 +14,14 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
 // The files route: raw content, ETag = "<blob id>", single Range,
-// X-Sessiond-Source overlay|base, X-Sessiond-Mode.
+// X-Sessiond-Source overlay|base, X-Sessiond-Mode, and on a GET
+// X-Sessiond-Binary.
 
 func setFileHeaders(w http.ResponseWriter, fi session.FileInfo) {
 	h := w.Header()
@@ -65,6 +67,9 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	setFileHeaders(w, fi)
+	// Whether the file is binary is git's rule, the one the engine's diff
+	// and search apply, so a client need not know it.
+	w.Header().Set("X-Sessiond-Binary", strconv.FormatBool(merge.IsBinary(data)))
 	w.Header().Set("Content-Type", "application/octet-stream")
 	if rng := strings.TrimSpace(r.Header.Get("Range")); rng != "" && !strings.HasPrefix(rng, "bytes=") {
 		// A range unit the server does not know is ignored (RFC 9110

@@ -292,6 +292,13 @@ func (s *Server) edits(w http.ResponseWriter, r *http.Request) error {
 	for _, c := range res.Changes {
 		out.Changes = append(out.Changes, apitypes.FileChange{Path: c.Path, Old: oidText(c.Old), New: oidText(c.New)})
 	}
+	if req.Diff {
+		patch, err := res.Patch(r.Context())
+		if err != nil {
+			return err
+		}
+		out.Diff = string(patch.Unified())
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

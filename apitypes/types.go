@@ -191,6 +191,9 @@ func (e Edit) MarshalJSON() ([]byte, error) {
 type EditsRequest struct {
 	DryRun bool   `json:"dry_run"`
 	Edits  []Edit `json:"edits"`
+	// Diff asks for the unified diff of what the batch changes (or, in a
+	// dry run, would change) in EditsResult.Diff.
+	Diff bool `json:"diff,omitempty"`
 }
 
 // EditResult is what one edit did.
@@ -226,6 +229,9 @@ type EditsResult struct {
 	Seq     int64        `json:"seq"`
 	Results []EditResult `json:"results"`
 	Changes []FileChange `json:"changes"`
+	// Diff is the batch's unified diff, as the session's diff shows those
+	// files, when the request asked for it.
+	Diff string `json:"diff,omitempty"`
 }
 
 // SearchRequest is a content search.

@@ -269,6 +269,9 @@ type FileMeta struct {
 	Type   string
 	Status string
 	Size   int64
+	// Binary says the file is binary as git decides; a read (not a stat)
+	// answers it.
+	Binary bool
 }
 
 func metaOf(resp *http.Response) FileMeta {
@@ -276,6 +279,7 @@ func metaOf(resp *http.Response) FileMeta {
 	return FileMeta{
 		OID: strings.Trim(h.Get("ETag"), `"`), Source: h.Get("X-Sessiond-Source"), Mode: h.Get("X-Sessiond-Mode"),
 		Type: h.Get("X-Sessiond-Type"), Status: h.Get("X-Sessiond-Status"), Size: resp.ContentLength,
+		Binary: h.Get("X-Sessiond-Binary") == "true",
 	}
 }
 

@@ -11,11 +11,14 @@
 // daemon) and in-process (client.NewInProcess over the API's own handler,
 // which calls the engine). So the path rules, policies, limits,
 // error codes and messages are the engine's and the API's, byte for byte,
-// whichever way an agent connects; this package owns none of them. A tool
-// handler makes one Backend call for what it changes; a few read first
-// (edit_file reads the version it edits and writes conditionally on it,
-// grep reads the files around its matches for context, status gathers the
-// session, its changes, checkpoints and overlap reports).
+// whichever way an agent connects; this package owns none of them. So are
+// the texts it shows: diffs (diff's and edit_file's), grep's context lines
+// and whether a file is binary come from the engine, as the API and the
+// CLI show them; this package lays them out for a model. It links no
+// engine package (deps_test.go). A tool handler makes one Backend call
+// for what it changes; a few read first (edit_file reads the version it
+// edits and writes conditionally on it, status gathers the session, its
+// changes, checkpoints and overlap reports).
 //
 // Invariants:
 //   - Every result is text written for a model plus the same data as
@@ -36,8 +39,8 @@
 //     search slides one window down the file (a KMP search for the
 //     same lines with other whitespace, then bigram counts updated as
 //     lines enter and leave the window, and a line-by-line score of the
-//     few best windows only), grep's context looks matches up in a set.
-//     Loops over lines look at the context every few thousand lines.
+//     few best windows only). Loops over lines look at the context every
+//     few thousand lines.
 //   - Bound servers (Options.Session) have no `session` argument in any
 //     schema; unbound ones require it on every tool.
 //   - A tool's raw arguments pass the API's Unicode check

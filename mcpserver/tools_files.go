@@ -11,8 +11,6 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
-	"github.com/sessiond/sessiond/gitstore"
-	"github.com/sessiond/sessiond/merge"
 )
 
 const (
@@ -140,7 +138,7 @@ func renderFile(path string, data []byte, meta client.FileMeta, offset, limit in
 		fc.Content = string(data)
 		return fc, b.String()
 	}
-	if merge.IsBinary(data) {
+	if meta.Binary {
 		fc.Binary, fc.ContentType = true, http.DetectContentType(data)
 		fmt.Fprintf(&b, "%s is a binary file of %d bytes (%s), not shown. ETag %s.\n", path, len(data), fc.ContentType, meta.OID)
 		return fc, b.String()
@@ -302,42 +300,35 @@ func (s *server) editFile(ctx context.Context, _ *mcp.CallToolRequest, sid strin
 	if meta.Type == "symlink" || meta.Mode == "120000" {
 		return result{}, badRequest("%s is a symbolic link; write_file replaces its target", in.Path)
 	}
-	if merge.IsBinary(data) {
+	if meta.Binary {
 		return result{}, badRequest("%s is a binary file; edit_file changes text (write_file replaces a whole file)", in.Path)
 	}
 	out, counts, err := applyEdits(ctx, string(data), in.Edits)
 	if err != nil {
 		return result{}, err
 	}
-	mode, err := gitstore.ParseMode(meta.Mode)
-	if err != nil {
-		mode = gitstore.ModeFile
-	}
-	diff := string(merge.FilePatch(in.Path, mode, data, []byte(out)))
-	w := Written{Path: in.Path, DryRun: in.DryRun, Replaced: counts, Diff: diff}
-	if in.DryRun {
-		// The engine checks the write (path rules, policy, limits) without
-		// applying it.
-		_, err := s.b.Edits(ctx, sid, apitypes.EditsRequest{DryRun: true, Edits: []apitypes.Edit{{Op: "write", Path: in.Path, Content: out, IfMatch: meta.OID}}})
-		if err != nil {
-			return result{}, err
-		}
-		w.ETag = meta.OID
-		return result{text: fmt.Sprintf("Dry run: nothing was written. %s would change like this:\n%s", in.Path, diff), data: w}, nil
-	}
-	wr, err := s.b.WriteFile(ctx, sid, in.Path, []byte(out), client.WriteOptions{IfMatch: meta.OID})
+	// One engine call writes (or, in a dry run, checks the write against
+	// the path rules, policy and limits) conditionally on the version
+	// read, and returns the diff the session's diff would show.
+	res, err := s.b.Edits(ctx, sid, apitypes.EditsRequest{DryRun: in.DryRun, Diff: true,
+		Edits: []apitypes.Edit{{Op: apitypes.OpWrite, Path: in.Path, Content: out, IfMatch: meta.OID}}})
 	if err != nil {
 		return result{}, err
 	}
-	w.Seq = wr.Mutation.Seq
-	if wr.File != nil {
-		w.ETag, w.Status, w.Size = wr.File.OID, wr.File.Status, wr.File.Size
+	w := Written{Path: in.Path, DryRun: in.DryRun, Replaced: counts, Diff: res.Diff, ETag: meta.OID, Size: int64(len(out))}
+	if in.DryRun {
+		return result{text: fmt.Sprintf("Dry run: nothing was written. %s would change like this:\n%s", in.Path, res.Diff), data: w}, nil
+	}
+	for _, c := range res.Changes {
+		if c.Path == in.Path {
+			w.Seq, w.ETag = res.Seq, c.New
+		}
 	}
 	total := 0
 	for _, c := range counts {
 		total += c
 	}
-	text := fmt.Sprintf("Edited %s: %d replacement(s), new ETag %s.\n%s", in.Path, total, w.ETag, diff)
+	text := fmt.Sprintf("Edited %s: %d replacement(s), new ETag %s.\n%s", in.Path, total, w.ETag, res.Diff)
 	return result{text: text, data: w}, nil
 }
 

@@ -60,6 +60,9 @@ type PatchOptions struct {
 	// its new tree when this is zero; BuildPatch then reads only the
 	// repository's info/attributes.
 	AttrTree gitstore.OID
+	// Read reads a blob of the changes; nil reads the repository's. A
+	// change not written yet (an edit's dry run) hands its own.
+	Read func(context.Context, gitstore.OID) ([]byte, error)
 }
 
 // Diff is DiffTrees followed by BuildPatch.
@@ -93,6 +96,9 @@ func BuildPatch(ctx context.Context, repo *gitstore.Repo, changes []FileChange, 
 	read := func(id gitstore.OID, m gitstore.Mode) ([]byte, error) {
 		if id.IsZero() || m == gitstore.ModeGitlink {
 			return nil, nil
+		}
+		if opts.Read != nil {
+			return opts.Read(ctx, id)
 		}
 		return repo.ReadBlob(ctx, id)
 	}

@@ -205,19 +205,34 @@ func walkDiff(ctx context.Context, repo *gitstore.Repo, a, b gitstore.OID, dir s
 				}
 				continue
 			}
-			st := StatusModified
-			switch {
-			case x.OID == y.OID:
-				st = StatusModeChanged
-			case fileType(x.Mode) != fileType(y.Mode):
-				st = StatusTypeChanged
-			}
-			if err := fn(FileChange{Status: st, OldPath: p, NewPath: p, OldMode: x.Mode, NewMode: y.Mode, OldOID: x.OID, NewOID: y.OID}); err != nil {
+			if err := fn(PathChange(p, x.Mode, x.OID, y.Mode, y.OID)); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// PathChange is file p's change from (oldMode, oldID) to (newMode, newID),
+// with the status DiffTrees gives it: added when there is no old side (a
+// zero mode), deleted when there is no new one, else modified, or
+// mode_changed for the same content, or type_changed when the file
+// became another kind (a symlink, a gitlink).
+func PathChange(p string, oldMode gitstore.Mode, oldID gitstore.OID, newMode gitstore.Mode, newID gitstore.OID) FileChange {
+	switch {
+	case oldMode == 0:
+		return FileChange{Status: StatusAdded, NewPath: p, NewMode: newMode, NewOID: newID}
+	case newMode == 0:
+		return FileChange{Status: StatusDeleted, OldPath: p, OldMode: oldMode, OldOID: oldID}
+	}
+	st := StatusModified
+	switch {
+	case oldID == newID:
+		st = StatusModeChanged
+	case fileType(oldMode) != fileType(newMode):
+		st = StatusTypeChanged
+	}
+	return FileChange{Status: st, OldPath: p, NewPath: p, OldMode: oldMode, NewMode: newMode, OldOID: oldID, NewOID: newID}
 }
 
 // fileType is the kind of a blob mode: regular, symlink or gitlink.

@@ -71,6 +71,21 @@ type BatchResult struct {
 	Results  []EditResult    `json:"results"`
 	Changes  []FileChange    `json:"changes"`
 	Mutation *MutationRecord `json:"-"`
+
+	// patch builds the batch's diff on demand, so a write that does not
+	// ask for it does not pay for it.
+	patch func(context.Context) (*merge.Patch, error)
+}
+
+// Patch is the diff of what the batch changed (or, in a dry run, would
+// change), file by file in path order, as the session's diff shows them: hunks with function context, files the session may
+// not read left out. It reads the batch's new contents from memory, so a
+// dry run's diff needs nothing written.
+func (r BatchResult) Patch(ctx context.Context) (*merge.Patch, error) {
+	if r.patch == nil {
+		return &merge.Patch{}, nil
+	}
+	return r.patch(ctx)
 }
 
 // FileChange is one file a batch changed: its blob before and after (zero
@@ -140,7 +155,10 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 	}
 	defer ls.mu.Unlock()
 	res := BatchResult{DryRun: dryRun, Results: make([]EditResult, len(edits))}
+	var d *draft // for the batch's patch, which reads the contents it queued
+	before, pol, repo := ls.tree, ls.policy, ls.repo
 	rec, changes, err := m.recorder.mutate(ctx, ls, OpEdits, actorOf(ls, actor), dryRun, func(mu *draft) error {
+		d = mu
 		for i, e := range edits {
 			if i%checkEvery == 0 {
 				if err := ctx.Err(); err != nil {
@@ -161,8 +179,20 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 	}
 	res.Seq = rec.Seq
 	res.Changes = []FileChange{}
+	fcs := make([]merge.FileChange, 0, len(changes))
 	for _, c := range changes {
 		res.Changes = append(res.Changes, FileChange{Path: c.path, Old: c.old, New: c.new})
+		fcs = append(fcs, merge.PathChange(c.path, c.oldMode, c.old, c.newMode, c.new))
+	}
+	// In path order, as the session's diff lists them.
+	slices.SortStableFunc(fcs, func(a, b merge.FileChange) int { return strings.Compare(a.Path(), b.Path()) })
+	res.patch = func(ctx context.Context) (*merge.Patch, error) {
+		p, err := merge.BuildPatch(ctx, repo, fcs, merge.PatchOptions{AttrTree: before, Read: d.readBlob})
+		if err != nil {
+			return nil, err
+		}
+		pol.hideUnreadable(p)
+		return p, nil
 	}
 	if !dryRun {
 		res.Mutation = &rec

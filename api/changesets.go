@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"slices"
 
@@ -107,21 +106,23 @@ func changesetID(r *http.Request) (uuid.UUID, error) {
 	return id, nil
 }
 
-// changesetView is a changeset as a reviewer sees it, on the wire: its
-// stats and reviews, and the symbols the session graph finds changed.
-func (s *Server) changesetView(ctx context.Context, v changeset.View) (apitypes.Changeset, error) {
+// toChangesetView is a changeset as a reviewer sees it, on the wire: its
+// stats, reviews and the symbols the engine found changed.
+func toChangesetView(v changeset.View) apitypes.Changeset {
 	out := toChangeset(v.Changeset)
 	stats := apitypes.Stats(v.Stats)
 	out.Stats = &stats
-	var err error
-	if out.Symbols, err = s.symbols(ctx, v.Changeset); err != nil {
-		return apitypes.Changeset{}, err
+	if v.Symbols != nil {
+		out.Symbols = make([]apitypes.FileSymbols, len(v.Symbols))
+		for i, f := range v.Symbols {
+			out.Symbols[i] = toFileSymbols(f)
+		}
 	}
 	out.Reviews = []apitypes.Review{}
 	for _, rv := range v.Reviews {
 		out.Reviews = append(out.Reviews, toReview(rv))
 	}
-	return out, nil
+	return out
 }
 
 func (s *Server) submitChangeset(w http.ResponseWriter, r *http.Request) error {
@@ -137,10 +138,7 @@ func (s *Server) submitChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.changesetView(r.Context(), v)
-	if err != nil {
-		return err
-	}
+	out := toChangesetView(v)
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
@@ -184,10 +182,7 @@ func (s *Server) getChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.changesetView(r.Context(), v)
-	if err != nil {
-		return err
-	}
+	out := toChangesetView(v)
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -254,10 +249,7 @@ func (s *Server) reviewChangeset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := s.changesetView(r.Context(), v)
-	if err != nil {
-		return err
-	}
+	c := toChangesetView(v)
 	writeJSON(w, http.StatusCreated, apitypes.ReviewResult{Review: toReview(rv), Changeset: c})
 	return nil
 }
@@ -448,29 +440,6 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, apitypes.MutationResult{Session: toSession(ss), Mutation: toMutation(mu)})
 	return nil
-}
-
-// symbols is the changeset's symbol summary: the files the session graph
-// parses, with what changed in them.
-func (s *Server) symbols(ctx context.Context, c changeset.Changeset) ([]apitypes.FileSymbols, error) {
-	if s.summaries == nil {
-		return nil, nil
-	}
-	repo, err := s.repos.Open(ctx, c.Repo)
-	if err != nil {
-		return nil, err
-	}
-	sum, err := s.summaries.Summary(ctx, repo, c.BaseCommit, c.HeadCommit)
-	if err != nil {
-		return nil, err
-	}
-	out := []apitypes.FileSymbols{}
-	for _, f := range sum.Files {
-		if f.Lang != "" {
-			out = append(out, toFileSymbols(f))
-		}
-	}
-	return out, nil
 }
 
 func toFileSymbols(f graph.FileSummary) apitypes.FileSymbols {

@@ -58,13 +58,13 @@ func newDaemonEnv(t testing.TB, cfg Config) *daemonEnv {
 	require.NoError(t, err)
 	t.Cleanup(func() { wd.Close() })
 	en = testengine.New(st, dir, session.Config{Events: evs, Workdirs: wd, Observers: []session.Observer{graphsession.Observer(g)}},
-		session.ExecConfig{MaxTimeout: time.Minute})
+		session.ExecConfig{MaxTimeout: time.Minute}).WithSummaries(g)
 	t.Cleanup(func() { en.Close() })
 	e := &daemonEnv{t: t, st: st, m: en.Sessions, cs: en.Changesets, en: en, repo: testrepo.BuildBare(t, "small")}
 	_, err = en.Repos.Register(ctx, "r", e.repo)
 	require.NoError(t, err)
 	cfg.Repos, cfg.Events, cfg.Exec = en.Repos, en.Events, en.Exec
-	cfg.Manager, cfg.Changesets, cfg.Summaries = en.Sessions, e.cs, g
+	cfg.Manager, cfg.Changesets = en.Sessions, e.cs
 	if cfg.AdminToken != "" && cfg.TokenSecret == nil {
 		cfg.TokenSecret = []byte("token secret for tests")
 	}

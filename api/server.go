@@ -20,8 +20,6 @@ import (
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/events"
-	"github.com/sessiond/sessiond/gitstore"
-	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
@@ -63,9 +61,6 @@ type Config struct {
 	// Registerer receives the metrics; a new registry when nil (see
 	// Server.Gatherer).
 	Registry *prometheus.Registry
-	// Summaries lists the symbols a changeset adds, modifies and removes
-	// (the session graph); without it changesets carry no symbols.
-	Summaries Summarizer
 	// MCP serves the Model Context Protocol at /mcp (admin token) and
 	// /mcp/sessions/{id} (that session's token or the admin token), after
 	// the same auth as every route; nil answers not_found there.
@@ -73,11 +68,6 @@ type Config struct {
 	// Store is probed by /readyz once a write found it full; nil: the
 	// store is reported ready again at once.
 	Store StoreSpace
-}
-
-// Summarizer is the session graph as the API uses it.
-type Summarizer interface {
-	Summary(ctx context.Context, repo *gitstore.Repo, base, tree gitstore.OID) (graph.Summary, error)
 }
 
 // Server is the HTTP API over one Manager.
@@ -93,7 +83,6 @@ type Server struct {
 	heartbeat time.Duration
 	log       *slog.Logger
 	metrics   *metrics
-	summaries Summarizer   // nil: no symbol summaries
 	mcp       http.Handler // nil: no MCP endpoint
 	// space is what writes found full, for /readyz; storeSpace probes
 	// the store (nil: not probed).
@@ -198,7 +187,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		m: cfg.Manager, repos: cfg.Repos, events: cfg.Events, runner: cfg.Exec, cs: cfg.Changesets, auth: newAuth(cfg.AdminToken, cfg.TokenSecret, cfg.LocalUser), hosts: cfg.AllowedHosts,
-		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, log: cfg.Logger, summaries: cfg.Summaries, mcp: cfg.MCP,
+		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, log: cfg.Logger, mcp: cfg.MCP,
 		storeSpace: cfg.Store,
 		mux:        http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
 	}

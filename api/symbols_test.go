@@ -30,7 +30,7 @@ func TestChangesetSymbols(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	evs := events.New(st, nil)
 	g := graph.New(graph.Config{Events: evs})
-	en := testengine.New(st, dir, session.Config{Events: evs, Observers: []session.Observer{graphsession.Observer(g)}})
+	en := testengine.New(st, dir, session.Config{Events: evs, Observers: []session.Observer{graphsession.Observer(g)}}).WithSummaries(g)
 	m := en.Sessions
 	t.Cleanup(func() { en.Close() })
 	_, err = en.Repos.Register(ctx, "r", testrepo.Build(t, "small"))
@@ -39,7 +39,7 @@ func TestChangesetSymbols(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = m.Write(ctx, s.ID, "limits.go", []byte("package p\n\n// Limits bound a scan.\ntype Limits struct{ Max int }\n\nfunc Parse() {}\n"), session.WriteOptions{})
 	require.NoError(t, err)
-	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, Summaries: g}))
+	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets}))
 	t.Cleanup(srv.Close)
 
 	resp, err := http.Post(srv.URL+"/v1/sessions/"+s.ID.String()+"/changesets", "application/json", bytes.NewReader([]byte(`{"intent":"limits"}`)))

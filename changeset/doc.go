@@ -2,7 +2,9 @@
 // their revisions, reviews and line comments, the vote rules, accept
 // (commit-on-accept with compare-and-swap, whole or selected hunks),
 // stale reads, the layers of a branch and their undo, and the view a
-// reviewer sees. It works over gitstore and merge, a Store of its own
+// reviewer sees (its stats, reviews and symbol summary, composed here once
+// for every route that shows it, from the Summarizer it is handed: the
+// session graph). It works over gitstore and merge, a Store of its own
 // (package db implements it; one conformance suite for both databases),
 // the registry of repositories (package repos: the repositories and their
 // accept policies), the event log (package events) and the session engine

@@ -10,16 +10,21 @@ import (
 
 	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/record"
 )
 
-// View is a changeset as a reviewer sees it: with the stats of its diff
-// and its reviews, oldest first.
+// View is a changeset as a reviewer sees it: with the stats of its diff,
+// its reviews, oldest first, and its symbol summary.
 type View struct {
 	Changeset
 	Stats   merge.Stats
 	Reviews []Review
+	// Symbols are the changed files the Service's Summarizer parses (a
+	// language it knows), each with the symbols it adds, modifies and
+	// removes, in path order; nil without a Summarizer.
+	Symbols []graph.FileSummary
 }
 
 // Get returns a changeset.
@@ -27,7 +32,7 @@ func (s *Service) Get(ctx context.Context, id uuid.UUID) (Changeset, error) {
 	return s.store.GetChangeset(ctx, id) // the store's error names the changeset
 }
 
-// View returns a changeset with its stats and reviews. The stats were
+// View returns a changeset with its stats, reviews and symbols. The stats were
 // kept when the revision was submitted, so a view renders no patch
 // (changesets stored before the stats were kept compute them).
 func (s *Service) View(ctx context.Context, id uuid.UUID) (View, error) {
@@ -58,7 +63,33 @@ func (s *Service) view(ctx context.Context, c Changeset) (View, error) {
 		return View{}, err
 	}
 	v.Reviews = reviews
+	if v.Symbols, err = s.symbols(ctx, c); err != nil {
+		return View{}, fmt.Errorf("changeset %s: symbols: %w", c.ID, err)
+	}
 	return v, nil
+}
+
+// symbols is the changeset's symbol summary: the files of its diff the
+// Summarizer parses, with what changed in them.
+func (s *Service) symbols(ctx context.Context, c Changeset) ([]graph.FileSummary, error) {
+	if s.summaries == nil {
+		return nil, nil
+	}
+	repo, err := s.repos.Open(ctx, c.Repo)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := s.summaries.Summary(ctx, repo, c.BaseCommit, c.HeadCommit)
+	if err != nil {
+		return nil, err
+	}
+	out := []graph.FileSummary{}
+	for _, f := range sum.Files {
+		if f.Lang != "" {
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
 
 // List returns the changesets matching f, oldest first.

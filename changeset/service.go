@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/repos"
 )
@@ -43,16 +44,26 @@ type Config struct {
 	Events *events.Log
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Summaries gives a view the symbols its changeset adds, modifies and
+	// removes (the session graph); nil: views carry no symbols.
+	Summaries Summarizer
+}
+
+// Summarizer is the session graph as a view uses it: the files that
+// differ between two trees, with their changed symbols.
+type Summarizer interface {
+	Summary(ctx context.Context, repo *gitstore.Repo, base, tree gitstore.OID) (graph.Summary, error)
 }
 
 // Service runs the changesets of every repository: submit, reviews,
 // accept, layers and undo. It is safe for concurrent use.
 type Service struct {
-	store    Store
-	sessions Sessions
-	repos    *repos.Registry
-	events   *events.Log
-	now      func() time.Time
+	store     Store
+	sessions  Sessions
+	repos     *repos.Registry
+	events    *events.Log
+	now       func() time.Time
+	summaries Summarizer // nil: no symbols in views
 
 	mu       sync.Mutex // guards branches
 	branches map[string]*branchLock
@@ -64,7 +75,7 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: cfg.Store, sessions: cfg.Sessions, repos: cfg.Repos, events: cfg.Events,
+	return &Service{store: cfg.Store, sessions: cfg.Sessions, repos: cfg.Repos, events: cfg.Events, summaries: cfg.Summaries,
 		now: func() time.Time { return now().UTC().Truncate(time.Microsecond) }}
 }
 

@@ -77,13 +77,13 @@ func newEnv(t testing.TB) *env {
 		Hide: func() []string { return append([]string{data}, en.Repos.Hidden(context.Background())...) }})
 	require.NoError(t, err)
 	t.Cleanup(func() { wd.Close() })
-	en = testengine.New(st, data, session.Config{Events: evs, Workdirs: wd, Observers: []session.Observer{graphsession.Observer(g)}})
+	en = testengine.New(st, data, session.Config{Events: evs, Workdirs: wd, Observers: []session.Observer{graphsession.Observer(g)}}).WithSummaries(g)
 	m := en.Sessions
 	t.Cleanup(func() { en.Close() })
 	_, err = en.Repos.Register(ctx, "calc", repo)
 	require.NoError(t, err)
 	e := &env{repoDir: repo, m: m, g: g}
-	e.api = api.New(api.Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef"), Summaries: g,
+	e.api = api.New(api.Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef"),
 		MCP: mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend { return client.NewInProcess(e.api, token) }, mcpserver.Options{})})
 	e.admin = client.NewInProcess(e.api, adminToken)
 	return e

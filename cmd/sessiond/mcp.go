@@ -158,7 +158,7 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	// host's network can reach nothing of it.
 	runner := session.NewExecutor(m, session.ExecConfig{Limits: c.limits(), HostNetwork: true})
 	// Changesets over the same store, acting on sessions through the engine.
-	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs})
+	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g})
 	name := repoName(repoPath)
 	if err := registerRepos(ctx, reg, []string{name + "=" + repoPath}, log); err != nil {
 		return fmt.Errorf("mcp: %w", err)
@@ -166,7 +166,7 @@ func (c *mcpCmd) inProcess(ctx context.Context, x *cli, log *slog.Logger) error 
 	reconcile(ctx, cs, log)
 	// No token: the engine is this process's own, reached through the
 	// API's handler for its rules and errors, with no network.
-	b := client.NewInProcess(api.New(api.Config{Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, Logger: log, Summaries: g, LocalUser: defaultLocalUser(ctx), Store: store}), "")
+	b := client.NewInProcess(api.New(api.Config{Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, Logger: log, LocalUser: defaultLocalUser(ctx), Store: store}), "")
 	id := x.session
 	if id == "" {
 		s, err := b.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: name, Base: c.Base, Intent: c.Intent, AgentID: c.Agent, AgentName: c.Agent})

@@ -253,7 +253,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	defer m.Close()
 	runner := session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork})
 	// Changesets over the same store, acting on sessions through the engine.
-	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs})
+	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g})
 	if err := registerRepos(ctx, reg, c.Repos, log); err != nil {
 		return err
 	}
@@ -272,7 +272,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	srvAPI = api.New(api.Config{
 		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: secret, LocalUser: localUser,
 		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
-		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, Summaries: g, MCP: mcpHandler, Store: store,
+		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, MCP: mcpHandler, Store: store,
 	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {

@@ -5,6 +5,8 @@
 package testengine
 
 import (
+	"time"
+
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/events"
@@ -21,6 +23,8 @@ type Engine struct {
 	// Exec runs commands, where cfg had view directories; else nil.
 	Exec       *session.Executor
 	Changesets *changeset.Service
+
+	now func() time.Time // the clock the parts were given
 }
 
 // New wires the parts over st, with repositories created under dataDir.
@@ -42,7 +46,15 @@ func New(st db.Store, dataDir string, cfg session.Config, exec ...session.ExecCo
 		}
 		e.Exec = session.NewExecutor(e.Sessions, xc)
 	}
+	e.now = cfg.Now
 	e.Changesets = changeset.New(changeset.Config{Store: st.Changesets(), Sessions: e.Sessions, Repos: e.Repos, Events: e.Events, Now: cfg.Now})
+	return e
+}
+
+// WithSummaries gives the changeset service's views the symbol summaries
+// of s (the session graph), as the daemon wires it, and returns e.
+func (e *Engine) WithSummaries(s changeset.Summarizer) *Engine {
+	e.Changesets = changeset.New(changeset.Config{Store: e.Store.Changesets(), Sessions: e.Sessions, Repos: e.Repos, Events: e.Events, Now: e.now, Summaries: s})
 	return e
 }
 

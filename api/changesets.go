@@ -430,11 +430,7 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request) error {
 	if aerr := s.auth.authorizeFrom(r, from); aerr != nil {
 		return aerr
 	}
-	mu, err := s.m.MergeFrom(ctxWithoutCancel(r), id, from, req.Actor)
-	if err != nil {
-		return err
-	}
-	ss, err := s.m.Get(r.Context(), id)
+	ss, mu, err := s.m.MergeFrom(ctxWithoutCancel(r), id, from, req.Actor)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,14 @@
 // It owns no business logic: every handler decodes its request, calls one
 // method of the part it is handed that owns what it asks (the session
 // engine, the Executor, the changeset service, the registry of
-// repositories, the event log) and encodes the result. Errors from every layer go
+// repositories, the event log) and encodes the result. thin_test.go
+// checks this on the source, for every route, with four exceptions it
+// names: creating a repository calls Init or Register, whichever the
+// request asks; the two event routes look up the session or repository
+// they name, then list or stream the log; /readyz probes every part.
+// What a route shows is composed in the engine (a changeset's view with
+// its symbols, an edit batch with its diff, a search with its context
+// lines), so the CLI, the page and the MCP tools show the same. Errors from every layer go
 // through one mapper (errors.go) that turns them into the error model of
 // the API: {"error":{"code","message",…details}} with a stable code.
 // The lack of space is remembered (space.go) until /readyz's probe of what

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,12 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
-	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -137,15 +133,13 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return badRequest("If-None-Match on a write must be *")
 	}
-	if opts.IfMatch, err = s.ifMatch(r, id, p); err != nil {
+	if opts.IfMatch, opts.IfExists, err = ifMatch(r); err != nil {
 		return err
 	}
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		return err
 	}
-	// Only for the status code: whether the write created the file.
-	_, statErr := s.m.Stat(r.Context(), id, p)
 	fi, mu, err := s.m.Write(ctxWithoutCancel(r), id, p, data, opts)
 	if err != nil {
 		return err
@@ -153,8 +147,8 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
 	s.metrics.overlayBytes.Add(float64(len(data)))
 	setFileHeaders(w, fi)
 	status := http.StatusOK
-	if statErr != nil {
-		status = http.StatusCreated
+	if len(mu.Old) == 1 && mu.Old[0].IsZero() {
+		status = http.StatusCreated // no file was there before the write
 	}
 	info := toFileInfo(fi)
 	writeJSON(w, status, apitypes.WriteResult{File: &info, Mutation: toMutation(mu)})
@@ -174,11 +168,11 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	if r.Header.Get("If-None-Match") != "" {
 		return badRequest("If-None-Match does not apply to a delete; use If-Match")
 	}
-	ifMatch, err := s.ifMatch(r, id, p)
+	version, anyVersion, err := ifMatch(r)
 	if err != nil {
 		return err
 	}
-	mu, err := s.m.Remove(ctxWithoutCancel(r), id, p, session.DeleteOptions{Recursive: recursive, IfMatch: ifMatch})
+	mu, err := s.m.Remove(ctxWithoutCancel(r), id, p, session.DeleteOptions{Recursive: recursive, IfMatch: version, IfExists: anyVersion})
 	if err != nil {
 		return err
 	}
@@ -186,30 +180,20 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// ifMatch reads the If-Match header of a request that changes the file
-// at p: nil without one, the quoted blob id it names, or for "*" the
-// file's current version (412 when there is no file).
-func (s *Server) ifMatch(r *http.Request, id uuid.UUID, p string) (*gitstore.OID, error) {
+// ifMatch reads the If-Match header of a request that changes a file:
+// nil without one, the quoted blob id it names, or for "*" anyVersion
+// (the engine checks that the file exists, in the write itself).
+func ifMatch(r *http.Request) (oid *gitstore.OID, anyVersion bool, err error) {
 	im := strings.TrimSpace(r.Header.Get("If-Match"))
 	switch im {
 	case "":
-		return nil, nil
+		return nil, false, nil
 	case "*":
-		fi, err := s.m.Stat(r.Context(), id, p)
-		if errors.Is(err, record.ErrNotFound) {
-			return nil, &session.PreconditionError{Path: p}
-		}
-		if err != nil {
-			return nil, err
-		}
-		if fi.Type == "dir" {
-			return nil, badRequest("If-Match: %q is a directory, which has no version", p)
-		}
-		return &fi.OID, nil
+		return nil, true, nil
 	}
-	oid, err := gitstore.ParseOID(strings.Trim(strings.TrimPrefix(im, "W/"), `"`))
+	id, err := gitstore.ParseOID(strings.Trim(strings.TrimPrefix(im, "W/"), `"`))
 	if err != nil {
-		return nil, badRequest("If-Match %q: want a quoted blob id", im)
+		return nil, false, badRequest("If-Match %q: want a quoted blob id", im)
 	}
-	return &oid, nil
+	return &id, false, nil
 }

@@ -33,7 +33,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	p, aerr := s.auth.authenticate(r)
 	detail := aerr == nil && p.admin
 	h := apitypes.Health{Status: "ok", Checks: map[string]string{}}
-	repos, err := s.repos.List(ctx)
+	probes, err := s.repos.Probe(ctx)
 	if err != nil {
 		h.Status = "unavailable"
 		h.Checks["store"] = "unreachable"
@@ -42,11 +42,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		h.Checks["store"] = "ok"
 		h.Checks["repos"] = "ok"
 	}
-	for _, rp := range repos {
+	for _, rp := range probes {
 		check := "ok"
-		if _, err := s.repos.Open(ctx, rp.Name); err != nil {
+		if rp.Err != nil {
 			h.Status, check, h.Checks["repos"] = "unavailable", "unreachable", "unreachable"
-			s.log.Warn("readyz: repository", "repo", rp.Name, "error", err)
+			s.log.Warn("readyz: repository", "repo", rp.Name, "error", rp.Err)
 		}
 		if detail {
 			h.Checks["repo:"+rp.Name] = check

@@ -218,6 +218,29 @@ func (g *Registry) List(ctx context.Context) ([]Repo, error) {
 	return g.store.ListRepos(ctx)
 }
 
+// Probe is one repository's state for a readiness probe: Err is why it
+// does not open, nil when it does.
+type Probe struct {
+	Name string
+	Err  error
+}
+
+// Probe lists the registered repositories and opens each, for a readiness
+// probe: err is the store's when the list cannot be read, and each
+// Probe says whether its repository opens.
+func (g *Registry) Probe(ctx context.Context) ([]Probe, error) {
+	rs, err := g.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Probe, len(rs))
+	for i, r := range rs {
+		_, err := g.Open(ctx, r.Name)
+		out[i] = Probe{Name: r.Name, Err: err}
+	}
+	return out, nil
+}
+
 // Branches returns the branches of a repository and their commits.
 func (g *Registry) Branches(ctx context.Context, name string) ([]gitstore.Ref, error) {
 	r, err := g.Open(ctx, name)

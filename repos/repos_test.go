@@ -1,6 +1,7 @@
 package repos_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -90,4 +91,39 @@ func TestPolicyDefaultsAndOwn(t *testing.T) {
 	assert.Equal(t, own, p)
 	_, err = g.Policy(ctx, "nope")
 	assert.ErrorIs(t, err, record.ErrNotFound)
+}
+
+// TestProbe: a readiness probe opens every registered repository and
+// says which does not open (here one whose directory went away while the
+// daemon was down).
+func TestProbe(t *testing.T) {
+	ctx := t.Context()
+	data := t.TempDir()
+	st, err := db.OpenSQLite(ctx, filepath.Join(data, "sessiond.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	g := repos.New(repos.Config{Store: st, DataDir: data})
+	probes, err := g.Probe(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, probes)
+	_, err = g.Register(ctx, "ok", testrepo.Build(t, "small"))
+	require.NoError(t, err)
+	gone := filepath.Join(t.TempDir(), "gone")
+	require.NoError(t, os.Rename(testrepo.Build(t, "small"), gone))
+	_, err = g.Register(ctx, "gone", gone)
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+	require.NoError(t, os.RemoveAll(gone))
+
+	g = repos.New(repos.Config{Store: st, DataDir: data})
+	t.Cleanup(func() { g.Close() })
+	probes, err = g.Probe(ctx)
+	require.NoError(t, err)
+	require.Len(t, probes, 2)
+	byName := map[string]error{}
+	for _, p := range probes {
+		byName[p.Name] = p.Err
+	}
+	assert.NoError(t, byName["ok"])
+	assert.Error(t, byName["gone"])
 }

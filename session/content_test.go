@@ -104,7 +104,7 @@ func TestContentRulesOnMerges(t *testing.T) {
 	_, err := e.m.Move(ctx, a.ID, "notes.txt", ".gitmodules", "")
 	require.NoError(t, err)
 	e.write(b.ID, "notes.txt", notesBad)
-	_, err = e.m.MergeFrom(ctx, a.ID, b.ID, "")
+	_, _, err = e.m.MergeFrom(ctx, a.ID, b.ID, "")
 	requireRule(t, err, overlay.RuleGitmodulesPath)
 	assert.Equal(t, notes, e.read(a.ID, ".gitmodules"))
 

@@ -153,6 +153,9 @@ type WriteOptions struct {
 	IfMatch *gitstore.OID
 	// IfNoneMatch writes only when the file does not exist.
 	IfNoneMatch bool
+	// IfExists writes only over an existing file, whatever its version
+	// (HTTP's If-Match: *).
+	IfExists bool
 	// Actor is who did it, for the mutation log; the session's agent when
 	// empty.
 	Actor string
@@ -265,6 +268,9 @@ func (ls *live) put(ctx context.Context, mu *draft, p string, content func(old [
 	if opts.IfNoneMatch && exists {
 		return &PreconditionError{Path: p, Current: cur.OID.String()}
 	}
+	if opts.IfExists && !exists {
+		return &PreconditionError{Path: p}
+	}
 	if opts.IfMatch != nil && (!exists || cur.OID != *opts.IfMatch) {
 		pe := &PreconditionError{Path: p}
 		if exists {
@@ -308,6 +314,9 @@ type DeleteOptions struct {
 	// IfMatch deletes only this version (blob id) of the file; a
 	// directory has no version, so it cannot be combined with one.
 	IfMatch *gitstore.OID
+	// IfExists deletes only an existing file, whatever its version
+	// (HTTP's If-Match: *); like IfMatch, not a directory.
+	IfExists bool
 	// Actor is who did it; the session's agent when empty.
 	Actor string
 }
@@ -320,7 +329,18 @@ func (m *Manager) Remove(ctx context.Context, id uuid.UUID, p string, opts Delet
 	}
 	defer ls.mu.Unlock()
 	rec, _, err := m.recorder.mutate(ctx, ls, OpDelete, actorOf(ls, opts.Actor), false, func(mu *draft) error {
-		if err := checkIfMatch(ctx, mu, p, opts.IfMatch); err != nil {
+		want := opts.IfMatch
+		if opts.IfExists && want == nil {
+			// Any version: the file's own.
+			n, err := mu.ov.Stat(ctx, p)
+			if errors.Is(err, overlay.ErrNotFound) {
+				return &PreconditionError{Path: p}
+			} else if err != nil {
+				return err
+			}
+			want = &n.OID
+		}
+		if err := checkIfMatch(ctx, mu, p, want); err != nil {
 			return err
 		}
 		return ls.remove(ctx, mu, p, opts.Recursive)

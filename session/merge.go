@@ -57,35 +57,36 @@ func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) 
 // changes must pass the other session's read policy and this session's
 // write policy, or the merge is refused (record.ErrForbidden) and changes
 // nothing. Whether the caller may read the other session at all is the
-// API's to decide (its token).
-func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor string) (MutationRecord, error) {
+// API's to decide (its token). It returns the session as the merge left
+// it, with the mutation.
+func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor string) (Session, MutationRecord, error) {
 	if id == from {
-		return MutationRecord{}, fmt.Errorf("%w: a session cannot merge itself", record.ErrInvalid)
+		return Session{}, MutationRecord{}, fmt.Errorf("%w: a session cannot merge itself", record.ErrInvalid)
 	}
 	theirs, theirBase, theirPolicy, err := m.readView(ctx, from)
 	if err != nil {
-		return MutationRecord{}, err
+		return Session{}, MutationRecord{}, err
 	}
 	src, err := m.store.GetSession(ctx, from)
 	if err != nil {
-		return MutationRecord{}, err
+		return Session{}, MutationRecord{}, err
 	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
-		return MutationRecord{}, err
+		return Session{}, MutationRecord{}, err
 	}
 	defer ls.mu.Unlock()
 	if src.Repo != ls.meta.Repo {
-		return MutationRecord{}, fmt.Errorf("%w: session %s is on repository %q, not %q", record.ErrInvalid, from, src.Repo, ls.meta.Repo)
+		return Session{}, MutationRecord{}, fmt.Errorf("%w: session %s is on repository %q, not %q", record.ErrInvalid, from, src.Repo, ls.meta.Repo)
 	}
 	if err := m.recorder.checkWritable(ctx, ls); err != nil {
-		return MutationRecord{}, err
+		return Session{}, MutationRecord{}, err
 	}
 	res, err := merge.Merge(ctx, ls.repo, theirBase, ls.tree, theirs, merge.MergeOptions{
 		OursLabel: "session " + id.String()[:8], TheirsLabel: "session " + from.String()[:8], Render: true,
 	})
 	if err != nil {
-		return MutationRecord{}, err
+		return Session{}, MutationRecord{}, err
 	}
 	// What the merge brings in is read from the other session, through
 	// its policy; replaceOverlay then holds it to this session's write
@@ -97,9 +98,13 @@ func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor strin
 		return nil
 	})
 	if err != nil {
-		return MutationRecord{}, err
+		return Session{}, MutationRecord{}, err
 	}
-	return m.recorder.replaceOverlay(ctx, ls, OpMerge, actorOf(ls, actor), res.Tree, nil)
+	rec, err := m.recorder.replaceOverlay(ctx, ls, OpMerge, actorOf(ls, actor), res.Tree, nil)
+	if err != nil {
+		return Session{}, MutationRecord{}, err
+	}
+	return ls.meta, rec, nil
 }
 
 // readView returns the tree of a session's view, of its base, and its

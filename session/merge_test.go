@@ -70,7 +70,7 @@ func TestMergeFrom(t *testing.T) {
 	e.write(a.ID, "a.txt", "from a\n")
 	e.write(b.ID, "README.md", "from b\n")
 	e.write(b.ID, "b-only.txt", "b\n")
-	_, err := e.m.MergeFrom(ctx, a.ID, b.ID, "")
+	_, _, err := e.m.MergeFrom(ctx, a.ID, b.ID, "")
 	require.NoError(t, err)
 	assert.Equal(t, "from a\n", e.read(a.ID, "a.txt"))
 	assert.Equal(t, "from b\n", e.read(a.ID, "README.md"))
@@ -81,7 +81,7 @@ func TestMergeFrom(t *testing.T) {
 
 	e.write(b.ID, "a.txt", "b's a.txt\n")
 	before := e.view(a.ID)
-	_, err = e.m.MergeFrom(ctx, a.ID, b.ID, "")
+	_, _, err = e.m.MergeFrom(ctx, a.ID, b.ID, "")
 	var ce *merge.ConflictError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "a.txt", ce.Conflicts[0].Path)

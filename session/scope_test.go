@@ -283,7 +283,7 @@ func TestMergeHoldsToBothPolicies(t *testing.T) {
 			require.NoError(t, err)
 		}
 		before := e.state(a.ID)
-		_, err := e.m.MergeFrom(ctx, a.ID, b.ID, "")
+		_, _, err := e.m.MergeFrom(ctx, a.ID, b.ID, "")
 		assert.ErrorIs(t, err, record.ErrForbidden, name)
 		assert.Equal(t, before, e.state(a.ID), name)
 	}
@@ -295,13 +295,13 @@ func TestMergeHoldsToBothPolicies(t *testing.T) {
 	b, err := e.m.Fork(ctx, p.ID, session.ForkOptions{Policy: &session.Policy{Deny: []string{"src/hidden/**"}}})
 	require.NoError(t, err)
 	before := e.state(a.ID)
-	_, err = e.m.MergeFrom(ctx, a.ID, b.ID, "")
+	_, _, err = e.m.MergeFrom(ctx, a.ID, b.ID, "")
 	assert.ErrorIs(t, err, record.ErrForbidden)
 	assert.Equal(t, before, e.state(a.ID))
 
 	ok := e.create(session.CreateOptions{})
 	e.write(ok.ID, "src/theirs.go", "package theirs\n")
-	_, err = e.m.MergeFrom(ctx, a.ID, ok.ID, "")
+	_, _, err = e.m.MergeFrom(ctx, a.ID, ok.ID, "")
 	require.NoError(t, err)
 	assert.Equal(t, "package theirs\n", e.read(a.ID, "src/theirs.go"))
 }

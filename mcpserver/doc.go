@@ -43,6 +43,11 @@
 //     few thousand lines.
 //   - Bound servers (Options.Session) have no `session` argument in any
 //     schema; unbound ones require it on every tool.
+//   - Every tool declares an outputSchema, derived from the Go type of its
+//     structured content (addTool's Out; a result of another type is an
+//     internal error), and no input property is nullable: arrays such as
+//     edits, paths and argv are typed "array", since strict
+//     function-calling clients refuse a required field that may be null.
 //   - A tool's raw arguments pass the API's Unicode check
 //     (apitypes.CheckStrings) before its input is used, since the SDK's
 //     decoder would turn invalid UTF-8 and lone surrogates into U+FFFD: a

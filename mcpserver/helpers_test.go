@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -134,8 +136,45 @@ func call(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any)
 		raw, err := json.Marshal(res.StructuredContent)
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(raw, &data))
+		if !res.IsError {
+			// What a result carries is what its tool declares, as a
+			// client that checks the outputSchema would verify.
+			var v any
+			require.NoError(t, json.Unmarshal(raw, &v))
+			require.NoError(t, outputSchema(t, cs, name).Validate(v), "tool %s: structured content %s", name, raw)
+		}
 	}
 	return text, res.IsError, data
+}
+
+// outputSchemas caches each client session's tools' resolved output
+// schemas.
+var outputSchemas sync.Map // *mcp.ClientSession → map[string]*jsonschema.Resolved
+
+// outputSchema is tool name's outputSchema as the client lists it.
+func outputSchema(t testing.TB, cs *mcp.ClientSession, name string) *jsonschema.Resolved {
+	t.Helper()
+	if m, ok := outputSchemas.Load(cs); ok {
+		if r := m.(map[string]*jsonschema.Resolved)[name]; r != nil {
+			return r
+		}
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	m := map[string]*jsonschema.Resolved{}
+	for _, tool := range res.Tools {
+		require.NotNil(t, tool.OutputSchema, "tool %s declares no outputSchema", tool.Name)
+		raw, err := json.Marshal(tool.OutputSchema)
+		require.NoError(t, err)
+		var s jsonschema.Schema
+		require.NoError(t, json.Unmarshal(raw, &s), tool.Name)
+		r, err := s.Resolve(nil)
+		require.NoError(t, err, tool.Name)
+		m[tool.Name] = r
+	}
+	outputSchemas.Store(cs, m)
+	require.Contains(t, m, name)
+	return m[name]
 }
 
 // ok calls a tool that must succeed.

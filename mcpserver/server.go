@@ -134,8 +134,9 @@ type toolSpec struct {
 
 // addTool registers a tool whose handler gets the session id it works on
 // (the bound one, or the validated `session` argument) and the typed
-// input; its errors become tool errors.
-func addTool[In sessioned](s *server, ms *mcp.Server, spec toolSpec, h func(s *server, ctx context.Context, req *mcp.CallToolRequest, sid string, in In) (result, error)) {
+// input; its errors become tool errors. Out is the type of its results'
+// structured content, which the tool declares as its outputSchema.
+func addTool[Out any, In sessioned](s *server, ms *mcp.Server, spec toolSpec, h func(s *server, ctx context.Context, req *mcp.CallToolRequest, sid string, in In) (result, error)) {
 	schema, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: %v", spec.name, err))
@@ -145,6 +146,11 @@ func addTool[In sessioned](s *server, ms *mcp.Server, spec toolSpec, h func(s *s
 		schema.PropertyOrder = slices.DeleteFunc(schema.PropertyOrder, func(p string) bool { return p == "session" })
 	} else {
 		schema.Required = append(schema.Required, "session")
+	}
+	notNull(schema)
+	outSchema, err := jsonschema.For[Out](outputOptions)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: output: %v", spec.name, err))
 	}
 	f, t := false, true
 	ann := &mcp.ToolAnnotations{Title: spec.title, IdempotentHint: spec.idempotent, OpenWorldHint: &f}
@@ -160,7 +166,7 @@ func addTool[In sessioned](s *server, ms *mcp.Server, spec toolSpec, h func(s *s
 	case destructive:
 		ann.DestructiveHint = &t
 	}
-	tool := &mcp.Tool{Name: spec.name, Title: spec.title, Description: spec.description, InputSchema: schema, Annotations: ann}
+	tool := &mcp.Tool{Name: spec.name, Title: spec.title, Description: spec.description, InputSchema: schema, OutputSchema: outSchema, Annotations: ann}
 	mcp.AddTool(ms, tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
 		if e := checkArguments[In](req); e != nil {
 			return s.fail(e), nil, nil
@@ -184,8 +190,50 @@ func addTool[In sessioned](s *server, ms *mcp.Server, spec toolSpec, h func(s *s
 		if err != nil {
 			return s.fail(toolError(err)), nil, nil
 		}
+		if _, ok := res.data.(Out); !ok {
+			return s.fail(newError(CodeInternal, "tool %s: result of type %T, not the %s its outputSchema declares", spec.name, res.data, reflect.TypeFor[Out]())), nil, nil
+		}
 		return s.finish(res), nil, nil
 	})
+}
+
+// outputOptions derive the output schemas. apitypes.Policy nests its
+// parent, a cycle the schema library refuses: its schema says the parent
+// is a policy too, without spelling it out again.
+var outputOptions = func() *jsonschema.ForOptions {
+	type flat struct {
+		Read  []string `json:"read,omitempty"`
+		Write []string `json:"write,omitempty"`
+		Deny  []string `json:"deny,omitempty"`
+	}
+	ps, err := jsonschema.For[flat](nil)
+	if err != nil {
+		panic(err)
+	}
+	ps.Properties["parent"] = &jsonschema.Schema{Types: []string{"null", "object"}, Description: "The policy this one narrows, of the same shape."}
+	ps.PropertyOrder = append(ps.PropertyOrder, "parent")
+	return &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{reflect.TypeFor[apitypes.Policy](): ps}}
+}()
+
+// notNull makes the properties of an input schema, at every depth, not
+// nullable: the schema library types every slice ["null","array"], and a
+// strict function-calling client refuses a required field that may be
+// null (edits, paths). No input takes null for a value; an optional one
+// (argv) is left out instead.
+func notNull(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for _, p := range s.Properties {
+		if slices.Contains(p.Types, "null") {
+			p.Types = slices.DeleteFunc(slices.Clone(p.Types), func(t string) bool { return t == "null" })
+			if len(p.Types) == 1 {
+				p.Type, p.Types = p.Types[0], nil
+			}
+		}
+		notNull(p)
+	}
+	notNull(s.Items)
 }
 
 // checkArguments refuses arguments with a string that is not valid

@@ -88,6 +88,13 @@ type MovePathIn struct {
 	To   string `json:"to" sessiond:"path" jsonschema:"Its new path; must not exist yet."`
 }
 
+// ReadFilesOut is what read_files shows: each file as read_file shows it,
+// and the paths left out for the result's size.
+type ReadFilesOut struct {
+	Files   []FileContent `json:"files"`
+	Skipped []string      `json:"not_shown,omitempty"`
+}
+
 // Written is what a write, edit, delete or move did.
 type Written struct {
 	Path     string   `json:"path"`
@@ -103,16 +110,16 @@ type Written struct {
 }
 
 func (s *server) fileTools(ms *mcp.Server) {
-	addTool(s, ms, toolSpec{name: toolReadFile, title: "Read a file", kind: readOnly, description: "Read a text file of the session with numbered lines (like cat -n), its total line count and its ETag (pass the ETag as if_match to edit_file or write_file). " +
+	addTool[FileContent](s, ms, toolSpec{name: toolReadFile, title: "Read a file", kind: readOnly, description: "Read a text file of the session with numbered lines (like cat -n), its total line count and its ETag (pass the ETag as if_match to edit_file or write_file). " +
 		"Shows 2000 lines from offset by default; lines over 2000 characters are cut with a note. A binary file is described (size, type), not shown."}, (*server).readFile)
-	addTool(s, ms, toolSpec{name: toolReadFiles, title: "Read several files", kind: readOnly, description: "Read several files at once, each as read_file shows it. A file that cannot be read gets its error in place; the others are still shown."}, (*server).readFiles)
-	addTool(s, ms, toolSpec{name: toolWriteFile, title: "Write a file", kind: destructive, idempotent: true, description: "Create a file or replace its whole content. To change part of a file use edit_file. " +
+	addTool[ReadFilesOut](s, ms, toolSpec{name: toolReadFiles, title: "Read several files", kind: readOnly, description: "Read several files at once, each as read_file shows it. A file that cannot be read gets its error in place; the others are still shown."}, (*server).readFiles)
+	addTool[Written](s, ms, toolSpec{name: toolWriteFile, title: "Write a file", kind: destructive, idempotent: true, description: "Create a file or replace its whole content. To change part of a file use edit_file. " +
 		"Pass if_match (the ETag from read_file) when overwriting so that a change made since you read it is not lost."}, (*server).writeFile)
-	addTool(s, ms, toolSpec{name: toolEditFile, title: "Edit a file", kind: destructive, description: "Replace exact text in a file: a list of {old_text, new_text, replace_all} applied in order, all or none. " +
+	addTool[Written](s, ms, toolSpec{name: toolEditFile, title: "Edit a file", kind: destructive, description: "Replace exact text in a file: a list of {old_text, new_text, replace_all} applied in order, all or none. " +
 		"Each old_text must occur exactly once unless replace_all; if it occurs zero or several times nothing is written and the error lists the candidate lines with context (for zero, the closest near-match). " +
 		"Line endings and a missing final newline are kept. Returns the unified diff; dry_run shows it without writing."}, (*server).editFile)
-	addTool(s, ms, toolSpec{name: toolDeletePath, title: "Delete a file or directory", kind: destructive, idempotent: true, description: "Delete a file, or a directory with recursive. Only the session's view changes; the base commit keeps it, and rollback can bring it back."}, (*server).deletePath)
-	addTool(s, ms, toolSpec{name: toolMovePath, title: "Move or rename", kind: destructive, description: "Move or rename a file or directory within the session. The destination must not exist."}, (*server).movePath)
+	addTool[Written](s, ms, toolSpec{name: toolDeletePath, title: "Delete a file or directory", kind: destructive, idempotent: true, description: "Delete a file, or a directory with recursive. Only the session's view changes; the base commit keeps it, and rollback can bring it back."}, (*server).deletePath)
+	addTool[Written](s, ms, toolSpec{name: toolMovePath, title: "Move or rename", kind: destructive, description: "Move or rename a file or directory within the session. The destination must not exist."}, (*server).movePath)
 }
 
 func (s *server) readFile(ctx context.Context, _ *mcp.CallToolRequest, sid string, in ReadFileIn) (result, error) {
@@ -217,10 +224,7 @@ func (s *server) readFiles(ctx context.Context, _ *mcp.CallToolRequest, sid stri
 	}
 	bud := s.budget()
 	var b strings.Builder
-	out := struct {
-		Files   []FileContent `json:"files"`
-		Skipped []string      `json:"not_shown,omitempty"`
-	}{}
+	var out ReadFilesOut
 	for i, p := range in.Paths {
 		if bud.left < 200 {
 			out.Skipped = in.Paths[i:]

@@ -35,7 +35,7 @@ const (
 )
 
 func (s *server) runTool(ms *mcp.Server) {
-	addTool(s, ms, toolSpec{name: toolRun, title: "Run a command", kind: destructive, openWorld: true, description: "Run a command (build, tests, linters, code generators) on the session's files as a real directory. " +
+	addTool[RunOut](s, ms, toolSpec{name: toolRun, title: "Run a command", kind: destructive, openWorld: true, description: "Run a command (build, tests, linters, code generators) on the session's files as a real directory. " +
 		"Returns the exit code and the tail of stdout and stderr. Files the command changes (except those .gitignore ignores) are recorded in the session as one change; changes that break the session's rules are refused and listed. " +
 		"Long runs report progress; cancelling the call stops the command."}, (*server).run)
 }

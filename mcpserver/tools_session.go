@@ -84,13 +84,13 @@ type SubmitIn struct {
 }
 
 func (s *server) sessionTools(ms *mcp.Server) {
-	addTool(s, ms, toolSpec{name: toolDiff, title: "Show changes", kind: readOnly, description: "Show the session's changes as a unified diff (git apply accepts it) against its base commit or a checkpoint, optionally for some paths only."}, (*server).diff)
-	addTool(s, ms, toolSpec{name: toolStatus, title: "Session status", kind: readOnly, description: "The session's base commit and branch, intent and state, the paths it changed, its checkpoints, and overlap warnings: other live sessions that changed the same files or functions, and whether a trial merge with theirs is clean."}, (*server).status)
-	addTool(s, ms, toolSpec{name: toolCheckpoint, title: "Checkpoint", kind: additive, description: "Save the session's current files as a checkpoint (a git commit) that rollback can return to. Cheap; take one before a risky change."}, (*server).checkpoint)
-	addTool(s, ms, toolSpec{name: toolRollback, title: "Roll back", kind: destructive, idempotent: true, description: "Return the session's files to a checkpoint, dropping the changes made after it (they stay in the log, and a later checkpoint can still be restored)."}, (*server).rollback)
-	addTool(s, ms, toolSpec{name: toolLog, title: "Change log", kind: readOnly, description: "The session's latest changes, newest first: each write, edit, delete, move, command run and rollback, with its paths."}, (*server).log)
+	addTool[DiffOut](s, ms, toolSpec{name: toolDiff, title: "Show changes", kind: readOnly, description: "Show the session's changes as a unified diff (git apply accepts it) against its base commit or a checkpoint, optionally for some paths only."}, (*server).diff)
+	addTool[StatusOut](s, ms, toolSpec{name: toolStatus, title: "Session status", kind: readOnly, description: "The session's base commit and branch, intent and state, the paths it changed, its checkpoints, and overlap warnings: other live sessions that changed the same files or functions, and whether a trial merge with theirs is clean."}, (*server).status)
+	addTool[apitypes.Checkpoint](s, ms, toolSpec{name: toolCheckpoint, title: "Checkpoint", kind: additive, description: "Save the session's current files as a checkpoint (a git commit) that rollback can return to. Cheap; take one before a risky change."}, (*server).checkpoint)
+	addTool[apitypes.RollbackResult](s, ms, toolSpec{name: toolRollback, title: "Roll back", kind: destructive, idempotent: true, description: "Return the session's files to a checkpoint, dropping the changes made after it (they stay in the log, and a later checkpoint can still be restored)."}, (*server).rollback)
+	addTool[LogOut](s, ms, toolSpec{name: toolLog, title: "Change log", kind: readOnly, description: "The session's latest changes, newest first: each write, edit, delete, move, command run and rollback, with its paths."}, (*server).log)
 	s.runTool(ms)
-	addTool(s, ms, toolSpec{name: toolSubmit, title: "Submit for review", kind: additive, description: "Open the session's changes as a changeset for review, to land on a branch when accepted. Submitting again updates the changeset with a new revision."}, (*server).submit)
+	addTool[apitypes.Changeset](s, ms, toolSpec{name: toolSubmit, title: "Submit for review", kind: additive, description: "Open the session's changes as a changeset for review, to land on a branch when accepted. Submitting again updates the changeset with a new revision."}, (*server).submit)
 }
 
 func (s *server) diff(ctx context.Context, _ *mcp.CallToolRequest, sid string, in DiffIn) (result, error) {
@@ -340,6 +340,13 @@ func (s *server) rollback(ctx context.Context, _ *mcp.CallToolRequest, sid strin
 	return result{text: text, data: r}, nil
 }
 
+// LogOut is what log shows: the latest mutations, newest first, and how
+// many there are in all.
+type LogOut struct {
+	Mutations []apitypes.Mutation `json:"mutations"`
+	Total     int64               `json:"total"`
+}
+
 func (s *server) log(ctx context.Context, _ *mcp.CallToolRequest, sid string, in LogIn) (result, error) {
 	limit := in.Limit
 	if limit <= 0 {
@@ -354,10 +361,7 @@ func (s *server) log(ctx context.Context, _ *mcp.CallToolRequest, sid string, in
 	if err != nil {
 		return result{}, err
 	}
-	out := struct {
-		Mutations []apitypes.Mutation `json:"mutations"`
-		Total     int64               `json:"total"`
-	}{Mutations: []apitypes.Mutation{}, Total: ss.Seq}
+	out := LogOut{Mutations: []apitypes.Mutation{}, Total: ss.Seq}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d change(s) in all; the latest %d, newest first:\n", ss.Seq, min(int64(len(ms)), ss.Seq))
 	bud := s.budget()

@@ -81,10 +81,10 @@ type GrepResult struct {
 }
 
 func (s *server) treeTools(ms *mcp.Server) {
-	addTool(s, ms, toolSpec{name: toolListDir, title: "List a directory", kind: readOnly, description: "List a directory of the session as a tree, depth-limited (default 2 levels), with each entry's status in this session (added, modified, deleted; unmarked entries are as in the base) and file sizes. " +
+	addTool[Listing](s, ms, toolSpec{name: toolListDir, title: "List a directory", kind: readOnly, description: "List a directory of the session as a tree, depth-limited (default 2 levels), with each entry's status in this session (added, modified, deleted; unmarked entries are as in the base) and file sizes. " +
 		"Deleted entries are shown so you see your own changes at a glance."}, (*server).listDir)
-	addTool(s, ms, toolSpec{name: toolGlob, title: "Find files by name", kind: readOnly, description: "List the files whose paths match a glob (e.g. **/*.go), in path order, with their status in this session."}, (*server).glob)
-	addTool(s, ms, toolSpec{name: toolGrep, title: "Search file contents", kind: readOnly, description: "Search the session's files for a regular expression (RE2). Returns path:line: text for each matching line, optionally with context lines (path-line- text), capped at max_results and saying when it was cut. Binary files are skipped."}, (*server).grep)
+	addTool[Listing](s, ms, toolSpec{name: toolGlob, title: "Find files by name", kind: readOnly, description: "List the files whose paths match a glob (e.g. **/*.go), in path order, with their status in this session."}, (*server).glob)
+	addTool[GrepResult](s, ms, toolSpec{name: toolGrep, title: "Search file contents", kind: readOnly, description: "Search the session's files for a regular expression (RE2). Returns path:line: text for each matching line, optionally with context lines (path-line- text), capped at max_results and saying when it was cut. Binary files are skipped."}, (*server).grep)
 }
 
 func (s *server) listDir(ctx context.Context, _ *mcp.CallToolRequest, sid string, in ListDirIn) (result, error) {

@@ -78,3 +78,52 @@ func BenchmarkMCPDiff(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMCPEditFile: edit_file changing one line in the middle of a
+// file of lines=N, as a dry run (so every iteration edits the same file),
+// in process through the SDK's client: the read, the exact-match search,
+// and the engine's check of the write and its diff (diff: true on the
+// edits route). Beside it, BenchmarkMCPGrepContext: grep with 3 lines of
+// context around every hundredth line of the same file, the context now
+// cut by the engine in its one pass over the file. Both should grow as
+// the file does, no faster.
+func BenchmarkMCPEditFile(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		old, _ := diffVersions(n)
+		b.Run(fmt.Sprintf("lines=%d", n), func(b *testing.B) {
+			e := newEnv(b)
+			require.NoError(b, os.WriteFile(filepath.Join(e.repoDir, "big.txt"), []byte(old), 0o644))
+			testrepo.Git(b, e.repoDir, "add", "big.txt")
+			testrepo.Git(b, e.repoDir, "commit", "-q", "-m", "big file")
+			cs := e.connect(b, e.newSession(b, apitypes.CreateSessionRequest{}), mcpserver.Options{})
+			target := fmt.Sprintf("line %d of the generated file\n", n/2)
+			args := map[string]any{"path": "big.txt", "dry_run": true, "edits": []any{map[string]any{"old_text": target, "new_text": "changed\n"}}}
+			for b.Loop() {
+				text, _ := ok(b, cs, "edit_file", args)
+				if !strings.Contains(text, "+changed\n") {
+					b.Fatalf("edit_file: %.300s", text)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkMCPGrepContext(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		old, _ := diffVersions(n)
+		b.Run(fmt.Sprintf("lines=%d", n), func(b *testing.B) {
+			e := newEnv(b)
+			require.NoError(b, os.WriteFile(filepath.Join(e.repoDir, "big.txt"), []byte(old), 0o644))
+			testrepo.Git(b, e.repoDir, "add", "big.txt")
+			testrepo.Git(b, e.repoDir, "commit", "-q", "-m", "big file")
+			cs := e.connect(b, e.newSession(b, apitypes.CreateSessionRequest{}), mcpserver.Options{MaxResultBytes: 64 << 20})
+			args := map[string]any{"pattern": "^line [0-9]*00 ", "glob": "big.txt", "context": 3, "max_results": 1000}
+			for b.Loop() {
+				_, data := ok(b, cs, "grep", args)
+				if got := len(data["matches"].([]any)); got != min(n/100-1, 1000) {
+					b.Fatalf("grep: %d matches", got)
+				}
+			}
+		})
+	}
+}

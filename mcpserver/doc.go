@@ -15,10 +15,12 @@
 // the texts it shows: diffs (diff's and edit_file's), grep's context lines
 // and whether a file is binary come from the engine, as the API and the
 // CLI show them; this package lays them out for a model. It links no
-// engine package (deps_test.go). A tool handler makes one Backend call
-// for what it changes; a few read first (edit_file reads the version it
-// edits and writes conditionally on it, status gathers the session, its
-// changes, checkpoints and overlap reports).
+// engine package (deps_test.go). A tool handler makes one Backend call,
+// as an HTTP handler calls one engine method; thin_test.go checks it on
+// the source, with the exceptions it names: edit_file reads the version
+// it edits and writes conditionally on it, status gathers the session,
+// its changes, checkpoints and overlap reports, log reads the session's
+// count before its latest mutations, and list_dir lists level by level.
 //
 // Invariants:
 //   - Every result is text written for a model plus the same data as

@@ -47,7 +47,9 @@
 //     schema; unbound ones require it on every tool.
 //   - Every tool declares an outputSchema, derived from the Go type of its
 //     structured content (addTool's Out; a result of another type is an
-//     internal error), and no input property is nullable: arrays such as
+//     internal error), which a tool error's {"error": …} also fits, since
+//     clients validate every result's structured content against it; and
+//     no input property is nullable: arrays such as
 //     edits, paths and argv are typed "array", since strict
 //     function-calling clients refuse a required field that may be null.
 //   - A tool's raw arguments pass the API's Unicode check

@@ -136,13 +136,11 @@ func call(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any)
 		raw, err := json.Marshal(res.StructuredContent)
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(raw, &data))
-		if !res.IsError {
-			// What a result carries is what its tool declares, as a
-			// client that checks the outputSchema would verify.
-			var v any
-			require.NoError(t, json.Unmarshal(raw, &v))
-			require.NoError(t, outputSchema(t, cs, name).Validate(v), "tool %s: structured content %s", name, raw)
-		}
+		// What a result carries, an error's too, is what its tool
+		// declares, as a client that checks the outputSchema verifies.
+		var v any
+		require.NoError(t, json.Unmarshal(raw, &v))
+		require.NoError(t, outputSchema(t, cs, name).Validate(v), "tool %s: structured content %s", name, raw)
 	}
 	return text, res.IsError, data
 }

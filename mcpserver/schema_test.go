@@ -52,8 +52,9 @@ func containsNull(ts []string) bool {
 // client, bound and unbound, as a function-calling client sees them: no
 // input property may be null (a strict client refuses a nullable
 // required field), the array inputs are typed "array", and every tool
-// declares an outputSchema, an object, for its structured content (the
-// test helpers validate every successful result against it).
+// declares an outputSchema, an object, for its structured content, a
+// tool error's included (the test helpers validate every result against
+// it).
 func TestToolSchemasForStrictClients(t *testing.T) {
 	e := newEnv(t)
 	s := e.newSession(t, apitypes.CreateSessionRequest{})
@@ -74,8 +75,12 @@ func TestToolSchemasForStrictClients(t *testing.T) {
 				out := schemaOf(t, tool.OutputSchema)
 				assert.Equal(t, "object", out.Type, "tool %s: outputSchema", tool.Name)
 				assert.NotEmpty(t, out.Properties, "tool %s: outputSchema", tool.Name)
-				_, err := out.Resolve(nil)
-				assert.NoError(t, err, tool.Name)
+				r, err := out.Resolve(nil)
+				require.NoError(t, err, tool.Name)
+				// A tool error's structured content fits it too: clients
+				// validate every result's, errors included.
+				assert.NoError(t, r.Validate(map[string]any{"error": map[string]any{"code": "invalid_path", "message": "m", "rule": "hasDotdot", "path": "../x"}}), tool.Name)
+				assert.Error(t, r.Validate(map[string]any{"error": map[string]any{"message": "no code"}}), tool.Name)
 			}
 			for _, a := range []struct{ tool, prop string }{{"edit_file", "edits"}, {"read_files", "paths"}, {"run", "argv"}, {"diff", "paths"}} {
 				p := inputs[a.tool].Properties[a.prop]

@@ -152,6 +152,7 @@ func addTool[Out any, In sessioned](s *server, ms *mcp.Server, spec toolSpec, h 
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: output: %v", spec.name, err))
 	}
+	withError(outSchema)
 	f, t := false, true
 	ann := &mcp.ToolAnnotations{Title: spec.title, IdempotentHint: spec.idempotent, OpenWorldHint: &f}
 	if spec.openWorld {
@@ -214,6 +215,30 @@ var outputOptions = func() *jsonschema.ForOptions {
 	ps.PropertyOrder = append(ps.PropertyOrder, "parent")
 	return &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{reflect.TypeFor[apitypes.Policy](): ps}}
 }()
+
+// withError lets an output schema describe a tool error's structured
+// content too ({"error": {code, message, …details}}): clients (the
+// TypeScript SDK's among them) validate the structured content of every
+// result against the outputSchema, errors included. The result is either
+// the tool's own fields, all its required ones present, or the error.
+func withError(s *jsonschema.Schema) {
+	s.Properties["error"] = &jsonschema.Schema{
+		Type:        "object",
+		Description: "Present only on a tool error (isError): the API's error code, its message, and details such as rule, path and current.",
+		Required:    []string{"code", "message"},
+		Properties: map[string]*jsonschema.Schema{
+			"code":    {Type: "string"},
+			"message": {Type: "string"},
+		},
+	}
+	if !slices.Contains(s.PropertyOrder, "error") { // read_file's own error field is of this shape too
+		s.PropertyOrder = append(s.PropertyOrder, "error")
+	}
+	if len(s.Required) > 0 {
+		s.AnyOf = []*jsonschema.Schema{{Required: s.Required}, {Required: []string{"error"}}}
+		s.Required = nil
+	}
+}
 
 // notNull makes the properties of an input schema, at every depth, not
 // nullable: the schema library types every slice ["null","array"], and a

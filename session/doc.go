@@ -15,7 +15,10 @@
 // the durability order below, and who hears of a commit: the event log
 // and the observers), and the helpers on live, the one loaded session.
 // Executor (exec.go) runs commands over a Manager's sessions; NewFS adapts
-// a session's view to fs.FS.
+// a session's view to fs.FS. What the adapters show is composed here,
+// once: a search's matches come with their context lines (grepBlob, as
+// grep -C), and an edit batch's result builds its diff on demand
+// (BatchResult.Patch, a dry run's from the contents it only queued).
 //
 // Invariants:
 //   - Durability order. A mutation becomes durable in one order: its new

@@ -78,9 +78,10 @@ type BatchResult struct {
 }
 
 // Patch is the diff of what the batch changed (or, in a dry run, would
-// change), file by file in path order, as the session's diff shows them: hunks with function context, files the session may
-// not read left out. It reads the batch's new contents from memory, so a
-// dry run's diff needs nothing written.
+// change), file by file in path order, as the session's diff shows them:
+// hunks with function context, files the session may not read left out.
+// It reads the batch's new contents from memory, so a dry run's diff
+// needs nothing written.
 func (r BatchResult) Patch(ctx context.Context) (*merge.Patch, error) {
 	if r.patch == nil {
 		return &merge.Patch{}, nil
@@ -187,6 +188,9 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 	// In path order, as the session's diff lists them.
 	slices.SortStableFunc(fcs, func(a, b merge.FileChange) int { return strings.Compare(a.Path(), b.Path()) })
 	res.patch = func(ctx context.Context) (*merge.Patch, error) {
+		if len(fcs) == 0 {
+			return &merge.Patch{}, nil
+		}
 		p, err := merge.BuildPatch(ctx, repo, fcs, merge.PatchOptions{AttrTree: before, Read: d.readBlob})
 		if err != nil {
 			return nil, err

@@ -527,9 +527,11 @@ func acceptMessage(c Changeset, s record.SessionInfo, message string) string {
 	b.WriteString("\n\n")
 	b.WriteString(trailerSession + ": " + c.Session.String() + "\n")
 	b.WriteString(trailerChangeset + ": " + c.ID.String() + "\n")
-	if agent := sanitizeIdent(strings.ReplaceAll(s.AgentID, "\n", " ")); agent != "" {
-		b.WriteString(trailerAgent + ": " + agent + "\n")
+	agent := sanitizeIdent(strings.ReplaceAll(s.Agent(), "\n", " "))
+	if agent == "" {
+		agent = record.UnnamedAgent
 	}
+	b.WriteString(trailerAgent + ": " + agent + "\n")
 	b.WriteString(trailerRevision + ": " + strconv.Itoa(c.Revision) + "\n")
 	return b.String()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
 )
 
 // The changeset commands (changeset submit|ls|show|review|accept|undo|
@@ -53,7 +54,7 @@ func (c *changesetSubmitCmd) Run(ctx context.Context, x *cli) error {
 
 func printChangeset(w io.Writer, c apitypes.Changeset) {
 	fmt.Fprintf(w, "changeset %s (revision %d) %s\n", c.ID, c.Revision, c.Status)
-	fmt.Fprintf(w, "  session %s, agent %s, %s → %s\n", c.Session, c.AgentID, c.Repo, c.TargetBranch)
+	fmt.Fprintf(w, "  session %s, agent %s, %s → %s\n", c.Session, record.AgentLabel(c.AgentID, ""), c.Repo, c.TargetBranch)
 	fmt.Fprintf(w, "  intent: %s\n", c.Intent)
 	fmt.Fprintf(w, "  base %s, head %s\n", short(c.BaseCommit), short(c.HeadCommit))
 	if c.AcceptedCommit != "" {
@@ -103,7 +104,7 @@ func (c *changesetLsCmd) Run(ctx context.Context, x *cli) error {
 	return x.out(map[string]any{"changesets": cs}, func(w io.Writer) {
 		table(w, "ID\tSTATUS\tREPO\tBRANCH\tAGENT\tUPDATED\tINTENT", func(tw io.Writer) {
 			for _, c := range cs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Status, c.Repo, c.TargetBranch, c.AgentID,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Status, c.Repo, c.TargetBranch, record.AgentLabel(c.AgentID, ""),
 					c.UpdatedAt.Local().Format(time.DateTime), c.Intent)
 			}
 		})

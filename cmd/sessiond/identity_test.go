@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -98,4 +101,60 @@ func TestAllowedHostFlag(t *testing.T) {
 	t.Setenv("SESSIOND_ALLOWED_HOSTS", "a.internal,b.internal")
 	fromEnv := newDaemon(t, stores[0])
 	assert.Equal(t, http.StatusOK, get(fromEnv, "b.internal"))
+}
+
+// TestCLIAgentIdentity: an agent given by name alone, by id alone, by
+// both or not at all is one identity: session ls and show, changeset ls
+// and show, the accepted commit's author and its Sessiond-Agent trailer
+// all name it; a fork given no agent keeps its source's.
+func TestCLIAgentIdentity(t *testing.T) {
+	repo := testrepo.BuildBare(t, "small")
+	d := newDaemon(t, stores[0], "--repo", "r="+repo)
+	clientEnv(t, d, "")
+	t.Setenv("USER", "")
+	cli := func(args ...string) string {
+		t.Helper()
+		r := runCLI(t, "", args...)
+		require.Equal(t, exitOK, r.code, "%v: %s", args, r.stderr)
+		return r.stdout
+	}
+	agentLine := regexp.MustCompile(`(?m)^agent\s+(.*)$`)
+	for i, tc := range []struct {
+		flags       []string
+		shown, id   string
+		authorEmail string
+	}{
+		{[]string{"--agent-name", "chi"}, "chi", "chi", "chi@sessiond"},
+		{[]string{"--agent-id", "bot-7"}, "bot-7", "bot-7", "bot-7@sessiond"},
+		{[]string{"--agent-id", "bot-8", "--agent-name", "Chi Bot"}, "Chi Bot (bot-8)", "bot-8", "bot-8@sessiond"},
+		{nil, "agent", "agent", "agent@sessiond"},
+	} {
+		id := strings.TrimSpace(cli(append([]string{"session", "new", "--repo", "r", "-q"}, tc.flags...)...))
+		path := fmt.Sprintf("agent-%d.txt", i)
+		r := runCLI(t, "x\n", "--session", id, "put", path)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Regexp(t, regexp.MustCompile(id+`\s+r\s+active\s+read_write\s+`+regexp.QuoteMeta(tc.shown)+`\s+main@`), cli("session", "ls"), "session ls names the agent: %v", tc.flags)
+		assert.Equal(t, tc.shown, agentLine.FindStringSubmatch(cli("session", "show", id))[1], "session show: %v", tc.flags)
+		var js apitypes.Session
+		require.NoError(t, json.Unmarshal([]byte(cli("--json", "session", "show", id)), &js))
+		assert.Equal(t, tc.id, js.AgentID, "the API has the identity too, not an empty id")
+		cs := strings.TrimSpace(cli("--session", id, "changeset", "submit", "-q"))
+		name := tc.id
+		if len(tc.flags) == 4 {
+			name = "Chi Bot"
+		}
+		// A changeset carries the agent's id.
+		assert.Contains(t, cli("changeset", "show", cs), "agent "+tc.id+", r → main", "changeset show: %v", tc.flags)
+		assert.Regexp(t, regexp.MustCompile(cs+`\s+open\s+r\s+main\s+`+regexp.QuoteMeta(tc.id)+`\s`), cli("changeset", "ls"), "changeset ls: %v", tc.flags)
+		cli("changeset", "accept", cs)
+		assert.Equal(t, name+" <"+tc.authorEmail+">", git(t, repo, "log", "-1", "--format=%an <%ae>", "main"), "the commit's author is the agent")
+		assert.Equal(t, tc.id, git(t, repo, "log", "-1", "--format=%(trailers:key=Sessiond-Agent,valueonly)", "main"), "the trailer is there: %v", tc.flags)
+	}
+
+	// A fork given no agent is its source's agent's.
+	src := strings.TrimSpace(cli("session", "new", "--repo", "r", "-q", "--agent-name", "chi"))
+	fork := strings.TrimSpace(cli("fork", src, "-q"))
+	assert.Equal(t, "chi", agentLine.FindStringSubmatch(cli("session", "show", fork))[1])
+	named := strings.TrimSpace(cli("fork", src, "-q", "--agent-name", "psi"))
+	assert.Equal(t, "psi", agentLine.FindStringSubmatch(cli("session", "show", named))[1])
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -157,4 +160,46 @@ func TestCLIAgentIdentity(t *testing.T) {
 	assert.Equal(t, "chi", agentLine.FindStringSubmatch(cli("session", "show", fork))[1])
 	named := strings.TrimSpace(cli("fork", src, "-q", "--agent-name", "psi"))
 	assert.Equal(t, "psi", agentLine.FindStringSubmatch(cli("session", "show", named))[1])
+}
+
+// TestLocalUserDefault: a daemon without an admin token and without
+// --local-user records reviews under git's user.name, else the OS user,
+// and the CLI says which identity it used.
+func TestLocalUserDefault(t *testing.T) {
+	me, err := user.Current()
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, gitName, want string
+	}{
+		{"git's user.name", "Gita Config", "Gita Config"},
+		{"the OS user", "", me.Username},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			cfg := filepath.Join(home, "gitconfig")
+			content := ""
+			if tc.gitName != "" {
+				content = "[user]\n\tname = " + tc.gitName + "\n"
+			}
+			require.NoError(t, os.WriteFile(cfg, []byte(content), 0o644))
+			t.Setenv("HOME", home)
+			t.Setenv("GIT_CONFIG_GLOBAL", cfg)
+			t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			d := newDaemon(t, stores[0], "--repo", "r="+testrepo.BuildBare(t, "small"))
+			ctx := t.Context()
+			s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", AgentName: "chi"})
+			require.NoError(t, err)
+			_, err = d.C.WriteFile(ctx, s.ID, "reviewed.txt", []byte("x\n"), client.WriteOptions{})
+			require.NoError(t, err)
+			cs, err := d.C.Submit(ctx, s.ID, apitypes.SubmitRequest{})
+			require.NoError(t, err)
+			clientEnv(t, d, "")
+			r := runCLI(t, "", "changeset", "review", cs.ID, "--verdict", "approve")
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assert.Contains(t, r.stdout, "as "+tc.want+" (local user): approve")
+			r = runCLI(t, "", "--json", "changeset", "show", cs.ID)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assert.Contains(t, r.stdout, `"author": "`+tc.want+`"`, "the review's author is the identity, never empty")
+		})
+	}
 }

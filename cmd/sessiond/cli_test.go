@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/internal/pgtest"
 	"github.com/sessiond/sessiond/internal/testdaemon"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
@@ -618,4 +622,33 @@ func TestCLIHumanOutput(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestServeSaysWhyTheStoreIsNot: serve on a Postgres database that does
+// not exist, or on a port where nothing listens, stops saying so in words
+// a person can act on, and never with the URL's password.
+func TestServeSaysWhyTheStoreIsNot(t *testing.T) {
+	_ = freshSchema(t) // the server is there (or the test skips, or fails under CI)
+	const password = "hunter2-not-for-logs"
+	missing, err := url.Parse(pgtest.URL())
+	require.NoError(t, err)
+	cfg, err := pgx.ParseConfig(pgtest.URL())
+	require.NoError(t, err)
+	missing.User, missing.Path = url.UserPassword(cfg.User, password), "/nosuchdb"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	for _, tc := range []struct{ url, want string }{
+		{missing.String(), `database \"nosuchdb\" does not exist`},
+		{"postgres://sessiond:" + password + "@" + closed + "/test", "postgres at " + closed + ` (user \"sessiond\", database \"test\"): connection refused`},
+	} {
+		cmd := exec.Command(testdaemon.Binary, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--database-url", tc.url)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%s", out)
+		assert.Contains(t, string(out), tc.want)
+		assert.NotContains(t, string(out), password)
+		assert.NotContains(t, string(out), "listening on")
+	}
 }

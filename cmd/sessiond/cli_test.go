@@ -71,6 +71,32 @@ func TestCLIUsage(t *testing.T) {
 	for _, want := range []string{"$SESSIOND_MAX_BODY_BYTES", "$SESSIOND_ADDR", "--repo"} {
 		assert.Contains(t, r.stdout, want)
 	}
+	// The daemon's commands list their own flags with their defaults, not
+	// the client's they do not read (mcp reads --server, --token and
+	// --session, not --json).
+	for _, tc := range []struct {
+		args          []string
+		want, without []string
+	}{
+		{[]string{"serve", "--help"}, []string{"default 127.0.0.1:7420; $SESSIOND_ADDR", "default 128MiB; $SESSIOND_MAX_BODY_BYTES", "default 1h; $SESSIOND_EXEC_MAX_TIMEOUT", "--workdir-no-namespaces"},
+			[]string{"--server=", "--token=", "--session=", "--json", "default false"}},
+		{[]string{"help", "quickstart"}, nil, []string{"--server=", "--token=", "--json"}},
+		{[]string{"mcp", "--help"}, []string{"--probe=DURATION", "(default 1s)", "default mcp; $SESSIOND_AGENT", "default 4GiB; $SESSIOND_EXEC_MEMORY", "--server=URL", "--session=ID"},
+			[]string{"--json"}},
+		{[]string{"session", "new", "--help"}, []string{"--server=URL", "--json", "default http://127.0.0.1:7420; $SESSIOND_SERVER"}, nil},
+	} {
+		r := runCLI(t, "", tc.args...)
+		assert.Equal(t, exitOK, r.code, "%v", tc.args)
+		for _, w := range tc.want {
+			assert.Contains(t, strings.Join(strings.Fields(r.stdout), " "), w, "%v", tc.args)
+		}
+		for _, w := range tc.without {
+			assert.NotContains(t, r.stdout, w, "%v", tc.args)
+		}
+	}
+	r = runCLI(t, "", "serve", "--json", "--addr", "bogus")
+	assert.Equal(t, exitUsage, r.code, "the client's flags still parse everywhere")
+	assert.Contains(t, r.stderr, "--addr")
 
 	for _, args := range [][]string{
 		{"nosuchcommand"},

@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -102,6 +103,8 @@ func newParser(root *cliRoot, stdout, stderr io.Writer) (*kong.Kong, error) {
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(kongExit{code}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.ValueFormatter(helpValue),
+		kong.Help(printHelp),
 		kong.Vars{"server": client.DefaultServer, "user": os.Getenv("USER")},
 		kong.ExplicitGroups([]kong.Group{
 			{Key: "daemon", Title: "Daemon"},
@@ -112,6 +115,57 @@ func newParser(root *cliRoot, stdout, stderr io.Writer) (*kong.Kong, error) {
 			{Key: "run", Title: "Running commands on a session"},
 		}),
 	)
+}
+
+// daemonHelpHides names, per daemon command, the root flags its help
+// leaves out: the client's, which serve and quickstart do not read, and
+// which mcp reads but for --json. They still parse (a script may give
+// them to every command), they are only not described where they do
+// nothing.
+var daemonHelpHides = map[string][]string{
+	"serve":      {"server", "token", "session", "json"},
+	"quickstart": {"server", "token", "session", "json"},
+	"mcp":        {"json"},
+}
+
+// printHelp is kong's help without the root flags the selected daemon
+// command does not read.
+func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
+	if cmd := ctx.Selected(); cmd != nil {
+		top := cmd
+		for top.Parent != nil && top.Parent.Type != kong.ApplicationNode {
+			top = top.Parent
+		}
+		for _, f := range ctx.Model.Flags {
+			if !f.Hidden && slices.Contains(daemonHelpHides[top.Name], f.Name) {
+				f.Hidden = true
+				defer func() { f.Hidden = false }()
+			}
+		}
+	}
+	return kong.DefaultHelpPrinter(options, ctx)
+}
+
+// helpValue is a flag's help with its default and its variable: "(default
+// 128MiB; $SESSIOND_MAX_BODY_BYTES)". A help text that already says what
+// happens by default, and a switch (off unless given), show no default.
+func helpValue(v *kong.Value) string {
+	var notes []string
+	if v.HasDefault && v.Default != "" && !v.IsBool() && !strings.Contains(v.Help, "default") {
+		notes = append(notes, "default "+v.Default)
+	}
+	for _, e := range v.Tag.Envs {
+		notes = append(notes, "$"+e)
+	}
+	if len(notes) == 0 {
+		return v.Help
+	}
+	help, dot := strings.CutSuffix(v.Help, ".")
+	out := strings.TrimSpace(help + " (" + strings.Join(notes, "; ") + ")")
+	if dot {
+		out += "."
+	}
+	return out
 }
 
 // run parses args into a fresh command tree and runs the command.

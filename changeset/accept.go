@@ -439,6 +439,9 @@ func acceptable(c Changeset, pol repos.Policy) error {
 		if pol.RequiredApprovals == 0 {
 			return nil
 		}
+		if pol.RequiredApprovals == 1 {
+			return conflict("changeset %s needs 1 approval", c.ID)
+		}
 		return conflict("changeset %s needs %d approvals", c.ID, pol.RequiredApprovals)
 	case StatusAccepted:
 		return conflict("changeset %s is already accepted, as %s on %s", c.ID, c.AcceptedCommit, c.TargetBranch)

@@ -61,7 +61,7 @@ func printChangeset(w io.Writer, c apitypes.Changeset) {
 		fmt.Fprintf(w, "  accepted as %s\n", c.AcceptedCommit)
 	}
 	if c.Stats != nil {
-		fmt.Fprintf(w, "  %d files, +%d -%d\n", c.Stats.Files, c.Stats.Insertions, c.Stats.Deletions)
+		fmt.Fprintf(w, "  %s, +%d -%d\n", count(c.Stats.Files, "file"), c.Stats.Insertions, c.Stats.Deletions)
 	}
 	printSymbols(w, c.Symbols)
 	for _, r := range c.Reviews {
@@ -319,7 +319,7 @@ func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
 				fmt.Fprintf(w, "  the session keeps what was left out, on %s\n", short(res.Commit))
 			}
 			if res.SessionError != "" || len(res.SessionConflicts) > 0 {
-				fmt.Fprintf(w, "  the session was not rebased (%d conflicts) %s: rebase it by hand\n", len(res.SessionConflicts), res.SessionError)
+				fmt.Fprintf(w, "  the session was not rebased (%s) %s: rebase it by hand\n", count(len(res.SessionConflicts), "conflict"), res.SessionError)
 			}
 		}
 	})
@@ -406,7 +406,7 @@ func (c *rebaseCmd) Run(ctx context.Context, x *cli) error {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		fmt.Fprintf(w, "rebased onto %s (%d paths changed)\n", res.Session.BaseCommit, len(res.Mutation.Paths))
+		fmt.Fprintf(w, "rebased onto %s (%s changed)\n", res.Session.BaseCommit, count(len(res.Mutation.Paths), "path"))
 	})
 }
 
@@ -431,6 +431,6 @@ func (c *mergeCmd) Run(ctx context.Context, x *cli) error {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		fmt.Fprintf(w, "merged %s into %s (%d paths changed)\n", c.From, id, len(res.Mutation.Paths))
+		fmt.Fprintf(w, "merged %s into %s (%s changed)\n", c.From, id, count(len(res.Mutation.Paths), "path"))
 	})
 }

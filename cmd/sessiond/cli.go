@@ -398,7 +398,7 @@ func (c *putCmd) Run(ctx context.Context, x *cli) error {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		fmt.Fprintf(w, "wrote %s (%d bytes, %s) at seq %d\n", merge.QuotePath(c.Path), len(data), short(res.File.OID), res.Mutation.Seq)
+		fmt.Fprintf(w, "wrote %s (%s, %s) at seq %d\n", merge.QuotePath(c.Path), count(len(data), "byte"), short(res.File.OID), res.Mutation.Seq)
 	})
 }
 
@@ -574,7 +574,7 @@ func (c *rollbackCmd) Run(ctx context.Context, x *cli) error {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		fmt.Fprintf(w, "rolled back to %s: %d paths changed, now checkpoint %d\n", c.Checkpoint, len(res.Mutation.Paths), res.Checkpoint.N)
+		fmt.Fprintf(w, "rolled back to %s: %s changed, now checkpoint %d\n", c.Checkpoint, count(len(res.Mutation.Paths), "path"), res.Checkpoint.N)
 	})
 }
 

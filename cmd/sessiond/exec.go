@@ -216,7 +216,7 @@ func (c *checkoutCmd) Run(ctx context.Context, x *cli) error {
 		return first
 	}
 	return x.out(map[string]any{"dir": c.Dir, "files": n}, func(w io.Writer) {
-		fmt.Fprintf(w, "wrote %d files into %s\n", n, c.Dir)
+		fmt.Fprintf(w, "wrote %s into %s\n", count(n, "file"), c.Dir)
 	})
 }
 

@@ -203,3 +203,30 @@ func TestLocalUserDefault(t *testing.T) {
 		})
 	}
 }
+
+// TestCLIPlurals: one of a thing is one thing ("1 file", "1 byte",
+// "1 approval"), any other count takes the plural.
+func TestCLIPlurals(t *testing.T) {
+	assert.Equal(t, "0 files", count(0, "file"))
+	assert.Equal(t, "1 file", count(1, "file"))
+	assert.Equal(t, "2 files", count(int64(2), "file"))
+
+	d := newDaemon(t, stores[0], "--repo", "r="+testrepo.BuildBare(t, "small"))
+	clientEnv(t, d, "")
+	cli := func(stdin string, args ...string) cliResult {
+		t.Helper()
+		r := runCLI(t, stdin, args...)
+		require.Equal(t, exitOK, r.code, "%v: %s", args, r.stderr)
+		return r
+	}
+	id := strings.TrimSpace(cli("", "session", "new", "--repo", "r", "-q", "--agent-name", "chi").stdout)
+	assert.Contains(t, cli("x", "--session", id, "put", "one.txt").stdout, "wrote one.txt (1 byte, ")
+	assert.Contains(t, cli("", "--session", id, "checkout", filepath.Join(t.TempDir(), "view")).stdout, "files into")
+	cs := strings.TrimSpace(cli("", "--session", id, "changeset", "submit", "-q").stdout)
+	assert.Contains(t, cli("", "changeset", "show", cs).stdout, "  1 file, +1 -0\n")
+	assert.Contains(t, cli("", "repo", "policy", "set", "r", "--required-approvals", "1").stdout, "1 approval\n")
+	r := runCLI(t, "", "changeset", "accept", cs)
+	assert.Equal(t, exitConflict, r.code)
+	assert.Contains(t, r.stderr, "needs 1 approval")
+	assert.NotContains(t, r.stderr, "1 approvals")
+}

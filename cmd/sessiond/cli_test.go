@@ -678,3 +678,26 @@ func TestServeSaysWhyTheStoreIsNot(t *testing.T) {
 		assert.NotContains(t, string(out), "listening on")
 	}
 }
+
+// TestCLINegativeValues: a flag given a negative value as the next
+// argument ("--timeout -5s", which kong reads as short flags) reaches the
+// flag, whose check says what it wants; arguments after "--" are the
+// command's and stay as they are.
+func TestCLINegativeValues(t *testing.T) {
+	r := runCLI(t, "", "--session", "s", "exec", "--timeout", "-5s", "--", "true")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "exec: --timeout -5s: want a positive duration such as 30s or 10m")
+	assert.NotContains(t, r.stderr, "short flag")
+	r = runCLI(t, "", "--session", "s", "exec", "--timeout=-5s", "--", "true")
+	assert.Contains(t, r.stderr, "exec: --timeout -5s: want a positive duration")
+	r = runCLI(t, "", "session", "new", "--repo", "r", "--ttl", "-5s")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, `--ttl: duration "-5s": want seconds (10) or a duration`)
+	assert.NotContains(t, r.stderr, "short flag")
+
+	joined, ok := joinNegativeValues([]string{"exec", "--timeout", "-5s", "--", "sort", "--key", "-1"})
+	assert.True(t, ok)
+	assert.Equal(t, []string{"exec", "--timeout=-5s", "--", "sort", "--key", "-1"}, joined)
+	_, ok = joinNegativeValues([]string{"grep", "--ignore-case", "x"})
+	assert.False(t, ok)
+}

@@ -43,6 +43,9 @@ func (c *execCmd) Run(ctx context.Context, x *cli) error {
 	if len(argv) == 0 {
 		return usagef("exec: no command: sessiond exec [flags] -- CMD ARGS…")
 	}
+	if c.Timeout < 0 {
+		return usagef("exec: --timeout %s: want a positive duration such as 30s or 10m (without it, 10m; the daemon caps it)", c.Timeout)
+	}
 	req := apitypes.ExecRequest{Argv: argv, Cwd: c.Cwd, TimeoutSeconds: c.Timeout.Seconds(), Record: c.Record}
 	if c.Network && c.NoNetwork {
 		return usagef("exec: --network and --no-network: give one")

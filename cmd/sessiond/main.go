@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -192,6 +193,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	kctx, err := parser.Parse(args)
+	if joined, ok := joinNegativeValues(args); err != nil && ok {
+		// "--timeout -5s": kong reads "-5s" as flags. Given as
+		// --timeout=-5s it reaches the flag, whose own check says what
+		// it wants (its error, not kong's about a short flag).
+		var again cliRoot
+		if p2, perr := newParser(&again, stdout, stderr); perr == nil {
+			kctx, err = p2.Parse(joined)
+			root = again
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sessiond: %v\n", err)
 		var pe *kong.ParseError
@@ -217,6 +228,30 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		return x.fail(err)
 	}
 	return exitOK
+}
+
+// negativeValue is an argument that reads as a negative number or
+// duration ("-5", "-5s", "-1.5h"), which no flag's name can be.
+var negativeValue = regexp.MustCompile(`^-[0-9.]`)
+
+// joinNegativeValues joins a long flag and a negative value after it into
+// one argument (--timeout -5s becomes --timeout=-5s), before any "--";
+// ok reports whether there was one.
+func joinNegativeValues(args []string) (joined []string, ok bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			joined = append(joined, args[i:]...)
+			break
+		}
+		if strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && i+1 < len(args) && negativeValue.MatchString(args[i+1]) {
+			joined = append(joined, a+"="+args[i+1])
+			i, ok = i+1, true
+			continue
+		}
+		joined = append(joined, a)
+	}
+	return joined, ok
 }
 
 // helpCmd is `sessiond help [COMMAND…]`, the same as --help.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -59,6 +60,11 @@ func (x *cli) fail(err error) int {
 		case apitypes.CodeConflict, apitypes.CodePreconditionFailed, apitypes.CodeSessionClosed, apitypes.CodeSessionBusy:
 			return exitConflict
 		}
+		return exitError
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		// Nothing listens there: say where, and how to start a daemon.
+		fmt.Fprintf(x.stderr, "sessiond: no daemon answers at %s (connection refused): start one with `sessiond serve`, or give its URL with --server or SESSIOND_SERVER\n", x.server)
 		return exitError
 	}
 	fmt.Fprintln(x.stderr, "sessiond:", err)

@@ -701,3 +701,19 @@ func TestCLINegativeValues(t *testing.T) {
 	_, ok = joinNegativeValues([]string{"grep", "--ignore-case", "x"})
 	assert.False(t, ok)
 }
+
+// TestCLIConnectionRefused: with no daemon where the client looks, a
+// command says so, where, and how to start one.
+func TestCLIConnectionRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+	t.Setenv("SESSIOND_SERVER", url)
+	for _, args := range [][]string{{"repo", "ls"}, {"--session", "s", "cat", "x"}} {
+		r := runCLI(t, "", args...)
+		assert.Equal(t, exitError, r.code, "%v", args)
+		assert.Contains(t, r.stderr, "no daemon answers at "+url+" (connection refused): start one with `sessiond serve`", "%v", args)
+		assert.NotContains(t, r.stderr, "dial tcp")
+	}
+}

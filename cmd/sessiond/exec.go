@@ -103,9 +103,10 @@ func printExecSummary(w io.Writer, res apitypes.ExecResponse) {
 	case res.Signal != "":
 		fmt.Fprintf(w, "sessiond: the command was killed by %s\n", res.Signal)
 	}
-	if res.OutputTruncated {
-		fmt.Fprintln(w, "sessiond: output was cut; only its tail was kept")
-	}
+	// res.OutputTruncated is of the answer's stdout and stderr (their
+	// tails); the text above was streamed as the command wrote it, all
+	// of it, so there is nothing cut to report here (--json prints the
+	// answer, which says it).
 	if !res.Isolated {
 		fmt.Fprintln(w, "sessiond: warning: the command ran without isolation (the kernel refuses namespaces)")
 	}

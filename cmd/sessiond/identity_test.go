@@ -230,3 +230,32 @@ func TestCLIPlurals(t *testing.T) {
 	assert.Contains(t, r.stderr, "needs 1 approval")
 	assert.NotContains(t, r.stderr, "1 approvals")
 }
+
+// TestCLIApprovedAndAcceptedOnce: with required_approvals 0 (the
+// default), one approval makes a changeset approved; accepting it again
+// says "already accepted" once, in text and in JSON.
+func TestCLIApprovedAndAcceptedOnce(t *testing.T) {
+	d := newDaemon(t, stores[0], "--repo", "r="+testrepo.BuildBare(t, "small"), "--local-user", "Lee Local")
+	clientEnv(t, d, "")
+	cli := func(stdin string, args ...string) cliResult {
+		t.Helper()
+		r := runCLI(t, stdin, args...)
+		require.Equal(t, exitOK, r.code, "%v: %s", args, r.stderr)
+		return r
+	}
+	assert.Contains(t, cli("", "repo", "policy", "show", "r").stdout, "required approvals  none")
+	id := strings.TrimSpace(cli("", "session", "new", "--repo", "r", "-q", "--agent-name", "chi").stdout)
+	cli("x\n", "--session", id, "put", "x.txt")
+	cs := strings.TrimSpace(cli("", "--session", id, "changeset", "submit", "-q").stdout)
+	assert.Contains(t, cli("", "changeset", "review", cs, "--verdict", "approve").stdout, "as Lee Local (local user): approve; changeset is approved")
+	assert.Contains(t, cli("", "changeset", "show", cs).stdout, "(revision 1) approved\n")
+	cli("", "changeset", "accept", cs)
+
+	r := runCLI(t, "", "changeset", "accept", cs)
+	assert.Equal(t, exitConflict, r.code)
+	assert.Equal(t, 1, strings.Count(r.stderr, "already accepted"), r.stderr)
+	assert.Empty(t, r.stdout)
+	r = runCLI(t, "", "--json", "changeset", "accept", cs)
+	assert.Equal(t, exitConflict, r.code)
+	assert.Equal(t, 1, strings.Count(r.stdout+r.stderr, "already accepted"), r.stdout+r.stderr)
+}

@@ -3,10 +3,16 @@ GO       ?= go
 BIN      := bin/sessiond
 PKGS     := ./...
 # Packages whose tests exercise concurrency; run under the race detector
-# as part of `make test` (the session engine with -short: its crash test
-# then kills 20 times instead of 200, which the plain run already did;
-# and the changesets, whose concurrent accepts moved there from session).
-RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/
+# as part of `make test`. With -short: the session engine (its crash test
+# then kills 20 times instead of 200, which the plain run already did),
+# the changesets (whose concurrent accepts moved there from session) and
+# the view directories (without the second run of the whole suite as an
+# unprivileged user, which the plain run did: it doubles a race run of
+# minutes). The command line's end-to-end tests drive the daemon's real
+# binary, built without the detector: under it are the client, the CLI
+# and mcp's in-process engine.
+RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/ ./mcpserver/ ./cmd/sessiond/
+RACE_SHORT_PKGS := ./session/ ./changeset/ ./workdir/
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 BENCHCOUNT ?= 5
@@ -26,7 +32,7 @@ run: build
 test: tidy-check lint
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
-	$(GO) test -count=1 -race -short -timeout 20m ./session/ ./changeset/
+	$(GO) test -count=1 -race -short -timeout 20m $(RACE_SHORT_PKGS)
 
 test-race:
 	$(GO) test -count=1 -race -timeout 30m $(PKGS)

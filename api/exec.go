@@ -29,7 +29,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.TimeoutSeconds < 0 || math.IsNaN(req.TimeoutSeconds) || req.TimeoutSeconds > 1e7 {
-		return badRequest("timeout_seconds %v: want a number of seconds", req.TimeoutSeconds)
+		return badRequest("timeout_seconds %v: want a positive number of seconds (0 or absent: the default, 600), at most the daemon's --exec-max-timeout", req.TimeoutSeconds)
 	}
 	opts := session.ExecOptions{
 		Argv: req.Argv, Command: req.Command, Cwd: req.Cwd, Env: req.Env, Stdin: []byte(req.Stdin),

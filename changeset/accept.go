@@ -439,6 +439,9 @@ func acceptable(c Changeset, pol repos.Policy) error {
 		if pol.RequiredApprovals == 0 {
 			return nil
 		}
+		if pol.RequiredApprovals == 1 {
+			return conflict("changeset %s needs 1 approval", c.ID)
+		}
 		return conflict("changeset %s needs %d approvals", c.ID, pol.RequiredApprovals)
 	case StatusAccepted:
 		return conflict("changeset %s is already accepted, as %s on %s", c.ID, c.AcceptedCommit, c.TargetBranch)
@@ -527,9 +530,11 @@ func acceptMessage(c Changeset, s record.SessionInfo, message string) string {
 	b.WriteString("\n\n")
 	b.WriteString(trailerSession + ": " + c.Session.String() + "\n")
 	b.WriteString(trailerChangeset + ": " + c.ID.String() + "\n")
-	if agent := sanitizeIdent(strings.ReplaceAll(s.AgentID, "\n", " ")); agent != "" {
-		b.WriteString(trailerAgent + ": " + agent + "\n")
+	agent := sanitizeIdent(strings.ReplaceAll(s.Agent(), "\n", " "))
+	if agent == "" {
+		agent = record.UnnamedAgent
 	}
+	b.WriteString(trailerAgent + ": " + agent + "\n")
 	b.WriteString(trailerRevision + ": " + strconv.Itoa(c.Revision) + "\n")
 	return b.String()
 }

@@ -100,7 +100,7 @@ func (s *Service) submit(ctx context.Context, id uuid.UUID, opts SubmitOptions) 
 	now := s.now()
 	cs := Changeset{
 		ID: uuid.New(), Session: id, Repo: sess.Repo, TargetBranch: target, Intent: intent,
-		Status: StatusOpen, BaseCommit: sess.BaseCommit, HeadCommit: head, AgentID: sess.AgentID,
+		Status: StatusOpen, BaseCommit: sess.BaseCommit, HeadCommit: head, AgentID: sess.Agent(),
 		Revision: 1, ReadSet: reads, CreatedAt: now, UpdatedAt: now,
 	}
 	typ := EventSubmitted

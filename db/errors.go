@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -50,6 +54,49 @@ const (
 	pgCannotConnectNow     = "57P03"
 	pgDiskFull             = "53100"
 )
+
+// connectError is why the first connection to Postgres failed, in words a
+// person can act on: the server's own message when it answered (a
+// database or role that does not exist, authentication refused), else
+// the address that refused or could not be reached. It names the host,
+// port, user and database, never the URL or the password.
+func connectError(ctx context.Context, cfg *pgx.ConnConfig, err error) error {
+	if cerr := ctxError(ctx, err); cerr != nil {
+		return fmt.Errorf("db: connect to postgres at %s: %w", pgAddress(cfg), cerr)
+	}
+	as := fmt.Sprintf("user %q, database %q", cfg.User, cfg.Database)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		msg := pe.Message
+		if cfg.Password != "" {
+			msg = strings.ReplaceAll(msg, cfg.Password, "…")
+		}
+		return fmt.Errorf("%w: postgres at %s (%s): %s (SQLSTATE %s)", record.ErrUnavailable, pgAddress(cfg), as, msg, pe.Code)
+	}
+	var dns *net.DNSError
+	why := "cannot connect"
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = "connection refused: is Postgres running and listening there?"
+	case errors.Is(err, syscall.ENOENT):
+		why = "no socket there: is Postgres running, and is that its socket directory?"
+	case errors.As(err, &dns):
+		why = fmt.Sprintf("host %q not found", cfg.Host)
+	case pgconn.Timeout(err) || errors.Is(err, os.ErrDeadlineExceeded):
+		why = "no answer in time"
+	case errors.Is(err, syscall.EACCES):
+		why = "permission denied"
+	}
+	return fmt.Errorf("%w: postgres at %s (%s): %s", record.ErrUnavailable, pgAddress(cfg), as, why)
+}
+
+// pgAddress is where cfg connects: host:port, or a Unix socket's path.
+func pgAddress(cfg *pgx.ConnConfig) string {
+	if strings.HasPrefix(cfg.Host, "/") {
+		return fmt.Sprintf("%s/.s.PGSQL.%d", strings.TrimSuffix(cfg.Host, "/"), cfg.Port)
+	}
+	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+}
 
 // errNoSpace is a write the database refused for lack of space: SQLite's
 // SQLITE_FULL, Postgres's disk_full.

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -93,4 +95,50 @@ func TestPostgresConnectionLost(t *testing.T) {
 	}
 	_, err = s.GetRepo(t.Context(), "r")
 	assert.NoError(t, err, "the store reconnects")
+}
+
+// TestOpenPostgresSaysWhy: a database that cannot be opened says what is
+// wrong, where, as whom, without the password the URL carries: the
+// server's own words for a database that does not exist, the address for
+// a refused connection.
+func TestOpenPostgresSaysWhy(t *testing.T) {
+	_ = freshSchema(t) // the server is there (or the test skips, or fails under CI)
+	const password = "hunter2-not-for-logs"
+	cfg, err := pgx.ParseConfig(postgresURL())
+	require.NoError(t, err)
+	missing, err := url.Parse(postgresURL())
+	require.NoError(t, err)
+	missing.User = url.UserPassword(cfg.User, password)
+	missing.Path = "/nosuchdb"
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	for _, tc := range []struct {
+		name, url string
+		want      []string
+	}{
+		{"no such database", missing.String(), []string{`database "nosuchdb" does not exist`, `database "nosuchdb"`, "3D000"}},
+		{"refused", "postgres://sessiond:" + password + "@" + closed + "/test", []string{"postgres at " + closed, "refused", `user "sessiond"`}},
+		{"refused, key=value", "host=127.0.0.1 port=" + strings.TrimPrefix(closed, "127.0.0.1:") + " user=sessiond password=" + password + " dbname=test",
+			[]string{"postgres at " + closed, "refused"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := OpenPostgres(t.Context(), tc.url)
+			if p != nil {
+				p.Close()
+			}
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			assert.NotContains(t, err.Error(), password)
+			assert.NotContains(t, err.Error(), tc.url)
+			assert.ErrorIs(t, err, record.ErrUnavailable)
+			var pe *pgconn.PgError
+			assert.False(t, errors.As(err, &pe), "the driver error escaped")
+		})
+	}
 }

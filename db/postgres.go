@@ -46,6 +46,12 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("db: open postgres: %w", pgError(ctx, err))
 	}
+	// A first connection now, so that a database that is not there says
+	// why in the server's or the network's words, not as a failed begin.
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, connectError(ctx, cfg.ConnConfig, err)
+	}
 	p := &Postgres{pool: pool}
 	p.store = store{r: pgRunner{q: pool}, begin: p.begin}
 	if err := p.migrate(ctx); err != nil {

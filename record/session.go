@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,21 +43,52 @@ type SessionInfo struct {
 	State State
 }
 
+// UnnamedAgent is the agent of a session started with neither an agent id
+// nor a name.
+const UnnamedAgent = "agent"
+
+// AgentIdentity is the one identity of an agent given as an id, a name or
+// both: one alone is both, and neither is UnnamedAgent. Every place that
+// shows or signs with the agent (session and changeset listings, the
+// review page, commit authors and the Sessiond-Agent trailer) then shows
+// the same thing.
+func AgentIdentity(id, name string) (string, string) {
+	id, name = strings.TrimSpace(id), strings.TrimSpace(name)
+	switch {
+	case id == "" && name == "":
+		return UnnamedAgent, UnnamedAgent
+	case id == "":
+		return name, name
+	case name == "":
+		return id, id
+	}
+	return id, name
+}
+
+// AgentLabel is how an agent is shown to a person: its name, and its id
+// in parentheses when that differs. Sessions recorded before
+// AgentIdentity held may have one of them empty.
+func AgentLabel(id, name string) string {
+	id, name = AgentIdentity(id, name)
+	if id == name {
+		return name
+	}
+	return name + " (" + id + ")"
+}
+
+// Agent is the session's agent id as commits carry it in the
+// Sessiond-Agent trailer.
+func (s SessionInfo) Agent() string {
+	id, _ := AgentIdentity(s.AgentID, s.AgentName)
+	return id
+}
+
 // Author is the signature of the session's agent on the commits made of
-// its work: its checkpoints and the accepts of its changesets.
+// its work: its checkpoints and the accepts of its changesets. The email
+// is the agent id's, with spaces as dots, at sessiond.
 func (s SessionInfo) Author(when time.Time) gitstore.Signature {
-	name := s.AgentName
-	if name == "" {
-		name = s.AgentID
-	}
-	if name == "" {
-		name = "sessiond"
-	}
-	email := s.AgentID
-	if email == "" {
-		email = "agent"
-	}
-	return gitstore.Signature{Name: name, Email: email + "@sessiond", When: when}
+	id, name := AgentIdentity(s.AgentID, s.AgentName)
+	return gitstore.Signature{Name: name, Email: strings.Join(strings.Fields(id), ".") + "@sessiond", When: when}
 }
 
 // StateTx is the part of a store transaction that moves a session's state

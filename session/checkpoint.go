@@ -502,6 +502,9 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 		return Session{}, err
 	}
 	src := ls.meta
+	if opts.AgentID == "" && opts.AgentName == "" { // the source's agent goes on
+		opts.AgentID, opts.AgentName = src.AgentID, src.AgentName
+	}
 	baseCommit, baseView, baseTree := src.BaseCommit, ls.ov.Base(), ls.baseTree
 	if target.IsZero() {
 		target = ls.tree

@@ -164,7 +164,9 @@ func setRef(ctx context.Context, r *gitstore.Repo, ref gitstore.RefName, id gits
 type CreateOptions struct {
 	Repo string
 	// Base is a branch, tag or commit id; the repository's HEAD when empty.
-	Base      string
+	Base string
+	// AgentID and AgentName are the agent's one identity: given only
+	// one, the session records it as both (record.AgentIdentity).
 	AgentID   string
 	AgentName string
 	Intent    string
@@ -200,6 +202,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 	if _, err := compilePolicy(opts.Policy); err != nil {
 		return Session{}, err
 	}
+	opts.AgentID, opts.AgentName = record.AgentIdentity(opts.AgentID, opts.AgentName)
 	r, err := m.repos.Open(ctx, opts.Repo)
 	if err != nil {
 		return Session{}, err

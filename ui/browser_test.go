@@ -185,8 +185,9 @@ func TestReviewPage(t *testing.T) {
 	cs, err = c.Submit(ctx, s.ID, apitypes.SubmitRequest{})
 	require.NoError(t, err)
 	require.Equal(t, 2, cs.Revision)
-	// Another agent changes the same file: an overlap for both.
-	other, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-8"})
+	// Another agent, given by name alone, changes the same file: an
+	// overlap for both, where the name is the agent.
+	other, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", AgentName: "Eight"})
 	require.NoError(t, err)
 	_, err = c.WriteFile(ctx, other.ID, "doc.txt", []byte(docLines(map[int]string{10: "ten"})), client.WriteOptions{})
 	require.NoError(t, err)
@@ -223,7 +224,7 @@ func TestReviewPage(t *testing.T) {
 	assert.Contains(t, page, "Seven (agent-7)")
 	assert.Contains(t, page, "Revision 2 (current)")
 	assert.Contains(t, page, "doc.txt")
-	waitFor(t, b, "the overlap warning", `[...document.querySelectorAll("#warnings li.overlap")].some(li => li.innerText.includes("doc.txt") && li.innerText.includes("agent-8"))`)
+	waitFor(t, b, "the overlap warning", `[...document.querySelectorAll("#warnings li.overlap")].some(li => li.innerText.includes("doc.txt") && li.innerText.includes("Eight"))`)
 
 	// The first revision, and back.
 	step(t, b, "revision 1", chromedp.SetValue(chromedp.ID("revision"), "1"), chromedp.Evaluate[chromedp.Void](`document.getElementById("revision").dispatchEvent(new Event("change"))`))
@@ -330,7 +331,9 @@ func TestReviewPage(t *testing.T) {
 	step(t, b, "open the sessions", chromedp.Navigate(url+"/ui/sessions"))
 	waitFor(t, b, "the session", `document.querySelector('tr[data-session="`+s.ID+`"]') !== null`)
 	assert.Contains(t, eval[string](t, b, `document.querySelector('tr[data-session="`+s.ID+`"]').innerText`), "doc.txt")
-	waitFor(t, b, "the overlap with the other session", `document.querySelector('tr[data-session="`+s.ID+`"] td.overlaps').innerText.includes("agent-8")`)
+	waitFor(t, b, "the overlap with the other session", `document.querySelector('tr[data-session="`+s.ID+`"] td.overlaps').innerText.includes("Eight")`)
+	assert.Equal(t, "Eight", eval[string](t, b, `document.querySelector('tr[data-session="`+other.ID+`"] td[data-label=Agent]').innerText`),
+		"a session given only a name shows it, as the CLI does")
 	_, err = c.WriteFile(ctx, s.ID, "notes/live.txt", []byte("written while the page is open\n"), client.WriteOptions{})
 	require.NoError(t, err)
 	waitFor(t, b, "the write on the page", `document.querySelector('tr[data-session="`+s.ID+`"] td.changed').innerText.includes("notes/live.txt")`)

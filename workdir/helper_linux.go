@@ -138,9 +138,6 @@ func helperMain(specJSON string) int {
 		return fail(fmt.Errorf("undumpable: %w", err))
 	}
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
-	if err := setRlimits(spec); err != nil {
-		return fail(err)
-	}
 	abi, err := dropPrivileges(writable)
 	if err != nil {
 		return fail(err)
@@ -175,9 +172,6 @@ func helperPlain(specJSON string) int {
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fail(fmt.Errorf("subreaper: %w", err))
-	}
-	if err := setRlimits(spec); err != nil {
-		return fail(err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(fmt.Errorf("no_new_privs: %w", err))
@@ -241,6 +235,15 @@ func runAsChild(spec helperSpec, enc *json.Encoder, began int64, abi int, plain 
 	if plain {
 		term = make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
+	}
+	// The limits are this process's too, and the command inherits them:
+	// set last, just before it starts, so that this Go process needs no
+	// more memory under a small RLIMIT_DATA than waiting for it takes
+	// (set earlier, the runtime's next heap arena could fail and take
+	// the helper down instead of the command).
+	if err := setRlimits(spec); err != nil {
+		_ = enc.Encode(helperStatus{Error: err.Error()})
+		return 125
 	}
 	started := time.Now().UnixNano()
 	pid, err := syscall.ForkExec(path, spec.Argv, &syscall.ProcAttr{

@@ -104,6 +104,7 @@ func TestBadInput(t *testing.T) {
 		{name: "wrong type", method: "POST", path: "/v1/sessions/" + sid + "/edits", body: []byte(`{"dry_run":"yes","edits":[]}`), status: 400, code: "bad_request"},
 		{name: "trailing data", method: "POST", path: "/v1/sessions/" + sid + "/checkpoints", body: []byte(`{} {}`), status: 400, code: "bad_request"},
 		{name: "unknown op", method: "POST", path: "/v1/sessions/" + sid + "/edits", body: []byte(`{"edits":[{"op":"chmod","path":"x"}]}`), status: 400, code: "bad_request"},
+		{name: "negative exec timeout", method: "POST", path: "/v1/sessions/" + sid + "/exec", body: []byte(`{"argv":["true"],"timeout_seconds":-5}`), status: 400, code: "bad_request"},
 		{name: "bad regexp", method: "POST", path: "/v1/sessions/" + sid + "/search", body: []byte(`{"pattern":"("}`), status: 400, code: "bad_request"},
 		// Tokens.
 		{name: "no token", method: "PUT", path: files(sid, "x.txt"), token: "-", status: 401, code: "unauthorized"},

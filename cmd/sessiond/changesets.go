@@ -13,6 +13,7 @@ import (
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
 )
 
 // The changeset commands (changeset submit|ls|show|review|accept|undo|
@@ -53,14 +54,14 @@ func (c *changesetSubmitCmd) Run(ctx context.Context, x *cli) error {
 
 func printChangeset(w io.Writer, c apitypes.Changeset) {
 	fmt.Fprintf(w, "changeset %s (revision %d) %s\n", c.ID, c.Revision, c.Status)
-	fmt.Fprintf(w, "  session %s, agent %s, %s → %s\n", c.Session, c.AgentID, c.Repo, c.TargetBranch)
+	fmt.Fprintf(w, "  session %s, agent %s, %s → %s\n", c.Session, record.AgentLabel(c.AgentID, ""), c.Repo, c.TargetBranch)
 	fmt.Fprintf(w, "  intent: %s\n", c.Intent)
 	fmt.Fprintf(w, "  base %s, head %s\n", short(c.BaseCommit), short(c.HeadCommit))
 	if c.AcceptedCommit != "" {
 		fmt.Fprintf(w, "  accepted as %s\n", c.AcceptedCommit)
 	}
 	if c.Stats != nil {
-		fmt.Fprintf(w, "  %d files, +%d -%d\n", c.Stats.Files, c.Stats.Insertions, c.Stats.Deletions)
+		fmt.Fprintf(w, "  %s, +%d -%d\n", count(c.Stats.Files, "file"), c.Stats.Insertions, c.Stats.Deletions)
 	}
 	printSymbols(w, c.Symbols)
 	for _, r := range c.Reviews {
@@ -103,7 +104,7 @@ func (c *changesetLsCmd) Run(ctx context.Context, x *cli) error {
 	return x.out(map[string]any{"changesets": cs}, func(w io.Writer) {
 		table(w, "ID\tSTATUS\tREPO\tBRANCH\tAGENT\tUPDATED\tINTENT", func(tw io.Writer) {
 			for _, c := range cs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Status, c.Repo, c.TargetBranch, c.AgentID,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Status, c.Repo, c.TargetBranch, record.AgentLabel(c.AgentID, ""),
 					c.UpdatedAt.Local().Format(time.DateTime), c.Intent)
 			}
 		})
@@ -318,7 +319,7 @@ func (c *changesetAcceptCmd) Run(ctx context.Context, x *cli) error {
 				fmt.Fprintf(w, "  the session keeps what was left out, on %s\n", short(res.Commit))
 			}
 			if res.SessionError != "" || len(res.SessionConflicts) > 0 {
-				fmt.Fprintf(w, "  the session was not rebased (%d conflicts) %s: rebase it by hand\n", len(res.SessionConflicts), res.SessionError)
+				fmt.Fprintf(w, "  the session was not rebased (%s) %s: rebase it by hand\n", count(len(res.SessionConflicts), "conflict"), res.SessionError)
 			}
 		}
 	})
@@ -405,7 +406,7 @@ func (c *rebaseCmd) Run(ctx context.Context, x *cli) error {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		fmt.Fprintf(w, "rebased onto %s (%d paths changed)\n", res.Session.BaseCommit, len(res.Mutation.Paths))
+		fmt.Fprintf(w, "rebased onto %s (%s changed)\n", res.Session.BaseCommit, count(len(res.Mutation.Paths), "path"))
 	})
 }
 
@@ -430,6 +431,6 @@ func (c *mergeCmd) Run(ctx context.Context, x *cli) error {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		fmt.Fprintf(w, "merged %s into %s (%d paths changed)\n", c.From, id, len(res.Mutation.Paths))
+		fmt.Fprintf(w, "merged %s into %s (%s changed)\n", c.From, id, count(len(res.Mutation.Paths), "path"))
 	})
 }

@@ -9,12 +9,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/merge"
+	"github.com/sessiond/sessiond/record"
 )
 
 // The client commands: each is a struct whose fields are its flags and
@@ -58,6 +60,11 @@ func (x *cli) fail(err error) int {
 		case apitypes.CodeConflict, apitypes.CodePreconditionFailed, apitypes.CodeSessionClosed, apitypes.CodeSessionBusy:
 			return exitConflict
 		}
+		return exitError
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		// Nothing listens there: say where, and how to start a daemon.
+		fmt.Fprintf(x.stderr, "sessiond: no daemon answers at %s (connection refused): start one with `sessiond serve`, or give its URL with --server or SESSIOND_SERVER\n", x.server)
 		return exitError
 	}
 	fmt.Fprintln(x.stderr, "sessiond:", err)
@@ -197,8 +204,8 @@ type sessionCmd struct {
 type sessionNewCmd struct {
 	Repo      string  `help:"Repository name." required:"" placeholder:"NAME"`
 	Base      string  `help:"Branch, tag or commit (default: the repository's HEAD)." placeholder:"REV"`
-	AgentID   string  `help:"Agent id." default:"${user}" placeholder:"A"`
-	AgentName string  `help:"Agent name." placeholder:"NAME"`
+	AgentID   string  `help:"Agent id (default: the name, else $USER); one of the two alone is both." placeholder:"A"`
+	AgentName string  `help:"Agent name (default: the id)." placeholder:"NAME"`
 	Intent    string  `help:"What the session is for." placeholder:"TEXT"`
 	Mode      string  `help:"read_write (default) or read_only." placeholder:"MODE"`
 	TTL       seconds `help:"Idle time after which the session expires: seconds (600) or a duration (10m)." name:"ttl" placeholder:"DURATION"`
@@ -207,6 +214,9 @@ type sessionNewCmd struct {
 }
 
 func (c *sessionNewCmd) Run(ctx context.Context, x *cli) error {
+	if c.AgentID == "" && c.AgentName == "" {
+		c.AgentID = os.Getenv("USER")
+	}
 	req := apitypes.CreateSessionRequest{Repo: c.Repo, Base: c.Base, AgentID: c.AgentID, AgentName: c.AgentName,
 		Intent: c.Intent, Mode: c.Mode, TTLSeconds: int64(time.Duration(c.TTL) / time.Second)}
 	if c.TTL > 0 && time.Duration(c.TTL) < time.Second {
@@ -256,7 +266,7 @@ func (c *sessionLsCmd) Run(ctx context.Context, x *cli) error {
 				if s.BaseRef != "" {
 					base = s.BaseRef + "@" + short(s.BaseCommit)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.ID, s.Repo, s.State, s.Mode, s.AgentID, base, s.Seq, s.Intent)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.ID, s.Repo, s.State, s.Mode, record.AgentLabel(s.AgentID, s.AgentName), base, s.Seq, s.Intent)
 			}
 		})
 	})
@@ -264,8 +274,8 @@ func (c *sessionLsCmd) Run(ctx context.Context, x *cli) error {
 
 func printSession(w io.Writer, s apitypes.Session) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "id\t%s\nrepo\t%s\nstate\t%s\nmode\t%s\nagent\t%s %s\nintent\t%s\nbase\t%s %s\nhead\t%s\nseq\t%d\ncheckpoints\t%d\ncreated\t%s\n",
-		s.ID, s.Repo, s.State, s.Mode, s.AgentID, s.AgentName, s.Intent, s.BaseRef, s.BaseCommit, s.Head, s.Seq, s.Checkpoints,
+	fmt.Fprintf(tw, "id\t%s\nrepo\t%s\nstate\t%s\nmode\t%s\nagent\t%s\nintent\t%s\nbase\t%s %s\nhead\t%s\nseq\t%d\ncheckpoints\t%d\ncreated\t%s\n",
+		s.ID, s.Repo, s.State, s.Mode, record.AgentLabel(s.AgentID, s.AgentName), s.Intent, s.BaseRef, s.BaseCommit, s.Head, s.Seq, s.Checkpoints,
 		s.CreatedAt.Local().Format(time.DateTime))
 	if s.Parent != "" {
 		fmt.Fprintf(tw, "forked from\t%s\n", s.Parent)
@@ -394,7 +404,7 @@ func (c *putCmd) Run(ctx context.Context, x *cli) error {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		fmt.Fprintf(w, "wrote %s (%d bytes, %s) at seq %d\n", merge.QuotePath(c.Path), len(data), short(res.File.OID), res.Mutation.Seq)
+		fmt.Fprintf(w, "wrote %s (%s, %s) at seq %d\n", merge.QuotePath(c.Path), count(len(data), "byte"), short(res.File.OID), res.Mutation.Seq)
 	})
 }
 
@@ -588,15 +598,15 @@ func (c *rollbackCmd) Run(ctx context.Context, x *cli) error {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
-		fmt.Fprintf(w, "rolled back to %s: %d paths changed, now checkpoint %d\n", c.Checkpoint, len(res.Mutation.Paths), res.Checkpoint.N)
+		fmt.Fprintf(w, "rolled back to %s: %s changed, now checkpoint %d\n", c.Checkpoint, count(len(res.Mutation.Paths), "path"), res.Checkpoint.N)
 	})
 }
 
 type forkCmd struct {
 	ID         string `arg:"" optional:"" help:"Session to fork (default: --session)."`
 	Checkpoint string `help:"Fork from this checkpoint instead of the current view." placeholder:"C"`
-	AgentID    string `help:"Agent id of the new session." default:"${user}" placeholder:"A"`
-	AgentName  string `help:"Agent name of the new session." placeholder:"NAME"`
+	AgentID    string `help:"Agent id of the new session (default: the name given, else the source's agent)." placeholder:"A"`
+	AgentName  string `help:"Agent name of the new session (default: the id given, else the source's agent)." placeholder:"NAME"`
 	Intent     string `help:"What the new session is for." placeholder:"TEXT"`
 	Quiet      bool   `help:"Print only the new session id." short:"q"`
 }

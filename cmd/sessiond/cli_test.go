@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/internal/pgtest"
 	"github.com/sessiond/sessiond/internal/testdaemon"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
@@ -67,6 +71,32 @@ func TestCLIUsage(t *testing.T) {
 	for _, want := range []string{"$SESSIOND_MAX_BODY_BYTES", "$SESSIOND_ADDR", "--repo"} {
 		assert.Contains(t, r.stdout, want)
 	}
+	// The daemon's commands list their own flags with their defaults, not
+	// the client's they do not read (mcp reads --server, --token and
+	// --session, not --json).
+	for _, tc := range []struct {
+		args          []string
+		want, without []string
+	}{
+		{[]string{"serve", "--help"}, []string{"default 127.0.0.1:7420; $SESSIOND_ADDR", "default 128MiB; $SESSIOND_MAX_BODY_BYTES", "default 1h; $SESSIOND_EXEC_MAX_TIMEOUT", "--workdir-no-namespaces"},
+			[]string{"--server=", "--token=", "--session=", "--json", "default false"}},
+		{[]string{"help", "quickstart"}, nil, []string{"--server=", "--token=", "--json"}},
+		{[]string{"mcp", "--help"}, []string{"--probe=DURATION", "(default 1s)", "default mcp; $SESSIOND_AGENT", "default 4GiB; $SESSIOND_EXEC_MEMORY", "--server=URL", "--session=ID"},
+			[]string{"--json"}},
+		{[]string{"session", "new", "--help"}, []string{"--server=URL", "--json", "default http://127.0.0.1:7420; $SESSIOND_SERVER"}, nil},
+	} {
+		r := runCLI(t, "", tc.args...)
+		assert.Equal(t, exitOK, r.code, "%v", tc.args)
+		for _, w := range tc.want {
+			assert.Contains(t, strings.Join(strings.Fields(r.stdout), " "), w, "%v", tc.args)
+		}
+		for _, w := range tc.without {
+			assert.NotContains(t, r.stdout, w, "%v", tc.args)
+		}
+	}
+	r = runCLI(t, "", "serve", "--json", "--addr", "bogus")
+	assert.Equal(t, exitUsage, r.code, "the client's flags still parse everywhere")
+	assert.Contains(t, r.stderr, "--addr")
 
 	for _, args := range [][]string{
 		{"nosuchcommand"},
@@ -627,4 +657,72 @@ func TestCLIHumanOutput(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestServeSaysWhyTheStoreIsNot: serve on a Postgres database that does
+// not exist, or on a port where nothing listens, stops saying so in words
+// a person can act on, and never with the URL's password.
+func TestServeSaysWhyTheStoreIsNot(t *testing.T) {
+	_ = freshSchema(t) // the server is there (or the test skips, or fails under CI)
+	const password = "hunter2-not-for-logs"
+	missing, err := url.Parse(pgtest.URL())
+	require.NoError(t, err)
+	cfg, err := pgx.ParseConfig(pgtest.URL())
+	require.NoError(t, err)
+	missing.User, missing.Path = url.UserPassword(cfg.User, password), "/nosuchdb"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	for _, tc := range []struct{ url, want string }{
+		{missing.String(), `database \"nosuchdb\" does not exist`},
+		{"postgres://sessiond:" + password + "@" + closed + "/test", "postgres at " + closed + ` (user \"sessiond\", database \"test\"): connection refused`},
+	} {
+		cmd := exec.Command(testdaemon.Binary, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--database-url", tc.url)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%s", out)
+		assert.Contains(t, string(out), tc.want)
+		assert.NotContains(t, string(out), password)
+		assert.NotContains(t, string(out), "listening on")
+	}
+}
+
+// TestCLINegativeValues: a flag given a negative value as the next
+// argument ("--timeout -5s", which kong reads as short flags) reaches the
+// flag, whose check says what it wants; arguments after "--" are the
+// command's and stay as they are.
+func TestCLINegativeValues(t *testing.T) {
+	r := runCLI(t, "", "--session", "s", "exec", "--timeout", "-5s", "--", "true")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "exec: --timeout -5s: want a positive duration such as 30s or 10m")
+	assert.NotContains(t, r.stderr, "short flag")
+	r = runCLI(t, "", "--session", "s", "exec", "--timeout=-5s", "--", "true")
+	assert.Contains(t, r.stderr, "exec: --timeout -5s: want a positive duration")
+	r = runCLI(t, "", "session", "new", "--repo", "r", "--ttl", "-5s")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, `--ttl: duration "-5s": want seconds (10) or a duration`)
+	assert.NotContains(t, r.stderr, "short flag")
+
+	joined, ok := joinNegativeValues([]string{"exec", "--timeout", "-5s", "--", "sort", "--key", "-1"})
+	assert.True(t, ok)
+	assert.Equal(t, []string{"exec", "--timeout=-5s", "--", "sort", "--key", "-1"}, joined)
+	_, ok = joinNegativeValues([]string{"grep", "--ignore-case", "x"})
+	assert.False(t, ok)
+}
+
+// TestCLIConnectionRefused: with no daemon where the client looks, a
+// command says so, where, and how to start one.
+func TestCLIConnectionRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+	t.Setenv("SESSIOND_SERVER", url)
+	for _, args := range [][]string{{"repo", "ls"}, {"--session", "s", "cat", "x"}} {
+		r := runCLI(t, "", args...)
+		assert.Equal(t, exitError, r.code, "%v", args)
+		assert.Contains(t, r.stderr, "no daemon answers at "+url+" (connection refused): start one with `sessiond serve`", "%v", args)
+		assert.NotContains(t, r.stderr, "dial tcp")
+	}
 }

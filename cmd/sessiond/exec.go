@@ -43,6 +43,9 @@ func (c *execCmd) Run(ctx context.Context, x *cli) error {
 	if len(argv) == 0 {
 		return usagef("exec: no command: sessiond exec [flags] -- CMD ARGS…")
 	}
+	if c.Timeout < 0 {
+		return usagef("exec: --timeout %s: want a positive duration such as 30s or 10m (without it, 10m; the daemon caps it)", c.Timeout)
+	}
 	req := apitypes.ExecRequest{Argv: argv, Cwd: c.Cwd, TimeoutSeconds: c.Timeout.Seconds(), Record: c.Record}
 	if c.Network && c.NoNetwork {
 		return usagef("exec: --network and --no-network: give one")
@@ -100,9 +103,10 @@ func printExecSummary(w io.Writer, res apitypes.ExecResponse) {
 	case res.Signal != "":
 		fmt.Fprintf(w, "sessiond: the command was killed by %s\n", res.Signal)
 	}
-	if res.OutputTruncated {
-		fmt.Fprintln(w, "sessiond: output was cut; only its tail was kept")
-	}
+	// res.OutputTruncated is of the answer's stdout and stderr (their
+	// tails); the text above was streamed as the command wrote it, all
+	// of it, so there is nothing cut to report here (--json prints the
+	// answer, which says it).
 	if !res.Isolated {
 		fmt.Fprintln(w, "sessiond: warning: the command ran without isolation (the kernel refuses namespaces)")
 	}
@@ -216,7 +220,7 @@ func (c *checkoutCmd) Run(ctx context.Context, x *cli) error {
 		return first
 	}
 	return x.out(map[string]any{"dir": c.Dir, "files": n}, func(w io.Writer) {
-		fmt.Fprintf(w, "wrote %d files into %s\n", n, c.Dir)
+		fmt.Fprintf(w, "wrote %s into %s\n", count(n, "file"), c.Dir)
 	})
 }
 

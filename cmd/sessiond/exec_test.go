@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,4 +211,30 @@ func TestExecCLI(t *testing.T) {
 	assert.Equal(t, cp.Tree, git(t, dir, "write-tree"))
 	r = runCLI(t, "", "checkout", dir)
 	assert.Equal(t, exitUsage, r.code, "not into a directory that is not empty")
+}
+
+// TestExecCLIOutputCut: output over the API's cap (1 MiB a stream) is
+// cut in the answer only: the CLI streams all of it and says nothing of
+// a cut; with --json the answer says output_truncated.
+func TestExecCLIOutputCut(t *testing.T) {
+	ctx := t.Context()
+	d := newDaemon(t, stores[0], "--repo", "r="+testrepo.Build(t, "small"))
+	s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
+	require.NoError(t, err)
+	clientEnv(t, d, s.ID)
+	const n = 1<<20 + 200_000
+	script := fmt.Sprintf("head -c %d /dev/zero | tr '\\0' a; echo; echo end", n)
+	r := runCLI(t, "", "exec", "--", "sh", "-c", script)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, n+len("\nend\n"), len(r.stdout), "all of the output was streamed")
+	assert.True(t, strings.HasSuffix(r.stdout, "\nend\n"))
+	assert.NotContains(t, r.stderr, "cut")
+	assert.NotContains(t, r.stderr, "tail")
+
+	r = runCLI(t, "", "--json", "exec", "--", "sh", "-c", script)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var res apitypes.ExecResponse
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+	assert.True(t, res.OutputTruncated, "the answer kept only the tail")
+	assert.Equal(t, 1<<20, len(res.Stdout))
 }

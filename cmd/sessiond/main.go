@@ -23,6 +23,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -102,6 +104,8 @@ func newParser(root *cliRoot, stdout, stderr io.Writer) (*kong.Kong, error) {
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(kongExit{code}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.ValueFormatter(helpValue),
+		kong.Help(printHelp),
 		kong.Vars{"server": client.DefaultServer, "user": os.Getenv("USER")},
 		kong.ExplicitGroups([]kong.Group{
 			{Key: "daemon", Title: "Daemon"},
@@ -112,6 +116,57 @@ func newParser(root *cliRoot, stdout, stderr io.Writer) (*kong.Kong, error) {
 			{Key: "run", Title: "Running commands on a session"},
 		}),
 	)
+}
+
+// daemonHelpHides names, per daemon command, the root flags its help
+// leaves out: the client's, which serve and quickstart do not read, and
+// which mcp reads but for --json. They still parse (a script may give
+// them to every command), they are only not described where they do
+// nothing.
+var daemonHelpHides = map[string][]string{
+	"serve":      {"server", "token", "session", "json"},
+	"quickstart": {"server", "token", "session", "json"},
+	"mcp":        {"json"},
+}
+
+// printHelp is kong's help without the root flags the selected daemon
+// command does not read.
+func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
+	if cmd := ctx.Selected(); cmd != nil {
+		top := cmd
+		for top.Parent != nil && top.Parent.Type != kong.ApplicationNode {
+			top = top.Parent
+		}
+		for _, f := range ctx.Model.Flags {
+			if !f.Hidden && slices.Contains(daemonHelpHides[top.Name], f.Name) {
+				f.Hidden = true
+				defer func() { f.Hidden = false }()
+			}
+		}
+	}
+	return kong.DefaultHelpPrinter(options, ctx)
+}
+
+// helpValue is a flag's help with its default and its variable: "(default
+// 128MiB; $SESSIOND_MAX_BODY_BYTES)". A help text that already says what
+// happens by default, and a switch (off unless given), show no default.
+func helpValue(v *kong.Value) string {
+	var notes []string
+	if v.HasDefault && v.Default != "" && !v.IsBool() && !strings.Contains(v.Help, "default") {
+		notes = append(notes, "default "+v.Default)
+	}
+	for _, e := range v.Tag.Envs {
+		notes = append(notes, "$"+e)
+	}
+	if len(notes) == 0 {
+		return v.Help
+	}
+	help, dot := strings.CutSuffix(v.Help, ".")
+	out := strings.TrimSpace(help + " (" + strings.Join(notes, "; ") + ")")
+	if dot {
+		out += "."
+	}
+	return out
 }
 
 // run parses args into a fresh command tree and runs the command.
@@ -138,6 +193,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	kctx, err := parser.Parse(args)
+	if joined, ok := joinNegativeValues(args); err != nil && ok {
+		// "--timeout -5s": kong reads "-5s" as flags. Given as
+		// --timeout=-5s it reaches the flag, whose own check says what
+		// it wants (its error, not kong's about a short flag).
+		var again cliRoot
+		if p2, perr := newParser(&again, stdout, stderr); perr == nil {
+			kctx, err = p2.Parse(joined)
+			root = again
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sessiond: %v\n", err)
 		var pe *kong.ParseError
@@ -163,6 +228,30 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		return x.fail(err)
 	}
 	return exitOK
+}
+
+// negativeValue is an argument that reads as a negative number or
+// duration ("-5", "-5s", "-1.5h"), which no flag's name can be.
+var negativeValue = regexp.MustCompile(`^-[0-9.]`)
+
+// joinNegativeValues joins a long flag and a negative value after it into
+// one argument (--timeout -5s becomes --timeout=-5s), before any "--";
+// ok reports whether there was one.
+func joinNegativeValues(args []string) (joined []string, ok bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			joined = append(joined, args[i:]...)
+			break
+		}
+		if strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && i+1 < len(args) && negativeValue.MatchString(args[i+1]) {
+			joined = append(joined, a+"="+args[i+1])
+			i, ok = i+1, true
+			continue
+		}
+		joined = append(joined, a)
+	}
+	return joined, ok
 }
 
 // helpCmd is `sessiond help [COMMAND…]`, the same as --help.

@@ -160,10 +160,7 @@ func printPolicy(w io.Writer, repo string, p apitypes.RepoPolicy) {
 	fmt.Fprintf(w, "policy of %s\n", repo)
 	approvals := "none: an open changeset may be accepted"
 	if p.RequiredApprovals > 0 {
-		approvals = fmt.Sprintf("%d approvals", p.RequiredApprovals)
-		if p.RequiredApprovals == 1 {
-			approvals = "1 approval"
-		}
+		approvals = count(p.RequiredApprovals, "approval")
 	}
 	checkedOut := "allowed: the work tree moves with the branch when it is clean, else refused naming its changes"
 	if p.AllowCheckedOut != nil && !*p.AllowCheckedOut {
@@ -216,5 +213,5 @@ func policyBytes(n int64) string {
 			return fmt.Sprintf("%d %s", n/u.size, u.name)
 		}
 	}
-	return fmt.Sprintf("%d bytes", n)
+	return count(n, "byte")
 }

@@ -126,3 +126,12 @@ func checkServer(s string) error {
 	}
 	return nil
 }
+
+// count is n of noun for a person: "1 file", "2 files", "0 files" (the
+// nouns the command line counts take an s).
+func count[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -2,7 +2,7 @@
 // comments, the verdict form, warnings, the symbol summary, and accept
 // (whole or per file and hunk) with a dry-run preview.
 import { get, post, stream } from "./api.js";
-import { h, clear, short, age, badge, errorBox, notice } from "./dom.js";
+import { h, clear, short, age, badge, errorBox, notice, agentLabel } from "./dom.js";
 import { renderFile, statusLetter, partial } from "./diff.js";
 
 export async function changesetPage(id) {
@@ -81,7 +81,7 @@ class ChangesetPage {
       ["unified", "split"].map((m) => h("label", {}, h("input", { type: "radio", name: "diff-mode", value: m, checked: this.mode === m,
         onchange: () => { this.mode = m; sessionStorage.setItem("sessiond.diffmode", m); this.renderDiffs(); } }),
       m === "unified" ? " Unified" : " Side by side")));
-    const agent = this.session ? `${this.session.agent_name || this.session.agent_id}${this.session.agent_name ? ` (${this.session.agent_id})` : ""}` : cs.agent_id;
+    const agent = this.session ? agentLabel(this.session.agent_id, this.session.agent_name) : cs.agent_id;
     clear(this.root,
       h("p", { class: "crumbs" }, h("a", { href: "/ui/changesets" }, "Changesets"), " / ", cs.repo),
       h("h1", {}, cs.intent || "(no intent)"),

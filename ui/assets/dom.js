@@ -65,3 +65,10 @@ export function errorBox(err) {
   const code = err.code ? ` (${err.code})` : "";
   return h("p", { class: "error", role: "alert" }, (err.message || String(err)) + code);
 }
+
+// agentLabel is how an agent is shown, as the CLI shows it: its name, and
+// its id in parentheses when that differs (one alone is both).
+export function agentLabel(id, name) {
+  const i = id || name || "", n = name || id || "";
+  return i === n ? n : `${n} (${i})`;
+}

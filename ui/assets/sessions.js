@@ -1,7 +1,7 @@
 // Live sessions with their state, agent, intent, changed files and overlap
 // warnings, kept current by each repository's event stream.
 import { get, stream } from "./api.js";
-import { h, clear, short, age, badge, errorBox } from "./dom.js";
+import { h, clear, short, age, badge, errorBox, agentLabel } from "./dom.js";
 
 const LIVE = new Set(["active", "submitted"]);
 
@@ -28,7 +28,7 @@ export async function sessionsPage() {
       h("td", { "data-label": "Session" }, h("code", { title: s.id }, short(s.id))),
       h("td", { "data-label": "Repository" }, s.repo),
       h("td", { "data-label": "State" }, badge(s.state)),
-      h("td", { "data-label": "Agent" }, s.agent_name || s.agent_id),
+      h("td", { "data-label": "Agent" }, agentLabel(s.agent_id, s.agent_name)),
       h("td", { "data-label": "Intent" }, s.intent),
       h("td", { "data-label": "Changed files", class: "changed" }, r.error ? errorBox(r.error) :
         r.files.length ? h("ul", { class: "paths" }, r.files.map((f) => h("li", {}, h("abbr", { title: f.status }, f.status[0].toUpperCase()), " ", h("code", {}, f.path)))) : "none"),

@@ -141,7 +141,10 @@ func helperMain(specJSON string) int {
 	if err := setRlimits(spec); err != nil {
 		return fail(err)
 	}
-	abi, err := dropPrivileges(writable)
+	if spec.NoLandlock {
+		writable = nil
+	}
+	abi, err := dropPrivileges(writable, !spec.NoLandlock)
 	if err != nil {
 		return fail(err)
 	}

@@ -169,6 +169,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		spec.Cwd = filepath.Join(target, c.Cwd)
 		spec.Env = minimalEnv(HomeInside, target, c.Env)
 		spec.NewNet = !c.Network
+		spec.NoLandlock = m.noLandlock
 		if limits.TmpBytes > 0 {
 			spec.TmpBytes = limits.TmpBytes
 			res.Limits = append(res.Limits, AppliedLimit{Name: LimitTmp, Value: limits.TmpBytes, Via: ViaTmpfs})
@@ -358,7 +359,9 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			// Only when the file system lost more than the scratch may
 			// still grow is the scratch itself measured.
 			if free, ok := freeBytes(s.dir); ok && scratchFree-free > limits.ScratchBytes-s.st.Usage && !killed {
-				if s.st.Usage = sweep(s.dir); s.st.Usage > limits.ScratchBytes {
+				// Files the command unlinked but keeps open (or
+				// mapped) count too: they still fill the disk.
+				if s.st.Usage = sweep(s.dir); s.st.Usage+hiddenBytes(cmd.Process.Pid) > limits.ScratchBytes {
 					res.Exceeded = append(res.Exceeded, LimitScratch)
 					kill()
 				}

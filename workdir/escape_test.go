@@ -89,6 +89,10 @@ var escapes = []escape{
 	{"the data directory", func(h escapeHost) string {
 		return `ls ` + h.data + ` && echo ESCAPED; cat ` + h.token + ` && echo ESCAPED; cat ` + filepath.Join(h.data, "sessiond.db") + ` && echo ESCAPED; echo TRIED`
 	}, "No such file or directory"},
+	{"the host's root-only files", func(h escapeHost) string {
+		// A root daemon's command is the owner of root's files.
+		return `for f in /etc/shadow /etc/gshadow /etc/ssh/ssh_host_*key /etc/ssl/private/*; do [ -e "$f" ] && head -c1 "$f" >/dev/null && echo "ESCAPED $f"; done; echo TRIED`
+	}, ""},
 	{"another repository", func(h escapeHost) string {
 		return `ls ` + h.repo + ` && echo ESCAPED; cat ` + filepath.Join(h.repo, "HEAD") + ` && echo ESCAPED; echo TRIED`
 	}, "No such file or directory"},

@@ -51,8 +51,9 @@
 //     to its view, its home and its temporary directories. Limits
 //     (limits.go): memory, processes and CPU weight by a cgroup per
 //     command (v2 where delegated, else v1's memory, pids, cpu and freezer
-//     hierarchies, else rlimits of the command's helper and the command,
-//     never the daemon's, and the result says which), the private tmpfs
+//     hierarchies, else rlimits of the command alone: it starts traced,
+//     stops at its exec and gets them there, so neither its helper nor
+//     the daemon holds them; the result says which), the private tmpfs
 //     mounts by their size, the scratch by the daemon watching it (files
 //     the command unlinked but holds open count too; the command is
 //     killed past its bound and the scratch keeps only what the record

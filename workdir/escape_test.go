@@ -251,7 +251,7 @@ func newManagerIn(t *testing.T, data string, mode workdir.Mode, opt func(*workdi
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
-	if requireIsolation {
+	if requireIsolation && !cfg.NoNamespaces {
 		require.True(t, m.Isolated(), "SESSIOND_TEST_REQUIRE_ISOLATION=1: this machine must give commands their namespaces")
 	}
 	return m
@@ -374,4 +374,34 @@ func TestEscapeLimits(t *testing.T) {
 		assert.Empty(t, m.CommandCgroups(), "every command's cgroup is removed when it ends")
 	})
 	assert.Equal(t, before, rlimits(), "the daemon's own rlimits are as they were")
+}
+
+// Where no cgroup is writable, the rlimits that stand in are the
+// command's alone: its helper, which reaps and reports, keeps none (a
+// memory bound of a few megabytes on it would end the helper, and with
+// it the command's result), and neither does the daemon.
+func TestRlimitsAreTheCommandsAlone(t *testing.T) {
+	for _, noNamespaces := range []bool{false, true} {
+		t.Run(map[bool]string{false: "isolated", true: "unisolated"}[noNamespaces], func(t *testing.T) {
+			data := outsideDir(t)
+			m := newManagerIn(t, data, workdir.ModeCopy, func(c *workdir.Config) {
+				c.NoCgroups, c.NoNamespaces = true, noNamespaces
+			})
+			f := newFixture(t)
+			s, err := m.Prepare(t.Context(), f.view())
+			require.NoError(t, err)
+			res, err := s.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c",
+				`grep 'Max data size' /proc/self/limits /proc/$PPID/limits; awk 'BEGIN { s = "x"; while (1) s = s s }'; echo TRIED`},
+				Limits: workdir.Limits{MemoryBytes: 32 << 20}, Timeout: time.Minute})
+			require.NoError(t, err)
+			out := string(res.Stdout) + string(res.Stderr)
+			assert.Equal(t, 0, res.ExitCode, out)
+			assert.Contains(t, string(res.Stdout), "TRIED", out)
+			assert.Regexp(t, `/proc/self/limits:Max data size\s+33554432\s+33554432`, out)
+			assert.Regexp(t, `/proc/\d+/limits:Max data size\s+unlimited\s+unlimited`, out, "the helper keeps no rlimit of the command's")
+			cs, err := s.Capture(t.Context(), f.view(), 0)
+			require.NoError(t, err)
+			require.NoError(t, s.Settle(t.Context(), f.view(), paths(cs)))
+		})
+	}
 }

@@ -79,8 +79,10 @@ var escapes = []escape{
 		return `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null | grep -q '[w]orkdir[.]test' && echo "ESCAPED $p"; done; echo TRIED`
 	}, ""},
 	{"ptrace", func(h escapeHost) string {
-		return `strace -p 1 -e trace=none -o /dev/null & p=$!; sleep 0.5; kill $p 2>/dev/null; wait $p && echo ESCAPED; echo TRIED`
-	}, ""},
+		// PID 1 (the helper) is the only process there not the
+		// command's own; PTRACE_ATTACH (16) must be refused.
+		return `python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); r = l.ptrace(16, 1, 0, 0); print("ESCAPED" if r == 0 else "refused errno %d" % ctypes.get_errno())'; timeout 2 strace -p 1 -e trace=none -o /dev/null; [ $? -eq 124 ] && echo ESCAPED; echo TRIED`
+	}, "refused errno 1"},
 	{"signal the helper", func(h escapeHost) string {
 		// Landlock scopes signals; where the kernel has no such scope the
 		// helper ignores the ones that would end it.

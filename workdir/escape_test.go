@@ -62,15 +62,19 @@ var escapes = []escape{
 	{"new user namespace, then umount", func(h escapeHost) string {
 		// Inside a user namespace of its own the command holds every
 		// capability over a new mount namespace, whose copies of the
-		// mounts the kernel locks. With Landlock, /proc/self/uid_map is
-		// not writable (so -r fails) and no mount may change at all;
-		// without it, the locks alone hold. INSIDE shows it got there.
-		inner := `echo INSIDE; grep CapEff /proc/self/status; umount /workspace/view && echo ESCAPED; umount -l /workspace/view && echo ESCAPED; umount -l / && echo ESCAPED; umount -l /proc && echo ESCAPED; mount -o remount,rw / && echo ESCAPED; mount -o remount,rw,suid /workspace/view && echo ESCAPED; mount -o remount,rw /usr && echo ESCAPED; cat ` + h.token + ` && echo ESCAPED; ls ` + h.data + ` && echo ESCAPED; true`
-		return `unshare -Urm sh -c '` + inner + `' || unshare -Um --propagation unchanged sh -c '` + inner + `'; echo TRIED`
+		// mounts the kernel locks. With Landlock no mount may change at
+		// all; without it (the "no landlock" runs) the locks alone hold.
+		// The calls are made directly, from the process that made the
+		// namespaces (an exec would drop the capabilities of an unmapped
+		// user, and the command cannot map itself root there: that takes
+		// CAP_SETFCAP where it is); INSIDE shows it got there.
+		return `python3 -c '` + inUserNS(h, false) + `'; echo TRIED`
 	}, "INSIDE"},
 	{"pivot_root and chroot", func(h escapeHost) string {
-		return `unshare -Urm sh -c 'mkdir -p /tmp/r && mount -t tmpfs t /tmp/r && mkdir /tmp/r/old && cd /tmp/r && pivot_root . old && ls /old` + h.data + ` && echo ESCAPED'; chroot /proc/1/root ls && echo ESCAPED; echo TRIED`
-	}, ""},
+		// As above, then a new root over the locked copies: it shows
+		// nothing more.
+		return `python3 -c '` + inUserNS(h, true) + `'; chroot /proc/1/root ls && echo ESCAPED; echo TRIED`
+	}, "INSIDE"},
 	{"the helper's /proc", func(h escapeHost) string {
 		return `cat /proc/1/environ && echo ESCAPED; ls /proc/1/root/ && echo ESCAPED; readlink /proc/1/fd/0 && echo ESCAPED; cat /proc/1/fd/3 && echo ESCAPED; timeout 5 cat /proc/1/mem && echo ESCAPED; readlink /proc/1/exe && echo ESCAPED; echo TRIED`
 	}, "Permission denied"},
@@ -130,6 +134,47 @@ var escapes = []escape{
 	{"setuid files", func(h escapeHost) string {
 		return `cp /bin/sh "$HOME/suid" && chmod 4755 "$HOME/suid" && mkdir -p build && cp /bin/sh build/suid && chmod 6755 build/suid && echo TRIED`
 	}, ""},
+}
+
+// inUserNS is Python for a command in a user and mount namespace of its
+// own: it tries to unmount and remount what covers the host, and with
+// pivot a new root over the locked copies, printing ESCAPED for each
+// call that works.
+func inUserNS(h escapeHost, pivot bool) string {
+	code := `import ctypes, os
+l = ctypes.CDLL(None, use_errno=True)
+# A new user namespace (the caller holds every capability there until it
+# execs) and a mount namespace owned by it.
+if l.unshare(0x10000000 | 0x00020000) == 0:
+    cap = [x for x in open("/proc/self/status") if x.startswith("CapEff")][0].split()[1]
+    print("INSIDE" if int(cap, 16) != 0 else "no capability in the new namespace")
+def t(name, r):
+    print(("ESCAPED " if r == 0 else "refused ") + name, ctypes.get_errno())
+MS_REMOUNT, MS_BIND, MNT_DETACH = 32, 4096, 2
+t("umount view", l.umount2(b"/workspace/view", MNT_DETACH))
+t("umount root", l.umount2(b"/", MNT_DETACH))
+t("umount proc", l.umount2(b"/proc", MNT_DETACH))
+t("remount root rw", l.mount(None, b"/", None, MS_REMOUNT | MS_BIND, None))
+t("remount usr rw", l.mount(None, b"/usr", None, MS_REMOUNT | MS_BIND, None))
+t("remount view suid", l.mount(None, b"/workspace/view", None, MS_REMOUNT | MS_BIND, None))
+`
+	if pivot {
+		code += `os.makedirs("/tmp/r", exist_ok=True)
+if l.mount(b"t", b"/tmp/r", b"tmpfs", 0, None) == 0:
+    os.chdir("/tmp/r")
+    nr = {"x86_64": 155, "aarch64": 41}[os.uname().machine]
+    # The old root stacked over the new one (no directory needed: an
+    # unmapped user cannot make one), then taken off.
+    print("pivoted" if l.syscall(nr, b".", b".") == 0 else "no pivot", ctypes.get_errno())
+    for step in ["over", "off"]:
+        os.chdir("/")
+        for p in ["` + h.data + `", "` + h.token + `", "` + h.repo + `"]:
+            if os.path.exists(p):
+                print("ESCAPED", p, "with the old root", step)
+        print("old root taken off" if l.umount2(b"/", MNT_DETACH) == 0 else "old root stays", ctypes.get_errno())
+`
+	}
+	return code
 }
 
 // newEscapeHost builds the daemon's side of the attempts for manager m

@@ -251,6 +251,7 @@ func startLimited(path string, spec helperSpec, attr *syscall.ProcAttr) (pid int
 			continue
 		}
 		if err != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 			return pid, nil, err
 		}
 		if !ws.Stopped() {

@@ -185,10 +185,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	}
 	res.Limits = append(res.Limits, applied...)
 	if cg != nil {
-		defer func() {
-			cg.kill()
-			cg.remove()
-		}()
+		defer m.cgroups.release(cg)
 	}
 
 	b, err := json.Marshal(spec)

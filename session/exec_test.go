@@ -483,6 +483,38 @@ func TestExecScratchRemovedWhenFinished(t *testing.T) {
 	}
 }
 
+// A session that ended while no daemon could remove its scratch (a crash
+// between the end and the removal) loses it at the next start; the
+// scratch of a session still open stays.
+func TestFinishedScratchesRemovedAtStart(t *testing.T) {
+	e := newExecEnv(t, workdir.ModeOverlay)
+	open, ended := e.create(session.CreateOptions{}), e.create(session.CreateOptions{})
+	for _, s := range []session.Session{open, ended} {
+		res := e.sh(s.ID, "mkdir -p build && echo out > build/x.out")
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	}
+	// The end as the store has it, with no engine to remove the scratch.
+	require.NoError(t, e.store.InTx(t.Context(), func(tx session.Tx) error {
+		return tx.SetSessionState(t.Context(), ended.ID, session.StateActive, session.StateAbandoned, time.Now())
+	}))
+	// And a scratch no session has any more.
+	gone := filepath.Join(e.dataDir, "workdir", "sessions", uuid.NewString())
+	require.NoError(t, os.MkdirAll(filepath.Join(gone, "home"), 0o700))
+	scratch := func(s session.Session) string {
+		return filepath.Join(e.dataDir, "workdir", "sessions", s.ID.String())
+	}
+	require.DirExists(t, scratch(ended))
+
+	n, err := e.m.RemoveFinishedScratches(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.NoDirExists(t, scratch(ended))
+	assert.NoDirExists(t, gone)
+	assert.DirExists(t, scratch(open))
+	res := e.sh(open.ID, "cat build/x.out")
+	assert.Equal(t, "out\n", string(res.Stdout), "the open session keeps its ignored outputs")
+}
+
 // The repository's exec policy decides whether a command may share the
 // host's network (where the daemon allows it at all), and narrows the
 // daemon's limits.

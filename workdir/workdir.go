@@ -485,6 +485,20 @@ func (s *Scratch) releaseBase() {
 // Dir is the scratch directory (for disk accounting).
 func (s *Scratch) Dir() string { return s.dir }
 
+// ScratchIDs lists the sessions that have a scratch directory, so that
+// the caller can remove those of sessions that ended while no daemon was
+// there to (a crash between the end and the removal).
+func (m *Manager) ScratchIDs() []string {
+	ents, _ := os.ReadDir(filepath.Join(m.dir, "sessions"))
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 // Remove deletes a session's scratch directory (the session ended).
 func (m *Manager) Remove(id string) error {
 	m.mu.Lock()

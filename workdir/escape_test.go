@@ -345,7 +345,7 @@ var limitEscapes = []limitEscape{
 		script:   `mkdir -p build && head -c 12000000 /dev/zero > build/a && head -c 12000000 /dev/zero > build/b; sleep 2; echo TRIED`,
 		exceeded: workdir.LimitScratch},
 	{name: "fill the scratch with unlinked files kept open", limits: workdir.Limits{ScratchBytes: 16 << 20},
-		script:   `mkdir -p build && exec 3>build/a 4>build/b && rm build/a build/b && head -c 12000000 /dev/zero >&3 && head -c 12000000 /dev/zero >&4; sleep 3; echo TRIED`,
+		script:   `mkdir -p build && exec 3>build/a 4>build/b && rm build/a build/b && head -c 12000000 /dev/zero >&3 && head -c 12000000 /dev/zero >&4; sleep 5; echo TRIED`,
 		exceeded: workdir.LimitScratch},
 	{name: "fill the scratch below a directory made unreadable", limits: workdir.Limits{ScratchBytes: 16 << 20},
 		script:   `mkdir -p build/d && head -c 12000000 /dev/zero > build/d/a && head -c 12000000 /dev/zero > build/d/b && chmod 0 build/d; sleep 3; echo TRIED`,

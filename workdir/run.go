@@ -324,6 +324,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		}
 	}
 	var tick <-chan time.Time
+	var ticks int
 	if watchScratch && limits.ScratchBytes > 0 {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
@@ -353,15 +354,29 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			grace = nil
 		case <-tick:
-			// Only when the file system lost more than the scratch may
-			// still grow is the scratch itself measured.
-			if free, ok := freeBytes(s.dir); ok && scratchFree-free > limits.ScratchBytes-s.st.Usage && !killed {
-				// Files the command unlinked but keeps open (or
-				// mapped) count too: they still fill the disk.
-				if s.st.Usage = sweep(s.dir); s.st.Usage+hiddenBytes(cmd.Process.Pid) > limits.ScratchBytes {
-					res.Exceeded = append(res.Exceeded, LimitScratch)
-					kill()
-				}
+			if killed {
+				continue
+			}
+			ticks++
+			// The scratch's tree is measured only when the file system
+			// lost more than the scratch may still grow. That loss is
+			// the whole file system's, which others free space on
+			// meanwhile, so every two seconds the files the command
+			// unlinked but keeps open (or mapped), which no walk of the
+			// tree finds, are counted as well, from /proc.
+			free, ok := freeBytes(s.dir)
+			grew := ok && scratchFree-free > limits.ScratchBytes-s.st.Usage
+			if !grew && ticks%8 == 0 {
+				grew = s.st.Usage+hiddenBytes(cmd.Process.Pid) > limits.ScratchBytes
+			}
+			if !grew {
+				continue
+			}
+			if s.st.Usage = sweep(s.dir); s.st.Usage+hiddenBytes(cmd.Process.Pid) > limits.ScratchBytes {
+				res.Exceeded = append(res.Exceeded, LimitScratch)
+				kill()
+			}
+			if ok {
 				scratchFree = free
 			}
 		}

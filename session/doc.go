@@ -65,7 +65,10 @@
 //     leaves out what the policy does not let the session read; without
 //     namespaces (nothing hides the repository) such a session may not
 //     run commands. Anything that drops a
-//     loaded session (unloading, expiry) must leave a busy one alone.
+//     loaded session (unloading, expiry) must leave a busy one alone. A
+//     session's scratch is removed when it ends (or, if a command still
+//     runs, when that command ends); RemoveFinishedScratches, which the
+//     daemon calls at start, removes those a crash left.
 //
 // Concurrency: a Manager is safe for concurrent use. Each loaded session
 // has one lock that serializes every operation on it, reads included (an

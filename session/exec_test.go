@@ -436,18 +436,83 @@ func TestExecNetworkAndPaths(t *testing.T) {
 	assert.Equal(t, "/workspace/r\n", string(res.Stdout), "every session of a repository sees its view at one path")
 }
 
-// A finished session's scratch is removed at once: ignored outputs of a
-// Go module can take hundreds of megabytes.
+// A finished session's scratch is removed at once, however it finished:
+// ignored outputs of a Go module can take hundreds of megabytes. (No
+// path of the engine moves a session to rejected: a rejected changeset
+// leaves its session open to revise, scratch and all.)
 func TestExecScratchRemovedWhenFinished(t *testing.T) {
 	e := newExecEnv(t, workdir.ModeOverlay)
-	s := e.create(session.CreateOptions{})
-	res := e.sh(s.ID, "mkdir -p build && echo out > build/x.out")
-	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
-	scratch := filepath.Join(e.dataDir, "workdir", "sessions", s.ID.String())
-	require.DirExists(t, scratch)
-	_, err := e.m.Abandon(t.Context(), s.ID)
+	_, err := e.en.Repos.SetPolicy(t.Context(), repos.Policy{Repo: "r"})
 	require.NoError(t, err)
-	assert.NoDirExists(t, scratch)
+	for _, finish := range []struct {
+		name string
+		ttl  time.Duration
+		end  func(t *testing.T, s session.Session)
+	}{
+		{"abandoned", 0, func(t *testing.T, s session.Session) {
+			_, err := e.m.Abandon(t.Context(), s.ID)
+			require.NoError(t, err)
+		}},
+		{"accepted", 0, func(t *testing.T, s session.Session) {
+			c, err := e.cs().Submit(t.Context(), s.ID, changeset.SubmitOptions{Intent: "x"})
+			require.NoError(t, err)
+			_, err = e.cs().Accept(t.Context(), c.ID, changeset.AcceptOptions{})
+			require.NoError(t, err)
+		}},
+		{"expired", 3 * time.Second, func(t *testing.T, s session.Session) {
+			got, err := e.m.Get(t.Context(), s.ID)
+			require.NoError(t, err)
+			time.Sleep(time.Until(got.ExpiresAt) + 10*time.Millisecond)
+			n, err := e.m.ExpireDue(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+		}},
+	} {
+		t.Run(finish.name, func(t *testing.T) {
+			s := e.create(session.CreateOptions{TTL: finish.ttl})
+			res := e.sh(s.ID, "mkdir -p build && echo out > build/x.out && echo "+finish.name+" > tracked.txt")
+			require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+			scratch := filepath.Join(e.dataDir, "workdir", "sessions", s.ID.String())
+			require.DirExists(t, scratch)
+			finish.end(t, s)
+			got, err := e.m.Get(t.Context(), s.ID)
+			require.NoError(t, err)
+			require.Equal(t, session.State(finish.name), got.State)
+			assert.NoDirExists(t, scratch)
+		})
+	}
+}
+
+// A session that ended while no daemon could remove its scratch (a crash
+// between the end and the removal) loses it at the next start; the
+// scratch of a session still open stays.
+func TestFinishedScratchesRemovedAtStart(t *testing.T) {
+	e := newExecEnv(t, workdir.ModeOverlay)
+	open, ended := e.create(session.CreateOptions{}), e.create(session.CreateOptions{})
+	for _, s := range []session.Session{open, ended} {
+		res := e.sh(s.ID, "mkdir -p build && echo out > build/x.out")
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	}
+	// The end as the store has it, with no engine to remove the scratch.
+	require.NoError(t, e.store.InTx(t.Context(), func(tx session.Tx) error {
+		return tx.SetSessionState(t.Context(), ended.ID, session.StateActive, session.StateAbandoned, time.Now())
+	}))
+	// And a scratch no session has any more.
+	gone := filepath.Join(e.dataDir, "workdir", "sessions", uuid.NewString())
+	require.NoError(t, os.MkdirAll(filepath.Join(gone, "home"), 0o700))
+	scratch := func(s session.Session) string {
+		return filepath.Join(e.dataDir, "workdir", "sessions", s.ID.String())
+	}
+	require.DirExists(t, scratch(ended))
+
+	n, err := e.m.RemoveFinishedScratches(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.NoDirExists(t, scratch(ended))
+	assert.NoDirExists(t, gone)
+	assert.DirExists(t, scratch(open))
+	res := e.sh(open.ID, "cat build/x.out")
+	assert.Equal(t, "out\n", string(res.Stdout), "the open session keeps its ignored outputs")
 }
 
 // The repository's exec policy decides whether a command may share the

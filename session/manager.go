@@ -324,6 +324,37 @@ func (m *Manager) ExpireDue(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// RemoveFinishedScratches removes the scratch directory of every session
+// that has ended (or that the store no longer has): one is removed at
+// once when its session ends, but a crash in between leaves it. The
+// daemon calls it at start, after settling interrupted accepts. It
+// returns how many it removed.
+func (m *Manager) RemoveFinishedScratches(ctx context.Context) (int, error) {
+	if m.workdirs == nil {
+		return 0, nil
+	}
+	n := 0
+	for _, name := range m.workdirs.ScratchIDs() {
+		id, err := uuid.Parse(name)
+		if err != nil || id.String() != name {
+			continue // not a session's
+		}
+		s, err := m.store.GetSession(ctx, id)
+		switch {
+		case errors.Is(err, record.ErrNotFound):
+		case err != nil:
+			return n, err
+		case !s.State.Terminal():
+			continue
+		}
+		if err := m.workdirs.Remove(name); err != nil {
+			return n, fmt.Errorf("remove the scratch of session %s: %w", name, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
 // expire moves s to expired if it is still past its expiry under its lock
 // (a write may have extended it), without loading it.
 func (m *Manager) expire(ctx context.Context, s Session) error {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -28,6 +29,12 @@ type cgroups struct {
 	v1 map[string]string
 	// why says why there are none, for the log.
 	why string
+
+	// mu guards left: command cgroups that could not be removed when
+	// their command ended (a process slow to die), removed at the next
+	// command's start.
+	mu   sync.Mutex
+	left []*cgroup
 }
 
 // cgroup is one command's cgroup.
@@ -250,6 +257,7 @@ func (c *cgroups) open(name string) *cgroup {
 // and pids always, cpu for a weight other than the even share, freezer
 // to kill a tree that no PID namespace holds (unisolated).
 func (c *cgroups) create(name string, l Limits, isolated bool) (*cgroup, []AppliedLimit, error) {
+	c.retryLeft()
 	g := c.open(name)
 	if c.via == ViaCgroup1 {
 		if l.CPUWeight <= 0 || l.CPUWeight == 100 {
@@ -408,14 +416,63 @@ func (g *cgroup) exceeded() []string {
 	return out
 }
 
-// remove deletes the cgroup once its processes are gone.
-func (g *cgroup) remove() {
+// remove deletes the cgroup once its processes are gone, and says
+// whether it is gone.
+func (g *cgroup) remove() bool {
+	gone := true
 	for _, d := range g.dirs {
+		removed := false
 		for i := 0; i < 50; i++ {
 			if err := os.Remove(d); err == nil || errors.Is(err, fs.ErrNotExist) {
+				removed = true
 				break
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
+		gone = gone && removed
 	}
+	return gone
+}
+
+// release kills and removes a command's cgroup when the command ended;
+// one that stays (a process slow to die) is removed later.
+func (c *cgroups) release(g *cgroup) {
+	g.kill()
+	if !g.remove() {
+		c.mu.Lock()
+		c.left = append(c.left, g)
+		c.mu.Unlock()
+	}
+}
+
+// retryLeft removes the cgroups release could not.
+func (c *cgroups) retryLeft() {
+	c.mu.Lock()
+	left := c.left
+	c.left = nil
+	c.mu.Unlock()
+	var still []*cgroup
+	for _, g := range left {
+		g.kill()
+		if !removeNow(g) {
+			still = append(still, g)
+		}
+	}
+	if len(still) > 0 {
+		c.mu.Lock()
+		c.left = append(c.left, still...)
+		c.mu.Unlock()
+	}
+}
+
+// removeNow removes g's directories without waiting, and says whether
+// they are gone.
+func removeNow(g *cgroup) bool {
+	gone := true
+	for _, d := range g.dirs {
+		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			gone = false
+		}
+	}
+	return gone
 }

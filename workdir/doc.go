@@ -38,7 +38,9 @@
 //     sandbox_linux.go): the host's file system read-only, with the data
 //     directory, the repositories, the base checkouts, /run and the
 //     directories of the host's sockets, and people's homes absent, not
-//     covered; a fresh /proc, a minimal /dev, private size-bounded /tmp and
+//     covered (below a directory the daemon may traverse but not list,
+//     only what is shown appears); a fresh /proc (its sys, sysrq-trigger, irq and bus
+//     read-only), a minimal /dev, private size-bounded /tmp and
 //     /var/tmp; the view at one path (/workspace/<repo>) and its home at
 //     another (/home/sessiond), the same for every session; all of it
 //     nosuid, the writable parts nodev too. It pivots into that root,
@@ -49,10 +51,13 @@
 //     to its view, its home and its temporary directories. Limits
 //     (limits.go): memory, processes and CPU weight by a cgroup per
 //     command (v2 where delegated, else v1's memory, pids, cpu and freezer
-//     hierarchies, else rlimits, and the result says which), the private
-//     tmpfs mounts by their size, the scratch by the daemon watching it
-//     (the command is killed past its bound and the scratch keeps only
-//     what the record holds). Killing the helper's process group (both
+//     hierarchies, else rlimits of the command alone: it starts traced,
+//     stops at its exec and gets them there, so neither its helper nor
+//     the daemon holds them; the result says which), the private tmpfs
+//     mounts by their size, the scratch by the daemon watching it (files
+//     the command unlinked but holds open count too; the command is
+//     killed past its bound and the scratch keeps only what the record
+//     holds). Killing the helper's process group (both
 //     stages; the second, PID 1 of its namespace, also dies with the
 //     first) kills every process the command started, and its cgroup is
 //     killed too; the mounts die with the namespace, on timeout,
@@ -72,7 +77,9 @@
 //     of what was tried. Kernel exploits are out of scope.
 //   - The scratch is 0700 and never keeps a setuid or setgid bit or a
 //     file capability (stripped after every command; the mounts are
-//     nosuid meanwhile).
+//     nosuid meanwhile). The sweep that strips them and measures the
+//     scratch runs while a command may change the tree, so it walks by
+//     descriptor and never follows a link (sweep_linux.go).
 //   - Where the kernel refuses namespaces, commands run without isolation
 //     (Manager.Isolated is false) in copy mode, through a helper that is
 //     their child subreaper (so every descendant dies with the command):

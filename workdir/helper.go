@@ -62,6 +62,8 @@ type helperSpec struct {
 	// Rlimits are set on the command (the fallback where no cgroup
 	// limits the command, and the per-file and core limits everywhere).
 	Rlimits []rlimitSpec `json:"rlimits,omitempty"`
+	// NoLandlock: the command runs without Landlock (Config.NoLandlock).
+	NoLandlock bool `json:"no_landlock,omitempty"`
 	// Nice is the command's scheduling niceness (the fallback for a CPU
 	// weight without cgroups).
 	Nice int `json:"nice,omitempty"`

@@ -138,7 +138,10 @@ func helperMain(specJSON string) int {
 		return fail(fmt.Errorf("undumpable: %w", err))
 	}
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
-	abi, err := dropPrivileges(writable)
+	if spec.NoLandlock {
+		writable = nil
+	}
+	abi, err := dropPrivileges(writable, !spec.NoLandlock)
 	if err != nil {
 		return fail(err)
 	}
@@ -197,17 +200,73 @@ func awaitCgroups() error {
 	return nil
 }
 
-func setRlimits(spec helperSpec) error {
+// setRlimits puts the command's rlimits and niceness on process pid (0:
+// this one).
+func setRlimits(spec helperSpec, pid int) error {
 	for _, r := range spec.Rlimits {
 		lim := unix.Rlimit{Cur: r.Value, Max: r.Value}
-		if err := unix.Setrlimit(r.Resource, &lim); err != nil {
+		if err := unix.Prlimit(pid, r.Resource, &lim, nil); err != nil {
 			return fmt.Errorf("rlimit %d: %w", r.Resource, err)
 		}
 	}
 	if spec.Nice != 0 {
-		_ = unix.Setpriority(unix.PRIO_PROCESS, 0, spec.Nice)
+		_ = unix.Setpriority(unix.PRIO_PROCESS, pid, spec.Nice)
 	}
 	return nil
+}
+
+// startLimited starts the command with the rlimits of spec on it alone:
+// the helper goes on living (it reaps, and reports), and an rlimit of
+// the command's (a memory bound of a few megabytes, say) would end it. Go
+// runs nothing between fork and exec, so the command starts traced: it
+// stops at its exec, before any instruction of its own, gets its limits
+// there and is let go. Where the kernel refuses tracing (Yama's
+// ptrace_scope 3) the helper takes the limits itself before the start,
+// as the command's parent that only waits from then on. It returns the
+// command's pid, or its end when it ended before it could be let go.
+func startLimited(path string, spec helperSpec, attr *syscall.ProcAttr) (pid int, ended *syscall.WaitStatus, err error) {
+	if len(spec.Rlimits) == 0 && spec.Nice == 0 {
+		pid, err = syscall.ForkExec(path, spec.Argv, attr)
+		return pid, nil, err
+	}
+	traced := *attr
+	sys := *attr.Sys
+	sys.Ptrace = true
+	traced.Sys = &sys
+	pid, err = syscall.ForkExec(path, spec.Argv, &traced)
+	if err == syscall.EPERM {
+		if err := setRlimits(spec, 0); err != nil {
+			return 0, nil, err
+		}
+		pid, err = syscall.ForkExec(path, spec.Argv, attr)
+		return pid, nil, err
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return pid, nil, err
+		}
+		if !ws.Stopped() {
+			return pid, &ws, nil // killed before it ran
+		}
+		limErr := setRlimits(spec, pid)
+		if limErr != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if err := syscall.PtraceDetach(pid); err != nil && limErr == nil {
+			limErr = fmt.Errorf("let the command go: %w", err)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		return pid, nil, limErr
+	}
 }
 
 // runAsChild starts the command from this (locked) thread and reaps every
@@ -236,21 +295,21 @@ func runAsChild(spec helperSpec, enc *json.Encoder, began int64, abi int, plain 
 		term = make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
 	}
-	// The limits are this process's too, and the command inherits them:
-	// set last, just before it starts, so that this Go process needs no
-	// more memory under a small RLIMIT_DATA than waiting for it takes
-	// (set earlier, the runtime's next heap arena could fail and take
-	// the helper down instead of the command).
-	if err := setRlimits(spec); err != nil {
-		_ = enc.Encode(helperStatus{Error: err.Error()})
-		return 125
-	}
 	started := time.Now().UnixNano()
-	pid, err := syscall.ForkExec(path, spec.Argv, &syscall.ProcAttr{
+	pid, ended, err := startLimited(path, spec, &syscall.ProcAttr{
 		Dir: spec.Cwd, Env: spec.Env,
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
 	})
+	if err != nil && pid > 0 {
+		// Started, but it could not be limited: it was killed.
+		fmt.Fprintf(os.Stderr, "sessiond: %s: %v\n", spec.Argv[0], err)
+		_ = enc.Encode(helperStatus{Started: started, Began: began, Landlock: abi})
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		_ = enc.Encode(helperStatus{Exited: true, Code: 126})
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sessiond: %s: %v\n", spec.Argv[0], err)
 		_ = enc.Encode(helperStatus{Started: started, Began: began, Landlock: abi})
@@ -277,16 +336,20 @@ func runAsChild(spec helperSpec, enc *json.Encoder, began int64, abi int, plain 
 	}
 	for {
 		var ws syscall.WaitStatus
-		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			st.Code = 126
-			break
-		}
-		if wpid != pid {
-			continue // an orphan reparented to this process
+		if ended != nil {
+			ws = *ended
+		} else {
+			wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				st.Code = 126
+				break
+			}
+			if wpid != pid {
+				continue // an orphan reparented to this process
+			}
 		}
 		if ws.Signaled() {
 			st.Code, st.Signal = 128+int(ws.Signal()), unix.SignalName(ws.Signal())

@@ -1,9 +1,6 @@
 package workdir
 
 import (
-	"io/fs"
-	"os"
-	"path/filepath"
 	"syscall"
 )
 
@@ -91,46 +88,6 @@ type AppliedLimit struct {
 	Name  string
 	Value int64
 	Via   string
-}
-
-// sweep walks the files below dir: it removes every setuid and setgid
-// bit and file capability (the scratch never keeps them: a command could
-// leave one for a later use outside), and returns the disk space the
-// files take (blocks, as du counts them; a hard-linked file once).
-func sweep(dir string) int64 {
-	var total int64
-	seen := map[[2]uint64]bool{}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		m := fi.Mode()
-		if m&(fs.ModeSetuid|fs.ModeSetgid) != 0 && (m.IsRegular() || m.IsDir()) {
-			_ = os.Chmod(p, m.Perm()|(m&fs.ModeSticky))
-		}
-		if m.IsRegular() && m&0o111 != 0 {
-			dropFileCaps(p)
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			total += fi.Size()
-			return nil
-		}
-		if st.Nlink > 1 && !d.IsDir() {
-			k := [2]uint64{uint64(st.Dev), uint64(st.Ino)}
-			if seen[k] {
-				return nil
-			}
-			seen[k] = true
-		}
-		total += int64(st.Blocks) * 512
-		return nil
-	})
-	return total
 }
 
 // freeBytes is the space left on the file system that holds dir.

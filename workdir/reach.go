@@ -28,6 +28,21 @@ var credentialFiles = []string{
 	".cargo/credentials.toml", ".gem/credentials",
 }
 
+// rootSecrets are the host's well-known root-only secrets, hidden where
+// the daemon runs as root: its commands are then uid 0 of the host to
+// the file system's permission checks (a user namespace maps the daemon's
+// uid, and a command holds no capability, but it is the owner of every
+// file root owns), so a root-only file the root shows would be readable.
+// A daemon of its own unprivileged user has no such reach, which is why
+// the README asks for one; this list covers the usual places.
+var rootSecrets = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh/ssh_host_*key",
+	"/etc/ssl/private", "/etc/sudoers", "/etc/sudoers.d", "/etc/security/opasswd",
+	"/etc/NetworkManager/system-connections", "/etc/wireguard", "/etc/credstore", "/etc/credstore.encrypted",
+	"/var/lib/sudo", "/var/lib/systemd/credential.secret", "/var/spool/cron", "/var/log/btmp", "/var/log/auth.log",
+	"/boot",
+}
+
 // systemDirs are never hidden whole for a socket found in them; the
 // socket itself is.
 var systemDirs = map[string]bool{"/": true, "/usr": true, "/etc": true, "/bin": true, "/sbin": true,
@@ -90,6 +105,12 @@ func staticReach() reach {
 				continue
 			}
 			r.show = append(r.show, filepath.Join(h, strings.Split(rel, string(filepath.Separator))[0]))
+		}
+	}
+	if os.Geteuid() == 0 {
+		for _, g := range rootSecrets {
+			found, _ := filepath.Glob(g)
+			r.hide = append(r.hide, found...)
 		}
 	}
 	r.hide = resolveAll(r.hide)

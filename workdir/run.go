@@ -169,6 +169,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		spec.Cwd = filepath.Join(target, c.Cwd)
 		spec.Env = minimalEnv(HomeInside, target, c.Env)
 		spec.NewNet = !c.Network
+		spec.NoLandlock = m.noLandlock
 		if limits.TmpBytes > 0 {
 			spec.TmpBytes = limits.TmpBytes
 			res.Limits = append(res.Limits, AppliedLimit{Name: LimitTmp, Value: limits.TmpBytes, Via: ViaTmpfs})
@@ -184,10 +185,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	}
 	res.Limits = append(res.Limits, applied...)
 	if cg != nil {
-		defer func() {
-			cg.kill()
-			cg.remove()
-		}()
+		defer m.cgroups.release(cg)
 	}
 
 	b, err := json.Marshal(spec)
@@ -326,6 +324,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		}
 	}
 	var tick <-chan time.Time
+	var ticks int
 	if watchScratch && limits.ScratchBytes > 0 {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
@@ -355,13 +354,29 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			grace = nil
 		case <-tick:
-			// Only when the file system lost more than the scratch may
-			// still grow is the scratch itself measured.
-			if free, ok := freeBytes(s.dir); ok && scratchFree-free > limits.ScratchBytes-s.st.Usage && !killed {
-				if s.st.Usage = sweep(s.dir); s.st.Usage > limits.ScratchBytes {
-					res.Exceeded = append(res.Exceeded, LimitScratch)
-					kill()
-				}
+			if killed {
+				continue
+			}
+			ticks++
+			// The scratch's tree is measured only when the file system
+			// lost more than the scratch may still grow. That loss is
+			// the whole file system's, which others free space on
+			// meanwhile, so every two seconds the files the command
+			// unlinked but keeps open (or mapped), which no walk of the
+			// tree finds, are counted as well, from /proc.
+			free, ok := freeBytes(s.dir)
+			grew := ok && scratchFree-free > limits.ScratchBytes-s.st.Usage
+			if !grew && ticks%8 == 0 {
+				grew = s.st.Usage+hiddenBytes(cmd.Process.Pid) > limits.ScratchBytes
+			}
+			if !grew {
+				continue
+			}
+			if s.st.Usage = sweep(s.dir); s.st.Usage+hiddenBytes(cmd.Process.Pid) > limits.ScratchBytes {
+				res.Exceeded = append(res.Exceeded, LimitScratch)
+				kill()
+			}
+			if ok {
 				scratchFree = free
 			}
 		}

@@ -31,7 +31,8 @@ import (
 //     absent, not covered: there is nothing below to uncover. (A hidden
 //     path in a directory too large to rebuild is covered instead, by an
 //     empty read-only mount.)
-//  3. The mounts of its own: a fresh /proc of the new PID namespace, a
+//  3. The mounts of its own: a fresh /proc of the new PID namespace (its
+//     sys, sysrq-trigger, irq and bus read-only), a
 //     minimal /dev (null, zero, full, random, urandom, tty, a new devpts
 //     instance, /dev/shm), private size-bounded tmpfs mounts on /tmp and
 //     /var/tmp, the view at its path, the home directory, further binds.
@@ -108,8 +109,18 @@ func (p *rootPlan) bindHost(newRoot, host string, allow bool) error {
 		return p.bindShown(newRoot, host)
 	}
 	ents, err := os.ReadDir(host)
+	if errors.Is(err, fs.ErrPermission) && p.below[host] {
+		// Something below is hidden (or shown, or has a mount of its
+		// own), and what else is there the daemon cannot tell: only the
+		// shown paths appear. Bound whole, a hidden directory below it
+		// (the data directory in a home of mode 0711) would be there for
+		// a command that knows its name, as the daemon's user may
+		// traverse what it cannot list.
+		return p.bindShown(newRoot, host)
+	}
 	if errors.Is(err, fs.ErrPermission) {
-		// What the daemon cannot list, a command (its user) cannot either.
+		// What the daemon cannot list, a command (its user) cannot
+		// either, and nothing below it is hidden.
 		if err := unix.Mount(host, filepath.Join(newRoot, host), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind %s: %w", host, err)
 		}
@@ -401,8 +412,8 @@ func buildRoot(spec helperSpec) (writable []string, err error) {
 		return nil, fmt.Errorf("make the host read-only: %w", err)
 	}
 
-	if err := unix.Mount("proc", filepath.Join(root, "proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return nil, fmt.Errorf("mount /proc: %w", err)
+	if err := mountProc(root); err != nil {
+		return nil, err
 	}
 	if err := mountDev(root, spec.TmpBytes); err != nil {
 		return nil, err
@@ -518,6 +529,36 @@ func homeOf(spec helperSpec) []string {
 		return nil
 	}
 	return []string{spec.Home}
+}
+
+// procReadOnly are the parts of /proc a command may read but never
+// write, as bubblewrap has them: the kernel's settings (a command of a
+// daemon running as root is uid 0 of the host to the sysctl files'
+// permission check, which asks no capability of most), sysrq, the
+// interrupts and the buses.
+var procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus"}
+
+// mountProc mounts a fresh /proc of the new PID namespace, with
+// procReadOnly bound read-only over themselves.
+func mountProc(root string) error {
+	proc := filepath.Join(root, "proc")
+	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	for _, d := range procReadOnly {
+		at := filepath.Join(proc, d)
+		if _, err := os.Lstat(at); err != nil {
+			continue // not in this kernel
+		}
+		if err := unix.Mount(at, at, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind /proc/%s: %w", d, err)
+		}
+		if err := unix.MountSetattr(unix.AT_FDCWD, at, unix.AT_RECURSIVE,
+			&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}); err != nil {
+			return fmt.Errorf("read-only /proc/%s: %w", d, err)
+		}
+	}
+	return nil
 }
 
 // mountSys binds the host's /sys read-only; in a network namespace of
@@ -644,15 +685,18 @@ func loopbackUp() error {
 // dropPrivileges runs on the locked thread that then starts the command,
 // which inherits what it sets: no_new_privs, an empty capability
 // bounding set and ambient set, and (where the kernel has Landlock)
-// writes only below writable. It returns the Landlock ABI applied (0:
-// none).
-func dropPrivileges(writable []string) (int, error) {
+// writes only below writable (unless landlock is false, for tests). It
+// returns the Landlock ABI applied (0: none).
+func dropPrivileges(writable []string, landlock bool) (int, error) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return 0, fmt.Errorf("no_new_privs: %w", err)
 	}
-	abi, err := landlockRestrict(writable)
-	if err != nil {
-		return 0, fmt.Errorf("landlock: %w", err)
+	abi := 0
+	if landlock {
+		var err error
+		if abi, err = landlockRestrict(writable); err != nil {
+			return 0, fmt.Errorf("landlock: %w", err)
+		}
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 		return 0, fmt.Errorf("clear ambient capabilities: %w", err)

@@ -58,6 +58,3 @@ func syncFS(dir string) error {
 	defer unix.Close(fd)
 	return unix.Syncfs(fd)
 }
-
-// dropFileCaps removes a file's capabilities, if it has any.
-func dropFileCaps(p string) { _ = unix.Lremovexattr(p, "security.capability") }

@@ -41,6 +41,10 @@ type Config struct {
 	// NoCgroups limits commands by rlimits even where cgroups could (for
 	// tests of that path).
 	NoCgroups bool
+	// NoLandlock runs commands without Landlock even where the kernel
+	// has it, as on kernels without it, so that tests show the mounts
+	// and the dropped privileges hold on their own.
+	NoLandlock bool
 	// Show lists host paths commands see read-only at their own path,
 	// even where they would be hidden (a toolchain in a home directory,
 	// a dataset below /tmp); what the daemon hides below them stays
@@ -61,8 +65,10 @@ type Manager struct {
 	hide     func() []string
 	limits   Limits
 	show     []string
-	cgroups  *cgroups
-	reach    reachCache
+	// noLandlock: Config.NoLandlock.
+	noLandlock bool
+	cgroups    *cgroups
+	reach      reachCache
 
 	mu        sync.Mutex
 	scratches map[string]*Scratch
@@ -99,7 +105,8 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{
 		dir: cfg.Dir, exe: exe, cache: cache, hide: cfg.Hide, limits: cfg.Limits.Fill(DefaultLimits), show: cfg.Show,
-		scratches: map[string]*Scratch{}, running: map[*exec.Cmd]struct{}{},
+		noLandlock: cfg.NoLandlock,
+		scratches:  map[string]*Scratch{}, running: map[*exec.Cmd]struct{}{},
 	}
 	logf := cfg.Logf
 	if logf == nil {
@@ -477,6 +484,20 @@ func (s *Scratch) releaseBase() {
 
 // Dir is the scratch directory (for disk accounting).
 func (s *Scratch) Dir() string { return s.dir }
+
+// ScratchIDs lists the sessions that have a scratch directory, so that
+// the caller can remove those of sessions that ended while no daemon was
+// there to (a crash between the end and the removal).
+func (m *Manager) ScratchIDs() []string {
+	ents, _ := os.ReadDir(filepath.Join(m.dir, "sessions"))
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
 
 // Remove deletes a session's scratch directory (the session ended).
 func (m *Manager) Remove(id string) error {

@@ -92,6 +92,23 @@ func TestEscapesThroughTheDaemon(t *testing.T) {
 		check(t, stdout+stderr)
 	})
 
+	// What the daemon keeps is its user's alone: the data directory and
+	// every scratch 0700, the token key and the database 0600.
+	t.Run("data directory modes", func(t *testing.T) {
+		want := map[string]os.FileMode{data: 0o700, filepath.Join(data, "token.key"): 0o600,
+			filepath.Join(data, "workdir", "sessions", s.ID): 0o700}
+		for _, db := range []string{"sessiond.db", "sessiond.db-wal", "sessiond.db-shm"} {
+			if _, err := os.Stat(filepath.Join(data, db)); err == nil {
+				want[filepath.Join(data, db)] = 0o600
+			}
+		}
+		for p, mode := range want {
+			st, err := os.Stat(p)
+			require.NoError(t, err)
+			assert.Equal(t, mode, st.Mode().Perm(), p)
+		}
+	})
+
 	// A read-limited session sees neither the file its policy hides in
 	// its view nor the shared base checkout behind it.
 	t.Run("read-limited view", func(t *testing.T) {

@@ -138,7 +138,7 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 	if err != nil {
 		return BatchResult{}, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	res := BatchResult{DryRun: dryRun, Results: make([]EditResult, len(edits))}
 	rec, changes, err := m.recorder.mutate(ctx, ls, OpEdits, actorOf(ls, actor), dryRun, func(mu *draft) error {
 		for i, e := range edits {

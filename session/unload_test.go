@@ -110,6 +110,36 @@ func TestIdleSessionsAreUnloaded(t *testing.T) {
 	assert.Equal(t, "idle again\n", e.read(idle.ID, "notes.txt"))
 }
 
+// Letting a session's lock go does no I/O: a finished session whose read
+// set still has reads to save leaves memory through the janitor, which
+// saves them first (even with idle unloading off), and one with nothing
+// to save leaves at once.
+func TestFinishedSessionUnloadsAfterItsReadsAreSaved(t *testing.T) {
+	e := newEnv(t, "small")
+	withManager(t, e, nil, -1)
+	ctx := t.Context()
+	s := e.create(session.CreateOptions{})
+	other := e.create(session.CreateOptions{AgentID: "other"})
+	e.read(s.ID, "README.md") // a base read, not saved yet
+	e.write(other.ID, "notes.txt", "x\n")
+	require.Equal(t, 2, e.m.Loaded())
+	stored, err := e.store.ListReads(ctx, s.ID)
+	require.NoError(t, err)
+	require.NotContains(t, stored, "README.md", "reads wait for the session's next transaction")
+
+	_, err = e.m.Abandon(ctx, s.ID)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return e.m.Loaded() == 1 }, 30*time.Second, time.Millisecond,
+		"the janitor unloads the finished session")
+	stored, err = e.store.ListReads(ctx, s.ID)
+	require.NoError(t, err)
+	assert.Contains(t, stored, "README.md", "its read set was saved before it left memory")
+
+	_, err = e.m.Abandon(ctx, other.ID)
+	require.NoError(t, err)
+	assert.Equal(t, 0, e.m.Loaded(), "nothing to save: unloaded as its lock is let go")
+}
+
 // The manager unloads idle sessions by itself (Config.IdleUnload).
 func TestIdleUnloadRunsByItself(t *testing.T) {
 	e := newEnv(t, "small")

@@ -71,18 +71,27 @@ func (ls *live) info(ctx context.Context, n overlay.Node) (FileInfo, error) {
 }
 
 func infoOf(ctx context.Context, repo *gitstore.Repo, n overlay.Node) (FileInfo, error) {
+	var size int64
+	if n.Mode.IsBlob() {
+		var err error
+		if size, err = repo.BlobSize(ctx, n.OID); err != nil {
+			return FileInfo{}, err
+		}
+	}
+	return infoSized(n, size), nil
+}
+
+// infoSized is n's FileInfo for a blob of size bytes (ignored for other
+// modes).
+func infoSized(n overlay.Node, size int64) FileInfo {
 	fi := FileInfo{Path: n.Path, Type: typeOf(n.Mode), Mode: n.Mode, OID: n.OID, Status: n.Status, Source: SourceBase}
 	if n.Status == overlay.Added || n.Status == overlay.Modified {
 		fi.Source = SourceOverlay
 	}
 	if n.Mode.IsBlob() {
-		size, err := repo.BlobSize(ctx, n.OID)
-		if err != nil {
-			return FileInfo{}, err
-		}
 		fi.Size = size
 	}
-	return fi, nil
+	return fi
 }
 
 // view is a loaded session as one read sees it: what reads need, taken
@@ -181,13 +190,23 @@ func (m *Manager) Read(ctx context.Context, id uuid.UUID, p string, off, n int64
 	if !node.Mode.IsBlob() {
 		return nil, FileInfo{}, fmt.Errorf("read %q: %w: %w", p, record.ErrInvalid, overlay.ErrIsDir)
 	}
-	fi, err := v.info(ctx, node)
+	if off < 0 {
+		return nil, FileInfo{}, fmt.Errorf("%w: read %q: negative offset %d", record.ErrInvalid, p, off)
+	}
+	// One read of the blob gives both the content and its size (a
+	// separate size lookup first was a second object lookup per read).
+	data, err := v.repo.ReadBlob(ctx, node.OID)
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
-	data, err := v.repo.ReadBlobRange(ctx, node.OID, off, n)
-	if err != nil {
-		return nil, FileInfo{}, err
+	fi := infoSized(node, int64(len(data)))
+	switch size := int64(len(data)); {
+	case off >= size:
+		data = []byte{}
+	case n >= 0 && off+n < size:
+		data = data[off : off+n]
+	default:
+		data = data[off:]
 	}
 	if node.Status == overlay.Unchanged {
 		m.recordRead(ctx, v, p, node.OID)

@@ -74,7 +74,8 @@
 // publishes a new frozen overlay (it works on a clone), so a read sees
 // the session as of the last mutation committed before it began, and a
 // write never waits for a read's I/O. The read set has its own mutex
-// (readset.go), so a read records what it read without the lock.
+// (readset.go), so a read records what it read without the lock, and it
+// counts the reads in flight: a session is not unloaded under one.
 // memory.mu guards only the map of loaded sessions and the finished
 // sessions handed to the janitor. Waiting for a session's lock honours
 // the caller's context, and letting it go does no I/O (live.unlock).
@@ -83,8 +84,9 @@
 //
 // Memory follows use: a finished session (accepted, rejected, abandoned,
 // expired) leaves memory when the operation that finished it lets its
-// lock go (at once when its read set has nothing to save, else the
-// manager's janitor saves it and then unloads the session), and a session
+// lock go (at once when its read set has nothing to save and no read is
+// in flight, else the manager's janitor saves it and then unloads the
+// session, after the last such read), and a session
 // unused for Config.IdleUnload (10 minutes) is unloaded by the janitor,
 // after saving its read set; the next operation loads it again from the
 // store. Expiry and abandon of a session that is not loaded change the

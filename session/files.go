@@ -100,8 +100,12 @@ func infoSized(n overlay.Node, size int64) FileInfo {
 // never change, so a read's blob I/O waits for no write, and no write
 // waits for it: the read sees the session as of the last mutation
 // committed before it began.
+//
+// A view counts as a read in flight until release, which every caller of
+// snapshot defers: the session stays loaded meanwhile, so what the read
+// records lands in the read set the session saves.
 type view struct {
-	id     uuid.UUID
+	ls     *live
 	ov     *overlay.Overlay
 	policy *policy
 	repo   *gitstore.Repo
@@ -110,43 +114,43 @@ type view struct {
 
 // snapshot returns session id's current view, loading the session if it
 // is not in memory. The session's lock is held only while the view is
-// taken.
+// taken; the caller releases the view when done.
 func (m *Manager) snapshot(ctx context.Context, id uuid.UUID) (view, error) {
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
 		return view{}, err
 	}
-	v := view{id: id, ov: ls.ov, policy: ls.policy, repo: ls.repo, reads: ls.reads}
+	v := view{ls: ls, ov: ls.ov, policy: ls.policy, repo: ls.repo, reads: ls.reads}
+	v.reads.begin()
 	ls.unlock()
-	if snapshotHook != nil {
-		snapshotHook(id)
-	}
 	return v, nil
 }
 
-// snapshotHook, when set (by tests), runs after each read's snapshot is
-// taken and the session's lock let go; searchFileHook before a search
-// reads each file.
-var (
-	snapshotHook   func(uuid.UUID)
-	searchFileHook func(path string)
-)
+// searchFileHook, when set (by tests), runs before a search reads each
+// file.
+var searchFileHook func(path string)
 
 func (v view) info(ctx context.Context, n overlay.Node) (FileInfo, error) {
 	return infoOf(ctx, v.repo, n)
 }
 
-// recordRead adds a base file read to the session's read set; once the
-// session is leaving memory (the set is sealed), it saves the read in
-// the store itself. Best effort, as a read's record always was: the read
-// has happened either way.
-func (m *Manager) recordRead(ctx context.Context, v view, p string, id gitstore.OID) {
-	if v.reads.record(p, id) {
-		_ = m.store.RecordReads(ctx, v.id, map[string]gitstore.OID{p: id})
+// release ends the read. When a finished session's unload waited for it,
+// it leaves memory now if its lock is free and nothing is left to save
+// (released does no I/O), else the janitor unloads it.
+func (v view) release() {
+	if !v.reads.end() {
+		return
 	}
+	ls := v.ls
+	if !ls.mu.TryLock() {
+		ls.mem.handOver(ls)
+		return
+	}
+	ls.unlock()
 }
 
-// openRead is the session's view for reading p, with its policy applied.
+// openRead is the session's view for reading p, with its policy applied;
+// the caller releases it.
 func (m *Manager) openRead(ctx context.Context, id uuid.UUID, p string) (view, error) {
 	v, err := m.snapshot(ctx, id)
 	if err != nil {
@@ -154,9 +158,11 @@ func (m *Manager) openRead(ctx context.Context, id uuid.UUID, p string) (view, e
 	}
 	// A base file whose name the write rules refuse is still readable.
 	if err := v.ov.CheckExisting(ctx, p); err != nil {
+		v.release()
 		return view{}, err
 	}
 	if err := v.policy.checkRead(p); err != nil {
+		v.release()
 		return view{}, err
 	}
 	return v, nil
@@ -168,6 +174,7 @@ func (m *Manager) Stat(ctx context.Context, id uuid.UUID, p string) (FileInfo, e
 	if err != nil {
 		return FileInfo{}, err
 	}
+	defer v.release()
 	n, err := v.ov.Stat(ctx, p)
 	if err != nil {
 		return FileInfo{}, notFound(err)
@@ -183,6 +190,7 @@ func (m *Manager) Read(ctx context.Context, id uuid.UUID, p string, off, n int64
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
+	defer v.release()
 	node, err := v.ov.Stat(ctx, p)
 	if err != nil {
 		return nil, FileInfo{}, notFound(err)
@@ -209,7 +217,7 @@ func (m *Manager) Read(ctx context.Context, id uuid.UUID, p string, off, n int64
 		data = data[off:]
 	}
 	if node.Status == overlay.Unchanged {
-		m.recordRead(ctx, v, p, node.OID)
+		v.reads.record(p, node.OID)
 	}
 	return data, fi, nil
 }
@@ -586,6 +594,7 @@ func (m *Manager) ListFiles(ctx context.Context, id uuid.UUID, opts ListOptions)
 	if err != nil {
 		return nil, err
 	}
+	defer v.release()
 	if opts.Prefix != "" {
 		if err := v.ov.CheckExisting(ctx, opts.Prefix); err != nil {
 			return nil, err
@@ -689,6 +698,7 @@ func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) 
 	if err != nil {
 		return SearchResult{}, err
 	}
+	defer v.release()
 	if opts.Prefix != "" {
 		if err := v.ov.CheckExisting(ctx, opts.Prefix); err != nil {
 			return SearchResult{}, err
@@ -762,6 +772,7 @@ func (m *Manager) TreeSummary(ctx context.Context, id uuid.UUID) (Summary, error
 	if err != nil {
 		return Summary{}, err
 	}
+	defer v.release()
 	s := Summary{TopLevel: map[string]int{}, Extensions: map[string]int{}}
 	// A directory counts when it holds a file the policy lets the session
 	// read, so what the policy hides leaves no trace in the numbers.

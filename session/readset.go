@@ -11,16 +11,18 @@ import (
 // file it read (the first read of a path wins), and which of them the
 // store does not have yet. It has its own mutex, so that a read records
 // what it read after letting the session's lock go (reads run on a
-// snapshot, files.go); everything else that touches it holds the
-// session's lock too.
+// snapshot, files.go).
 //
-// Sealing it is how a session leaves memory without losing a read: once
-// sealed (the session is being unloaded), record tells the reader to save
-// its read in the store itself, since nobody will save the set again.
+// It also counts the reads in flight on a snapshot: one begins under the
+// session's lock and ends without it. A session is not unloaded while a
+// read is in flight (its record would land in a set nobody saves), and a
+// finished session whose unload waits for its reads is handed to the
+// janitor by the last of them (park, end).
 type readSet struct {
 	mu           sync.Mutex // guards the fields below
 	all, unsaved map[string]gitstore.OID
-	sealed       bool
+	readers      int  // reads in flight
+	parked       bool // a finished session's unload waits for readers
 }
 
 func newReadSet(saved map[string]gitstore.OID) *readSet {
@@ -30,20 +32,53 @@ func newReadSet(saved map[string]gitstore.OID) *readSet {
 	return &readSet{all: saved, unsaved: map[string]gitstore.OID{}}
 }
 
-// record adds a read of base path p at blob id. saveNow is true when the
-// set is sealed and the read is new: the caller saves it in the store.
-func (r *readSet) record(p string, id gitstore.OID) (saveNow bool) {
+// begin counts a read in flight; the session's lock must be held.
+func (r *readSet) begin() {
+	r.mu.Lock()
+	r.readers++
+	r.mu.Unlock()
+}
+
+// record adds a read of base path p at blob id, during a read begun with
+// begin.
+func (r *readSet) record(p string, id gitstore.OID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, seen := r.all[p]; seen {
-		return false
+	if _, seen := r.all[p]; !seen {
+		r.all[p] = id
+		r.unsaved[p] = id
 	}
-	r.all[p] = id
-	if r.sealed {
+}
+
+// end ends a read begun with begin. handOver is true when it was the
+// last read a parked unload waited for: the caller hands the session to
+// the janitor.
+func (r *readSet) end() (handOver bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.readers--
+	if r.readers == 0 && r.parked {
+		r.parked = false
 		return true
 	}
-	r.unsaved[p] = id
 	return false
+}
+
+// park reports whether reads are in flight, and if so marks the set so
+// that the last of them hands the session over (end). The session's lock
+// must be held.
+func (r *readSet) park() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.parked = r.readers > 0
+	return r.parked
+}
+
+// reading reports whether reads are in flight.
+func (r *readSet) reading() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.readers > 0
 }
 
 // pending returns a copy of the reads the store does not have (nil for
@@ -69,28 +104,6 @@ func (r *readSet) saved(done map[string]gitstore.OID) {
 	for p := range done {
 		delete(r.unsaved, p)
 	}
-}
-
-// seal marks the set as no longer saved by the session and returns the
-// reads it still has to save (nil for none); unseal undoes it when saving
-// them failed.
-func (r *readSet) seal() map[string]gitstore.OID {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sealed = true
-	if len(r.unsaved) == 0 {
-		return nil
-	}
-	out := r.unsaved
-	r.unsaved = map[string]gitstore.OID{}
-	return out
-}
-
-func (r *readSet) unseal(back map[string]gitstore.OID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sealed = false
-	maps.Copy(r.unsaved, back)
 }
 
 // snapshot returns a copy of every read (nil for none).

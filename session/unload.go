@@ -141,35 +141,44 @@ func (m *memory) released(ls *live) {
 		m.drop(ls)
 	case ls.busy:
 	case ls.meta.State.Terminal():
-		if pending := ls.reads.seal(); len(pending) > 0 {
-			ls.reads.unseal(pending)
-			m.mu.Lock()
-			m.finished[ls] = struct{}{}
-			m.mu.Unlock()
-			m.janitor.wake()
-			return
+		switch {
+		case ls.reads.park():
+			// Reads in flight: the last of them hands it over.
+		case ls.reads.pending() != nil:
+			m.handOver(ls)
+		default:
+			m.drop(ls)
 		}
-		m.drop(ls)
 	}
+}
+
+// handOver gives finished session ls to the janitor to unload.
+func (m *memory) handOver(ls *live) {
+	m.mu.Lock()
+	m.finished[ls] = struct{}{}
+	m.mu.Unlock()
+	m.janitor.wake()
 }
 
 // unload saves what the session has not saved (its read set) and drops
 // it from memory; the next operation loads it again from the store. It
-// keeps the session loaded if the save fails. ls.mu must be held; the
-// janitor calls it, never the end of an operation.
+// keeps the session loaded if the save fails, or while reads are in
+// flight on a snapshot of it (they record into its read set). ls.mu must
+// be held; the janitor calls it, never the end of an operation.
 func (m *memory) unload(ls *live) {
-	if pending := ls.reads.seal(); len(pending) > 0 {
-		if err := saveReads(context.Background(), m.store, ls.meta.ID, pending); err != nil {
-			ls.reads.unseal(pending)
-			return
-		}
+	if ls.reads.reading() {
+		return
+	}
+	if err := m.flushReads(context.Background(), ls); err != nil {
+		return
 	}
 	m.drop(ls)
 }
 
-// unloadFinished unloads the finished sessions released handed over,
-// waiting for each one's lock (the operation that handed it over may not
-// have let it go yet) until ctx ends.
+// unloadFinished unloads the finished sessions handed over, waiting for
+// each one's lock (the operation that handed it over may not have let it
+// go yet) until ctx ends. One with reads in flight is parked again: the
+// last of them hands it over.
 func (m *memory) unloadFinished(ctx context.Context) {
 	m.mu.Lock()
 	all := make([]*live, 0, len(m.finished))
@@ -182,7 +191,7 @@ func (m *memory) unloadFinished(ctx context.Context) {
 		if ls.mu.LockCtx(ctx) != nil {
 			continue
 		}
-		if !ls.dead && ls.loaded && !ls.busy && ls.meta.State.Terminal() {
+		if !ls.dead && ls.loaded && !ls.busy && ls.meta.State.Terminal() && !ls.reads.park() {
 			m.unload(ls)
 		}
 		ls.mu.Unlock()

@@ -214,6 +214,49 @@ func TestSessionLockHonoursContext(t *testing.T) {
 	assert.Equal(t, "now\n", e.read(s.ID, "notes.txt"))
 }
 
+// Base reads record themselves in the read set after letting the
+// session's lock go, so an unload can come between a read's snapshot and
+// its record: none is lost (the sealed set sends it to the store), while
+// the session is unloaded again and again (run with -race).
+func TestReadsRacingUnloadsKeepTheReadSet(t *testing.T) {
+	e := newEnv(t, "small")
+	withManager(t, e, nil, -1)
+	ctx := t.Context()
+	s := e.create(session.CreateOptions{})
+	infos, err := e.m.ListFiles(ctx, s.ID, session.ListOptions{Recursive: true})
+	require.NoError(t, err)
+	var paths []string
+	for _, fi := range infos {
+		if fi.Type == "file" {
+			paths = append(paths, fi.Path)
+		}
+	}
+	require.Greater(t, len(paths), 5)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !stop.Load() {
+			e.m.UnloadIdle(0)
+		}
+	})
+	var readers sync.WaitGroup
+	for _, p := range paths {
+		readers.Go(func() {
+			_, _, err := e.m.Read(ctx, s.ID, p, 0, -1)
+			assert.NoError(t, err, p)
+		})
+	}
+	readers.Wait()
+	stop.Store(true)
+	wg.Wait()
+	reads, err := e.m.ReadSet(ctx, s.ID)
+	require.NoError(t, err)
+	for _, p := range paths {
+		assert.Contains(t, reads, p)
+	}
+	assert.Len(t, reads, len(paths))
+}
+
 // Requests that arrive while their session is being unloaded, again and
 // again, all work and see every write before them (run with -race).
 func TestUnloadRacesRequests(t *testing.T) {

@@ -249,7 +249,9 @@ func (m *memory) UnloadIdle(idle time.Duration) int {
 type janitor struct {
 	stop chan struct{}
 	kick chan struct{} // one slot: a wake-up pending
-	wg   sync.WaitGroup
+	// cancel ends the janitor's waits for a session's lock.
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // wake asks the janitor to unload the finished sessions handed to it.
@@ -266,8 +268,8 @@ func (m *memory) startJanitor(idle time.Duration) {
 	m.janitor.stop = make(chan struct{})
 	m.janitor.kick = make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(context.Background())
+	m.janitor.cancel = cancel
 	m.janitor.wg.Go(func() {
-		defer cancel()
 		var tick <-chan time.Time
 		if idle > 0 {
 			t := time.NewTicker(min(max(idle/4, 10*time.Millisecond), time.Minute))
@@ -277,8 +279,7 @@ func (m *memory) startJanitor(idle time.Duration) {
 		for {
 			select {
 			case <-m.janitor.stop:
-				cancel()
-				m.unloadFinished(ctx) // what is free: save what it read
+				m.unloadFinished(ctx) // those free now: save what they read
 				return
 			case <-m.janitor.kick:
 				m.unloadFinished(ctx)
@@ -291,6 +292,7 @@ func (m *memory) startJanitor(idle time.Duration) {
 
 func (m *memory) stopJanitor() {
 	if m.janitor.stop != nil {
+		m.janitor.cancel() // a wait for a lock held elsewhere ends here
 		close(m.janitor.stop)
 		m.janitor.wg.Wait()
 		m.janitor.stop = nil

@@ -39,6 +39,10 @@
 // lines), so the CLI, the page and the MCP tools show the same. Errors from every layer go
 // through one mapper (errors.go) that turns them into the error model of
 // the API: {"error":{"code","message",…details}} with a stable code.
+// A request that writes (Route.writes) runs detached from its client and
+// under Config.WriteTimeout (handlerFor), so none waits forever for a
+// session's lock or the store; one that outlives it is a
+// *WriteTimeoutError, 503 unavailable naming the timeout.
 // The lack of space is remembered (space.go) until /readyz's probe of what
 // filled finds room again, and /readyz reports it meanwhile.
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/changeset"
@@ -24,6 +25,33 @@ func badRequest(format string, args ...any) *apitypes.Error {
 	return newError(http.StatusBadRequest, apitypes.CodeBadRequest, format, args...)
 }
 
+// WriteTimeoutError is a request that writes still unfinished (waiting for
+// a session's lock, or the store) when the write timeout passed.
+type WriteTimeoutError struct {
+	Timeout time.Duration
+	Err     error // what the engine was doing: nil until timedOut sets it
+}
+
+func (e *WriteTimeoutError) Error() string {
+	msg := fmt.Sprintf("the request did not finish within the write timeout of %s (sessiond serve --write-timeout)", e.Timeout)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *WriteTimeoutError) Unwrap() error { return e.Err }
+
+// timedOut names the write timeout as the cause of err when err is ctx's
+// deadline passing and that deadline is the write timeout.
+func timedOut(ctx context.Context, err error) error {
+	var wt *WriteTimeoutError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(context.Cause(ctx), &wt) {
+		return err
+	}
+	return &WriteTimeoutError{Timeout: wt.Timeout, Err: err}
+}
+
 // mapError is the one place that turns an error from any layer (engine,
 // store, overlay, gitstore, request decoding) into an API error. Unknown
 // errors are internal; their text is logged, not sent.
@@ -39,10 +67,14 @@ func mapError(err error) *apitypes.Error {
 		objErr  *gitstore.ObjectError
 		nsErr   *record.NoSpaceError
 		wtErr   *worktree.DirtyError
+		toErr   *WriteTimeoutError
 	)
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
+	case errors.As(err, &toErr):
+		return &apitypes.Error{Status: http.StatusServiceUnavailable, Code: apitypes.CodeUnavailable, Message: err.Error(),
+			Details: map[string]any{"timeout": toErr.Timeout.String()}}
 	case errors.As(err, &nsErr):
 		// What filled, not how: the write's own error (paths of the
 		// host) goes to the log.

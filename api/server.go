@@ -68,7 +68,16 @@ type Config struct {
 	// Store is probed by /readyz once a write found it full; nil: the
 	// store is reported ready again at once.
 	Store StoreSpace
+	// WriteTimeout bounds every request that writes (Route.writes): it
+	// runs under its own deadline, detached from the client's connection
+	// so that a client that leaves does not cut a write short, and a
+	// request still waiting for a session's lock or the store when it
+	// passes fails with a timeout (503). Default DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
+
+// DefaultWriteTimeout is Config.WriteTimeout's default.
+const DefaultWriteTimeout = 30 * time.Second
 
 // Server is the HTTP API over one Manager.
 type Server struct {
@@ -81,9 +90,11 @@ type Server struct {
 	hosts     []string // Config.AllowedHosts
 	maxBody   int64
 	heartbeat time.Duration
-	log       *slog.Logger
-	metrics   *metrics
-	mcp       http.Handler // nil: no MCP endpoint
+	// writeTimeout is Config.WriteTimeout.
+	writeTimeout time.Duration
+	log          *slog.Logger
+	metrics      *metrics
+	mcp          http.Handler // nil: no MCP endpoint
 	// space is what writes found full, for /readyz; storeSpace probes
 	// the store (nil: not probed).
 	space      space
@@ -101,6 +112,22 @@ type Route struct {
 	Pattern string // a Go 1.22 ServeMux pattern path
 	scope   scope
 	handle  func(*Server, http.ResponseWriter, *http.Request) error
+}
+
+// writes reports whether the route changes state, and so runs under the
+// write timeout: every method but GET and HEAD, except search (a read
+// sent as POST), exec (bounded by its own timeout, up to
+// --exec-max-timeout) and MCP (a stream of tool calls, each of which
+// comes back through these routes).
+func (rt *Route) writes() bool {
+	switch {
+	case rt.Method == http.MethodGet || rt.Method == http.MethodHead:
+		return false
+	case strings.HasPrefix(rt.Pattern, "/mcp"),
+		strings.HasSuffix(rt.Pattern, "/search"), strings.HasSuffix(rt.Pattern, "/exec"):
+		return false
+	}
+	return true
 }
 
 // Routes returns the API's route table, the one the OpenAPI document must
@@ -182,12 +209,15 @@ func New(cfg Config) *Server {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 15 * time.Second
 	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
 		m: cfg.Manager, repos: cfg.Repos, events: cfg.Events, runner: cfg.Exec, cs: cfg.Changesets, auth: newAuth(cfg.AdminToken, cfg.TokenSecret, cfg.LocalUser), hosts: cfg.AllowedHosts,
-		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, log: cfg.Logger, mcp: cfg.MCP,
+		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, writeTimeout: cfg.WriteTimeout, log: cfg.Logger, mcp: cfg.MCP,
 		storeSpace: cfg.Store,
 		mux:        http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
 	}
@@ -319,7 +349,16 @@ func (s *Server) handlerFor(rt *Route) http.Handler {
 			writeError(w, mapError(err))
 			return
 		}
+		if rt.writes() {
+			// Its own deadline, not the client's: a write either
+			// finishes or fails whole, whoever is still listening.
+			ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(r.Context()), s.writeTimeout,
+				&WriteTimeoutError{Timeout: s.writeTimeout})
+			defer cancel()
+			r = r.WithContext(context.WithValue(ctx, writeDeadlineKey{}, true))
+		}
 		if err := rt.handle(s, w, r); err != nil {
+			err = timedOut(r.Context(), err)
 			s.space.note(err)
 			e := mapError(err)
 			if e.Status >= 500 {
@@ -509,5 +548,16 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
 // ctxWithoutCancel is where a write must finish even when the client goes
 // away: a half-sent response is the client's loss, a half-applied write
 // would be ours. The engine's writes are atomic anyway; this keeps the
-// acknowledgement and the state in step for a client that retries.
-func ctxWithoutCancel(r *http.Request) context.Context { return context.WithoutCancel(r.Context()) }
+// acknowledgement and the state in step for a client that retries. A
+// route that writes already runs detached, under the write timeout
+// (handlerFor), which this keeps.
+func ctxWithoutCancel(r *http.Request) context.Context {
+	if r.Context().Value(writeDeadlineKey{}) != nil {
+		return r.Context()
+	}
+	return context.WithoutCancel(r.Context())
+}
+
+// writeDeadlineKey marks a request context that handlerFor detached from
+// the client and bounded by the write timeout.
+type writeDeadlineKey struct{}

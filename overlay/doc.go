@@ -32,6 +32,8 @@
 //   - The merged view has no empty directories, as in git: when deletions
 //     empty a base directory, the entries under it collapse into a whiteout
 //     at that directory.
+//   - A frozen overlay never changes: no read writes it, and a change
+//     panics.
 //
 // # Cost
 //
@@ -47,8 +49,15 @@
 //
 // # Concurrency
 //
-// An Overlay is not safe for concurrent use. The session owns it and
-// serializes every call; Clone gives an independent copy (for fork, dry
-// runs and atomic batches). The base's folded-name cache is the one
-// thing a clone shares, and a mutex guards it.
+// An Overlay being changed is not safe for concurrent use: its owner
+// serializes every call, and Clone gives an independent copy (for fork,
+// dry runs and atomic batches). Freeze ends the changes: a frozen overlay
+// is an immutable snapshot (its lazily merged sorted keys are settled
+// once, and any change panics), safe for any number of concurrent
+// readers. A session publishes each new overlay frozen and changes a
+// clone of it, so readers take the current snapshot under a brief lock
+// and do their blob I/O after letting it go (as etcd's ConcurrentReadTx
+// does). The base's folded-name cache is the one thing a clone shares,
+// and a mutex guards it; the base itself (a gitstore.TreeView) is safe
+// for concurrent use.
 package overlay

@@ -136,6 +136,8 @@ type Overlay struct {
 	// the caseCollision rule (casefold.go); folds is shared with clones.
 	kids  map[kidKey][]string
 	folds *foldCache
+	// frozen: Freeze made the overlay read-only; every change panics.
+	frozen bool
 }
 
 // BlobReader reads a blob's content.
@@ -145,7 +147,34 @@ type BlobReader func(ctx context.Context, id gitstore.OID) ([]byte, error)
 // (.gitmodules, .gitattributes) through r instead of the base, so that a
 // caller can write blobs it has queued but not yet stored; nil restores
 // the base. Clone does not carry it over.
-func (o *Overlay) ReadBlobsWith(r BlobReader) { o.blobs = r }
+func (o *Overlay) ReadBlobsWith(r BlobReader) {
+	o.mustThaw()
+	o.blobs = r
+}
+
+// Freeze makes o read-only and returns it: a frozen overlay is safe for
+// concurrent use by any number of readers, because nothing a read does
+// changes it (the sorted keys are settled here, once), and every change
+// panics. Clone gives a writable copy. A session publishes its overlay
+// frozen after each mutation, so a read can take it under the session's
+// lock and use it after letting the lock go.
+func (o *Overlay) Freeze() *Overlay {
+	o.keys()
+	o.blobs = nil
+	o.frozen = true
+	return o
+}
+
+// Frozen reports whether Freeze made o read-only.
+func (o *Overlay) Frozen() bool { return o.frozen }
+
+// mustThaw panics on a change to a frozen overlay: such a change would
+// race with its readers, a programming error no input can cause.
+func (o *Overlay) mustThaw() {
+	if o.frozen {
+		panic("overlay: change to a frozen overlay (Clone it first)")
+	}
+}
 
 type undoRecord struct {
 	path string
@@ -203,8 +232,9 @@ func Restore(base Base, opts Options, entries []Entry) (*Overlay, error) {
 	return o, nil
 }
 
-// Clone returns an independent copy sharing the base (for fork, dry runs
-// and all-or-nothing batches: apply to the clone, then keep it or drop it).
+// Clone returns an independent, writable copy sharing the base (for fork,
+// dry runs and all-or-nothing batches: apply to the clone, then keep it or
+// drop it). Cloning a frozen overlay only reads it.
 func (o *Overlay) Clone() *Overlay {
 	c := New(o.base, o.opts)
 	// maps.Clone copies the tables as they are, without hashing each key
@@ -595,6 +625,7 @@ func notFound(p string) error { return fmt.Errorf("%q: %w", p, ErrNotFound) }
 // set inserts or replaces an entry, keeping the counters and the sorted
 // cache in step.
 func (o *Overlay) set(e Entry) {
+	o.mustThaw()
 	old, had := o.entries[e.Path]
 	o.record(e.Path, old, had)
 	o.touched[e.Path] = struct{}{}
@@ -612,6 +643,7 @@ func (o *Overlay) set(e Entry) {
 }
 
 func (o *Overlay) remove(p string) {
+	o.mustThaw()
 	old, had := o.entries[p]
 	if !had {
 		return
@@ -629,6 +661,7 @@ func (o *Overlay) removeUnder(p string) {
 	if o.below[p] == 0 {
 		return
 	}
+	o.mustThaw()
 	ks := o.keys()
 	lo, hi := o.keyRange(p)
 	if lo < hi && ks[lo] == p+"/" {
@@ -729,6 +762,7 @@ func (o *Overlay) record(p string, old Entry, had bool) {
 
 // begin starts recording changes; end rolls them back if *errp is set.
 func (o *Overlay) begin() {
+	o.mustThaw()
 	o.recording = true
 	o.undo = o.undo[:0]
 }
@@ -779,9 +813,11 @@ func (o *Overlay) keys() []string {
 			ks = append(ks, k)
 		}
 		o.sorted = append(ks, add[i:]...)
+		// Cleared only when used: clearing writes the map even when it
+		// is empty, and a frozen overlay's readers must write nothing.
+		clear(o.added)
+		clear(o.dropped)
 	}
-	clear(o.added)
-	clear(o.dropped)
 	return o.sorted
 }
 

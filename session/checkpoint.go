@@ -46,7 +46,7 @@ func (m *Manager) Checkpoint(ctx context.Context, id uuid.UUID, label, message s
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	if err := m.recorder.checkOpen(ctx, ls); err != nil {
 		return Checkpoint{}, err
 	}
@@ -83,6 +83,7 @@ func (m *recorder) checkpoint(ctx context.Context, ls *live, label, message stri
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	cp := Checkpoint{Session: ls.meta.ID, Commit: commit, Tree: ls.tree, Parent: ls.meta.Head, Seq: ls.meta.Seq, Label: label, Message: message, CreatedAt: now}
+	reads := ls.reads.pending()
 	err = m.store.InTx(ctx, func(tx Tx) error {
 		var err error
 		if cp, err = tx.CreateCheckpoint(ctx, cp); err != nil {
@@ -91,7 +92,7 @@ func (m *recorder) checkpoint(ctx context.Context, ls *live, label, message stri
 		if cp.N != n {
 			return fmt.Errorf("checkpoint number %d, expected %d: %w", cp.N, n, record.ErrConflict)
 		}
-		if err := saveReads(ctx, tx, ls); err != nil {
+		if err := saveReads(ctx, tx, ls.meta.ID, reads); err != nil {
 			return err
 		}
 		_, err = tx.AppendEvent(ctx, checkpointEvent(ls.meta, cp))
@@ -102,7 +103,7 @@ func (m *recorder) checkpoint(ctx context.Context, ls *live, label, message stri
 	}
 	ls.meta.Head = commit
 	ls.meta.Checkpoints = n
-	clear(ls.unsaved)
+	ls.reads.saved(reads)
 	m.events.Notify()
 	return cp, nil
 }
@@ -281,7 +282,7 @@ func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string)
 	if err != nil {
 		return Checkpoint{}, MutationRecord{}, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	target, what := cp.Tree, fmt.Sprintf("rollback to checkpoint %d", cp.N)
 	if ref == RollbackBase {
 		target, what = ls.baseTree, "rollback to the base"
@@ -389,6 +390,7 @@ func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor st
 	if rec.Paths == nil {
 		rec.Paths = []string{}
 	}
+	reads := ls.reads.pending()
 	err = m.store.InTx(ctx, func(tx Tx) error {
 		var err error
 		if nb != nil {
@@ -405,7 +407,7 @@ func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor st
 		if err := tx.TouchSession(ctx, ls.meta.ID, now, m.nextExpiry(ls, now)); err != nil {
 			return err
 		}
-		if err := saveReads(ctx, tx, ls); err != nil {
+		if err := saveReads(ctx, tx, ls.meta.ID, reads); err != nil {
 			return err
 		}
 		for _, c := range changes {
@@ -421,8 +423,8 @@ func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor st
 	if err != nil {
 		return MutationRecord{}, fmt.Errorf("record %s: %w", op, err)
 	}
-	ls.ov, ls.tree = ov, tree
-	clear(ls.unsaved)
+	ls.ov, ls.tree = ov.Freeze(), tree
+	ls.reads.saved(reads)
 	if nb != nil {
 		ls.baseTree, ls.meta.BaseCommit, ls.meta.Head = nb.tree, nb.commit, nb.commit
 	}
@@ -509,20 +511,20 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 	if target.IsZero() {
 		target = ls.tree
 	} else if cpBase, err := m.recorder.checkpointBase(ctx, ls, cp); err != nil {
-		ls.mu.Unlock()
+		ls.unlock()
 		return Session{}, err
 	} else if cpBase != baseCommit {
 		// A checkpoint from before a rebase: the fork starts on the base
 		// it was taken on, so its diff holds only the session's changes.
 		if baseTree, err = ls.repo.TreeOf(ctx, cpBase); err != nil {
-			ls.mu.Unlock()
+			ls.unlock()
 			return Session{}, fmt.Errorf("checkpoint %d base: %w", cp.N, err)
 		}
 		baseCommit, baseView = cpBase, ls.repo.View(baseTree)
 	}
 	ov, err := m.recorder.overlayFromTree(ctx, ls.repo, baseView, baseTree, target)
 	ttl := ls.ttl
-	ls.mu.Unlock()
+	ls.unlock()
 	if err != nil {
 		return Session{}, err
 	}

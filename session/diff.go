@@ -37,7 +37,7 @@ func (m *Manager) Diff(ctx context.Context, id uuid.UUID, against string) (Sessi
 	if from.IsZero() {
 		from = ls.baseTree
 	}
-	ls.mu.Unlock()
+	ls.unlock()
 	// Trees are immutable: the diff runs outside the session's lock.
 	patch, err := merge.Diff(ctx, repo, from, to, merge.DiffOptions{}, merge.PatchOptions{})
 	if err != nil {

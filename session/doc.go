@@ -71,18 +71,32 @@
 //     daemon calls at start, removes those a crash left.
 //
 // Concurrency: a Manager is safe for concurrent use. Each loaded session
-// has one lock that serializes every operation on it, reads included (an
-// overlay is not safe for concurrent use); different sessions run in
-// parallel. memory.mu guards only the map of loaded sessions. Waiting for a session's lock honours the caller's
-// context. Observers are called with the session's lock held, so they
-// must be quick (the session graph queues its work).
+// has one lock that serializes every write on it; different sessions run
+// in parallel. Reads (Stat, Read, ListFiles, Search, TreeSummary, Diff)
+// never wait behind writes: they hold the lock only to take a snapshot
+// (view, files.go: the overlay as last published, which is frozen, the
+// policy and the repository) and do their lookups and blob I/O after
+// letting it go, as etcd's ConcurrentReadTx does. Every mutation
+// publishes a new frozen overlay (it works on a clone), so a read sees
+// the session as of the last mutation committed before it began, and a
+// write never waits for a read's I/O. The read set has its own mutex
+// (readset.go), so a read records what it read without the lock, and it
+// counts the reads in flight: a session is not unloaded under one.
+// memory.mu guards only the map of loaded sessions and the finished
+// sessions handed to the janitor. Waiting for a session's lock honours
+// the caller's context, and letting it go does no I/O (live.unlock).
+// Observers are called with the session's lock held, so they must be
+// quick (the session graph queues its work).
 //
 // Memory follows use: a finished session (accepted, rejected, abandoned,
-// expired) is unloaded when the operation that finished it lets its lock
-// go, and a session unused for Config.IdleUnload (10 minutes) is unloaded
-// by the manager's janitor, after saving its read set; the next operation
-// loads it again from the store. Expiry and abandon of a session that is
-// not loaded change the store without loading it.
+// expired) leaves memory when the operation that finished it lets its
+// lock go (at once when its read set has nothing to save and no read is
+// in flight, else the manager's janitor saves it and then unloads the
+// session, after the last such read), and a session
+// unused for Config.IdleUnload (10 minutes) is unloaded by the janitor,
+// after saving its read set; the next operation loads it again from the
+// store. Expiry and abandon of a session that is not loaded change the
+// store without loading it.
 //
 // A session is served by one process at a time: loading it breaks stale
 // locks on its own refs, which is only safe when no other process writes

@@ -154,7 +154,7 @@ func (m *Manager) Edits(ctx context.Context, id uuid.UUID, edits []Edit, dryRun 
 	if err != nil {
 		return BatchResult{}, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	res := BatchResult{DryRun: dryRun, Results: make([]EditResult, len(edits))}
 	var d *draft // for the batch's patch, which reads the contents it queued
 	before, pol, repo := ls.tree, ls.policy, ls.repo

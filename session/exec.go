@@ -178,24 +178,24 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		return ExecResult{}, err
 	}
 	if ls.busy {
-		ls.mu.Unlock()
+		ls.unlock()
 		return ExecResult{}, fmt.Errorf("session %s: %w", id, ErrBusy)
 	}
 	limits, err := m.limitsFor(ctx, ls.meta.Repo, opts.Network)
 	if err != nil {
-		ls.mu.Unlock()
+		ls.unlock()
 		return ExecResult{}, err
 	}
 	if ls.policy.limitsReads() && !m.workdirs.Isolated() {
 		// The view would leave the unreadable paths out, but a command
 		// without namespaces can read the repository itself.
-		ls.mu.Unlock()
+		ls.unlock()
 		return ExecResult{}, fmt.Errorf("%w: the session's policy limits reads, and this daemon runs commands without namespaces (isolated false), where they could read past it", record.ErrForbidden)
 	}
 	if cwd != "" {
 		shown, err := m.shownDir(ctx, ls, cwd)
 		if err != nil || !shown {
-			ls.mu.Unlock()
+			ls.unlock()
 			if err != nil && !errors.Is(err, record.ErrNotFound) && !errors.Is(err, overlay.ErrNotFound) {
 				return ExecResult{}, err
 			}
@@ -208,11 +208,11 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	}
 	ls.busy = true
 	view := m.execView(ls, ls.ov.Clone())
-	ls.mu.Unlock()
+	ls.unlock()
 	unbusy := func() {
 		ls.mu.Lock()
 		ls.busy = false
-		ls.mu.Unlock()
+		ls.unlock()
 	}
 
 	sc, err := m.workdirs.Prepare(ctx, view)
@@ -253,7 +253,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	}
 
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	ls.busy = false
 	switch {
 	case notRecorded != "":

@@ -18,7 +18,7 @@ func (m *Manager) TreesForTest(ctx context.Context, id uuid.UUID) (kept, full gi
 	if err != nil {
 		return gitstore.ZeroOID, gitstore.ZeroOID, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	full, err = ls.ov.BuildTree(ctx, ls.repo, ls.baseTree)
 	return ls.tree, full, err
 }
@@ -30,7 +30,7 @@ func (m *Manager) HoldForTest(ctx context.Context, id uuid.UUID) (func(), error)
 	if err != nil {
 		return nil, err
 	}
-	return ls.mu.Unlock, nil
+	return ls.unlock, nil
 }
 
 // LoadsForTest is how many times the engine loaded a session from the
@@ -57,13 +57,13 @@ func (m *Manager) ReadSet(ctx context.Context, id uuid.UUID) (map[string]gitstor
 	if err != nil {
 		return nil, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	if err := m.mem.flushReads(ctx, ls); err != nil {
 		return nil, err
 	}
-	out := make(map[string]gitstore.OID, len(ls.reads))
-	for k, v := range ls.reads {
-		out[k] = v
+	out := ls.reads.snapshot()
+	if out == nil {
+		out = map[string]gitstore.OID{}
 	}
 	return out, nil
 }
@@ -84,4 +84,11 @@ func (m *Manager) GlobPaths(ctx context.Context, id uuid.UUID, pattern string) (
 		}
 	}
 	return out, nil
+}
+
+// SetSearchFileHookForTest makes every search call fn before it reads a
+// file, until the test ends. Tests that use it must not run in parallel.
+func SetSearchFileHookForTest(tb interface{ Cleanup(func()) }, fn func(path string)) {
+	searchFileHook = fn
+	tb.Cleanup(func() { searchFileHook = nil })
 }

@@ -67,79 +67,157 @@ func (e *notFoundError) Error() string   { return e.err.Error() }
 func (e *notFoundError) Unwrap() []error { return []error{record.ErrNotFound, e.err} }
 
 func (ls *live) info(ctx context.Context, n overlay.Node) (FileInfo, error) {
+	return infoOf(ctx, ls.repo, n)
+}
+
+func infoOf(ctx context.Context, repo *gitstore.Repo, n overlay.Node) (FileInfo, error) {
+	var size int64
+	if n.Mode.IsBlob() {
+		var err error
+		if size, err = repo.BlobSize(ctx, n.OID); err != nil {
+			return FileInfo{}, err
+		}
+	}
+	return infoSized(n, size), nil
+}
+
+// infoSized is n's FileInfo for a blob of size bytes (ignored for other
+// modes).
+func infoSized(n overlay.Node, size int64) FileInfo {
 	fi := FileInfo{Path: n.Path, Type: typeOf(n.Mode), Mode: n.Mode, OID: n.OID, Status: n.Status, Source: SourceBase}
 	if n.Status == overlay.Added || n.Status == overlay.Modified {
 		fi.Source = SourceOverlay
 	}
 	if n.Mode.IsBlob() {
-		size, err := ls.repo.BlobSize(ctx, n.OID)
-		if err != nil {
-			return FileInfo{}, err
-		}
 		fi.Size = size
 	}
-	return fi, nil
+	return fi
 }
 
-// readLocked is the session's view of p, with its policy applied.
-func (m *Manager) openRead(ctx context.Context, id uuid.UUID, p string) (*live, error) {
+// view is a loaded session as one read sees it: what reads need, taken
+// under the session's lock and used after letting it go (as etcd's
+// ConcurrentReadTx). Its overlay is frozen and its policy and repository
+// never change, so a read's blob I/O waits for no write, and no write
+// waits for it: the read sees the session as of the last mutation
+// committed before it began.
+//
+// A view counts as a read in flight until release, which every caller of
+// snapshot defers: the session stays loaded meanwhile, so what the read
+// records lands in the read set the session saves.
+type view struct {
+	ls     *live
+	ov     *overlay.Overlay
+	policy *policy
+	repo   *gitstore.Repo
+	reads  *readSet
+}
+
+// snapshot returns session id's current view, loading the session if it
+// is not in memory. The session's lock is held only while the view is
+// taken; the caller releases the view when done.
+func (m *Manager) snapshot(ctx context.Context, id uuid.UUID) (view, error) {
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
-		return nil, err
+		return view{}, err
+	}
+	v := view{ls: ls, ov: ls.ov, policy: ls.policy, repo: ls.repo, reads: ls.reads}
+	v.reads.begin()
+	ls.unlock()
+	return v, nil
+}
+
+// searchFileHook, when set (by tests), runs before a search reads each
+// file.
+var searchFileHook func(path string)
+
+func (v view) info(ctx context.Context, n overlay.Node) (FileInfo, error) {
+	return infoOf(ctx, v.repo, n)
+}
+
+// release ends the read. When a finished session's unload waited for it,
+// it leaves memory now if its lock is free and nothing is left to save
+// (released does no I/O), else the janitor unloads it.
+func (v view) release() {
+	if !v.reads.end() {
+		return
+	}
+	ls := v.ls
+	if !ls.mu.TryLock() {
+		ls.mem.handOver(ls)
+		return
+	}
+	ls.unlock()
+}
+
+// openRead is the session's view for reading p, with its policy applied;
+// the caller releases it.
+func (m *Manager) openRead(ctx context.Context, id uuid.UUID, p string) (view, error) {
+	v, err := m.snapshot(ctx, id)
+	if err != nil {
+		return view{}, err
 	}
 	// A base file whose name the write rules refuse is still readable.
-	if err := ls.ov.CheckExisting(ctx, p); err != nil {
-		ls.mu.Unlock()
-		return nil, err
+	if err := v.ov.CheckExisting(ctx, p); err != nil {
+		v.release()
+		return view{}, err
 	}
-	if err := ls.policy.checkRead(p); err != nil {
-		ls.mu.Unlock()
-		return nil, err
+	if err := v.policy.checkRead(p); err != nil {
+		v.release()
+		return view{}, err
 	}
-	return ls, nil
+	return v, nil
 }
 
 // Stat describes the file or directory at p.
 func (m *Manager) Stat(ctx context.Context, id uuid.UUID, p string) (FileInfo, error) {
-	ls, err := m.openRead(ctx, id, p)
+	v, err := m.openRead(ctx, id, p)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	defer ls.mu.Unlock()
-	n, err := ls.ov.Stat(ctx, p)
+	defer v.release()
+	n, err := v.ov.Stat(ctx, p)
 	if err != nil {
 		return FileInfo{}, notFound(err)
 	}
-	return ls.info(ctx, n)
+	return v.info(ctx, n)
 }
 
 // Read returns the content of the file at p: all of it when n < 0, else up
 // to n bytes from off. A read that falls through to the base records the
 // base blob in the session's read set.
 func (m *Manager) Read(ctx context.Context, id uuid.UUID, p string, off, n int64) ([]byte, FileInfo, error) {
-	ls, err := m.openRead(ctx, id, p)
+	v, err := m.openRead(ctx, id, p)
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
-	defer ls.mu.Unlock()
-	node, err := ls.ov.Stat(ctx, p)
+	defer v.release()
+	node, err := v.ov.Stat(ctx, p)
 	if err != nil {
 		return nil, FileInfo{}, notFound(err)
 	}
 	if !node.Mode.IsBlob() {
 		return nil, FileInfo{}, fmt.Errorf("read %q: %w: %w", p, record.ErrInvalid, overlay.ErrIsDir)
 	}
-	fi, err := ls.info(ctx, node)
+	if off < 0 {
+		return nil, FileInfo{}, fmt.Errorf("%w: read %q: negative offset %d", record.ErrInvalid, p, off)
+	}
+	// One read of the blob gives both the content and its size (a
+	// separate size lookup first was a second object lookup per read).
+	data, err := v.repo.ReadBlob(ctx, node.OID)
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
-	data, err := ls.repo.ReadBlobRange(ctx, node.OID, off, n)
-	if err != nil {
-		return nil, FileInfo{}, err
+	fi := infoSized(node, int64(len(data)))
+	switch size := int64(len(data)); {
+	case off >= size:
+		data = []byte{}
+	case n >= 0 && off+n < size:
+		data = data[off : off+n]
+	default:
+		data = data[off:]
 	}
-	if _, seen := ls.reads[p]; !seen && node.Status == overlay.Unchanged {
-		ls.reads[p] = node.OID
-		ls.unsaved[p] = node.OID
+	if node.Status == overlay.Unchanged {
+		v.reads.record(p, node.OID)
 	}
 	return data, fi, nil
 }
@@ -186,19 +264,19 @@ func (m *Manager) openEdit(ctx context.Context, id uuid.UUID, reads, writes []st
 	// or moved away from; writing it is refused by the overlay (CheckPut).
 	for _, p := range append(slices.Clip(reads), writes...) {
 		if err := ls.ov.CheckExisting(ctx, p); err != nil {
-			ls.mu.Unlock()
+			ls.unlock()
 			return nil, err
 		}
 	}
 	for _, p := range reads {
 		if err := ls.policy.checkRead(p); err != nil {
-			ls.mu.Unlock()
+			ls.unlock()
 			return nil, err
 		}
 	}
 	for _, p := range writes {
 		if err := ls.policy.checkWrite(p); err != nil {
-			ls.mu.Unlock()
+			ls.unlock()
 			return nil, err
 		}
 	}
@@ -214,7 +292,7 @@ func (m *Manager) Write(ctx context.Context, id uuid.UUID, p string, data []byte
 	if err != nil {
 		return FileInfo{}, MutationRecord{}, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	rec, _, err := m.recorder.mutate(ctx, ls, OpWrite, actorOf(ls, opts.Actor), false, func(mu *draft) error {
 		return ls.put(ctx, mu, p, func([]byte) []byte { return data }, opts)
 	})
@@ -235,7 +313,7 @@ func (m *Manager) Append(ctx context.Context, id uuid.UUID, p string, data []byt
 	if err != nil {
 		return FileInfo{}, MutationRecord{}, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	rec, _, err := m.recorder.mutate(ctx, ls, OpAppend, actorOf(ls, opts.Actor), false, func(mu *draft) error {
 		return ls.put(ctx, mu, p, func(old []byte) []byte {
 			return append(append(make([]byte, 0, len(old)+len(data)), old...), data...)
@@ -327,7 +405,7 @@ func (m *Manager) Remove(ctx context.Context, id uuid.UUID, p string, opts Delet
 	if err != nil {
 		return MutationRecord{}, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	rec, _, err := m.recorder.mutate(ctx, ls, OpDelete, actorOf(ls, opts.Actor), false, func(mu *draft) error {
 		want := opts.IfMatch
 		if opts.IfExists && want == nil {
@@ -420,7 +498,7 @@ func (m *Manager) relocate(ctx context.Context, id uuid.UUID, src, dst, actor st
 	if err != nil {
 		return MutationRecord{}, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	op := OpCopy
 	if move {
 		op = OpMove
@@ -532,23 +610,23 @@ func (m *Manager) ListFiles(ctx context.Context, id uuid.UUID, opts ListOptions)
 			opts.Prefix, globPrefix = g.Prefix(), true
 		}
 	}
-	ls, err := m.lockLive(ctx, id)
+	v, err := m.snapshot(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	defer ls.mu.Unlock()
+	defer v.release()
 	if opts.Prefix != "" {
-		if err := ls.ov.CheckExisting(ctx, opts.Prefix); err != nil {
+		if err := v.ov.CheckExisting(ctx, opts.Prefix); err != nil {
 			return nil, err
 		}
 	}
 	var out []FileInfo
 	lopts := overlay.ListOptions{Prefix: opts.Prefix, Recursive: opts.Recursive, OnlyModified: opts.OnlyModified}
 	visit := func(n overlay.Node) error {
-		if !ls.policy.canRead(n.Path) || (g != nil && !g.Match(n.Path)) {
+		if !v.policy.canRead(n.Path) || (g != nil && !g.Match(n.Path)) {
 			return nil
 		}
-		fi, err := ls.info(ctx, n)
+		fi, err := v.info(ctx, n)
 		if err != nil {
 			return err
 		}
@@ -556,9 +634,9 @@ func (m *Manager) ListFiles(ctx context.Context, id uuid.UUID, opts ListOptions)
 		return nil
 	}
 	if globPrefix {
-		err = listGlob(ctx, ls.ov, lopts, visit)
+		err = listGlob(ctx, v.ov, lopts, visit)
 	} else {
-		err = ls.ov.List(ctx, lopts, visit)
+		err = v.ov.List(ctx, lopts, visit)
 	}
 	if err != nil {
 		return nil, notFound(err)
@@ -627,7 +705,7 @@ type SearchResult struct {
 
 // Search finds lines matching an RE2 pattern in the session's files
 // (binary files are skipped), in git order, each with opts.Context lines
-// of context.
+// of context, on a snapshot: writes to the session go on while it runs.
 func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) (SearchResult, error) {
 	if opts.Pattern == "" {
 		return SearchResult{}, fmt.Errorf("%w: empty search pattern", record.ErrInvalid)
@@ -652,23 +730,26 @@ func (m *Manager) Search(ctx context.Context, id uuid.UUID, opts SearchOptions) 
 			return SearchResult{}, err
 		}
 	}
-	ls, err := m.lockLive(ctx, id)
+	v, err := m.snapshot(ctx, id)
 	if err != nil {
 		return SearchResult{}, err
 	}
-	defer ls.mu.Unlock()
+	defer v.release()
 	if opts.Prefix != "" {
-		if err := ls.ov.CheckExisting(ctx, opts.Prefix); err != nil {
+		if err := v.ov.CheckExisting(ctx, opts.Prefix); err != nil {
 			return SearchResult{}, err
 		}
 	}
 	res := SearchResult{Matches: []Match{}}
 	errStop := errors.New("stop")
-	err = ls.ov.List(ctx, overlay.ListOptions{Prefix: opts.Prefix, Recursive: true}, func(n overlay.Node) error {
-		if !n.Mode.IsBlob() || n.Mode == gitstore.ModeSymlink || !ls.policy.canRead(n.Path) || (g != nil && !g.Match(n.Path)) {
+	err = v.ov.List(ctx, overlay.ListOptions{Prefix: opts.Prefix, Recursive: true}, func(n overlay.Node) error {
+		if !n.Mode.IsBlob() || n.Mode == gitstore.ModeSymlink || !v.policy.canRead(n.Path) || (g != nil && !g.Match(n.Path)) {
 			return nil
 		}
-		data, err := ls.repo.ReadBlob(ctx, n.OID)
+		if searchFileHook != nil {
+			searchFileHook(n.Path)
+		}
+		data, err := v.repo.ReadBlob(ctx, n.OID)
 		if err != nil {
 			return err
 		}
@@ -758,17 +839,17 @@ type Summary struct {
 
 // TreeSummary counts the session's files, directories, bytes and changes.
 func (m *Manager) TreeSummary(ctx context.Context, id uuid.UUID) (Summary, error) {
-	ls, err := m.lockLive(ctx, id)
+	v, err := m.snapshot(ctx, id)
 	if err != nil {
 		return Summary{}, err
 	}
-	defer ls.mu.Unlock()
+	defer v.release()
 	s := Summary{TopLevel: map[string]int{}, Extensions: map[string]int{}}
 	// A directory counts when it holds a file the policy lets the session
 	// read, so what the policy hides leaves no trace in the numbers.
 	dirs := map[string]bool{}
-	err = ls.ov.List(ctx, overlay.ListOptions{Recursive: true, IncludeDeleted: true}, func(n overlay.Node) error {
-		if n.IsDir() && n.Status != overlay.Deleted || !ls.policy.canRead(n.Path) {
+	err = v.ov.List(ctx, overlay.ListOptions{Recursive: true, IncludeDeleted: true}, func(n overlay.Node) error {
+		if n.IsDir() && n.Status != overlay.Deleted || !v.policy.canRead(n.Path) {
 			return nil
 		}
 		if n.Status == overlay.Deleted {
@@ -788,7 +869,7 @@ func (m *Manager) TreeSummary(ctx context.Context, id uuid.UUID) (Summary, error
 			s.Modified++
 		}
 		if n.Mode.IsBlob() {
-			size, err := ls.repo.BlobSize(ctx, n.OID)
+			size, err := v.repo.BlobSize(ctx, n.OID)
 			if err != nil {
 				return err
 			}

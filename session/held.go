@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/google/uuid"
@@ -92,11 +91,7 @@ func (h *held) Freeze(ctx context.Context, message string) (gitstore.OID, map[st
 	if err := h.m.mem.flushReads(ctx, ls); err != nil {
 		return gitstore.OID{}, nil, err
 	}
-	reads := maps.Clone(ls.reads)
-	if len(reads) == 0 {
-		reads = nil
-	}
-	return head, reads, nil
+	return head, ls.reads.snapshot(), nil
 }
 
 func (h *held) MoveState(ctx context.Context, tx record.StateTx, to State, at time.Time) error {
@@ -152,4 +147,4 @@ func (h *held) Rebase(ctx context.Context, commit gitstore.OID, mergeChanges boo
 	return nil
 }
 
-func (h *held) Release() { h.ls.mu.Unlock() }
+func (h *held) Release() { h.ls.unlock() }

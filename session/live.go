@@ -21,10 +21,12 @@ import (
 // live is a session loaded in memory: its metadata, its overlay and the
 // tree of its current view.
 type live struct {
-	id uuid.UUID
+	id  uuid.UUID
+	mem *memory // whose entry it is; unlock reports there
 	// mu serializes every operation on the session and guards all fields
-	// below. Reads take it too: an overlay is not safe for concurrent use.
-	// Waiting for it honours the caller's context; see sessionLock.
+	// below. A read holds it only to take a snapshot (view, files.go):
+	// the overlay it publishes is frozen. Waiting for it honours the
+	// caller's context; see sessionLock.
 	mu sessionLock
 
 	// dead: unloaded (dropped from Manager.live); whoever waited for mu
@@ -47,10 +49,9 @@ type live struct {
 	tree   gitstore.OID
 	pinned gitstore.OID
 
-	// reads is the read set: the base blob id of every base file read
-	// (the first read of a path wins). unsaved holds the reads not yet in
-	// the store; the next transaction of the session saves them.
-	reads, unsaved map[string]gitstore.OID
+	// reads is the read set (readset.go; it has its own mutex): the
+	// next transaction of the session saves what the store lacks.
+	reads *readSet
 
 	// busy is set while a command runs on the session's view: writes are
 	// refused (ErrBusy) so the view the command started from stays the
@@ -70,7 +71,7 @@ func (m *Manager) lockLive(ctx context.Context, id uuid.UUID) (*live, error) {
 		return ls, nil
 	}
 	if err := m.mem.load(ctx, id, ls); err != nil {
-		ls.mu.Unlock() // drops the entry: nothing is loaded
+		ls.unlock() // drops the entry: nothing is loaded
 		return nil, err
 	}
 	return ls, nil
@@ -150,7 +151,7 @@ func (m *memory) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	if err != nil {
 		return fmt.Errorf("session %s: read set: %w", id, err)
 	}
-	ls.ov, ls.tree, ls.pinned, ls.reads, ls.unsaved = ov, tree, pinned, reads, map[string]gitstore.OID{}
+	ls.ov, ls.tree, ls.pinned, ls.reads = ov.Freeze(), tree, pinned, newReadSet(reads)
 	ls.ttl = 0
 	if !s.ExpiresAt.IsZero() && !s.LastActiveAt.IsZero() {
 		ls.ttl = s.ExpiresAt.Sub(s.LastActiveAt)
@@ -420,6 +421,7 @@ func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dr
 	ls.pinned = tree
 	failpoint.Hit(failpoint.RefMoved)
 	expires := m.nextExpiry(ls, now)
+	reads := ls.reads.pending()
 	err = m.store.InTx(ctx, func(tx Tx) error {
 		var err error
 		rec.Seq = 0
@@ -430,7 +432,7 @@ func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dr
 		if err := tx.TouchSession(ctx, ls.meta.ID, now, expires); err != nil {
 			return err
 		}
-		if err := saveReads(ctx, tx, ls); err != nil {
+		if err := saveReads(ctx, tx, ls.meta.ID, reads); err != nil {
 			return err
 		}
 		for _, c := range changes {
@@ -449,10 +451,11 @@ func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dr
 		return MutationRecord{}, nil, fmt.Errorf("record mutation: %w", err)
 	}
 	failpoint.Hit(failpoint.StoreCommitted)
-	ls.ov = mu.ov
-	ls.ov.ReadBlobsWith(nil) // let the mutation's pending blobs go
+	// Published frozen (which lets the mutation's pending blobs go):
+	// reads that took the previous overlay go on with it.
+	ls.ov = mu.ov.Freeze()
 	ls.tree = tree
-	clear(ls.unsaved)
+	ls.reads.saved(reads)
 	ls.meta.Seq = rec.Seq
 	ls.meta.LastActiveAt = now
 	if !expires.IsZero() {
@@ -463,21 +466,22 @@ func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dr
 	return rec, changes, nil
 }
 
-// saveReads records the session's unsaved reads in tx; the caller clears
-// ls.unsaved once tx committed. ls.mu must be held.
-func saveReads(ctx context.Context, tx Tx, ls *live) error {
-	if len(ls.unsaved) == 0 {
+// saveReads records reads (readSet.pending) in tx; the caller passes
+// them to readSet.saved once tx committed.
+func saveReads(ctx context.Context, tx Tx, id uuid.UUID, reads map[string]gitstore.OID) error {
+	if len(reads) == 0 {
 		return nil
 	}
-	return tx.RecordReads(ctx, ls.meta.ID, ls.unsaved)
+	return tx.RecordReads(ctx, id, reads)
 }
 
 // flushReads saves the session's unsaved reads now. ls.mu must be held.
 func (m *memory) flushReads(ctx context.Context, ls *live) error {
-	if err := saveReads(ctx, m.store, ls); err != nil {
+	reads := ls.reads.pending()
+	if err := saveReads(ctx, m.store, ls.meta.ID, reads); err != nil {
 		return fmt.Errorf("session %s: save read set: %w", ls.meta.ID, err)
 	}
-	clear(ls.unsaved)
+	ls.reads.saved(reads)
 	return nil
 }
 

@@ -104,7 +104,7 @@ func NewManager(cfg Config) *Manager {
 		ovOpts:   ovOpts,
 		workdirs: cfg.Workdirs,
 		mem: &memory{store: cfg.Store, repos: cfg.Repos, ovOpts: ovOpts, now: clock,
-			live: make(map[uuid.UUID]*live)},
+			live: make(map[uuid.UUID]*live), finished: make(map[*live]struct{})},
 		recorder: &recorder{store: cfg.Store, events: cfg.Events, observers: cfg.Observers,
 			limits: cfg.Limits, now: clock, ovOpts: ovOpts, workdirs: cfg.Workdirs},
 	}

@@ -21,7 +21,7 @@ func (m *Manager) Rebase(ctx context.Context, id uuid.UUID, onto, actor string) 
 	if err != nil {
 		return Session{}, MutationRecord{}, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	if err := m.recorder.checkWritable(ctx, ls); err != nil {
 		return Session{}, MutationRecord{}, err
 	}
@@ -75,7 +75,7 @@ func (m *Manager) MergeFrom(ctx context.Context, id, from uuid.UUID, actor strin
 	if err != nil {
 		return Session{}, MutationRecord{}, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	if src.Repo != ls.meta.Repo {
 		return Session{}, MutationRecord{}, fmt.Errorf("%w: session %s is on repository %q, not %q", record.ErrInvalid, from, src.Repo, ls.meta.Repo)
 	}
@@ -114,6 +114,6 @@ func (m *Manager) readView(ctx context.Context, id uuid.UUID) (tree, base gitsto
 	if err != nil {
 		return gitstore.ZeroOID, gitstore.ZeroOID, nil, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	return ls.tree, ls.baseTree, ls.policy, nil
 }

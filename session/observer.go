@@ -61,6 +61,6 @@ func (m *Manager) Tree(ctx context.Context, id uuid.UUID) (tree, base gitstore.O
 	if err != nil {
 		return gitstore.ZeroOID, gitstore.ZeroOID, err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	return ls.tree, ls.baseTree, nil
 }

@@ -24,6 +24,11 @@ const DefaultIdleUnload = 10 * time.Minute
 // its entry with the session's lock held, and unloads it when it is
 // finished or idle (the janitor), saving its read set first. Its methods'
 // receiver is m, as the Manager's, whose part it is.
+//
+// Ending an operation (live.unlock) does no I/O: it drops a finished
+// session from memory when it has nothing left to save, and otherwise
+// hands it to the janitor's goroutine, which saves its read set and
+// unloads it under its lock, so a lock release is only a release.
 type memory struct {
 	store  Store
 	repos  *repos.Registry
@@ -37,19 +42,21 @@ type memory struct {
 
 	janitor janitor
 	loads   atomic.Int64 // sessions loaded from the store, for tests
+	// finished holds the finished sessions the janitor is to unload
+	// (their read set had reads to save when their last operation
+	// ended); guarded by mu.
+	finished map[*live]struct{}
 }
 
 // sessionLock is a session's lock. It is a one-slot channel, so that a
-// caller waiting for it gives up when its context ends. Unlock first runs
-// release with the lock still held: the manager unloads finished and
-// never-loaded sessions there, so that memory follows the sessions in use.
+// caller waiting for it gives up when its context ends. Letting it go is
+// only that: the bookkeeping at the end of an operation is live.unlock's.
 type sessionLock struct {
-	ch      chan struct{}
-	release func()
+	ch chan struct{}
 }
 
-func newSessionLock(release func()) sessionLock {
-	return sessionLock{ch: make(chan struct{}, 1), release: release}
+func newSessionLock() sessionLock {
+	return sessionLock{ch: make(chan struct{}, 1)}
 }
 
 // LockCtx takes the lock, or gives up with ctx's error when ctx ends
@@ -82,21 +89,18 @@ func (l *sessionLock) TryLock() bool {
 	}
 }
 
-// unlockQuiet lets the lock go without running release.
-func (l *sessionLock) unlockQuiet() { <-l.ch }
-
-// Unlock runs release, then lets the lock go.
-func (l *sessionLock) Unlock() {
-	if l.release != nil {
-		l.release()
-	}
-	<-l.ch
-}
+// Unlock lets the lock go.
+func (l *sessionLock) Unlock() { <-l.ch }
 
 func (m *memory) newLive(id uuid.UUID) *live {
-	ls := &live{id: id}
-	ls.mu = newSessionLock(func() { m.released(ls) })
-	return ls
+	return &live{id: id, mem: m, mu: newSessionLock()}
+}
+
+// unlock ends an operation on ls: memory's bookkeeping (released), then
+// the lock is let go. Neither does I/O. ls.mu must be held.
+func (ls *live) unlock() {
+	ls.mem.released(ls)
+	ls.mu.Unlock()
 }
 
 // lockEntry returns session id's entry in m.live with its lock held,
@@ -121,10 +125,12 @@ func (m *memory) lockEntry(ctx context.Context, id uuid.UUID) (*live, error) {
 	}
 }
 
-// released runs at the end of every operation on ls, with ls.mu held: an
-// entry that is not loaded (a failed load, an expiry done in the store)
-// is dropped, and a finished session is unloaded at once. A session
-// running a command stays.
+// released runs at the end of every operation on ls, with ls.mu held, and
+// does no I/O: an entry that is not loaded (a failed load, an expiry done
+// in the store) is dropped, and a finished session is dropped at once
+// when its read set has nothing to save, else handed to the janitor,
+// which saves it and unloads the session. A session running a command
+// stays.
 func (m *memory) released(ls *live) {
 	if ls.dead {
 		return
@@ -135,20 +141,61 @@ func (m *memory) released(ls *live) {
 		m.drop(ls)
 	case ls.busy:
 	case ls.meta.State.Terminal():
-		m.unload(ls)
+		switch {
+		case ls.reads.park():
+			// Reads in flight: the last of them hands it over.
+		case ls.reads.pending() != nil:
+			m.handOver(ls)
+		default:
+			m.drop(ls)
+		}
 	}
+}
+
+// handOver gives finished session ls to the janitor to unload.
+func (m *memory) handOver(ls *live) {
+	m.mu.Lock()
+	m.finished[ls] = struct{}{}
+	m.mu.Unlock()
+	m.janitor.wake()
 }
 
 // unload saves what the session has not saved (its read set) and drops
 // it from memory; the next operation loads it again from the store. It
-// keeps the session loaded if the save fails. ls.mu must be held.
+// keeps the session loaded if the save fails, or while reads are in
+// flight on a snapshot of it (they record into its read set). ls.mu must
+// be held; the janitor calls it, never the end of an operation.
 func (m *memory) unload(ls *live) {
-	if len(ls.unsaved) > 0 {
-		if err := m.flushReads(context.Background(), ls); err != nil {
-			return
-		}
+	if ls.reads.reading() {
+		return
+	}
+	if err := m.flushReads(context.Background(), ls); err != nil {
+		return
 	}
 	m.drop(ls)
+}
+
+// unloadFinished unloads the finished sessions handed over, waiting for
+// each one's lock (the operation that handed it over may not have let it
+// go yet) until ctx ends. One with reads in flight is parked again: the
+// last of them hands it over.
+func (m *memory) unloadFinished(ctx context.Context) {
+	m.mu.Lock()
+	all := make([]*live, 0, len(m.finished))
+	for ls := range m.finished {
+		all = append(all, ls)
+	}
+	clear(m.finished)
+	m.mu.Unlock()
+	for _, ls := range all {
+		if ls.mu.LockCtx(ctx) != nil {
+			continue
+		}
+		if !ls.dead && ls.loaded && !ls.busy && ls.meta.State.Terminal() && !ls.reads.park() {
+			m.unload(ls)
+		}
+		ls.mu.Unlock()
+	}
 }
 
 // drop removes ls from m.live and marks it dead. ls.mu must be held.
@@ -159,7 +206,7 @@ func (m *memory) drop(ls *live) {
 	}
 	m.mu.Unlock()
 	ls.dead, ls.loaded = true, false
-	ls.ov, ls.policy, ls.reads, ls.unsaved = nil, nil, nil, nil
+	ls.ov, ls.policy, ls.reads = nil, nil, nil
 }
 
 // Loaded is the number of sessions held in memory.
@@ -191,31 +238,52 @@ func (m *memory) UnloadIdle(idle time.Duration) int {
 				n++
 			}
 		}
-		ls.mu.unlockQuiet() // looking is not using
+		ls.mu.Unlock() // looking is not using
 	}
 	return n
 }
 
-// janitor unloads idle sessions until stop is closed.
+// janitor is memory's one goroutine: it unloads the finished sessions
+// handed to it as they come (wake), and idle sessions periodically,
+// until stop is closed.
 type janitor struct {
 	stop chan struct{}
-	wg   sync.WaitGroup
+	kick chan struct{} // one slot: a wake-up pending
+	// cancel ends the janitor's waits for a session's lock.
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
-func (m *memory) startJanitor(idle time.Duration) {
-	if idle <= 0 {
-		return
+// wake asks the janitor to unload the finished sessions handed to it.
+func (j *janitor) wake() {
+	select {
+	case j.kick <- struct{}{}:
+	default:
 	}
-	every := min(max(idle/4, 10*time.Millisecond), time.Minute)
+}
+
+// startJanitor starts the janitor; with idle <= 0 it unloads finished
+// sessions only.
+func (m *memory) startJanitor(idle time.Duration) {
 	m.janitor.stop = make(chan struct{})
+	m.janitor.kick = make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	m.janitor.cancel = cancel
 	m.janitor.wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
+		var tick <-chan time.Time
+		if idle > 0 {
+			t := time.NewTicker(min(max(idle/4, 10*time.Millisecond), time.Minute))
+			defer t.Stop()
+			tick = t.C
+		}
 		for {
 			select {
 			case <-m.janitor.stop:
+				m.unloadFinished(ctx) // those free now: save what they read
 				return
-			case <-t.C:
+			case <-m.janitor.kick:
+				m.unloadFinished(ctx)
+			case <-tick:
 				m.UnloadIdle(idle)
 			}
 		}
@@ -224,6 +292,7 @@ func (m *memory) startJanitor(idle time.Duration) {
 
 func (m *memory) stopJanitor() {
 	if m.janitor.stop != nil {
+		m.janitor.cancel() // a wait for a lock held elsewhere ends here
 		close(m.janitor.stop)
 		m.janitor.wg.Wait()
 		m.janitor.stop = nil
@@ -240,7 +309,7 @@ func (m *Manager) closeSession(ctx context.Context, id uuid.UUID, to State, ok f
 	if err != nil {
 		return err
 	}
-	defer ls.mu.Unlock()
+	defer ls.unlock()
 	if ls.loaded {
 		switch {
 		case ls.meta.State.Terminal():

@@ -110,6 +110,36 @@ func TestIdleSessionsAreUnloaded(t *testing.T) {
 	assert.Equal(t, "idle again\n", e.read(idle.ID, "notes.txt"))
 }
 
+// Letting a session's lock go does no I/O: a finished session whose read
+// set still has reads to save leaves memory through the janitor, which
+// saves them first (even with idle unloading off), and one with nothing
+// to save leaves at once.
+func TestFinishedSessionUnloadsAfterItsReadsAreSaved(t *testing.T) {
+	e := newEnv(t, "small")
+	withManager(t, e, nil, -1)
+	ctx := t.Context()
+	s := e.create(session.CreateOptions{})
+	other := e.create(session.CreateOptions{AgentID: "other"})
+	e.read(s.ID, "README.md") // a base read, not saved yet
+	e.write(other.ID, "notes.txt", "x\n")
+	require.Equal(t, 2, e.m.Loaded())
+	stored, err := e.store.ListReads(ctx, s.ID)
+	require.NoError(t, err)
+	require.NotContains(t, stored, "README.md", "reads wait for the session's next transaction")
+
+	_, err = e.m.Abandon(ctx, s.ID)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return e.m.Loaded() == 1 }, 30*time.Second, time.Millisecond,
+		"the janitor unloads the finished session")
+	stored, err = e.store.ListReads(ctx, s.ID)
+	require.NoError(t, err)
+	assert.Contains(t, stored, "README.md", "its read set was saved before it left memory")
+
+	_, err = e.m.Abandon(ctx, other.ID)
+	require.NoError(t, err)
+	assert.Equal(t, 0, e.m.Loaded(), "nothing to save: unloaded as its lock is let go")
+}
+
 // The manager unloads idle sessions by itself (Config.IdleUnload).
 func TestIdleUnloadRunsByItself(t *testing.T) {
 	e := newEnv(t, "small")
@@ -182,6 +212,49 @@ func TestSessionLockHonoursContext(t *testing.T) {
 	require.ErrorIs(t, err, record.ErrNotFound, "the abandoned write did nothing")
 	e.write(s.ID, "notes.txt", "now\n")
 	assert.Equal(t, "now\n", e.read(s.ID, "notes.txt"))
+}
+
+// Base reads record themselves in the read set after letting the
+// session's lock go, so an unload can come between a read's snapshot and
+// its record: none is lost (the sealed set sends it to the store), while
+// the session is unloaded again and again (run with -race).
+func TestReadsRacingUnloadsKeepTheReadSet(t *testing.T) {
+	e := newEnv(t, "small")
+	withManager(t, e, nil, -1)
+	ctx := t.Context()
+	s := e.create(session.CreateOptions{})
+	infos, err := e.m.ListFiles(ctx, s.ID, session.ListOptions{Recursive: true})
+	require.NoError(t, err)
+	var paths []string
+	for _, fi := range infos {
+		if fi.Type == "file" {
+			paths = append(paths, fi.Path)
+		}
+	}
+	require.Greater(t, len(paths), 5)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !stop.Load() {
+			e.m.UnloadIdle(0)
+		}
+	})
+	var readers sync.WaitGroup
+	for _, p := range paths {
+		readers.Go(func() {
+			_, _, err := e.m.Read(ctx, s.ID, p, 0, -1)
+			assert.NoError(t, err, p)
+		})
+	}
+	readers.Wait()
+	stop.Store(true)
+	wg.Wait()
+	reads, err := e.m.ReadSet(ctx, s.ID)
+	require.NoError(t, err)
+	for _, p := range paths {
+		assert.Contains(t, reads, p)
+	}
+	assert.Len(t, reads, len(paths))
 }
 
 // Requests that arrive while their session is being unloaded, again and

@@ -128,6 +128,8 @@ func TestServeRefusesBadEnvironment(t *testing.T) {
 		{"SESSIOND_MAX_OVERLAY_ENTRIES", "many"},
 		{"SESSIOND_MAX_OVERLAY_ENTRIES", "0"},
 		{"SESSIOND_HEARTBEAT", "15"},
+		{"SESSIOND_WRITE_TIMEOUT", "0s"},
+		{"SESSIOND_WRITE_TIMEOUT", "soon"},
 		{"SESSIOND_LOG_LEVEL", "loud"},
 		{"SESSIOND_LOG_FORMAT", "xml"},
 		{"SESSIOND_WORKDIR_MODE", "fast"},

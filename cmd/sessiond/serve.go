@@ -56,6 +56,7 @@ type serveConfig struct {
 	IdleUnload        time.Duration `help:"Unload a session from memory after this long unused (it loads again when used), negative for never; finished sessions are unloaded at once." name:"session-idle-unload" env:"SESSIOND_SESSION_IDLE_UNLOAD" default:"10m" placeholder:"DURATION"`
 	Heartbeat         time.Duration `help:"Interval of event-stream heartbeats." env:"SESSIOND_HEARTBEAT" default:"15s" placeholder:"DURATION"`
 	ShutdownTimeout   time.Duration `help:"How long shutdown waits for in-flight requests." env:"SESSIOND_SHUTDOWN_TIMEOUT" default:"30s" placeholder:"DURATION"`
+	WriteTimeout      time.Duration `help:"Deadline of every request that writes (not exec, which has its own): one still waiting for a session's lock or the store then fails with 503 unavailable. Independent of the client: a client that leaves does not cut a write short." env:"SESSIOND_WRITE_TIMEOUT" default:"30s" placeholder:"DURATION"`
 	WorkdirMode       workdirMode   `help:"How commands see a session's view: overlay (overlayfs in a user namespace), copy, or auto." env:"SESSIOND_WORKDIR_MODE" default:"auto" placeholder:"MODE"`
 	WorkdirCacheBytes byteSize      `help:"Disk for shared base checkouts; least recently used ones beyond it are removed." env:"SESSIOND_WORKDIR_CACHE_BYTES" default:"20GiB" placeholder:"SIZE"`
 	WorkdirNoNS       bool          `help:"Run commands without namespaces, as where the kernel refuses them: copy mode, unisolated (answers say isolated false). For tests of that path." name:"workdir-no-namespaces" env:"SESSIOND_WORKDIR_NO_NAMESPACES"`
@@ -129,6 +130,9 @@ func (c *serveConfig) Validate() error {
 	}
 	if c.MaxEntries <= 0 {
 		return fmt.Errorf("--max-overlay-entries (SESSIOND_MAX_OVERLAY_ENTRIES) %d: want a positive number", c.MaxEntries)
+	}
+	if c.WriteTimeout <= 0 {
+		return fmt.Errorf("--write-timeout (SESSIOND_WRITE_TIMEOUT) %s: want a positive duration", c.WriteTimeout)
 	}
 	if err := c.execFlags.validate(); err != nil {
 		return err
@@ -277,7 +281,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	srvAPI = api.New(api.Config{
 		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: secret, LocalUser: localUser,
 		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
-		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, Logger: log, MCP: mcpHandler, Store: store,
+		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, WriteTimeout: c.WriteTimeout, Logger: log, MCP: mcpHandler, Store: store,
 	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {

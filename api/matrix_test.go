@@ -270,6 +270,7 @@ func matrix() map[string][]call {
 		"GET /v1/changesets/{id}":           {{variant: "allowed", path: qcs(""), status: 200}},
 		"GET /v1/changesets/{id}/diff":      {{variant: "allowed", path: qcs("/diff"), status: 200}},
 		"GET /v1/changesets/{id}/revisions": {{variant: "allowed", path: qcs("/revisions"), status: 200}},
+		"GET /v1/changesets/{id}/checks":    {{variant: "allowed", path: qcs("/checks"), status: 200}},
 		"POST /v1/changesets/{id}/reviews":  {{variant: "allowed", path: qcs("/reviews"), body: jsonBody(map[string]any{"verdict": "approve", "author": "rev"}), status: 201}},
 		"POST /v1/changesets/{id}/accept": {
 			{variant: "allowed", path: qcs("/accept"), body: jsonBody(map[string]any{}), status: 200},

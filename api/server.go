@@ -156,6 +156,7 @@ var routes = []Route{
 	{"GET", "/v1/changesets/{id}", scopeReader, (*Server).getChangeset},
 	{"GET", "/v1/changesets/{id}/diff", scopeReader, (*Server).changesetDiff},
 	{"GET", "/v1/changesets/{id}/revisions", scopeReader, (*Server).changesetRevisions},
+	{"GET", "/v1/changesets/{id}/checks", scopeReader, (*Server).changesetChecks},
 	{"POST", "/v1/changesets/{id}/reviews", scopeReview, (*Server).reviewChangeset},
 	{"POST", "/v1/changesets/{id}/accept", scopeAdmin, (*Server).acceptChangeset},
 	{"POST", "/v1/changesets/{id}/undo", scopeAdmin, (*Server).undoChangeset},

@@ -4,6 +4,7 @@
 import { get, post, stream } from "./api.js";
 import { h, clear, short, age, badge, errorBox, notice } from "./dom.js";
 import { renderFile, statusLetter, partial } from "./diff.js";
+import { checksSection } from "./checks.js";
 
 export async function changesetPage(id) {
   const page = new ChangesetPage(id);
@@ -35,9 +36,18 @@ class ChangesetPage {
   }
 
   async loadDiff() {
-    const q = this.viewRev && this.viewRev !== this.cs.revision ? `&revision=${this.viewRev}` : "";
-    this.diff = await get(`/v1/changesets/${encodeURIComponent(this.id)}/diff?format=json${q}`);
+    const q = this.viewRev && this.viewRev !== this.cs.revision ? `revision=${this.viewRev}` : "";
+    const id = encodeURIComponent(this.id);
+    const [diff, checks] = await Promise.all([get(`/v1/changesets/${id}/diff?format=json${q ? "&" + q : ""}`),
+      get(`/v1/changesets/${id}/checks${q ? "?" + q : ""}`).catch((err) => { console.warn("checks", err); return null; })]);
+    this.diff = diff;
+    this.checks = checks;
     this.resetSelection();
+  }
+
+  renderChecks() {
+    if (!this.checksBox) return;
+    clear(this.checksBox, checksSection(this.checks));
   }
 
   current() {
@@ -64,6 +74,7 @@ class ChangesetPage {
   render() {
     const cs = this.cs;
     this.warnings = h("div", { id: "warnings", "aria-live": "polite" });
+    this.checksBox = h("div", { id: "checks-box", "aria-live": "polite" });
     this.diffs = h("div", { id: "diffs" });
     this.fileList = h("div", { id: "files" });
     this.acceptBox = h("div", { id: "accept-result", "aria-live": "polite" });
@@ -72,6 +83,7 @@ class ChangesetPage {
       this.viewRev = Number(ev.target.value);
       try {
         await this.loadDiff();
+        this.renderChecks();
         this.renderFiles();
         this.renderDiffs();
       } catch (err) { notice(err); }
@@ -94,6 +106,7 @@ class ChangesetPage {
         h("dt", {}, "Changes"), h("dd", {}, cs.stats ? `${cs.stats.files} files, +${cs.stats.insertions} −${cs.stats.deletions}` : ""),
         cs.accepted_commit ? [h("dt", {}, "Accepted as"), h("dd", {}, h("code", {}, short(cs.accepted_commit)))] : null,
         cs.selection ? [h("dt", {}, "Left out"), h("dd", { id: "left-out" }, describeSelection(cs.selection.left_out))] : null),
+      this.checksBox,
       this.warnings,
       symbols(cs.symbols),
       h("h2", {}, "Files"), this.fileList,
@@ -102,6 +115,7 @@ class ChangesetPage {
       this.reviewForm(),
       this.acceptForm(),
       reviewsList(cs.reviews || []));
+    this.renderChecks();
     this.renderWarnings();
     this.renderFiles();
     this.renderDiffs();
@@ -296,6 +310,10 @@ class ChangesetPage {
         const d = err.details || {};
         if (d.conflicts) parts.push(conflictsTable(d.conflicts));
         if (d.stale_reads) { this.staleReads = d.stale_reads; this.renderWarnings(); }
+        if (err.code === "checks_required" && d.checks) {
+          parts.push(h("ul", { id: "checks-required", class: "warnings" }, d.checks.map((c) => h("li", {},
+            h("code", {}, c.argv.join(" ")), ` is ${c.state}`))));
+        }
         clear(out, parts);
       }
     };

@@ -819,6 +819,9 @@ func testEvents(t *testing.T, _ backend, s Store) {
 	mkRepo(t, s, "r2")
 	a := mkSession(t, s, "r1", nil)
 	b := mkSession(t, s, "r2", nil)
+	last, err := s.LastEventID(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, last, "no event yet")
 
 	var got []events.Event
 	for i, e := range []events.Event{
@@ -833,8 +836,11 @@ func testEvents(t *testing.T, _ backend, s Store) {
 		assert.Equal(t, int64(i+1), ev.ID)
 		got = append(got, ev)
 	}
-	_, err := s.AppendEvent(ctx, events.Event{Repo: "r1", Type: "bad", Payload: json.RawMessage(`{`)})
+	_, err = s.AppendEvent(ctx, events.Event{Repo: "r1", Type: "bad", Payload: json.RawMessage(`{`)})
 	assert.Error(t, err)
+	last, err = s.LastEventID(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 4, last, "the newest event of any repository; a failed append takes no id")
 
 	check := func(f events.Filter, want ...events.Event) {
 		t.Helper()

@@ -1405,6 +1405,16 @@ func (s *store) AppendEvent(ctx context.Context, e events.Event) (events.Event, 
 	return e, nil
 }
 
+// LastEventID reads the counter the ids come from: the newest event's id
+// once its transaction committed (the counter's row is locked until then).
+func (s *store) LastEventID(ctx context.Context) (int64, error) {
+	var id int64
+	if err := s.r.queryRow(ctx, `SELECT value FROM counters WHERE name = 'events'`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("last event id: %w", err)
+	}
+	return id, nil
+}
+
 func (s *store) ListEvents(ctx context.Context, f events.Filter) ([]events.Event, error) {
 	var w filter
 	if f.Session != uuid.Nil {

@@ -6,6 +6,12 @@ import { h, clear, short, age, badge, errorBox, notice } from "./dom.js";
 import { renderFile, statusLetter, partial } from "./diff.js";
 import { checksSection } from "./checks.js";
 
+// layersHref is the layers page of a repository's branch (the
+// repository's head branch when branch is empty).
+export function layersHref(repo, branch) {
+  return `/ui/repos/${encodeURIComponent(repo)}/layers` + (branch ? `?branch=${encodeURIComponent(branch)}` : "");
+}
+
 export async function changesetPage(id) {
   const page = new ChangesetPage(id);
   await page.load();
@@ -101,7 +107,7 @@ class ChangesetPage {
         h("dt", {}, "Status"), h("dd", { id: "cs-status" }, badge(cs.status)),
         h("dt", {}, "Agent"), h("dd", {}, agent),
         h("dt", {}, "Base → target"), h("dd", {}, h("code", { title: cs.base_commit }, short(cs.base_commit)), " → ",
-          h("a", { href: `/ui/repos/${encodeURIComponent(cs.repo)}/layers?branch=${encodeURIComponent(cs.target_branch)}` }, cs.target_branch)),
+          h("a", { href: layersHref(cs.repo, cs.target_branch) }, cs.target_branch)),
         h("dt", {}, h("label", { for: "revision" }, "Revision")), h("dd", {}, revPicker),
         h("dt", {}, "Changes"), h("dd", {}, cs.stats ? `${cs.stats.files} files, +${cs.stats.insertions} −${cs.stats.deletions}` : ""),
         cs.accepted_commit ? [h("dt", {}, "Accepted as"), h("dd", {}, h("code", {}, short(cs.accepted_commit)))] : null,
@@ -112,7 +118,7 @@ class ChangesetPage {
       h("h2", {}, "Files"), this.fileList,
       h("div", { class: "diff-controls" }, modeRadios),
       this.diffs,
-      this.reviewForm(),
+      ["accepted", "undone", "rejected"].includes(cs.status) ? this.outcome() : this.reviewForm(),
       this.acceptForm(),
       reviewsList(cs.reviews || []));
     this.renderChecks();
@@ -149,7 +155,7 @@ class ChangesetPage {
     const rows = this.diff.files.map((f, i) => {
       const state = this.fileState(f);
       const box = canAccept ? h("input", { type: "checkbox", class: "file-check", id: `file-${i}`, "data-path": f.path, checked: state !== "none",
-        onchange: (ev) => { this.sel.set(f.path, ev.target.checked ? "all" : new Set()); this.renderFiles(); this.renderDiffs(); } }) : null;
+        onchange: (ev) => { this.sel.set(f.path, ev.target.checked ? "all" : new Set()); this.syncFile(f); } }) : null;
       if (box && state === "some") box.indeterminate = true;
       return h("tr", {},
         canAccept ? h("td", {}, box, h("label", { for: `file-${i}`, class: "sr-only" }, `Accept ${f.path}`)) : null,
@@ -161,6 +167,22 @@ class ChangesetPage {
       h("thead", {}, h("tr", {}, canAccept ? h("th", { scope: "col" }, "Accept") : null, h("th", { scope: "col" }, "Status"),
         h("th", { scope: "col" }, "Path"), h("th", { scope: "col" }, "Added"), h("th", { scope: "col" }, "Removed"))),
       h("tbody", {}, rows)) : h("p", {}, "No changes."));
+  }
+
+  // syncFile shows one file's selection on its checkboxes (the file's in
+  // the list, its hunks' in its diff) in place: a click renders nothing
+  // again, so the other diffs, scroll and focus stay as they are.
+  syncFile(f) {
+    const state = this.fileState(f);
+    const sel = this.sel.get(f.path);
+    const path = CSS.escape(f.path);
+    for (const box of this.fileList.querySelectorAll(`input.file-check[data-path="${path}"]`)) {
+      box.checked = state !== "none";
+      box.indeterminate = state === "some";
+    }
+    for (const box of this.diffs.querySelectorAll(`input.hunk-check[data-path="${path}"]`)) {
+      box.checked = sel === "all" || (sel instanceof Set && sel.has(Number(box.dataset.hunk)));
+    }
   }
 
   comments(path) {
@@ -184,7 +206,7 @@ class ChangesetPage {
           s = s === "all" ? new Set(f.hunks.map((_, j) => j)) : new Set(s || []);
           if (on) s.add(k); else s.delete(k);
           this.sel.set(f.path, s.size === f.hunks.length ? "all" : s);
-          this.renderFiles();
+          this.syncFile(f);
         },
       } : null;
       return h("section", { class: "file", id: `diff-${i}`, "aria-labelledby": `diff-title-${i}` },
@@ -262,6 +284,26 @@ class ChangesetPage {
     return form;
   }
 
+  // outcome says how a changeset that is no longer under review ended,
+  // where the review form was.
+  outcome() {
+    const cs = this.cs;
+    const parts = [];
+    if (cs.status === "accepted" || cs.status === "undone") {
+      parts.push(h("p", {}, "Accepted as ", h("code", { title: cs.accepted_commit, class: "oid" }, short(cs.accepted_commit)), " on ",
+        h("a", { href: layersHref(cs.repo, cs.target_branch) }, cs.target_branch),
+        cs.status === "undone" ? ", then undone (see the branch's layers)." : "."));
+      if (cs.selection) parts.push(h("p", {}, "Left out, still in the session: ", describeSelection(cs.selection.left_out)));
+    } else {
+      const rejects = (cs.reviews || []).filter((r) => r.verdict === "reject" && r.revision === cs.revision);
+      const last = rejects[rejects.length - 1];
+      parts.push(h("p", {}, `Rejected on revision ${cs.revision}`, last ? [" by ", h("strong", {}, authorText(last)), last.body ? `: ${last.body}` : "."] : "."),
+        h("p", { class: "muted" }, "A new revision from its session reopens it for review."));
+    }
+    return h("section", { id: "outcome", class: "panel outcome-" + cs.status, "aria-labelledby": "outcome-title" },
+      h("h2", { id: "outcome-title" }, "Outcome ", badge(cs.status)), parts);
+  }
+
   // selection is the accept's select, or undefined for everything.
   selection() {
     const files = [], hunks = {};
@@ -304,7 +346,7 @@ class ChangesetPage {
           res.selection ? h("p", {}, "Left out, still in the session: ", describeSelection(res.selection.left_out),
             res.session_rebased ? " (the session now holds just that)." : "") : null,
           res.session_conflicts ? h("p", { class: "error" }, "The session could not be rebased: ", res.session_conflicts.map((c) => c.path).join(", ")) : null,
-          h("p", {}, h("a", { href: `/ui/repos/${encodeURIComponent(res.branch && this.cs.repo)}/layers?branch=${encodeURIComponent(res.branch)}` }, "See the branch's layers"))));
+          h("p", {}, h("a", { href: layersHref(this.cs.repo, res.branch) }, "See the branch's layers"))));
       } catch (err) {
         const parts = [errorBox(err)];
         const d = err.details || {};

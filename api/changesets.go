@@ -252,6 +252,21 @@ func toCheck(c changeset.Check) apitypes.Check {
 	return ch
 }
 
+// changesetMergeability serves GET /v1/changesets/{id}/mergeability.
+func (s *Server) changesetMergeability(w http.ResponseWriter, r *http.Request) error {
+	id, err := changesetID(r)
+	if err != nil {
+		return err
+	}
+	m, err := s.cs.Mergeability(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitypes.Mergeability{Changeset: m.Changeset.String(), Revision: m.Revision, Branch: m.Branch,
+		BranchHead: oidText(m.BranchHead), Rebased: m.Rebased, Clean: m.Clean, Conflicts: toConflicts(m.Conflicts)})
+	return nil
+}
+
 // changesetRevisions serves GET /v1/changesets/{id}/revisions: every
 // submission, oldest first.
 func (s *Server) changesetRevisions(w http.ResponseWriter, r *http.Request) error {

@@ -59,6 +59,23 @@ type Check struct {
 	OutputTail string `json:"output_tail"`
 }
 
+// Mergeability is GET /v1/changesets/{id}/mergeability: whether the
+// current revision merges onto its target branch as it is now (the merge
+// of an accept's dry run only, not its votes, checks or policies).
+type Mergeability struct {
+	Changeset string `json:"changeset"`
+	Revision  int    `json:"revision"`
+	Branch    string `json:"branch"`
+	// BranchHead is the branch's commit the answer is for; empty when the
+	// branch does not exist yet.
+	BranchHead string `json:"branch_head"`
+	// Rebased: the branch moved since the revision's base, so an accept
+	// merges onto it.
+	Rebased   bool       `json:"rebased"`
+	Clean     bool       `json:"clean"`
+	Conflicts []Conflict `json:"conflicts"`
+}
+
 // ChecksResponse is GET /v1/changesets/{id}/checks: the checks of one
 // revision, newest run first, then the missing required ones.
 type ChecksResponse struct {

@@ -87,6 +87,10 @@
 //     repository's Policy.RequiredChecks that never ran are missing, and
 //     an accept (dry runs too) is refused with a *ChecksRequiredError
 //     unless each required check passed on the revision accepted.
+//   - Mergeability (mergeability.go) is the merge an accept would do,
+//     onto the branch as it is now, and nothing else (not the votes,
+//     checks or policies); its answers are cached by the objects they
+//     come from (base, head, branch head), which never change.
 //   - A changeset and its session change in one store transaction: the
 //     session is held under its lock (record.Held) while the transaction
 //     runs, and its state in memory follows only once it committed.

@@ -11,7 +11,9 @@
 //   - /ui/ and /ui/changesets: changesets, filtered by repository and
 //     status, with a checks badge each.
 //   - /ui/changesets/{id}: one changeset: the checks of the revision
-//     shown at the top (checks.js), its revisions, files, unified
+//     shown at the top (checks.js), whether it merges onto its branch as
+//     the branch is now (asked again when the branch moves), its
+//     revisions, files, unified
 //     and side-by-side diffs with line comments, the verdict form, stale
 //     reads, overlap warnings, the symbol summary, and accept with
 //     per-file and per-hunk checkboxes, a dry-run preview, the result or

@@ -38,7 +38,37 @@ class ChangesetPage {
     this.session = await get(`/v1/sessions/${encodeURIComponent(cs.session)}`).catch(() => null);
     document.title = `${cs.intent || "Changeset"} · sessiond`;
     this.render();
+    this.refreshMerge();
     if (!this.streaming) this.follow();
+  }
+
+  // open reports whether the changeset is still under review.
+  open() {
+    return !["accepted", "undone", "rejected"].includes(this.cs.status);
+  }
+
+  // refreshMerge asks whether the current revision merges onto its
+  // branch as the branch is now (a dry run of the merge, cached by the
+  // daemon per head) and shows the answer.
+  async refreshMerge() {
+    if (!this.mergeBox) return;
+    if (!this.open()) {
+      clear(this.mergeBox);
+      return;
+    }
+    try {
+      const m = await get(`/v1/changesets/${encodeURIComponent(this.id)}/mergeability`);
+      this.merge = m;
+      const at = m.branch_head ? [" at ", h("code", { title: m.branch_head, class: "oid" }, short(m.branch_head))] : " (a new branch)";
+      clear(this.mergeBox, m.clean
+        ? h("p", { class: "ok", dataset: { clean: "true", head: m.branch_head } }, "Merges cleanly onto ", h("strong", {}, m.branch), at,
+          m.rebased ? " (the branch moved since the base; the accept merges onto it)." : ".")
+        : h("div", { class: "error", dataset: { clean: "false", head: m.branch_head } },
+          h("p", {}, "Conflicts with ", h("strong", {}, m.branch), at, ": accept would be refused until the session rebases."),
+          h("ul", { class: "paths" }, m.conflicts.map((c) => h("li", {}, h("code", {}, c.path), ` (${c.kind})`)))));
+    } catch (err) {
+      clear(this.mergeBox, errorBox(err));
+    }
   }
 
   async loadDiff() {
@@ -69,6 +99,13 @@ class ChangesetPage {
   // overlap warnings.
   follow() {
     this.streaming = new AbortController();
+    // The branch moving (an accept or undo of any changeset) changes
+    // whether this one merges: ask again. A token that may not follow
+    // the repository (a reviewer's) gets the answer of the page's load.
+    stream(`/v1/repos/${encodeURIComponent(this.cs.repo)}/events?type=changeset.accepted,changeset.undone`, (ev) => {
+      if (ev.payload && ev.payload.target_branch && ev.payload.target_branch !== this.cs.target_branch) return;
+      this.refreshMerge();
+    }, this.streaming.signal, "now");
     stream(`/v1/sessions/${encodeURIComponent(this.cs.session)}/events`, (ev) => {
       if (ev.type !== "overlap.detected" || !ev.payload) return;
       const p = ev.payload;
@@ -81,6 +118,7 @@ class ChangesetPage {
     const cs = this.cs;
     this.warnings = h("div", { id: "warnings", "aria-live": "polite" });
     this.checksBox = h("div", { id: "checks-box", "aria-live": "polite" });
+    this.mergeBox = h("div", { id: "mergeability", "aria-live": "polite" });
     this.diffs = h("div", { id: "diffs" });
     this.fileList = h("div", { id: "files" });
     this.acceptBox = h("div", { id: "accept-result", "aria-live": "polite" });
@@ -113,6 +151,7 @@ class ChangesetPage {
         cs.accepted_commit ? [h("dt", {}, "Accepted as"), h("dd", {}, h("code", {}, short(cs.accepted_commit)))] : null,
         cs.selection ? [h("dt", {}, "Left out"), h("dd", { id: "left-out" }, describeSelection(cs.selection.left_out))] : null),
       this.checksBox,
+      this.mergeBox,
       this.warnings,
       symbols(cs.symbols),
       h("h2", {}, "Files"), this.fileList,

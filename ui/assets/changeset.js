@@ -106,7 +106,9 @@ class ChangesetPage {
       if (ev.payload && ev.payload.target_branch && ev.payload.target_branch !== this.cs.target_branch) return;
       this.refreshMerge();
     }, this.streaming.signal, "now");
-    stream(`/v1/sessions/${encodeURIComponent(this.cs.session)}/events`, (ev) => {
+    // Only overlaps, from the session's start: the stream replays those,
+    // not every write.
+    stream(`/v1/sessions/${encodeURIComponent(this.cs.session)}/events?type=overlap.detected`, (ev) => {
       if (ev.type !== "overlap.detected" || !ev.payload) return;
       const p = ev.payload;
       this.overlaps.set(p.other + "\0" + p.path, p);

@@ -168,6 +168,7 @@ func (s *Server) listChangesets(w http.ResponseWriter, r *http.Request) error {
 	for i, c := range cs {
 		out[i] = toChangeset(c.Changeset)
 		out[i].Approvals = &cs[i].Approvals
+		out[i].Checks = string(c.Checks)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"changesets": out})
 	return nil
@@ -210,6 +211,60 @@ func (s *Server) changesetDiff(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeDiff(w, format, c.BaseCommit, c.HeadCommit, patch)
+}
+
+// changesetChecks serves GET /v1/changesets/{id}/checks: the commands
+// the session ran on a revision (?revision=N, the current one by
+// default), newest per distinct argv, and the required ones missing.
+func (s *Server) changesetChecks(w http.ResponseWriter, r *http.Request) error {
+	id, err := changesetID(r)
+	if err != nil {
+		return err
+	}
+	rev, err := queryInt(r, "revision")
+	if err != nil {
+		return err
+	}
+	cs, err := s.cs.Checks(r.Context(), id, int(rev))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toChecks(cs))
+	return nil
+}
+
+func toChecks(cs changeset.Checks) apitypes.ChecksResponse {
+	out := apitypes.ChecksResponse{Changeset: cs.Changeset.String(), Revision: cs.Revision, HeadCommit: oidText(cs.Head),
+		State: string(cs.State()), Checks: make([]apitypes.Check, len(cs.Checks))}
+	for i, c := range cs.Checks {
+		out.Checks[i] = toCheck(c)
+	}
+	return out
+}
+
+func toCheck(c changeset.Check) apitypes.Check {
+	ch := apitypes.Check{Argv: c.Argv, State: string(c.State), Required: c.Required}
+	if c.State != changeset.CheckMissing {
+		code, at := c.ExitCode, c.At
+		ch.ExitCode, ch.At = &code, &at
+		ch.DurationMS, ch.Seq, ch.ChangedFiles, ch.OutputTail = c.Duration.Milliseconds(), c.Seq, c.Changed, c.OutputTail
+	}
+	return ch
+}
+
+// changesetMergeability serves GET /v1/changesets/{id}/mergeability.
+func (s *Server) changesetMergeability(w http.ResponseWriter, r *http.Request) error {
+	id, err := changesetID(r)
+	if err != nil {
+		return err
+	}
+	m, err := s.cs.Mergeability(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitypes.Mergeability{Changeset: m.Changeset.String(), Revision: m.Revision, Branch: m.Branch,
+		BranchHead: oidText(m.BranchHead), Rebased: m.Rebased, Clean: m.Clean, Conflicts: toConflicts(m.Conflicts)})
+	return nil
 }
 
 // changesetRevisions serves GET /v1/changesets/{id}/revisions: every
@@ -375,7 +430,11 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
 func toRepoPolicy(p repos.Policy) apitypes.RepoPolicy {
 	ex := apitypes.ExecPolicy(p.Exec)
 	allow := !p.RefuseCheckedOut
-	return apitypes.RepoPolicy{RequiredApprovals: p.RequiredApprovals, AllowCheckedOut: &allow, RefuseStaleReads: p.RefuseStaleReads, Exec: &ex}
+	req := p.RequiredChecks
+	if req == nil {
+		req = [][]string{}
+	}
+	return apitypes.RepoPolicy{RequiredApprovals: p.RequiredApprovals, AllowCheckedOut: &allow, RefuseStaleReads: p.RefuseStaleReads, Exec: &ex, RequiredChecks: req}
 }
 
 func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
@@ -385,7 +444,7 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	p := repos.Policy{Repo: r.PathValue("repo"),
 		RequiredApprovals: req.RequiredApprovals, RefuseCheckedOut: req.AllowCheckedOut != nil && !*req.AllowCheckedOut,
-		RefuseStaleReads: req.RefuseStaleReads}
+		RefuseStaleReads: req.RefuseStaleReads, RequiredChecks: req.RequiredChecks}
 	if req.Exec != nil {
 		p.Exec = repos.ExecPolicy(*req.Exec)
 	}

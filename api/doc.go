@@ -11,9 +11,9 @@
 // by (a reviewer token's name, the local user when there is no admin
 // token, the session for a session token, a name merely asserted for the
 // admin token), which package changeset's vote rules count. A reviewer
-// token reads changesets, their diffs, revisions and reviews, a branch's
-// layers and the accept policy, and reviews; accept, undo and everything
-// else stay the admin's. /readyz answers everyone but names repositories
+// token reads changesets, their diffs, revisions, reviews, checks and
+// mergeability, a branch's layers and the accept policy, and reviews;
+// accept, undo and everything else stay the admin's. /readyz answers everyone but names repositories
 // only to the admin.
 //
 // Browser safety (browser.go): Server.Guard, around the daemon's whole

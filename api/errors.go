@@ -64,6 +64,7 @@ func mapError(err error) *apitypes.Error {
 		cfErr   *record.ConflictError
 		mgErr   *merge.ConflictError
 		srErr   *changeset.StaleReadsError
+		ckErr   *changeset.ChecksRequiredError
 		objErr  *gitstore.ObjectError
 		nsErr   *record.NoSpaceError
 		wtErr   *worktree.DirtyError
@@ -121,6 +122,13 @@ func mapError(err error) *apitypes.Error {
 		// has changes of its own: named, nothing moved.
 		return &apitypes.Error{Status: http.StatusConflict, Code: apitypes.CodeConflict, Message: err.Error(),
 			Details: map[string]any{"dirty_paths": wtErr.Paths}}
+	case errors.As(err, &ckErr):
+		checks := make([]apitypes.Check, len(ckErr.Checks))
+		for i, c := range ckErr.Checks {
+			checks[i] = toCheck(c)
+		}
+		return &apitypes.Error{Status: http.StatusConflict, Code: apitypes.CodeChecksRequired, Message: err.Error(),
+			Details: map[string]any{"checks": checks, "revision": ckErr.Revision}}
 	case errors.As(err, &srErr):
 		return &apitypes.Error{Status: http.StatusConflict, Code: apitypes.CodeConflict, Message: err.Error(),
 			Details: map[string]any{"stale_reads": toStaleReads(srErr.Reads)}}

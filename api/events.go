@@ -157,6 +157,17 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f events.Filter)
 	if last == "" {
 		last = r.URL.Query().Get("after")
 	}
+	// after=now starts after the newest event instead of replaying the
+	// log; the stream then names that id first (an id-only block), so a
+	// client resuming with Last-Event-ID misses nothing in between.
+	now := last == "now" && r.Header.Get("Last-Event-ID") == ""
+	if now {
+		n, err := s.events.Latest(r.Context())
+		if err != nil {
+			return err
+		}
+		f.After, last = n, ""
+	}
 	if last != "" {
 		n, err := strconv.ParseInt(last, 10, 64)
 		if err != nil || n < 0 {
@@ -173,7 +184,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f events.Filter)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if _, err := fmt.Fprint(w, "retry: 2000\n\n"); err != nil {
+	head := "retry: 2000\n\n"
+	if now {
+		head = fmt.Sprintf("retry: 2000\nid: %d\n\n", f.After)
+	}
+	if _, err := fmt.Fprint(w, head); err != nil {
 		return nil
 	}
 	if err := rc.Flush(); err != nil {

@@ -72,6 +72,8 @@ var revisionInputs = map[string][]revisionInput{
 	"GET /v1/changesets/{id}":                  nil,
 	"GET /v1/changesets/{id}/diff":             nil,
 	"GET /v1/changesets/{id}/revisions":        nil,
+	"GET /v1/changesets/{id}/checks":           nil,
+	"GET /v1/changesets/{id}/mergeability":     nil,
 	"POST /v1/changesets/{id}/reviews":         nil,
 	"POST /v1/changesets/{id}/accept":          {{"body", "expected_head", kindRevision}},
 	"POST /v1/changesets/{id}/undo":            nil,

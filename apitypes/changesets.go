@@ -31,6 +31,61 @@ type Changeset struct {
 	// Approvals is how many authors approve the current revision (in
 	// GET /v1/changesets).
 	Approvals *int `json:"approvals,omitempty"`
+	// Checks sums up the checks of the current revision (in GET
+	// /v1/changesets): failed, missing, stale, passed or none
+	// (ChecksResponse.State).
+	Checks string `json:"checks,omitempty"`
+}
+
+// Check is the newest run of one command (distinct argv) on a changeset
+// revision, or a required check that never ran.
+type Check struct {
+	Argv []string `json:"argv"`
+	// State is passed or failed (the run saw exactly the revision's
+	// files), stale (files changed after the run), or missing (a
+	// required check with no run).
+	State    string `json:"state"`
+	Required bool   `json:"required"`
+	// The run; absent for a missing check.
+	ExitCode   *int       `json:"exit_code,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+	At         *time.Time `json:"at,omitempty"`
+	// Seq is the session's latest mutation when the run finished.
+	Seq int64 `json:"seq"`
+	// ChangedFiles says the run itself changed files.
+	ChangedFiles bool `json:"changed_files"`
+	// OutputTail is the end of the output: the last 2 KiB of stdout,
+	// then the last 2 KiB of stderr.
+	OutputTail string `json:"output_tail"`
+}
+
+// Mergeability is GET /v1/changesets/{id}/mergeability: whether the
+// current revision merges onto its target branch as it is now (the merge
+// of an accept's dry run only, not its votes, checks or policies).
+type Mergeability struct {
+	Changeset string `json:"changeset"`
+	Revision  int    `json:"revision"`
+	Branch    string `json:"branch"`
+	// BranchHead is the branch's commit the answer is for; empty when the
+	// branch does not exist yet.
+	BranchHead string `json:"branch_head"`
+	// Rebased: the branch moved since the revision's base, so an accept
+	// merges onto it.
+	Rebased   bool       `json:"rebased"`
+	Clean     bool       `json:"clean"`
+	Conflicts []Conflict `json:"conflicts"`
+}
+
+// ChecksResponse is GET /v1/changesets/{id}/checks: the checks of one
+// revision, newest run first, then the missing required ones.
+type ChecksResponse struct {
+	Changeset  string `json:"changeset"`
+	Revision   int    `json:"revision"`
+	HeadCommit string `json:"head_commit"`
+	// State sums them up: failed when one failed, else missing, else
+	// stale, else passed; none when there are none.
+	State  string  `json:"state"`
+	Checks []Check `json:"checks"`
 }
 
 // Revision is one submission of a changeset.
@@ -291,6 +346,10 @@ type RepoPolicy struct {
 	AllowCheckedOut  *bool       `json:"allow_checked_out,omitempty"`
 	RefuseStaleReads bool        `json:"refuse_stale_reads"`
 	Exec             *ExecPolicy `json:"exec,omitempty"`
+	// RequiredChecks are commands (argv) whose newest run by the session
+	// must have passed on exactly the files of the revision accepted;
+	// otherwise accept is 409 checks_required. An answer always has it.
+	RequiredChecks [][]string `json:"required_checks"`
 }
 
 // ExecPolicy is what commands on a repository's sessions may use: the

@@ -16,6 +16,9 @@ const (
 	CodeSessionBusy        = "session_busy"
 	CodeInternal           = "internal"
 	CodeUnavailable        = "unavailable"
+	// CodeChecksRequired: accept refused because a check the repository's
+	// policy requires is missing, failed or stale (details: checks).
+	CodeChecksRequired = "checks_required"
 	// CodeInsufficientStorage is a 507: a write failed for lack of space
 	// where it writes, named in "filled" ("store", "objects" or "refs")
 	// and "repo"; nothing of it was acknowledged, and it succeeds again

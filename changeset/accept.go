@@ -173,6 +173,9 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		return AcceptResult{}, fmt.Errorf("changeset %s is at revision %d, not %d: %w", id, c.Revision, opts.Revision,
 			&record.ConflictError{Field: "revision", Current: strconv.Itoa(c.Revision)})
 	}
+	if err := s.requireChecks(ctx, c, pol.RequiredChecks); err != nil {
+		return AcceptResult{}, err
+	}
 	sess, err := s.sessions.SessionInfo(ctx, c.Session)
 	if err != nil {
 		return AcceptResult{}, err

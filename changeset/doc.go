@@ -1,10 +1,11 @@
 // Package changeset owns the reviewable unit and its life: changesets and
 // their revisions, reviews and line comments, the vote rules, accept
 // (commit-on-accept with compare-and-swap, whole or selected hunks),
-// stale reads, the layers of a branch and their undo, and the view a
-// reviewer sees (its stats, reviews and symbol summary, composed here once
-// for every route that shows it, from the Summarizer it is handed: the
-// session graph). It works over gitstore and merge, a Store of its own
+// stale reads, the layers of a branch and their undo, the runs of
+// commands and the checks they make of a revision, and the view a
+// reviewer sees (its stats, reviews and symbol summary, composed here
+// once for every route that shows it, from the Summarizer it is handed:
+// the session graph). It works over gitstore and merge, a Store of its own
 // (package db implements it; one conformance suite for both databases),
 // the registry of repositories (package repos: the repositories and their
 // accept policies), the event log (package events) and the session engine
@@ -76,6 +77,20 @@
 //     had not moved, otherwise rebased by merge; a conflict there leaves
 //     it on its old base and is reported), so what was left out is its
 //     diff, to revise and submit as a new changeset, or abandon.
+//   - Checks (checks.go): every command a session runs is kept as a Run
+//     (the command runner hands it over through internal/checkruns), with
+//     the session's latest mutation when it finished (Run.Seq). The checks
+//     of a revision are the newest run of each distinct argv up to the
+//     seq of the checkpoint the revision's head is: passed or failed when
+//     the run's seq is that seq, stale when it is older (files changed
+//     after the run); a later run belongs to a later revision. A
+//     repository's Policy.RequiredChecks that never ran are missing, and
+//     an accept (dry runs too) is refused with a *ChecksRequiredError
+//     unless each required check passed on the revision accepted.
+//   - Mergeability (mergeability.go) is the merge an accept would do,
+//     onto the branch as it is now, and nothing else (not the votes,
+//     checks or policies); its answers are cached by the objects they
+//     come from (base, head, branch head), which never change.
 //   - A changeset and its session change in one store transaction: the
 //     session is held under its lock (record.Held) while the transaction
 //     runs, and its state in memory follows only once it committed.

@@ -1,8 +1,11 @@
 package changeset
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/record"
@@ -11,7 +14,7 @@ import (
 // Errors are package record's kinds (ErrNotFound, ErrConflict with
 // *record.ConflictError, ErrInvalid, ErrForbidden), so the API maps them as
 // it maps the session engine's; bad merges are *merge.ConflictError. The
-// one error of changesets' own is below.
+// errors of changesets' own are below.
 
 // statusError is a changeset whose status refuses what was asked. Its
 // message says it once ("changeset … is already accepted"); it matches
@@ -50,3 +53,27 @@ type StaleRead struct {
 	Read    gitstore.OID `json:"read"`
 	Current gitstore.OID `json:"current"`
 }
+
+// ChecksRequiredError is an accept refused because a check its
+// repository's policy requires is missing, failed or stale on the
+// revision. It matches ErrChecksRequired.
+type ChecksRequiredError struct {
+	Changeset uuid.UUID
+	Revision  int
+	// Checks are the required checks that do not pass, in policy order.
+	Checks []Check
+}
+
+// ErrChecksRequired is the kind of a *ChecksRequiredError.
+var ErrChecksRequired = errors.New("required checks do not pass")
+
+func (e *ChecksRequiredError) Error() string {
+	parts := make([]string, len(e.Checks))
+	for i, c := range e.Checks {
+		parts[i] = fmt.Sprintf("%q is %s", strings.Join(c.Argv, " "), c.State)
+	}
+	return fmt.Sprintf("changeset %s revision %d: required checks do not pass: %s", e.Changeset, e.Revision, strings.Join(parts, ", "))
+}
+
+// Is makes errors.Is(err, ErrChecksRequired) true.
+func (e *ChecksRequiredError) Is(target error) bool { return target == ErrChecksRequired }

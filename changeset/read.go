@@ -102,6 +102,8 @@ func (s *Service) List(ctx context.Context, f Filter) ([]Changeset, error) {
 type Listing struct {
 	Changeset
 	Approvals int
+	// Checks sums up the checks of its current revision (Checks.State).
+	Checks CheckState
 }
 
 // Listings is List with each changeset's approvals; a repository in f
@@ -119,6 +121,7 @@ func (s *Service) Listings(ctx context.Context, f Filter) ([]Listing, error) {
 		return nil, err
 	}
 	out := make([]Listing, len(cs))
+	required := map[string][][]string{}
 	for i, c := range cs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -127,7 +130,19 @@ func (s *Service) Listings(ctx context.Context, f Filter) ([]Listing, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = Listing{Changeset: c, Approvals: Approvals(votes(reviews, c.Revision))}
+		req, ok := required[c.Repo]
+		if !ok {
+			pol, err := s.repos.Policy(ctx, c.Repo)
+			if err != nil {
+				return nil, err
+			}
+			req, required[c.Repo] = pol.RequiredChecks, pol.RequiredChecks
+		}
+		checks, err := s.checks(ctx, c, req)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = Listing{Changeset: c, Approvals: Approvals(votes(reviews, c.Revision)), Checks: checks.State()}
 	}
 	return out, nil
 }

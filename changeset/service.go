@@ -67,6 +67,8 @@ type Service struct {
 
 	mu       sync.Mutex // guards branches
 	branches map[string]*branchLock
+
+	merges mergeCache // Mergeability's answers
 }
 
 // New returns a Service over cfg.Store and cfg.Sessions.

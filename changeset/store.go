@@ -102,6 +102,15 @@ type Tx interface {
 	// InFlight lists the branches with an accept or an undo in flight,
 	// each once, by repository and branch.
 	InFlight(ctx context.Context) ([]BranchName, error)
+
+	// AddRun keeps a command a session ran and assigns Run.ID;
+	// ErrNotFound when the session does not exist.
+	AddRun(ctx context.Context, r Run) (Run, error)
+	// ListRuns returns the commands a session ran, oldest first.
+	ListRuns(ctx context.Context, session uuid.UUID) ([]Run, error)
+	// CheckpointSeq returns the seq of the session's newest checkpoint
+	// with commit commit; ErrNotFound when it has none.
+	CheckpointSeq(ctx context.Context, session uuid.UUID, commit gitstore.OID) (int64, error)
 }
 
 // BranchName is a branch of a repository.

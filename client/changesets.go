@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/sessiond/sessiond/apitypes"
 )
@@ -52,6 +53,18 @@ func (c *Client) ListChangesets(ctx context.Context, f ChangesetFilter) ([]apity
 func (c *Client) GetChangeset(ctx context.Context, id string) (apitypes.Changeset, error) {
 	var out apitypes.Changeset
 	err := c.do(ctx, "GET", changesetPath(id), nil, nil, &out)
+	return out, err
+}
+
+// Checks returns the checks of a changeset's revision (0: the current
+// one): the commands its session ran, newest per distinct argv.
+func (c *Client) Checks(ctx context.Context, id string, revision int) (apitypes.ChecksResponse, error) {
+	var q url.Values
+	if revision != 0 {
+		q = url.Values{"revision": {strconv.Itoa(revision)}}
+	}
+	var out apitypes.ChecksResponse
+	err := c.do(ctx, "GET", changesetPath(id, "checks"), q, nil, &out)
 	return out, err
 }
 

@@ -55,6 +55,7 @@ func TestConformance(t *testing.T) {
 		{"InFlight", testInFlight},
 		{"CheckSpace", testCheckSpace},
 		{"RepoPolicy", testRepoPolicy},
+		{"Runs", testRuns},
 		{"Events", testEvents},
 		{"InTx", testInTx},
 		{"CASRace", testCASRace},
@@ -715,7 +716,8 @@ func testRepoPolicy(t *testing.T, _ backend, s Store) {
 	_, err := cst.GetRepoPolicy(ctx, "r")
 	assert.ErrorIs(t, err, record.ErrNotFound)
 	p := repos.Policy{Repo: "r", RequiredApprovals: 2, RefuseCheckedOut: true,
-		Exec: repos.ExecPolicy{Network: true, MemoryBytes: 1 << 30, Pids: 64, CPUWeight: 50, ScratchBytes: 1 << 20, TmpBytes: 1 << 10}}
+		RequiredChecks: [][]string{{"go", "test", "./..."}, {"make", "lint"}},
+		Exec:           repos.ExecPolicy{Network: true, MemoryBytes: 1 << 30, Pids: 64, CPUWeight: 50, ScratchBytes: 1 << 20, TmpBytes: 1 << 10}}
 	require.NoError(t, cst.SetRepoPolicy(ctx, p))
 	got, err := cst.GetRepoPolicy(ctx, "r")
 	require.NoError(t, err)
@@ -726,6 +728,48 @@ func testRepoPolicy(t *testing.T, _ backend, s Store) {
 	require.NoError(t, err)
 	assert.Equal(t, p, got, "a second set replaces")
 	assert.ErrorIs(t, cst.SetRepoPolicy(ctx, repos.Policy{Repo: "nope"}), record.ErrNotFound)
+}
+
+func testRuns(t *testing.T, _ backend, s Store) {
+	ctx := t.Context()
+	cst := s.Changesets()
+	mkRepo(t, s, "r")
+	ss := mkSession(t, s, "r", nil)
+	other := mkSession(t, s, "r", nil)
+
+	list, err := cst.ListRuns(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Empty(t, list)
+
+	in := []changeset.Run{
+		{Session: ss.ID, Argv: []string{"go", "test", "./..."}, ExitCode: 0, Duration: 1500 * time.Millisecond, At: t0, Seq: 3, OutputTail: "ok  \tpkg\t0.1s\n"},
+		{Session: ss.ID, Argv: []string{"go", "test", "./..."}, ExitCode: 1, Duration: 20 * time.Millisecond, At: t0.Add(time.Second), Seq: 4, Changed: true, OutputTail: "FAIL é ünïcode\n"},
+		{Session: other.ID, Argv: []string{"true"}, At: t0, Seq: 1},
+	}
+	var added []changeset.Run
+	for _, r := range in {
+		got, err := cst.AddRun(ctx, r)
+		require.NoError(t, err)
+		assert.NotZero(t, got.ID)
+		added = append(added, got)
+	}
+	assert.Less(t, added[0].ID, added[1].ID)
+	list, err = cst.ListRuns(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Equal(t, added[:2], list, "oldest first, only the session's")
+
+	_, err = cst.AddRun(ctx, changeset.Run{Session: uuid.New(), Argv: []string{"x"}, At: t0})
+	assert.ErrorIs(t, err, record.ErrNotFound, "a run of no session")
+
+	_, err = cst.CheckpointSeq(ctx, ss.ID, oid(20))
+	assert.ErrorIs(t, err, record.ErrNotFound)
+	_, err = s.CreateCheckpoint(ctx, session.Checkpoint{Session: ss.ID, Commit: oid(20), Tree: oid(21), Parent: ss.BaseCommit, Seq: 7, CreatedAt: t0})
+	require.NoError(t, err)
+	seq, err := cst.CheckpointSeq(ctx, ss.ID, oid(20))
+	require.NoError(t, err)
+	assert.EqualValues(t, 7, seq)
+	_, err = cst.CheckpointSeq(ctx, other.ID, oid(20))
+	assert.ErrorIs(t, err, record.ErrNotFound, "another session's checkpoint")
 }
 
 func testLayers(t *testing.T, _ backend, s Store) {
@@ -775,6 +819,9 @@ func testEvents(t *testing.T, _ backend, s Store) {
 	mkRepo(t, s, "r2")
 	a := mkSession(t, s, "r1", nil)
 	b := mkSession(t, s, "r2", nil)
+	last, err := s.LastEventID(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, last, "no event yet")
 
 	var got []events.Event
 	for i, e := range []events.Event{
@@ -789,8 +836,11 @@ func testEvents(t *testing.T, _ backend, s Store) {
 		assert.Equal(t, int64(i+1), ev.ID)
 		got = append(got, ev)
 	}
-	_, err := s.AppendEvent(ctx, events.Event{Repo: "r1", Type: "bad", Payload: json.RawMessage(`{`)})
+	_, err = s.AppendEvent(ctx, events.Event{Repo: "r1", Type: "bad", Payload: json.RawMessage(`{`)})
 	assert.Error(t, err)
+	last, err = s.LastEventID(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 4, last, "the newest event of any repository; a failed append takes no id")
 
 	check := func(f events.Filter, want ...events.Event) {
 		t.Helper()

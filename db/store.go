@@ -1281,10 +1281,19 @@ func (s *store) SetRepoPolicy(ctx context.Context, p repos.Policy) error {
 	if err != nil {
 		return fmt.Errorf("policy of repository %q: %w", p.Repo, err)
 	}
-	_, err = s.r.exec(ctx, `INSERT INTO repo_policies (repo, required_approvals, allow_checked_out, refuse_stale_reads, exec)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (repo) DO UPDATE SET required_approvals = excluded.required_approvals,
-		allow_checked_out = excluded.allow_checked_out, refuse_stale_reads = excluded.refuse_stale_reads, exec = excluded.exec`,
-		p.Repo, p.RequiredApprovals, boolInt(!p.RefuseCheckedOut), boolInt(p.RefuseStaleReads), string(ex))
+	req := p.RequiredChecks
+	if req == nil {
+		req = [][]string{}
+	}
+	rc, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("policy of repository %q: %w", p.Repo, err)
+	}
+	_, err = s.r.exec(ctx, `INSERT INTO repo_policies (repo, required_approvals, allow_checked_out, refuse_stale_reads, exec, required_checks)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (repo) DO UPDATE SET required_approvals = excluded.required_approvals,
+		allow_checked_out = excluded.allow_checked_out, refuse_stale_reads = excluded.refuse_stale_reads, exec = excluded.exec,
+		required_checks = excluded.required_checks`,
+		p.Repo, p.RequiredApprovals, boolInt(!p.RefuseCheckedOut), boolInt(p.RefuseStaleReads), string(ex), string(rc))
 	if err != nil {
 		return fmt.Errorf("policy of repository %q: %w", p.Repo, err)
 	}
@@ -1294,9 +1303,9 @@ func (s *store) SetRepoPolicy(ctx context.Context, p repos.Policy) error {
 func (s *store) GetRepoPolicy(ctx context.Context, repo string) (repos.Policy, error) {
 	p := repos.Policy{Repo: repo}
 	var allow, refuse int
-	var ex string
-	err := s.r.queryRow(ctx, `SELECT required_approvals, allow_checked_out, refuse_stale_reads, exec
-		FROM repo_policies WHERE repo = $1`, repo).Scan(&p.RequiredApprovals, &allow, &refuse, &ex)
+	var ex, rc string
+	err := s.r.queryRow(ctx, `SELECT required_approvals, allow_checked_out, refuse_stale_reads, exec, required_checks
+		FROM repo_policies WHERE repo = $1`, repo).Scan(&p.RequiredApprovals, &allow, &refuse, &ex, &rc)
 	if err != nil {
 		return repos.Policy{}, fmt.Errorf("policy of repository %q: %w", repo, err)
 	}
@@ -1304,7 +1313,67 @@ func (s *store) GetRepoPolicy(ctx context.Context, repo string) (repos.Policy, e
 	if err := json.Unmarshal([]byte(ex), &p.Exec); err != nil {
 		return repos.Policy{}, fmt.Errorf("policy of repository %q: exec: %w", repo, err)
 	}
+	if err := json.Unmarshal([]byte(rc), &p.RequiredChecks); err != nil {
+		return repos.Policy{}, fmt.Errorf("policy of repository %q: required_checks: %w", repo, err)
+	}
+	if len(p.RequiredChecks) == 0 {
+		p.RequiredChecks = nil
+	}
 	return p, nil
+}
+
+// Runs.
+
+func (s *store) AddRun(ctx context.Context, r changeset.Run) (changeset.Run, error) {
+	argv, err := jsonArg(r.Argv)
+	if err != nil {
+		return r, err
+	}
+	err = s.r.queryRow(ctx, `INSERT INTO runs (session_id, argv, exit_code, duration_ms, at, seq, changed, output_tail)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+		r.Session.String(), argv, r.ExitCode, r.Duration.Milliseconds(), timeArg(r.At), r.Seq, boolInt(r.Changed), r.OutputTail).Scan(&r.ID)
+	if err != nil {
+		return r, fmt.Errorf("session %s run: %w", r.Session, err)
+	}
+	return r, nil
+}
+
+func (s *store) ListRuns(ctx context.Context, session uuid.UUID) ([]changeset.Run, error) {
+	rs, err := s.r.query(ctx, `SELECT id, session_id, argv, exit_code, duration_ms, at, seq, changed, output_tail
+		FROM runs WHERE session_id = $1 ORDER BY id`, session.String())
+	if err != nil {
+		return nil, fmt.Errorf("session %s runs: %w", session, err)
+	}
+	out, err := collect(rs, func(sc scanner) (changeset.Run, error) {
+		var (
+			r       changeset.Run
+			argv    string
+			ms      int64
+			changed int
+		)
+		if err := sc.Scan(&r.ID, uuidCol{&r.Session}, textCol{&argv}, &r.ExitCode, &ms, timeCol{&r.At}, &r.Seq, &changed, &r.OutputTail); err != nil {
+			return r, err
+		}
+		r.Duration, r.Changed = time.Duration(ms)*time.Millisecond, changed != 0
+		if err := json.Unmarshal([]byte(argv), &r.Argv); err != nil {
+			return r, fmt.Errorf("db: run %d: %w", r.ID, err)
+		}
+		return r, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session %s runs: %w", session, err)
+	}
+	return out, nil
+}
+
+func (s *store) CheckpointSeq(ctx context.Context, session uuid.UUID, commit gitstore.OID) (int64, error) {
+	var seq int64
+	err := s.r.queryRow(ctx, `SELECT seq FROM checkpoints WHERE session_id = $1 AND commit_oid = $2 ORDER BY n DESC LIMIT 1`,
+		session.String(), commit.String()).Scan(&seq)
+	if err != nil {
+		return 0, fmt.Errorf("session %s checkpoint %s: %w", session, commit, err)
+	}
+	return seq, nil
 }
 
 // Events.
@@ -1334,6 +1403,16 @@ func (s *store) AppendEvent(ctx context.Context, e events.Event) (events.Event, 
 	}
 	e.At = e.At.UTC().Truncate(time.Microsecond)
 	return e, nil
+}
+
+// LastEventID reads the counter the ids come from: the newest event's id
+// once its transaction committed (the counter's row is locked until then).
+func (s *store) LastEventID(ctx context.Context) (int64, error) {
+	var id int64
+	if err := s.r.queryRow(ctx, `SELECT value FROM counters WHERE name = 'events'`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("last event id: %w", err)
+	}
+	return id, nil
 }
 
 func (s *store) ListEvents(ctx context.Context, f events.Filter) ([]events.Event, error) {

@@ -12,7 +12,8 @@
 // Invariants:
 //   - The store is the truth: ids increase in commit order, so a stream
 //     resuming after id n (Last-Event-ID, across restarts) never misses an
-//     event. A wake-up carries no event; it only says "look again", so a
+//     event, and one starting after Log.Latest (the newest id) sees only
+//     what comes next. A wake-up carries no event; it only says "look again", so a
 //     lost or extra wake-up costs a query, never an event.
 //   - Wake-ups go through one seam, Waker: in one process Local broadcasts
 //     on a channel; across processes a Waker over PostgreSQL LISTEN/NOTIFY

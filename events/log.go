@@ -19,6 +19,10 @@ type Store interface {
 	// ListEvents returns up to f.Limit events with ID > f.After, oldest
 	// first, for one session (f.Session) or one repository (f.Repo).
 	ListEvents(ctx context.Context, f Filter) ([]Event, error)
+	// LastEventID returns the id of the newest event of any repository
+	// (0 when there is none): a stream that starts after it sees only
+	// what comes next.
+	LastEventID(ctx context.Context) (int64, error)
 }
 
 // Waker is the seam of the wake-ups: Notify says events were committed,
@@ -58,6 +62,12 @@ func (l *Log) Append(ctx context.Context, e Event) error {
 // List returns up to f.Limit events after f.After, without waiting.
 func (l *Log) List(ctx context.Context, f Filter) ([]Event, error) {
 	return l.store.ListEvents(ctx, f)
+}
+
+// Latest returns the id of the newest event (0: none), for a stream that
+// starts now instead of replaying the log.
+func (l *Log) Latest(ctx context.Context) (int64, error) {
+	return l.store.LastEventID(ctx)
 }
 
 // Subscribe streams events matching f (one session, or one repository with

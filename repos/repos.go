@@ -45,6 +45,35 @@ type Policy struct {
 	RefuseStaleReads bool
 	// Exec says what commands run on the repository's sessions may use.
 	Exec ExecPolicy
+	// RequiredChecks are commands (argv) whose newest run by the session
+	// must have passed on exactly the files of the revision accepted
+	// (package changeset's checks); nil: none.
+	RequiredChecks [][]string
+}
+
+// checkRequired refuses required checks no run could match: an empty
+// argv, an empty or NUL-carrying argument, or the same argv twice.
+func checkRequired(checks [][]string) error {
+	seen := map[string]bool{}
+	for i, argv := range checks {
+		if len(argv) == 0 {
+			return fmt.Errorf("%w: required_checks[%d]: an empty argv", record.ErrInvalid, i)
+		}
+		for _, a := range argv {
+			if a == "" || strings.ContainsRune(a, 0) {
+				return fmt.Errorf("%w: required_checks[%d]: argument %q: want a non-empty argument without NUL", record.ErrInvalid, i, a)
+			}
+		}
+		k := strings.Join(argv, "\x00")
+		if seen[k] {
+			return fmt.Errorf("%w: required_checks[%d]: %q is named twice", record.ErrInvalid, i, strings.Join(argv, " "))
+		}
+		seen[k] = true
+	}
+	if len(checks) > 100 {
+		return fmt.Errorf("%w: required_checks: %d, at most 100", record.ErrInvalid, len(checks))
+	}
+	return nil
 }
 
 // ExecPolicy is what commands run on a repository's sessions may use:
@@ -321,6 +350,9 @@ func (g *Registry) SetPolicy(ctx context.Context, p Policy) (Policy, error) {
 		return Policy{}, fmt.Errorf("%w: required approvals %d: use 0 to 100", record.ErrInvalid, p.RequiredApprovals)
 	}
 	if err := p.Exec.check(); err != nil {
+		return Policy{}, err
+	}
+	if err := checkRequired(p.RequiredChecks); err != nil {
 		return Policy{}, err
 	}
 	if err := g.store.SetRepoPolicy(ctx, p); err != nil {

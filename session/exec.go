@@ -31,6 +31,11 @@ type ExecConfig struct {
 	// A daemon without an admin token keeps it off unless told otherwise:
 	// any process on the host network could drive its API.
 	HostNetwork bool
+	// Ran, when set, learns of every command that ran, with its result
+	// (whether it changed files or not): the checks of changesets keep
+	// them. It is called with the session's lock held, so it must be
+	// quick, and it cannot fail the exec.
+	Ran func(ctx context.Context, session uuid.UUID, res ExecResult)
 }
 
 func (c *ExecConfig) fill() {
@@ -130,6 +135,9 @@ type ExecResult struct {
 	Rejected []ExecRejection
 	// Mutation is the exec mutation, nil when nothing was recorded.
 	Mutation *MutationRecord
+	// Seq is the session's latest mutation when the command finished:
+	// Mutation's, or the one the command ran on.
+	Seq int64
 	// Recorded is false when the session could not record (read-only,
 	// closed) or the record mode said not to; NotRecorded says why.
 	Recorded    bool
@@ -280,6 +288,10 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 			}
 		}
 	}
+	res.Seq = view.Seq
+	if res.Mutation != nil {
+		res.Seq = res.Mutation.Seq
+	}
 	res.Recorded = notRecorded == ""
 	res.NotRecorded = notRecorded
 	if !res.Recorded {
@@ -292,6 +304,9 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	}
 	// Finished while the command ran: its scratch goes now.
 	m.recorder.removeScratch(ls)
+	if m.exec.Ran != nil {
+		m.exec.Ran(cctx, id, res)
+	}
 	return res, nil
 }
 

@@ -185,6 +185,10 @@ func TestReviewPage(t *testing.T) {
 	cs, err = c.Submit(ctx, s.ID, apitypes.SubmitRequest{})
 	require.NoError(t, err)
 	require.Equal(t, 2, cs.Revision)
+	// The session checks its work: a check on the revision's files.
+	res, err := c.Exec(ctx, s.ID, apitypes.ExecRequest{Argv: []string{"sh", "-c", "grep -c line doc.txt"}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
 	// Another agent, given by name alone, changes the same file: an
 	// overlap for both, where the name is the agent.
 	other, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", AgentName: "Eight"})
@@ -221,6 +225,7 @@ func TestReviewPage(t *testing.T) {
 	step(t, b, "open the changeset", chromedp.Navigate(url+"/ui/changesets/"+cs.ID))
 	waitFor(t, b, "the diff", `document.querySelectorAll("#diffs tr.hunk-header").length === 3`)
 	page := eval[string](t, b, `document.querySelector("main").innerText`)
+	waitFor(t, b, "the check passed", `document.querySelector("#checks").dataset.state === "passed"`)
 	assert.Contains(t, page, "Seven (agent-7)")
 	assert.Contains(t, page, "Revision 2 (current)")
 	assert.Contains(t, page, "doc.txt")

@@ -4,19 +4,27 @@
 // build step and nothing fetched from elsewhere at run time, and it is a
 // client of API v1 only, so anything a reviewer does here a script can do
 // with curl. Where the page needed something the API lacked (a
-// changeset's revisions, approvals in the list), it went into the API.
+// changeset's revisions, approvals and checks in the list, a revision's
+// checks, a stream that starts now), it went into the API.
 //
 // Pages (one index.html; the modules route on the path):
 //   - /ui/ and /ui/changesets: changesets, filtered by repository and
-//     status.
-//   - /ui/changesets/{id}: one changeset: its revisions, files, unified
+//     status, with a checks badge each.
+//   - /ui/changesets/{id}: one changeset: the checks of the revision
+//     shown at the top (checks.js), whether it merges onto its branch as
+//     the branch is now (asked again when the branch moves), its
+//     revisions, files, unified
 //     and side-by-side diffs with line comments, the verdict form, stale
 //     reads, overlap warnings, the symbol summary, and accept with
 //     per-file and per-hunk checkboxes, a dry-run preview, the result or
-//     the conflicts.
+//     the conflicts; a closed changeset shows its outcome instead of the
+//     verdict form. A checkbox updates its file's boxes in place: nothing
+//     is rendered again.
 //   - /ui/repos/{repo}/layers?branch=: the branch's layers newest first,
 //     an undo preview (what comes back, what stays, conflicts), undo.
-//   - /ui/sessions: live sessions kept current by the event stream.
+//   - /ui/sessions: live sessions kept current by the event stream, which
+//     starts now (?after=now), never replaying the log; it follows live
+//     sessions only.
 //
 // Diffs are rendered by the page itself from the JSON diff
 // (GET …/diff?format=json) instead of a vendored renderer such as
@@ -33,8 +41,9 @@
 // bearer token. No cookies, and the daemon refuses other origins, foreign
 // Host names and non-JSON POST bodies (api.Server.Guard), so another page
 // cannot drive it. Event streams are read with fetch, which can send that
-// header (EventSource cannot); a stream the token may not read (403) is
-// given up.
+// header (EventSource cannot), and parsed by api.js's parseEvents as the
+// format says (data lines joined with newlines; LF, CRLF or CR); a
+// stream the token may not read (403) is given up.
 //
 // The handler is safe for concurrent use; the assets never change while
 // the process runs.

@@ -130,7 +130,39 @@ func (c *changesetShowCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	return x.out(cs, func(w io.Writer) { printChangeset(w, cs) })
+	if x.json {
+		return x.out(cs, nil)
+	}
+	checks, err := x.c.Checks(ctx, c.ID, 0)
+	if err != nil {
+		return err
+	}
+	return x.out(cs, func(w io.Writer) {
+		printChangeset(w, cs)
+		printChecks(w, checks)
+	})
+}
+
+// printChecks lists the checks of a revision, one line each, as the
+// review page shows them at the top.
+func printChecks(w io.Writer, cs apitypes.ChecksResponse) {
+	if len(cs.Checks) == 0 {
+		fmt.Fprintf(w, "checks: none (the session ran no command)\n")
+		return
+	}
+	fmt.Fprintf(w, "checks: %s\n", cs.State)
+	for _, c := range cs.Checks {
+		req := ""
+		if c.Required {
+			req = " (required)"
+		}
+		if c.ExitCode == nil {
+			fmt.Fprintf(w, "  %-7s %s%s\n", c.State, strings.Join(c.Argv, " "), req)
+			continue
+		}
+		fmt.Fprintf(w, "  %-7s %s%s: exit %d in %s\n", c.State, strings.Join(c.Argv, " "), req, *c.ExitCode,
+			(time.Duration(c.DurationMS) * time.Millisecond).String())
+	}
 }
 
 // lineComment is a --comment PATH:LINE:BODY.

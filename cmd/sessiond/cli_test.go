@@ -585,6 +585,24 @@ func TestCLIHumanOutput(t *testing.T) {
 		assert.Contains(t, r.stderr, "--color")
 	})
 
+	t.Run("changeset show prints the checks", func(t *testing.T) {
+		r := runCLI(t, "", "changeset", "submit", "-q")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		cs := strings.TrimSpace(r.stdout)
+		r = runCLI(t, "", "changeset", "show", cs)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "checks: none")
+		r = runCLI(t, "", "exec", "--", "sh", "-c", "exit 3")
+		require.NotEqual(t, exitUsage, r.code, r.stderr)
+		r = runCLI(t, "", "exec", "--", "true")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		r = runCLI(t, "", "changeset", "show", cs)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "checks: failed\n")
+		assert.Regexp(t, `(?m)^  passed  true: exit 0 in \S+$`, r.stdout)
+		assert.Regexp(t, `(?m)^  failed  sh -c exit 3: exit 3 in \S+$`, r.stdout)
+	})
+
 	t.Run("every path printed is quoted as git quotes it", func(t *testing.T) {
 		tab, nl, dq, e := "odd/tab\there.txt", "odd/new\nline.txt", `odd/dq"uote.txt`, "odd/é.txt"
 		// git's own quoting of each name (core.quotePath), in the same

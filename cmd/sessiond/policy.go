@@ -176,6 +176,15 @@ func printPolicy(w io.Writer, repo string, p apitypes.RepoPolicy) {
 		fmt.Fprintf(tw, "  required approvals\t%s\n", approvals)
 		fmt.Fprintf(tw, "  checked-out branch\t%s\n", checkedOut)
 		fmt.Fprintf(tw, "  stale reads\t%s\n", stale)
+		checks := "none"
+		if len(p.RequiredChecks) > 0 {
+			names := make([]string, len(p.RequiredChecks))
+			for i, argv := range p.RequiredChecks {
+				names[i] = strings.Join(argv, " ")
+			}
+			checks = strings.Join(names, "; ")
+		}
+		fmt.Fprintf(tw, "  required checks\t%s\n", checks)
 		var ex apitypes.ExecPolicy
 		if p.Exec != nil {
 			ex = *p.Exec

@@ -26,6 +26,7 @@ import (
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/graph"
+	"github.com/sessiond/sessiond/internal/checkruns"
 	"github.com/sessiond/sessiond/internal/durable"
 	"github.com/sessiond/sessiond/internal/graphsession"
 	"github.com/sessiond/sessiond/mcpserver"
@@ -255,9 +256,11 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		Observers: []session.Observer{graphsession.Observer(g)}, IdleUnload: c.IdleUnload,
 	})
 	defer m.Close()
-	runner := session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork})
 	// Changesets over the same store, acting on sessions through the engine.
 	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g})
+	// Every command run is kept for the checks of changesets.
+	runner := session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork,
+		Ran: checkruns.Keeper(cs, log)})
 	if err := registerRepos(ctx, reg, c.Repos, log); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/events"
+	"github.com/sessiond/sessiond/internal/checkruns"
 	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
@@ -39,15 +40,18 @@ func New(st db.Store, dataDir string, cfg session.Config, exec ...session.ExecCo
 	}
 	cfg.Store, cfg.Repos, cfg.Events = st, e.Repos, e.Events
 	e.Sessions = session.NewManager(cfg)
+	e.now = cfg.Now
+	e.Changesets = changeset.New(changeset.Config{Store: st.Changesets(), Sessions: e.Sessions, Repos: e.Repos, Events: e.Events, Now: cfg.Now})
 	if cfg.Workdirs != nil {
 		var xc session.ExecConfig
 		if len(exec) > 0 {
 			xc = exec[0]
 		}
+		if xc.Ran == nil {
+			xc.Ran = checkruns.Keeper(e.Changesets, nil)
+		}
 		e.Exec = session.NewExecutor(e.Sessions, xc)
 	}
-	e.now = cfg.Now
-	e.Changesets = changeset.New(changeset.Config{Store: st.Changesets(), Sessions: e.Sessions, Repos: e.Repos, Events: e.Events, Now: cfg.Now})
 	return e
 }
 

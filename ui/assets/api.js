@@ -51,10 +51,10 @@ function headers(extra) {
 }
 
 // api calls one route and returns its JSON (or text for text answers);
-// a 401 asks for the token and tries again.
-export async function api(method, path, body) {
+// a 401 asks for the token and tries again. extra are request headers.
+export async function api(method, path, body, extra) {
   for (let attempt = 0; ; attempt++) {
-    const init = { method, headers: headers(), credentials: "omit" };
+    const init = { method, headers: headers(extra), credentials: "omit" };
     if (body !== undefined) {
       init.body = JSON.stringify(body);
       init.headers.set("Content-Type", "application/json");
@@ -72,19 +72,67 @@ export async function api(method, path, body) {
 }
 
 export const get = (path) => api("GET", path);
+// getList asks a route that streams by default for its JSON listing.
+export const getList = (path) => api("GET", path, undefined, { Accept: "application/json" });
 export const post = (path, body) => api("POST", path, body || {});
+
+// parseEvents reads the complete blocks of a Server-Sent Events text
+// (lines end in LF, CRLF or CR; a block ends at an empty line) and returns
+// {events: [{id, data}], last, rest}: the data of each block with data,
+// its lines joined with "\n" as the format says; last, the newest id:
+// field seen (undefined when none), also from a block without data; rest,
+// the incomplete text after the last block.
+export function parseEvents(text) {
+  const out = { events: [], last: undefined, rest: "" };
+  // A CR at the very end may be the first half of a CRLF: it waits for
+  // what follows.
+  const hold = text.endsWith("\r") ? "\r" : "";
+  const lines = text.slice(0, text.length - hold.length).split(/\r\n|\r|\n/);
+  // The last piece is unterminated: a partial line, or "" after a newline.
+  const tail = lines.pop() + hold;
+  let start = 0;
+  let block = [];
+  const blocks = [];
+  lines.forEach((line, i) => {
+    if (line === "") {
+      if (block.length) blocks.push(block);
+      block = [];
+      start = i + 1;
+    } else block.push(line);
+  });
+  for (const b of blocks) {
+    const data = [];
+    let id;
+    for (const line of b) {
+      if (line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "data") data.push(value);
+      else if (field === "id" && /^\d+$/.test(value)) id = Number(value);
+    }
+    if (id !== undefined) out.last = id;
+    if (data.length) out.events.push({ id, data: data.join("\n") });
+  }
+  out.rest = lines.slice(start).join("\n") + (start < lines.length ? "\n" : "") + tail;
+  return out;
+}
 
 // stream follows a Server-Sent Events route with fetch (EventSource cannot
 // send the Authorization header) and calls onEvent with each parsed event
 // ({id, type, repo, session, payload, at}). It reconnects after errors,
-// resuming after the last id, until signal aborts.
+// resuming after the last id, until signal aborts. after "now" starts
+// after the newest event instead of at the start of the log.
 export async function stream(path, onEvent, signal, after = 0) {
   let last = after;
   while (!signal.aborted) {
     try {
       const h = headers({ Accept: "text/event-stream" });
-      if (last) h.set("Last-Event-ID", String(last));
-      const resp = await fetch(path, { headers: h, signal, credentials: "omit" });
+      let url = path;
+      if (last === "now") url += (path.includes("?") ? "&" : "?") + "after=now";
+      else if (last) h.set("Last-Event-ID", String(last));
+      const resp = await fetch(url, { headers: h, signal, credentials: "omit" });
       if (resp.status === 401) {
         await askToken();
         continue;
@@ -96,20 +144,12 @@ export async function stream(path, onEvent, signal, after = 0) {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        buf += value;
-        let i;
-        while ((i = buf.indexOf("\n\n")) >= 0) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          let data = "";
-          for (const line of block.split("\n")) {
-            if (line.startsWith("data: ")) data += line.slice(6);
-            else if (line.startsWith("id: ")) last = Number(line.slice(4));
-          }
-          if (data) {
-            try { onEvent(JSON.parse(data)); } catch (err) { console.error(err); }
-          }
+        const got = parseEvents(buf + value);
+        buf = got.rest;
+        for (const ev of got.events) {
+          try { onEvent(JSON.parse(ev.data)); } catch (err) { console.error(err); }
         }
+        if (got.last !== undefined) last = got.last;
       }
     } catch (err) {
       if (signal.aborted) return;

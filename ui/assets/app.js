@@ -6,18 +6,32 @@ import { changesetPage } from "./changeset.js";
 import { layersPage } from "./layers.js";
 import { sessionsPage } from "./sessions.js";
 
+// decoded is a URL's path as text, or null when an escape in it is
+// malformed (decodeURI throws URIError).
+function decoded(s, decode) {
+  try {
+    return decode(s);
+  } catch {
+    return null;
+  }
+}
+
+function notFound() {
+  document.title = "Not found · sessiond";
+  return h("section", {}, h("h1", {}, "Not found"), h("p", {}, "No page at ", location.pathname, ". ", h("a", { href: "/ui/" }, "Changesets")));
+}
+
 function route() {
-  const path = decodeURI(location.pathname).replace(/\/+$/, "");
+  const path = (decoded(location.pathname, decodeURI) ?? "\0").replace(/\/+$/, "");
   let m;
   if (path === "/ui" || path === "/ui/changesets") return ["changesets", () => changesetsPage()];
   if ((m = path.match(/^\/ui\/changesets\/([^/]+)$/))) return ["changesets", () => changesetPage(m[1])];
-  if ((m = location.pathname.match(/^\/ui\/repos\/([^/]+)\/layers\/?$/)))
-    return ["layers", () => layersPage(decodeURIComponent(m[1]), new URLSearchParams(location.search).get("branch") || "")];
+  if ((m = location.pathname.match(/^\/ui\/repos\/([^/]+)\/layers\/?$/))) {
+    const repo = decoded(m[1], decodeURIComponent);
+    if (repo !== null) return ["layers", () => layersPage(repo, new URLSearchParams(location.search).get("branch") || "")];
+  }
   if (path === "/ui/sessions") return ["sessions", () => sessionsPage()];
-  return ["", () => {
-    document.title = "Not found · sessiond";
-    return h("section", {}, h("h1", {}, "Not found"), h("p", {}, "No page at ", location.pathname, ". ", h("a", { href: "/ui/" }, "Changesets")));
-  }];
+  return ["", notFound];
 }
 
 async function main() {
@@ -27,12 +41,12 @@ async function main() {
     sessionStorage.removeItem("sessiond.token");
     location.reload();
   });
-  const [nav, page] = route();
-  for (const a of document.querySelectorAll("[data-nav]")) {
-    if (a.dataset.nav === nav) a.setAttribute("aria-current", "page");
-  }
   const mainEl = document.getElementById("main");
   try {
+    const [nav, page] = route();
+    for (const a of document.querySelectorAll("[data-nav]")) {
+      if (a.dataset.nav === nav) a.setAttribute("aria-current", "page");
+    }
     clear(mainEl, await page());
   } catch (err) {
     notice(err);

@@ -4,6 +4,13 @@
 import { get, post, stream } from "./api.js";
 import { h, clear, short, age, badge, errorBox, notice, agentLabel } from "./dom.js";
 import { renderFile, statusLetter, partial } from "./diff.js";
+import { checksSection } from "./checks.js";
+
+// layersHref is the layers page of a repository's branch (the
+// repository's head branch when branch is empty).
+export function layersHref(repo, branch) {
+  return `/ui/repos/${encodeURIComponent(repo)}/layers` + (branch ? `?branch=${encodeURIComponent(branch)}` : "");
+}
 
 export async function changesetPage(id) {
   const page = new ChangesetPage(id);
@@ -31,13 +38,52 @@ class ChangesetPage {
     this.session = await get(`/v1/sessions/${encodeURIComponent(cs.session)}`).catch(() => null);
     document.title = `${cs.intent || "Changeset"} · sessiond`;
     this.render();
+    this.refreshMerge();
     if (!this.streaming) this.follow();
   }
 
+  // open reports whether the changeset is still under review.
+  open() {
+    return !["accepted", "undone", "rejected"].includes(this.cs.status);
+  }
+
+  // refreshMerge asks whether the current revision merges onto its
+  // branch as the branch is now (a dry run of the merge, cached by the
+  // daemon per head) and shows the answer.
+  async refreshMerge() {
+    if (!this.mergeBox) return;
+    if (!this.open()) {
+      clear(this.mergeBox);
+      return;
+    }
+    try {
+      const m = await get(`/v1/changesets/${encodeURIComponent(this.id)}/mergeability`);
+      this.merge = m;
+      const at = m.branch_head ? [" at ", h("code", { title: m.branch_head, class: "oid" }, short(m.branch_head))] : " (a new branch)";
+      clear(this.mergeBox, m.clean
+        ? h("p", { class: "ok", dataset: { clean: "true", head: m.branch_head } }, "Merges cleanly onto ", h("strong", {}, m.branch), at,
+          m.rebased ? " (the branch moved since the base; the accept merges onto it)." : ".")
+        : h("div", { class: "error", dataset: { clean: "false", head: m.branch_head } },
+          h("p", {}, "Conflicts with ", h("strong", {}, m.branch), at, ": accept would be refused until the session rebases."),
+          h("ul", { class: "paths" }, m.conflicts.map((c) => h("li", {}, h("code", {}, c.path), ` (${c.kind})`)))));
+    } catch (err) {
+      clear(this.mergeBox, errorBox(err));
+    }
+  }
+
   async loadDiff() {
-    const q = this.viewRev && this.viewRev !== this.cs.revision ? `&revision=${this.viewRev}` : "";
-    this.diff = await get(`/v1/changesets/${encodeURIComponent(this.id)}/diff?format=json${q}`);
+    const q = this.viewRev && this.viewRev !== this.cs.revision ? `revision=${this.viewRev}` : "";
+    const id = encodeURIComponent(this.id);
+    const [diff, checks] = await Promise.all([get(`/v1/changesets/${id}/diff?format=json${q ? "&" + q : ""}`),
+      get(`/v1/changesets/${id}/checks${q ? "?" + q : ""}`).catch((err) => { console.warn("checks", err); return null; })]);
+    this.diff = diff;
+    this.checks = checks;
     this.resetSelection();
+  }
+
+  renderChecks() {
+    if (!this.checksBox) return;
+    clear(this.checksBox, checksSection(this.checks));
   }
 
   current() {
@@ -53,7 +99,16 @@ class ChangesetPage {
   // overlap warnings.
   follow() {
     this.streaming = new AbortController();
-    stream(`/v1/sessions/${encodeURIComponent(this.cs.session)}/events`, (ev) => {
+    // The branch moving (an accept or undo of any changeset) changes
+    // whether this one merges: ask again. A token that may not follow
+    // the repository (a reviewer's) gets the answer of the page's load.
+    stream(`/v1/repos/${encodeURIComponent(this.cs.repo)}/events?type=changeset.accepted,changeset.undone`, (ev) => {
+      if (ev.payload && ev.payload.target_branch && ev.payload.target_branch !== this.cs.target_branch) return;
+      this.refreshMerge();
+    }, this.streaming.signal, "now");
+    // Only overlaps, from the session's start: the stream replays those,
+    // not every write.
+    stream(`/v1/sessions/${encodeURIComponent(this.cs.session)}/events?type=overlap.detected`, (ev) => {
       if (ev.type !== "overlap.detected" || !ev.payload) return;
       const p = ev.payload;
       this.overlaps.set(p.other + "\0" + p.path, p);
@@ -64,6 +119,8 @@ class ChangesetPage {
   render() {
     const cs = this.cs;
     this.warnings = h("div", { id: "warnings", "aria-live": "polite" });
+    this.checksBox = h("div", { id: "checks-box", "aria-live": "polite" });
+    this.mergeBox = h("div", { id: "mergeability", "aria-live": "polite" });
     this.diffs = h("div", { id: "diffs" });
     this.fileList = h("div", { id: "files" });
     this.acceptBox = h("div", { id: "accept-result", "aria-live": "polite" });
@@ -72,6 +129,7 @@ class ChangesetPage {
       this.viewRev = Number(ev.target.value);
       try {
         await this.loadDiff();
+        this.renderChecks();
         this.renderFiles();
         this.renderDiffs();
       } catch (err) { notice(err); }
@@ -89,19 +147,22 @@ class ChangesetPage {
         h("dt", {}, "Status"), h("dd", { id: "cs-status" }, badge(cs.status)),
         h("dt", {}, "Agent"), h("dd", {}, agent),
         h("dt", {}, "Base → target"), h("dd", {}, h("code", { title: cs.base_commit }, short(cs.base_commit)), " → ",
-          h("a", { href: `/ui/repos/${encodeURIComponent(cs.repo)}/layers?branch=${encodeURIComponent(cs.target_branch)}` }, cs.target_branch)),
+          h("a", { href: layersHref(cs.repo, cs.target_branch) }, cs.target_branch)),
         h("dt", {}, h("label", { for: "revision" }, "Revision")), h("dd", {}, revPicker),
         h("dt", {}, "Changes"), h("dd", {}, cs.stats ? `${cs.stats.files} files, +${cs.stats.insertions} −${cs.stats.deletions}` : ""),
         cs.accepted_commit ? [h("dt", {}, "Accepted as"), h("dd", {}, h("code", {}, short(cs.accepted_commit)))] : null,
         cs.selection ? [h("dt", {}, "Left out"), h("dd", { id: "left-out" }, describeSelection(cs.selection.left_out))] : null),
+      this.checksBox,
+      this.mergeBox,
       this.warnings,
       symbols(cs.symbols),
       h("h2", {}, "Files"), this.fileList,
       h("div", { class: "diff-controls" }, modeRadios),
       this.diffs,
-      this.reviewForm(),
+      ["accepted", "undone", "rejected"].includes(cs.status) ? this.outcome() : this.reviewForm(),
       this.acceptForm(),
       reviewsList(cs.reviews || []));
+    this.renderChecks();
     this.renderWarnings();
     this.renderFiles();
     this.renderDiffs();
@@ -135,7 +196,7 @@ class ChangesetPage {
     const rows = this.diff.files.map((f, i) => {
       const state = this.fileState(f);
       const box = canAccept ? h("input", { type: "checkbox", class: "file-check", id: `file-${i}`, "data-path": f.path, checked: state !== "none",
-        onchange: (ev) => { this.sel.set(f.path, ev.target.checked ? "all" : new Set()); this.renderFiles(); this.renderDiffs(); } }) : null;
+        onchange: (ev) => { this.sel.set(f.path, ev.target.checked ? "all" : new Set()); this.syncFile(f); } }) : null;
       if (box && state === "some") box.indeterminate = true;
       return h("tr", {},
         canAccept ? h("td", {}, box, h("label", { for: `file-${i}`, class: "sr-only" }, `Accept ${f.path}`)) : null,
@@ -147,6 +208,22 @@ class ChangesetPage {
       h("thead", {}, h("tr", {}, canAccept ? h("th", { scope: "col" }, "Accept") : null, h("th", { scope: "col" }, "Status"),
         h("th", { scope: "col" }, "Path"), h("th", { scope: "col" }, "Added"), h("th", { scope: "col" }, "Removed"))),
       h("tbody", {}, rows)) : h("p", {}, "No changes."));
+  }
+
+  // syncFile shows one file's selection on its checkboxes (the file's in
+  // the list, its hunks' in its diff) in place: a click renders nothing
+  // again, so the other diffs, scroll and focus stay as they are.
+  syncFile(f) {
+    const state = this.fileState(f);
+    const sel = this.sel.get(f.path);
+    const path = CSS.escape(f.path);
+    for (const box of this.fileList.querySelectorAll(`input.file-check[data-path="${path}"]`)) {
+      box.checked = state !== "none";
+      box.indeterminate = state === "some";
+    }
+    for (const box of this.diffs.querySelectorAll(`input.hunk-check[data-path="${path}"]`)) {
+      box.checked = sel === "all" || (sel instanceof Set && sel.has(Number(box.dataset.hunk)));
+    }
   }
 
   comments(path) {
@@ -170,7 +247,7 @@ class ChangesetPage {
           s = s === "all" ? new Set(f.hunks.map((_, j) => j)) : new Set(s || []);
           if (on) s.add(k); else s.delete(k);
           this.sel.set(f.path, s.size === f.hunks.length ? "all" : s);
-          this.renderFiles();
+          this.syncFile(f);
         },
       } : null;
       return h("section", { class: "file", id: `diff-${i}`, "aria-labelledby": `diff-title-${i}` },
@@ -248,6 +325,26 @@ class ChangesetPage {
     return form;
   }
 
+  // outcome says how a changeset that is no longer under review ended,
+  // where the review form was.
+  outcome() {
+    const cs = this.cs;
+    const parts = [];
+    if (cs.status === "accepted" || cs.status === "undone") {
+      parts.push(h("p", {}, "Accepted as ", h("code", { title: cs.accepted_commit, class: "oid" }, short(cs.accepted_commit)), " on ",
+        h("a", { href: layersHref(cs.repo, cs.target_branch) }, cs.target_branch),
+        cs.status === "undone" ? ", then undone (see the branch's layers)." : "."));
+      if (cs.selection) parts.push(h("p", {}, "Left out, still in the session: ", describeSelection(cs.selection.left_out)));
+    } else {
+      const rejects = (cs.reviews || []).filter((r) => r.verdict === "reject" && r.revision === cs.revision);
+      const last = rejects[rejects.length - 1];
+      parts.push(h("p", {}, `Rejected on revision ${cs.revision}`, last ? [" by ", h("strong", {}, authorText(last)), last.body ? `: ${last.body}` : "."] : "."),
+        h("p", { class: "muted" }, "A new revision from its session reopens it for review."));
+    }
+    return h("section", { id: "outcome", class: "panel outcome-" + cs.status, "aria-labelledby": "outcome-title" },
+      h("h2", { id: "outcome-title" }, "Outcome ", badge(cs.status)), parts);
+  }
+
   // selection is the accept's select, or undefined for everything.
   selection() {
     const files = [], hunks = {};
@@ -290,12 +387,16 @@ class ChangesetPage {
           res.selection ? h("p", {}, "Left out, still in the session: ", describeSelection(res.selection.left_out),
             res.session_rebased ? " (the session now holds just that)." : "") : null,
           res.session_conflicts ? h("p", { class: "error" }, "The session could not be rebased: ", res.session_conflicts.map((c) => c.path).join(", ")) : null,
-          h("p", {}, h("a", { href: `/ui/repos/${encodeURIComponent(res.branch && this.cs.repo)}/layers?branch=${encodeURIComponent(res.branch)}` }, "See the branch's layers"))));
+          h("p", {}, h("a", { href: layersHref(this.cs.repo, res.branch) }, "See the branch's layers"))));
       } catch (err) {
         const parts = [errorBox(err)];
         const d = err.details || {};
         if (d.conflicts) parts.push(conflictsTable(d.conflicts));
         if (d.stale_reads) { this.staleReads = d.stale_reads; this.renderWarnings(); }
+        if (err.code === "checks_required" && d.checks) {
+          parts.push(h("ul", { id: "checks-required", class: "warnings" }, d.checks.map((c) => h("li", {},
+            h("code", {}, c.argv.join(" ")), ` is ${c.state}`))));
+        }
         clear(out, parts);
       }
     };

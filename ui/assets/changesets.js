@@ -1,6 +1,7 @@
 // The changesets list: filter by repository and status.
 import { get } from "./api.js";
 import { h, clear, age, badge, errorBox } from "./dom.js";
+import { checkBadge } from "./checks.js";
 
 const STATUSES = ["", "open", "approved", "changes_requested", "rejected", "accepted", "undone"];
 
@@ -49,7 +50,7 @@ function table(list) {
   return h("table", { class: "list" },
     h("caption", { class: "sr-only" }, "Changesets, newest first"),
     h("thead", {}, h("tr", {},
-      ["Intent", "Repository", "Agent", "Target", "Revision", "Status", "Age", "Approvals"].map((c) => h("th", { scope: "col" }, c)))),
+      ["Intent", "Repository", "Agent", "Target", "Revision", "Status", "Checks", "Age", "Approvals"].map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", {}, list.map((c) => h("tr", {},
       h("td", { "data-label": "Intent" }, h("a", { href: "/ui/changesets/" + c.id, class: "cs-link" }, c.intent || "(no intent)")),
       h("td", { "data-label": "Repository" }, c.repo),
@@ -57,6 +58,7 @@ function table(list) {
       h("td", { "data-label": "Target" }, c.target_branch),
       h("td", { "data-label": "Revision" }, String(c.revision)),
       h("td", { "data-label": "Status" }, badge(c.status)),
+      h("td", { "data-label": "Checks", class: "checks-cell" }, checkBadge(c.checks)),
       h("td", { "data-label": "Age" }, h("time", { datetime: c.created_at, title: c.created_at }, age(c.created_at))),
       h("td", { "data-label": "Approvals" }, String(c.approvals ?? 0))))));
 }

@@ -19,8 +19,15 @@ export async function layersPage(repo, branch) {
   const pick = h("select", { id: "branch", onchange: (ev) => { location.search = "?branch=" + encodeURIComponent(ev.target.value); } },
     branches.map((b) => h("option", { value: b.name, selected: b.name === branch }, b.name)));
   const load = async () => {
-    const layers = (await get(`/v1/repos/${r}/layers?branch=${encodeURIComponent(branch)}`)).layers || [];
-    const intents = await Promise.all(layers.map((l) => get(`/v1/changesets/${l.changeset}`).then((c) => c.intent).catch(() => "")));
+    // A layer's changeset is accepted or undone: two listings name every
+    // layer's intent, however many layers there are.
+    const [listed, accepted, undone] = await Promise.all([
+      get(`/v1/repos/${r}/layers?branch=${encodeURIComponent(branch)}`),
+      get(`/v1/changesets?repo=${r}&status=accepted`).catch(() => ({})),
+      get(`/v1/changesets?repo=${r}&status=undone`).catch(() => ({}))]);
+    const layers = listed.layers || [];
+    const intentOf = new Map([...(accepted.changesets || []), ...(undone.changesets || [])].map((c) => [c.id, c.intent]));
+    const intents = layers.map((l) => intentOf.get(l.changeset) || "");
     clear(list, layers.length ? h("ol", { class: "layers-list", reversed: true }, layers.map((l, i) => h("li", { class: "layer layer-" + l.state },
       h("div", {}, h("a", { href: `/ui/changesets/${l.changeset}` }, intents[i] || short(l.changeset)), " ", badge(l.state)),
       h("div", { class: "muted" }, "commit ", h("code", {}, short(l.commit)), `, accepted ${age(l.accepted_at)}`,

@@ -1,6 +1,9 @@
 // Live sessions with their state, agent, intent, changed files and overlap
-// warnings, kept current by each repository's event stream.
-import { get, stream } from "./api.js";
+// warnings, kept current by each repository's event stream. The page
+// follows live sessions only: a stream starts now (not at the start of
+// the log), a session's earlier overlaps come from its own events, and a
+// session that closes is dropped.
+import { get, getList, stream } from "./api.js";
 import { h, clear, short, age, badge, errorBox, agentLabel } from "./dom.js";
 
 const LIVE = new Set(["active", "submitted"]);
@@ -8,7 +11,7 @@ const LIVE = new Set(["active", "submitted"]);
 export async function sessionsPage() {
   document.title = "Sessions · sessiond";
   const repos = (await get("/v1/repos")).repos || [];
-  const rows = new Map(); // id → {session, files, overlaps}
+  const rows = new Map(); // id → {session, files, overlaps}: live sessions only
   const tbody = h("tbody", { id: "sessions-body" });
   const status = h("p", { class: "muted", id: "sessions-status", "aria-live": "polite" });
   const root = h("section", {},
@@ -20,6 +23,7 @@ export async function sessionsPage() {
   const draw = () => {
     const live = [...rows.values()].filter((r) => LIVE.has(r.session.state)).sort((a, b) => b.session.last_active_at.localeCompare(a.session.last_active_at));
     clear(tbody, live.length ? live.map(row) : h("tr", {}, h("td", { colspan: 8 }, "No live sessions.")));
+    tbody.dataset.tracked = [...rows.keys()].join(" ");
     status.textContent = `${live.length} live session${live.length === 1 ? "" : "s"}, updated ${new Date().toLocaleTimeString()}`;
   };
   const row = (r) => {
@@ -38,13 +42,22 @@ export async function sessionsPage() {
       h("td", { "data-label": "Last active" }, h("time", { datetime: s.last_active_at }, age(s.last_active_at))));
   };
   const refresh = async (id) => {
-    const r = rows.get(id) || { overlaps: new Map(), files: [] };
+    const known = rows.get(id);
+    const r = known || { overlaps: new Map(), files: [] };
     try {
       r.session = await get(`/v1/sessions/${id}`);
       r.error = null;
-      if (LIVE.has(r.session.state)) {
-        const tree = await get(`/v1/sessions/${id}/tree?only_modified=true&recursive=true`);
-        r.files = (tree.entries || []).filter((e) => e.type !== "dir" || e.status === "deleted");
+      if (!LIVE.has(r.session.state)) {
+        rows.delete(id);
+        return;
+      }
+      const [tree, overlaps] = await Promise.all([
+        get(`/v1/sessions/${id}/tree?only_modified=true&recursive=true`),
+        // The overlaps found before the page followed this session.
+        known ? null : getList(`/v1/sessions/${id}/events?type=overlap.detected`).catch(() => null)]);
+      r.files = (tree.entries || []).filter((e) => e.type !== "dir" || e.status === "deleted");
+      for (const ev of (overlaps && overlaps.events) || []) {
+        if (ev.payload) r.overlaps.set(ev.payload.other + "\0" + ev.payload.path, ev.payload);
       }
     } catch (err) {
       if (!r.session) return;
@@ -68,10 +81,8 @@ export async function sessionsPage() {
     })();
   };
 
-  const sessions = (await get("/v1/sessions")).sessions || [];
-  await Promise.all(sessions.filter((s) => LIVE.has(s.state)).map((s) => refresh(s.id)));
-  draw();
-  if (!repos.length) status.textContent = "No repositories.";
+  // The streams start first, so what happens while the list loads is
+  // seen too.
   const ctl = new AbortController();
   for (const repo of repos) {
     stream(`/v1/repos/${encodeURIComponent(repo.name)}/events`, (ev) => {
@@ -82,11 +93,15 @@ export async function sessionsPage() {
         if (r) {
           r.overlaps.set(ev.payload.other + "\0" + ev.payload.path, ev.payload);
           draw();
-        }
+        } else schedule(id); // a session the page does not follow yet: its overlaps come with it
         return;
       }
       schedule(id);
-    }, ctl.signal, 0); // from the start: the overlaps found before the page opened
+    }, ctl.signal, "now");
   }
+  const lists = await Promise.all([...LIVE].map((st) => get(`/v1/sessions?state=${st}`)));
+  await Promise.all(lists.flatMap((l) => l.sessions || []).map((s) => refresh(s.id)));
+  draw();
+  if (!repos.length) status.textContent = "No repositories.";
   return root;
 }

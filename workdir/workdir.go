@@ -26,6 +26,9 @@ type Config struct {
 	Mode Mode
 	// CacheBytes bounds the base checkouts kept (0: no bound).
 	CacheBytes int64
+	// ToolCacheBytes bounds each repository's shared tool caches (0: no
+	// bound; see caches.go).
+	ToolCacheBytes int64
 	// Hide lists paths hidden from commands (the data directory, the
 	// registered repositories), asked before each command.
 	Hide func() []string
@@ -63,6 +66,7 @@ type Manager struct {
 	show     []string
 	cgroups  *cgroups
 	reach    reachCache
+	tools    *toolCaches
 
 	mu        sync.Mutex
 	scratches map[string]*Scratch
@@ -100,6 +104,7 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{
 		dir: cfg.Dir, exe: exe, cache: cache, hide: cfg.Hide, limits: cfg.Limits.Fill(DefaultLimits), show: cfg.Show,
 		scratches: map[string]*Scratch{}, running: map[*exec.Cmd]struct{}{},
+		tools: newToolCaches(filepath.Join(cfg.Dir, "caches"), cfg.ToolCacheBytes),
 	}
 	logf := cfg.Logf
 	if logf == nil {
@@ -254,6 +259,7 @@ func (m *Manager) track(cmd *exec.Cmd, add bool) {
 // Close kills every running command (their process trees and mounts go
 // with them) and refuses new ones.
 func (m *Manager) Close() error {
+	defer m.tools.idle()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true

@@ -58,12 +58,15 @@ type goModule struct {
 
 // newGoModule builds the dependency's proxy directory and the module's
 // repository, with a go.sum made by the go command from that proxy.
-func newGoModule(t *testing.T) *goModule {
+func newGoModule(t testing.TB) *goModule {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}
-	proxy := outsideDir(t)
+	// Below outsideRoot, which the managers of these tests show.
+	proxy, err := os.MkdirTemp(outsideRoot(), "proxy-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(proxy) })
 	v := filepath.Join(proxy, "example.com", "dep", "@v")
 	require.NoError(t, os.MkdirAll(v, 0o755))
 	depMod := "module example.com/dep\n\ngo 1.21\n"
@@ -112,7 +115,9 @@ func newGoModule(t *testing.T) *goModule {
 	r, err := gitstore.Open(dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
-	tree, err := r.TreeOf(t.Context(), mustRev(t, r, "HEAD"))
+	head, err := r.ResolveRevision(t.Context(), "HEAD")
+	require.NoError(t, err)
+	tree, err := r.TreeOf(t.Context(), head)
 	require.NoError(t, err)
 	return &goModule{repo: r, dir: dir, tree: tree, proxy: proxy}
 }

@@ -241,7 +241,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		Argv: argv, Cwd: cwd, Env: env, Stdin: opts.Stdin, Timeout: timeout,
 		Network: opts.Network, OutputCap: m.exec.OutputCap, Output: opts.Output,
 		Workspace: workspaceOf(view), Limits: limits,
-		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: opts.Caches == CachesPrivate || ls.policy.limitsReads()},
+		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: opts.Caches == CachesPrivate || ls.meta.Caches == CachesPrivate || ls.policy.limitsReads()},
 	})
 	if err != nil {
 		sc.Abort()

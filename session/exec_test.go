@@ -518,5 +518,18 @@ func TestExecToolCaches(t *testing.T) {
 		assert.NotEqual(t, 0, res.ExitCode, "caches: private still saw the shared cache")
 		res = run(b.ID, session.CachesShared, `cat "$GOCACHE/marker"`)
 		assert.Equal(t, "shared\n", string(res.Stdout))
+
+		// caches: private on the session, kept by the store and its forks.
+		p := e.create(session.CreateOptions{Caches: session.CachesPrivate})
+		got, err := e.m.Get(t.Context(), p.ID)
+		require.NoError(t, err)
+		assert.Equal(t, session.CachesPrivate, got.Caches)
+		res = run(p.ID, "", `cat "$GOCACHE/marker"`)
+		assert.NotEqual(t, 0, res.ExitCode, "a private session saw the shared cache")
+		f, err := e.m.Fork(t.Context(), p.ID, session.ForkOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, session.CachesPrivate, f.Caches)
+		_, err = e.m.Create(t.Context(), session.CreateOptions{Repo: "r", Caches: "public"})
+		assert.ErrorIs(t, err, record.ErrInvalid)
 	})
 }

@@ -59,6 +59,13 @@
 //     cancellation, shutdown or a crash of the daemon (the helper has a
 //     parent-death signal).
 //
+// It also owns the repositories' shared tool caches (caches.go):
+// <data>/workdir/caches/<repo>, mounted read-write at /cache in every
+// command of the repository's sessions (or the session's own, in its
+// scratch, for private ones), the environment pointing Go, npm, pip, uv
+// and cargo at them, trimmed least recently used within a budget after a
+// command ends and never while one of that repository runs.
+//
 // Invariants:
 //   - A scratch directory reflects the record at its saved sequence
 //     number, or carries a "running" marker: a command may have changed

@@ -133,16 +133,27 @@ func (g *goModule) view(id string) workdir.View {
 // run runs script in session id's view with caches c, settling after.
 func (g *goModule) run(t testing.TB, m *workdir.Manager, id string, c workdir.Caches, script string, env ...string) workdir.Result {
 	t.Helper()
-	v := g.view(id)
-	s, err := m.Prepare(t.Context(), v)
+	res, err := g.runErr(t.Context(), m, id, c, script, env...)
 	require.NoError(t, err)
-	res, err := s.Run(t.Context(), workdir.Command{
+	return res
+}
+
+// runErr is run for a goroutine other than the test's.
+func (g *goModule) runErr(ctx context.Context, m *workdir.Manager, id string, c workdir.Caches, script string, env ...string) (workdir.Result, error) {
+	v := g.view(id)
+	s, err := m.Prepare(ctx, v)
+	if err != nil {
+		return workdir.Result{}, err
+	}
+	res, err := s.Run(ctx, workdir.Command{
 		Argv: []string{"/bin/sh", "-c", script}, Workspace: cacheWorkspace, Caches: c,
 		Env: append([]string{"GOTOOLCHAIN=local", "GOSUMDB=off"}, env...),
 	})
-	require.NoError(t, err)
-	require.NoError(t, s.Settle(t.Context(), v, nil))
-	return res
+	if err != nil {
+		s.Abort()
+		return res, err
+	}
+	return res, s.Settle(ctx, v, nil)
 }
 
 // TestSharedGoCaches: the first session's go test downloads the
@@ -238,12 +249,13 @@ func TestTrimNeverDuringCommand(t *testing.T) {
 		shared := workdir.Caches{Repo: "mod"}
 		var wg sync.WaitGroup
 		var long workdir.Result
+		var longErr error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// Writes 100 KiB, waits for the other command's mark, then
 			// checks its file is still there.
-			long = g.run(t, m, "long", shared, `head -c 102400 /dev/zero > "$GOCACHE/long"; `+
+			long, longErr = g.runErr(t.Context(), m, "long", shared, `head -c 102400 /dev/zero > "$GOCACHE/long"; `+
 				`while [ ! -e "$GOCACHE/short-done" ]; do sleep 0.02; done; sleep 0.2; test -e "$GOCACHE/long" && echo kept`)
 		}()
 		// The short command runs once the long one has written its file.
@@ -260,6 +272,7 @@ func TestTrimNeverDuringCommand(t *testing.T) {
 		_, err := os.Stat(longFile)
 		require.NoError(t, err, "trimmed while a command of the repository ran")
 		wg.Wait()
+		require.NoError(t, longErr)
 		require.Equal(t, 0, long.ExitCode, "%s%s", long.Stdout, long.Stderr)
 		assert.Equal(t, "kept\n", string(long.Stdout))
 		m.CachesIdle()

@@ -35,6 +35,15 @@ func TestToolCachesOverHTTP(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, 0, res.ExitCode, "caches private on the request still saw the shared cache")
 
+	// The same through the command line.
+	clientEnv(t, d, b.ID)
+	r := runCLI(t, "", "exec", "--", "sh", "-c", `cat "$GOCACHE/marker"`)
+	assert.Equal(t, "shared\n", r.stdout, r.stderr)
+	r = runCLI(t, "", "exec", "--caches", "private", "--", "sh", "-c", `cat "$GOCACHE/marker"`)
+	assert.NotEqual(t, exitOK, r.code, "sessiond exec --caches private still saw the shared cache")
+	r = runCLI(t, "", "exec", "--caches", "public", "--", "true")
+	assert.Equal(t, exitUsage, r.code, r.stderr)
+
 	p, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", Caches: "private"})
 	require.NoError(t, err)
 	got, err := d.C.GetSession(ctx, p.ID)

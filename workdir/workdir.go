@@ -455,6 +455,10 @@ func (s *Scratch) Settle(ctx context.Context, v View, paths []string) error {
 		if err := removeAll(filepath.Join(s.dir, "home")); err != nil {
 			return fmt.Errorf("workdir: settle %s: %w", s.id, err)
 		}
+		// Its private tool caches too (caches.go).
+		if err := removeAll(filepath.Join(s.dir, "cache")); err != nil {
+			return fmt.Errorf("workdir: settle %s: %w", s.id, err)
+		}
 		s.overLimit = false
 		s.st.Usage = sweep(s.dir)
 	} else if err := s.layer.sync(ctx, v, paths); err != nil {

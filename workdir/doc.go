@@ -46,7 +46,8 @@
 //     empty capability bounding set, no_new_privs, Landlock (where the
 //     kernel has it) and no descriptor above 2, so the command holds no
 //     capability and can gain none, cannot change a mount, and writes only
-//     to its view, its home and its temporary directories. Limits
+//     to its view, its home, its tool caches (/cache) and its temporary
+//     directories. Limits
 //     (limits.go): memory, processes and CPU weight by a cgroup per
 //     command (v2 where delegated, else v1's memory, pids, cpu and freezer
 //     hierarchies, else rlimits, and the result says which), the private

@@ -84,3 +84,22 @@ func TestCacheRepoName(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ents)
 }
+
+// TestTrimFollowsNoSymlink: a command may leave symlinks in a shared
+// cache; a trim removes the link, never what it points to.
+func TestTrimFollowsNoSymlink(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "keep"), make([]byte, 4<<10), 0o644))
+	for _, c := range []string{"go-build", "go-mod"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, c), 0o755))
+		require.NoError(t, os.Symlink(outside, filepath.Join(dir, c, "link")))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, c, "entry"), make([]byte, 1<<10), 0o644))
+	}
+	left, err := trimCaches(dir, 0)
+	require.NoError(t, err)
+	assert.Zero(t, left)
+	_, err = os.Stat(filepath.Join(outside, "keep"))
+	assert.NoError(t, err, "a trim followed a symlink out of the cache")
+	_, err = os.Lstat(filepath.Join(dir, "go-mod"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}

@@ -35,6 +35,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 		Argv: req.Argv, Command: req.Command, Cwd: req.Cwd, Env: req.Env, Stdin: []byte(req.Stdin),
 		Timeout: time.Duration(req.TimeoutSeconds * float64(time.Second)),
 		Network: req.Network != nil && *req.Network, Record: session.RecordMode(req.Record),
+		Caches: req.Caches,
 	}
 	stream := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	var (

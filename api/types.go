@@ -34,7 +34,10 @@ func toSession(s session.Session) apitypes.Session {
 		ID: s.ID.String(), Repo: s.Repo, AgentID: s.AgentID, AgentName: s.AgentName, Intent: s.Intent,
 		BaseCommit: oidText(s.BaseCommit), BaseRef: s.BaseRef, Mode: string(s.Mode), State: string(s.State),
 		Policy: toPolicy(s.Policy), Head: oidText(s.Head), Seq: s.Seq, Checkpoints: s.Checkpoints,
-		CreatedAt: s.CreatedAt, LastActiveAt: s.LastActiveAt,
+		CreatedAt: s.CreatedAt, LastActiveAt: s.LastActiveAt, Caches: session.CachesShared,
+	}
+	if s.Caches == session.CachesPrivate {
+		out.Caches = s.Caches
 	}
 	if s.Parent != [16]byte{} {
 		out.Parent = s.Parent.String()

@@ -17,6 +17,9 @@ type ExecRequest struct {
 	Network *bool `json:"network,omitempty"`
 	// Record is always (the default), on_success or never.
 	Record string `json:"record,omitempty"`
+	// Caches is shared (the default: the repository's shared tool
+	// caches) or private (the session's own).
+	Caches string `json:"caches,omitempty"`
 }
 
 // ExecChange is one path the command changed.

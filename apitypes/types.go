@@ -40,17 +40,20 @@ type Policy struct {
 // Session is one agent's session. Token is set only in the answer to a
 // create or a fork when auth is on.
 type Session struct {
-	ID           string     `json:"id"`
-	Repo         string     `json:"repo"`
-	Parent       string     `json:"parent,omitempty"`
-	AgentID      string     `json:"agent_id"`
-	AgentName    string     `json:"agent_name"`
-	Intent       string     `json:"intent"`
-	BaseCommit   string     `json:"base_commit"`
-	BaseRef      string     `json:"base_ref,omitempty"`
-	Mode         string     `json:"mode"`
-	State        string     `json:"state"`
-	Policy       Policy     `json:"policy"`
+	ID         string `json:"id"`
+	Repo       string `json:"repo"`
+	Parent     string `json:"parent,omitempty"`
+	AgentID    string `json:"agent_id"`
+	AgentName  string `json:"agent_name"`
+	Intent     string `json:"intent"`
+	BaseCommit string `json:"base_commit"`
+	BaseRef    string `json:"base_ref,omitempty"`
+	Mode       string `json:"mode"`
+	State      string `json:"state"`
+	Policy     Policy `json:"policy"`
+	// Caches is "private" for a session whose commands get tool caches
+	// of their own, else "shared".
+	Caches       string     `json:"caches"`
 	Head         string     `json:"head"`
 	Seq          int64      `json:"seq"`
 	Checkpoints  int        `json:"checkpoints"`
@@ -70,6 +73,9 @@ type CreateSessionRequest struct {
 	Mode       string  `json:"mode,omitempty"`
 	TTLSeconds int64   `json:"ttl_seconds,omitempty"`
 	Policy     *Policy `json:"policy,omitempty"`
+	// Caches is shared (the default) or private: every command of the
+	// session gets tool caches of its own.
+	Caches string `json:"caches,omitempty"`
 }
 
 // ForkRequest forks a session from its current view or a checkpoint.

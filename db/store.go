@@ -284,7 +284,7 @@ func collect[T any](rs rows, scan func(scanner) (T, error)) ([]T, error) {
 // Sessions.
 
 const sessionCols = `id, repo, parent, agent_id, agent_name, intent, base_commit, base_ref, mode,
-	state, policy, head, seq, checkpoints, created_at, last_active_at, expires_at`
+	state, policy, head, seq, checkpoints, created_at, last_active_at, expires_at, caches`
 
 // Writable states; a mutation of a session in any other state is refused.
 const liveStates = `('active', 'submitted')`
@@ -307,10 +307,10 @@ func (s *store) CreateSession(ctx context.Context, ss session.Session) error {
 		return err
 	}
 	_, err = s.r.exec(ctx, `INSERT INTO sessions (`+sessionCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, 0, $13, $14, $15)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, 0, $13, $14, $15, $16)`,
 		ss.ID.String(), ss.Repo, uuidArg(ss.Parent), ss.AgentID, ss.AgentName, ss.Intent,
 		oidArg(ss.BaseCommit), ss.BaseRef, string(ss.Mode), string(ss.State), policy,
-		oidArg(ss.Head), timeArg(ss.CreatedAt), timeArg(ss.LastActiveAt), timeArg(ss.ExpiresAt))
+		oidArg(ss.Head), timeArg(ss.CreatedAt), timeArg(ss.LastActiveAt), timeArg(ss.ExpiresAt), ss.Caches)
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", ss.ID, err)
 	}
@@ -325,7 +325,7 @@ func scanSession(sc scanner) (session.Session, error) {
 	err := sc.Scan(uuidCol{&ss.ID}, &ss.Repo, uuidCol{&ss.Parent}, &ss.AgentID, &ss.AgentName,
 		&ss.Intent, oidCol{&ss.BaseCommit}, &ss.BaseRef, &mode, &state, textCol{&polic},
 		oidCol{&ss.Head}, &ss.Seq, &ss.Checkpoints, timeCol{&ss.CreatedAt},
-		timeCol{&ss.LastActiveAt}, timeCol{&ss.ExpiresAt})
+		timeCol{&ss.LastActiveAt}, timeCol{&ss.ExpiresAt}, &ss.Caches)
 	if err != nil {
 		return ss, err
 	}

@@ -102,6 +102,11 @@ type ExecOptions struct {
 	Network bool
 	Record  RecordMode
 	Actor   string
+	// Caches is "shared" (the default: the repository's shared tool
+	// caches) or "private" (the session's own). A session whose policy
+	// limits reads always gets private ones, so hidden content never
+	// reaches a cache another session reads.
+	Caches string
 	// Output, when set, receives the output as it comes.
 	Output func(stream string, p []byte)
 }
@@ -155,6 +160,12 @@ type ExecResult struct {
 	Prepare time.Duration
 	Setup   workdir.Setup
 }
+
+// Values of ExecOptions.Caches.
+const (
+	CachesShared  = "shared"
+	CachesPrivate = "private"
+)
 
 // Rules of rejected exec changes beside overlay's path rules.
 const (
@@ -238,6 +249,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		Argv: argv, Cwd: cwd, Env: env, Stdin: opts.Stdin, Timeout: timeout,
 		Network: opts.Network, OutputCap: m.exec.OutputCap, Output: opts.Output,
 		Workspace: workspaceOf(view), Limits: limits,
+		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: opts.Caches == CachesPrivate || ls.meta.Caches == CachesPrivate || ls.policy.limitsReads()},
 	})
 	if err != nil {
 		sc.Abort()
@@ -358,6 +370,11 @@ func (m *Executor) checkExec(opts *ExecOptions) (argv []string, cwd string, time
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
 			return nil, "", 0, fmt.Errorf("%w: environment variable %q", record.ErrInvalid, k)
 		}
+	}
+	switch opts.Caches {
+	case "", CachesShared, CachesPrivate:
+	default:
+		return nil, "", 0, fmt.Errorf("%w: caches %q: use shared or private", record.ErrInvalid, opts.Caches)
 	}
 	switch opts.Record {
 	case "":

@@ -243,6 +243,7 @@ func TestExecRefusesBadInput(t *testing.T) {
 		"long timeout": {Argv: []string{"true"}, Timeout: time.Hour},
 		"bad record":   {Argv: []string{"true"}, Record: "sometimes"},
 		"bad env":      {Argv: []string{"true"}, Env: map[string]string{"A=B": "c"}},
+		"bad caches":   {Argv: []string{"true"}, Caches: "public"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := e.en.Exec.Exec(t.Context(), s.ID, opts)
@@ -329,8 +330,12 @@ func TestExecEnvironment(t *testing.T) {
 	assert.Equal(t, workdir.HomeInside, env["HOME"], "the same home for every session")
 	assert.NotEmpty(t, env["GIT_CEILING_DIRECTORIES"])
 	assert.NotEmpty(t, env["LANG"])
+	// The tool caches (workdir/caches.go).
+	assert.Equal(t, workdir.CachesInside+"/go-build", env["GOCACHE"])
+	assert.Equal(t, "-modcacherw", env["GOFLAGS"])
+	cacheVars := []string{"GOCACHE", "GOMODCACHE", "GOFLAGS", "npm_config_cache", "PIP_CACHE_DIR", "UV_CACHE_DIR", "CARGO_HOME", "XDG_CACHE_HOME"}
 	for k := range env {
-		assert.Contains(t, []string{"PATH", "HOME", "LANG", "TERM", "TMPDIR", "GIT_CEILING_DIRECTORIES", "EXTRA", "PWD", "SHLVL", "_", "OLDPWD"}, k, "nothing of the daemon's environment leaks")
+		assert.Contains(t, append([]string{"PATH", "HOME", "LANG", "TERM", "TMPDIR", "GIT_CEILING_DIRECTORIES", "EXTRA", "PWD", "SHLVL", "_", "OLDPWD"}, cacheVars...), k, "nothing of the daemon's environment leaks")
 	}
 }
 
@@ -543,4 +548,53 @@ func TestExecRepositoryPolicy(t *testing.T) {
 
 	_, err = e.en.Repos.SetPolicy(t.Context(), repos.Policy{Repo: "r", Exec: repos.ExecPolicy{Pids: -1}})
 	require.ErrorIs(t, err, record.ErrInvalid)
+}
+
+// TestExecToolCaches: sessions of a repository share its tool caches and
+// see their view at one path (pwd and go env GOMOD agree); a session
+// whose policy limits reads, and an exec that asks for private caches,
+// get the session's own: they neither read what the shared caches hold
+// nor put anything there.
+func TestExecToolCaches(t *testing.T) {
+	forExecModes(t, func(t *testing.T, e *execEnv) {
+		goOff := map[string]string{"GOPROXY": "off", "GOTOOLCHAIN": "local"}
+		run := func(id uuid.UUID, caches, script string) session.ExecResult {
+			t.Helper()
+			res, err := e.en.Exec.Exec(t.Context(), id, session.ExecOptions{Command: script, Env: goOff, Caches: caches})
+			require.NoError(t, err)
+			return res
+		}
+		a := e.create(session.CreateOptions{})
+		b := e.create(session.CreateOptions{})
+		where := "pwd; go env GOMOD"
+		resA := run(a.ID, "", where+`; echo shared > "$GOCACHE/marker"`)
+		require.Equal(t, 0, resA.ExitCode, string(resA.Stderr))
+		resB := run(b.ID, "", where+`; cat "$GOCACHE/marker"`)
+		require.Equal(t, 0, resB.ExitCode, string(resB.Stderr))
+		assert.Equal(t, "/workspace/r\n/workspace/r/go.mod\n", string(resA.Stdout))
+		assert.Equal(t, string(resA.Stdout)+"shared\n", string(resB.Stdout))
+
+		limited := e.create(session.CreateOptions{Policy: session.Policy{Deny: []string{"docs/**"}}})
+		res := run(limited.ID, "", `cat "$GOCACHE/marker"; echo hidden > "$GOCACHE/leak"; cat "$GOCACHE/leak"`)
+		assert.Equal(t, "hidden\n", string(res.Stdout), "a read-limited session has caches of its own")
+		res = run(b.ID, "", `cat "$GOCACHE/leak"`)
+		assert.NotEqual(t, 0, res.ExitCode, "what a read-limited session cached reached the shared cache")
+		res = run(b.ID, session.CachesPrivate, `cat "$GOCACHE/marker"`)
+		assert.NotEqual(t, 0, res.ExitCode, "caches: private still saw the shared cache")
+		res = run(b.ID, session.CachesShared, `cat "$GOCACHE/marker"`)
+		assert.Equal(t, "shared\n", string(res.Stdout))
+
+		// caches: private on the session, kept by the store and its forks.
+		p := e.create(session.CreateOptions{Caches: session.CachesPrivate})
+		got, err := e.m.Get(t.Context(), p.ID)
+		require.NoError(t, err)
+		assert.Equal(t, session.CachesPrivate, got.Caches)
+		res = run(p.ID, "", `cat "$GOCACHE/marker"`)
+		assert.NotEqual(t, 0, res.ExitCode, "a private session saw the shared cache")
+		f, err := e.m.Fork(t.Context(), p.ID, session.ForkOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, session.CachesPrivate, f.Caches)
+		_, err = e.m.Create(t.Context(), session.CreateOptions{Repo: "r", Caches: "public"})
+		assert.ErrorIs(t, err, record.ErrInvalid)
+	})
 }

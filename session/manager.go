@@ -174,6 +174,9 @@ type CreateOptions struct {
 	// TTL is the idle time after which the session expires; zero: never.
 	TTL    time.Duration
 	Policy Policy
+	// Caches is CachesShared (or empty) or CachesPrivate: the tool caches
+	// of every command of the session (ExecOptions.Caches).
+	Caches string
 
 	// Set by Fork: the source's branch, the commit the fork starts on
 	// (Base is then its id and is not resolved again), and the tree of
@@ -201,6 +204,13 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 	}
 	if _, err := compilePolicy(opts.Policy); err != nil {
 		return Session{}, err
+	}
+	switch opts.Caches {
+	case CachesShared:
+		opts.Caches = ""
+	case "", CachesPrivate:
+	default:
+		return Session{}, fmt.Errorf("%w: caches %q: use shared or private", record.ErrInvalid, opts.Caches)
 	}
 	opts.AgentID, opts.AgentName = record.AgentIdentity(opts.AgentID, opts.AgentName)
 	r, err := m.repos.Open(ctx, opts.Repo)
@@ -233,7 +243,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 		ID: uuid.New(), Repo: opts.Repo, Parent: parent,
 		AgentID: opts.AgentID, AgentName: opts.AgentName, Intent: opts.Intent,
 		BaseCommit: commit, BaseRef: baseBranch, Mode: opts.Mode, State: StateActive,
-		Policy: opts.Policy, Head: commit, CreatedAt: now, LastActiveAt: now,
+		Policy: opts.Policy, Head: commit, CreatedAt: now, LastActiveAt: now, Caches: opts.Caches,
 	}
 	if opts.TTL > 0 {
 		s.ExpiresAt = now.Add(opts.TTL)

@@ -154,7 +154,10 @@ type Session struct {
 	BaseRef string
 	Mode    Mode
 	State   State
-	Policy  Policy
+	// Caches is "private" when every command gets the session's own tool
+	// caches; empty: the repository's shared ones (ExecOptions.Caches).
+	Caches string
+	Policy Policy
 	// Head is the commit the next checkpoint builds on: the latest
 	// checkpoint, or BaseCommit before the first. It moves only by
 	// compare-and-swap.

@@ -48,7 +48,8 @@
 //     empty capability bounding set, no_new_privs, Landlock (where the
 //     kernel has it) and no descriptor above 2, so the command holds no
 //     capability and can gain none, cannot change a mount, and writes only
-//     to its view, its home and its temporary directories. Limits
+//     to its view, its home, its tool caches (/cache) and its temporary
+//     directories. Limits
 //     (limits.go): memory, processes and CPU weight by a cgroup per
 //     command (v2 where delegated, else v1's memory, pids, cpu and freezer
 //     hierarchies, else rlimits of the command alone: it starts traced,
@@ -63,6 +64,13 @@
 //     killed too; the mounts die with the namespace, on timeout,
 //     cancellation, shutdown or a crash of the daemon (the helper has a
 //     parent-death signal).
+//
+// It also owns the repositories' shared tool caches (caches.go):
+// <data>/workdir/caches/<repo>, mounted read-write at /cache in every
+// command of the repository's sessions (or the session's own, in its
+// scratch, for private ones), the environment pointing Go, npm, pip, uv
+// and cargo at them, trimmed least recently used within a budget after a
+// command ends and never while one of that repository runs.
 //
 // Invariants:
 //   - A scratch directory reflects the record at its saved sequence

@@ -37,6 +37,8 @@ type Command struct {
 	Workspace string
 	// Limits bound the command; zero fields take the Manager's.
 	Limits Limits
+	// Caches are the tool caches the command gets (caches.go).
+	Caches Caches
 	// OutputCap is the bytes kept per stream (the tail); 0: 1 MiB.
 	OutputCap int
 	// Output, when set, is called with each chunk of output as it comes
@@ -179,6 +181,11 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		spec.Cwd = filepath.Join(view, c.Cwd)
 		spec.Env = minimalEnv(home, view, c.Env)
 	}
+	cachesDone, err := m.tools.use(s, c.Caches, m.isolated, &spec)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cachesDone()
 	cg, applied, err := m.limit(s, &spec, limits)
 	if err != nil {
 		return Result{}, err

@@ -26,6 +26,9 @@ type Config struct {
 	Mode Mode
 	// CacheBytes bounds the base checkouts kept (0: no bound).
 	CacheBytes int64
+	// ToolCacheBytes bounds each repository's shared tool caches (0: no
+	// bound; see caches.go).
+	ToolCacheBytes int64
 	// Hide lists paths hidden from commands (the data directory, the
 	// registered repositories), asked before each command.
 	Hide func() []string
@@ -69,6 +72,7 @@ type Manager struct {
 	noLandlock bool
 	cgroups    *cgroups
 	reach      reachCache
+	tools      *toolCaches
 
 	mu        sync.Mutex
 	scratches map[string]*Scratch
@@ -107,6 +111,7 @@ func New(cfg Config) (*Manager, error) {
 		dir: cfg.Dir, exe: exe, cache: cache, hide: cfg.Hide, limits: cfg.Limits.Fill(DefaultLimits), show: cfg.Show,
 		noLandlock: cfg.NoLandlock,
 		scratches:  map[string]*Scratch{}, running: map[*exec.Cmd]struct{}{},
+		tools: newToolCaches(filepath.Join(cfg.Dir, "caches"), cfg.ToolCacheBytes),
 	}
 	logf := cfg.Logf
 	if logf == nil {
@@ -261,6 +266,7 @@ func (m *Manager) track(cmd *exec.Cmd, add bool) {
 // Close kills every running command (their process trees and mounts go
 // with them) and refuses new ones.
 func (m *Manager) Close() error {
+	defer m.tools.idle()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
@@ -454,6 +460,10 @@ func (s *Scratch) Settle(ctx context.Context, v View, paths []string) error {
 			return fmt.Errorf("workdir: settle %s: %w", s.id, err)
 		}
 		if err := removeAll(filepath.Join(s.dir, "home")); err != nil {
+			return fmt.Errorf("workdir: settle %s: %w", s.id, err)
+		}
+		// Its private tool caches too (caches.go).
+		if err := removeAll(filepath.Join(s.dir, "cache")); err != nil {
 			return fmt.Errorf("workdir: settle %s: %w", s.id, err)
 		}
 		s.overLimit = false

@@ -210,6 +210,7 @@ type sessionNewCmd struct {
 	Mode      string  `help:"read_write (default) or read_only." placeholder:"MODE"`
 	TTL       seconds `help:"Idle time after which the session expires: seconds (600) or a duration (10m)." name:"ttl" placeholder:"DURATION"`
 	Policy    string  `help:"Path policy as JSON: {\"read\":[…],\"write\":[…],\"deny\":[…]}." placeholder:"JSON"`
+	Caches    string  `help:"Tool caches of its commands: shared (the repository's) or private (the session's own)." enum:"shared,private" default:"shared"`
 	Quiet     bool    `help:"Print only the session id." short:"q"`
 }
 
@@ -218,7 +219,7 @@ func (c *sessionNewCmd) Run(ctx context.Context, x *cli) error {
 		c.AgentID = os.Getenv("USER")
 	}
 	req := apitypes.CreateSessionRequest{Repo: c.Repo, Base: c.Base, AgentID: c.AgentID, AgentName: c.AgentName,
-		Intent: c.Intent, Mode: c.Mode, TTLSeconds: int64(time.Duration(c.TTL) / time.Second)}
+		Intent: c.Intent, Mode: c.Mode, TTLSeconds: int64(time.Duration(c.TTL) / time.Second), Caches: c.Caches}
 	if c.TTL > 0 && time.Duration(c.TTL) < time.Second {
 		return usagef("--ttl %s: the API counts whole seconds", time.Duration(c.TTL))
 	}

@@ -27,6 +27,7 @@ type execCmd struct {
 	NoNetwork bool          `help:"Run with only the command's own loopback (the default; kept for scripts)." hidden:""`
 	Env       []string      `help:"KEY=VALUE added to the command's minimal environment (repeatable)." short:"e" sep:"none" placeholder:"KEY=VALUE"`
 	Record    string        `help:"When to record what the command changed: always, on_success or never." enum:"always,on_success,never" default:"always"`
+	Caches    string        `help:"Tool caches: shared (the repository's) or private (the session's own)." enum:"shared,private" default:"shared"`
 	Stdin     bool          `help:"Send standard input to the command."`
 	Argv      []string      `arg:"" passthrough:"" help:"The command and its arguments, after --."`
 }
@@ -46,7 +47,7 @@ func (c *execCmd) Run(ctx context.Context, x *cli) error {
 	if c.Timeout < 0 {
 		return usagef("exec: --timeout %s: want a positive duration such as 30s or 10m (without it, 10m; the daemon caps it)", c.Timeout)
 	}
-	req := apitypes.ExecRequest{Argv: argv, Cwd: c.Cwd, TimeoutSeconds: c.Timeout.Seconds(), Record: c.Record}
+	req := apitypes.ExecRequest{Argv: argv, Cwd: c.Cwd, TimeoutSeconds: c.Timeout.Seconds(), Record: c.Record, Caches: c.Caches}
 	if c.Network && c.NoNetwork {
 		return usagef("exec: --network and --no-network: give one")
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessiond/sessiond/internal/durable"
+	"github.com/sessiond/sessiond/internal/failpoint"
 )
 
 // RefName is a full ref name such as "refs/heads/main", or "HEAD".
@@ -388,6 +390,12 @@ func (l *refLock) commit(data []byte) error {
 	if err := l.f.Sync(); err != nil {
 		return err
 	}
+	return l.install()
+}
+
+// install renames the written and fsynced lock file over the guarded
+// file (commit's last step).
+func (l *refLock) install() error {
 	l.closed = true
 	if err := l.f.Close(); err != nil {
 		return err
@@ -427,28 +435,12 @@ func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) er
 }
 
 func (r *Repo) updateRef(ctx context.Context, name RefName, newID, oldID OID) error {
-	if err := ValidateRefName(name); err != nil {
-		return err
-	}
-	if name == "HEAD" {
-		return fmt.Errorf("%w: HEAD is updated through its branch", ErrInvalidRef)
-	}
-	path := r.refs.refPath(name)
-	if err := durable.MkdirAll(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("update ref %s: %w", name, err)
-	}
-	lock, err := lockFile(ctx, path)
+	lock, err := r.refs.lockForUpdate(ctx, RefUpdate{Name: name, New: newID, Old: oldID})
 	if err != nil {
-		return fmt.Errorf("update ref %s: %w", name, err)
+		return err
 	}
 	defer lock.release()
-	cur, _, err := r.refs.readRefRaw(name)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	if cur != oldID {
-		return &RefConflictError{Name: name, Current: cur}
-	}
+	path := lock.path
 	if newID.IsZero() {
 		if err := r.refs.removePackedRef(ctx, name); err != nil {
 			return err
@@ -462,6 +454,125 @@ func (r *Repo) updateRef(ctx context.Context, name RefName, newID, oldID OID) er
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
 	return durable.SyncDir(filepath.Dir(path))
+}
+
+// RefUpdate is one compare-and-swap of UpdateRefs: Name from Old to New,
+// as UpdateRef takes them.
+type RefUpdate struct {
+	Name     RefName
+	New, Old OID
+}
+
+// UpdateRefs applies each update as UpdateRef does, each on its own (not
+// atomic together: one that fails leaves the others to succeed), sharing
+// the waits for the disk: every new value is written into its lock file,
+// the lock files are fsynced at once, renamed into place, and their
+// directories fsynced at once. errs[i] is update i's result. Two updates
+// of one ref in one call: the second fails (its lock is taken).
+func (r *Repo) UpdateRefs(ctx context.Context, ups []RefUpdate) []error {
+	errs := make([]error, len(ups))
+	locks := make([]*refLock, len(ups))
+	defer func() {
+		for _, l := range locks {
+			if l != nil {
+				l.release()
+			}
+		}
+	}()
+	for i, u := range ups {
+		if u.New.IsZero() { // a deletion: no content to share a sync for
+			errs[i] = r.UpdateRef(ctx, u.Name, u.New, u.Old)
+			continue
+		}
+		locks[i], errs[i] = r.refs.lockForUpdate(ctx, u)
+		if errs[i] == nil {
+			if _, err := locks[i].f.Write([]byte(u.New.String() + "\n")); err != nil {
+				errs[i] = fmt.Errorf("update ref %s: %w", u.Name, err)
+			}
+		}
+	}
+	inParallel(len(ups), func(i int) {
+		if errs[i] == nil && locks[i] != nil {
+			if err := locks[i].f.Sync(); err != nil {
+				errs[i] = fmt.Errorf("update ref %s: %w", ups[i].Name, err)
+			}
+		}
+	})
+	dirs := map[string][]int{}
+	for i, l := range locks {
+		if errs[i] != nil || l == nil {
+			continue
+		}
+		if err := l.install(); err != nil {
+			errs[i] = fmt.Errorf("update ref %s: %w", ups[i].Name, err)
+			continue
+		}
+		if len(dirs) == 0 && len(ups) > 1 {
+			failpoint.Hit(failpoint.RefsPartlyMoved)
+		}
+		dirs[filepath.Dir(l.path)] = append(dirs[filepath.Dir(l.path)], i)
+	}
+	dirList := slices.Collect(maps.Keys(dirs))
+	inParallel(len(dirList), func(j int) {
+		if err := durable.SyncDir(dirList[j]); err != nil {
+			for _, i := range dirs[dirList[j]] {
+				errs[i] = fmt.Errorf("update ref %s: %w", ups[i].Name, err)
+			}
+		}
+	})
+	for i := range errs {
+		errs[i] = r.noSpace(SpaceRefs, errs[i])
+	}
+	return errs
+}
+
+// lockForUpdate checks u, takes the lock of its loose ref and compares
+// the ref's value with u.Old; the caller releases the lock.
+func (r *refFiles) lockForUpdate(ctx context.Context, u RefUpdate) (*refLock, error) {
+	if err := ValidateRefName(u.Name); err != nil {
+		return nil, err
+	}
+	if u.Name == "HEAD" {
+		return nil, fmt.Errorf("%w: HEAD is updated through its branch", ErrInvalidRef)
+	}
+	path := r.refPath(u.Name)
+	if err := durable.MkdirAll(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("update ref %s: %w", u.Name, err)
+	}
+	lock, err := lockFile(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("update ref %s: %w", u.Name, err)
+	}
+	cur, _, err := r.readRefRaw(u.Name)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		lock.release()
+		return nil, err
+	}
+	if cur != u.Old {
+		lock.release()
+		return nil, &RefConflictError{Name: u.Name, Current: cur}
+	}
+	return lock, nil
+}
+
+// inParallel runs fn(0) … fn(n-1) concurrently (at most 16 at a time)
+// and waits for them: concurrent fsyncs share the file system's journal
+// commits.
+func inParallel(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
 }
 
 // removePackedRef rewrites packed-refs without name, under its own lock.

@@ -87,6 +87,27 @@ func (b *Batch) object(i int) rawObject {
 	return obj
 }
 
+// Absorb queues o's objects in b as well (o keeps them), so that one
+// Flush writes the objects of several batches: one pack, one fsync. Both
+// must be batches of the same repository.
+func (b *Batch) Absorb(o *Batch) error {
+	if o.r != b.r {
+		return fmt.Errorf("absorb a batch of %s into one of %s: not the same repository", o.r.gitDir, b.r.gitDir)
+	}
+	for i, id := range o.ids {
+		if _, dup := b.seen[id]; dup {
+			continue
+		}
+		b.seen[id] = struct{}{}
+		b.objs = append(b.objs, o.objs[i])
+		b.ids = append(b.ids, id)
+		if t := o.built[id]; t != nil {
+			b.built[id] = t
+		}
+	}
+	return nil
+}
+
 // AddBlob queues a blob.
 func (b *Batch) AddBlob(data []byte) OID { return b.Add(KindBlob, data) }
 

@@ -156,6 +156,13 @@ func (c *Committer[T]) run(items []T) (errs []error, panicked any) {
 	return c.commit(items), nil
 }
 
+// Queued is how many items are not yet in a batch being committed.
+func (c *Committer[T]) Queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
+}
+
 // Stats are a Committer's totals so far: batches committed and the items
 // in them.
 func (c *Committer[T]) Stats() (batches, items int64) {

@@ -48,7 +48,7 @@ func TestWritesDuringACommitShareTheNext(t *testing.T) {
 	for i := 1; i <= others; i++ {
 		wg.Go(func() { assert.NoError(t, c.Do(i)) })
 	}
-	waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return len(c.queue) == others })
+	waitFor(t, func() bool { return c.Queued() == others })
 	close(release)
 	wg.Wait()
 	require.Len(t, batches, 2)

@@ -1,0 +1,145 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/internal/failpoint"
+	"github.com/sessiond/sessiond/internal/groupcommit"
+)
+
+// commit is one mutation handed to its repository's committer: its new
+// objects, the move of its session's live ref, and its store
+// transaction. The committer makes a batch of them durable in the
+// package's durability order with shared waits for the disk: one pack
+// (one fsync) for every batch's objects, the refs' fsyncs at once, one
+// store transaction. Each keeps its own result.
+type commit struct {
+	ctx     context.Context
+	objects *gitstore.Batch
+	ref     gitstore.RefUpdate
+	// tx records the mutation in the batch's transaction, under the
+	// batch's context (not the request's: a request that leaves does not
+	// abort the others' transaction); it may run more than once (a retried
+	// transaction, or alone after a batch failed on another mutation's
+	// record) and has no other side effects.
+	tx func(context.Context, Tx) error
+	// refMoved is set once the live ref names ref.New.
+	refMoved bool
+}
+
+// committers holds one group committer per repository.
+type committers struct {
+	mu sync.Mutex
+	m  map[*gitstore.Repo]*groupcommit.Committer[*commit]
+}
+
+// durable makes c durable through r's committer, batched with the
+// concurrent mutations of other sessions of r.
+func (m *recorder) durable(r *gitstore.Repo, c *commit) error {
+	m.commits.mu.Lock()
+	gc := m.commits.m[r]
+	if gc == nil {
+		if m.commits.m == nil {
+			m.commits.m = map[*gitstore.Repo]*groupcommit.Committer[*commit]{}
+		}
+		gc = groupcommit.New(groupcommit.DefaultOptions, func(cs []*commit) []error { return m.commitBatch(r, cs) })
+		m.commits.m[r] = gc
+	}
+	m.commits.mu.Unlock()
+	return gc.Do(c)
+}
+
+// commitBatch makes a batch of mutations of repository r durable:
+// objects, refs, then the store, each step only for the mutations the
+// steps before did not fail. A mutation whose record fails in the shared
+// transaction is recorded alone and the others again without it, so that
+// it fails only itself (as bbolt's Batch does).
+func (m *recorder) commitBatch(r *gitstore.Repo, cs []*commit) []error {
+	errs := make([]error, len(cs))
+	// A request that left before its batch started is not written; one in
+	// a batch being written is seen through.
+	for i, c := range cs {
+		errs[i] = c.ctx.Err()
+	}
+	ctx := context.WithoutCancel(cs[0].ctx)
+	ok := func() []int {
+		var out []int
+		for i := range cs {
+			if errs[i] == nil {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+
+	// Objects: one flush for all; should it fail, each alone, so a
+	// mutation whose objects cannot be written fails only itself.
+	all := r.NewBatch()
+	for _, i := range ok() {
+		if err := all.Absorb(cs[i].objects); err != nil {
+			errs[i] = err
+		}
+	}
+	if err := all.Flush(ctx); err != nil {
+		for _, i := range ok() {
+			if err := cs[i].objects.Flush(ctx); err != nil {
+				errs[i] = fmt.Errorf("write objects: %w", err)
+			}
+		}
+	}
+
+	// Refs: each its own compare-and-swap, fsynced together.
+	idx := ok()
+	ups := make([]gitstore.RefUpdate, len(idx))
+	for j, i := range idx {
+		ups[j] = cs[i].ref
+	}
+	for j, err := range r.UpdateRefs(ctx, ups) {
+		if err != nil {
+			errs[idx[j]] = fmt.Errorf("pin overlay: %w", err)
+		} else {
+			cs[idx[j]].refMoved = true
+		}
+	}
+	if len(ups) > 0 {
+		failpoint.Hit(failpoint.RefMoved)
+	}
+
+	// The store: one transaction for all.
+	todo := ok()
+	for len(todo) > 0 {
+		failed := -1
+		err := m.store.InTx(ctx, func(tx Tx) error {
+			failed = -1
+			for _, i := range todo {
+				if err := cs[i].tx(ctx, tx); err != nil {
+					failed = i
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			break
+		}
+		if failed < 0 || len(todo) == 1 {
+			// Not one mutation's failure (the commit itself): all of them.
+			for _, i := range todo {
+				errs[i] = fmt.Errorf("record mutation: %w", err)
+			}
+			break
+		}
+		if err := m.store.InTx(ctx, func(tx Tx) error { return cs[failed].tx(ctx, tx) }); err != nil {
+			errs[failed] = fmt.Errorf("record mutation: %w", err)
+		}
+		todo = slices.DeleteFunc(todo, func(i int) bool { return i == failed })
+	}
+	if len(todo) > 0 {
+		failpoint.Hit(failpoint.StoreCommitted)
+	}
+	return errs
+}

@@ -232,11 +232,16 @@ func parsePacked(b []byte) (map[RefName]OID, error) {
 
 // ReadRef returns the object a ref names, following symbolic refs.
 func (r *Repo) ReadRef(ctx context.Context, name RefName) (OID, error) {
+	return r.refs.readRef(ctx, name)
+}
+
+// readRef is ReadRef: it follows symbolic refs, at most 8 deep.
+func (r *refFiles) readRef(ctx context.Context, name RefName) (OID, error) {
 	for range 8 {
 		if err := ctx.Err(); err != nil {
 			return OID{}, err
 		}
-		id, sym, err := r.refs.readRefRaw(name)
+		id, sym, err := r.readRefRaw(name)
 		if err != nil {
 			return OID{}, err
 		}
@@ -262,15 +267,15 @@ func (r *Repo) HeadBranch() (string, error) {
 // ListRefs returns the refs whose names start with prefix, sorted by name;
 // a loose ref wins over a packed one.
 func (r *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
-	return r.listRefs(ctx, prefix)
+	return r.refs.list(ctx, prefix)
 }
 
-// listRefs returns the refs whose names start with any of prefixes,
+// list returns the refs whose names start with any of prefixes,
 // sorted by name, reading packed-refs once and walking only the
 // directories of loose refs the prefixes lie in (refs/heads for
 // "refs/heads/", not every session's refs).
-func (r *Repo) listRefs(ctx context.Context, prefixes ...string) ([]Ref, error) {
-	packed, err := r.refs.packedSnapshot()
+func (r *refFiles) list(ctx context.Context, prefixes ...string) ([]Ref, error) {
+	packed, err := r.packedSnapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +298,7 @@ func (r *Repo) listRefs(ctx context.Context, prefixes ...string) ([]Ref, error) 
 			continue
 		}
 		walked[dir] = true
-		if err := r.walkLooseRefs(ctx, dir, loose); err != nil {
+		if err := r.walkLoose(ctx, dir, loose); err != nil {
 			return nil, fmt.Errorf("list refs: %w", err)
 		}
 	}
@@ -312,9 +317,9 @@ func (r *Repo) listRefs(ctx context.Context, prefixes ...string) ([]Ref, error) 
 	return out, nil
 }
 
-// walkLooseRefs puts into refs the value of every loose ref below dir
+// walkLoose puts into refs the value of every loose ref below dir
 // (a slash-separated path under the git directory, such as "refs/heads").
-func (r *Repo) walkLooseRefs(ctx context.Context, dir string, refs map[RefName]OID) error {
+func (r *refFiles) walkLoose(ctx context.Context, dir string, refs map[RefName]OID) error {
 	root := filepath.Join(r.gitDir, filepath.FromSlash(dir))
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -331,7 +336,7 @@ func (r *Repo) walkLooseRefs(ctx context.Context, dir string, refs map[RefName]O
 		}
 		rel, _ := filepath.Rel(r.gitDir, p)
 		name := RefName(filepath.ToSlash(rel))
-		if id, err := r.ReadRef(ctx, name); err == nil {
+		if id, err := r.readRef(ctx, name); err == nil {
 			refs[name] = id
 		}
 		return nil
@@ -431,18 +436,19 @@ var testHookLockCommitted func(path string)
 // new value is fsynced and renamed into place; the object it names must
 // already be durable. A mismatch fails with *RefConflictError.
 func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) error {
-	return r.noSpace(SpaceRefs, r.updateRef(ctx, name, newID, oldID))
+	return r.noSpace(SpaceRefs, r.refs.update(ctx, name, newID, oldID))
 }
 
-func (r *Repo) updateRef(ctx context.Context, name RefName, newID, oldID OID) error {
-	lock, err := r.refs.lockForUpdate(ctx, RefUpdate{Name: name, New: newID, Old: oldID})
+// update is UpdateRef without the check for a full disk.
+func (r *refFiles) update(ctx context.Context, name RefName, newID, oldID OID) error {
+	lock, err := r.lockForUpdate(ctx, RefUpdate{Name: name, New: newID, Old: oldID})
 	if err != nil {
 		return err
 	}
 	defer lock.release()
 	path := lock.path
 	if newID.IsZero() {
-		if err := r.refs.removePackedRef(ctx, name); err != nil {
+		if err := r.removePackedRef(ctx, name); err != nil {
 			return err
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -481,7 +487,7 @@ func (r *Repo) UpdateRefs(ctx context.Context, ups []RefUpdate) []error {
 	}()
 	for i, u := range ups {
 		if u.New.IsZero() { // a deletion: no content to share a sync for
-			errs[i] = r.UpdateRef(ctx, u.Name, u.New, u.Old)
+			errs[i] = r.refs.update(ctx, u.Name, u.New, u.Old)
 			continue
 		}
 		locks[i], errs[i] = r.refs.lockForUpdate(ctx, u)

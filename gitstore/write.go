@@ -133,7 +133,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 		if err == nil && !found && len(b.r.alternates) > 0 {
 			// An alternate's object is not copied (nor touched: the
 			// alternate is only read).
-			found, err = b.r.inAlternates(ctx, id)
+			found, err = b.r.alternates.has(ctx, id)
 		}
 		if err != nil {
 			return err
@@ -147,14 +147,14 @@ func (b *Batch) Flush(ctx context.Context) error {
 	case 0:
 	case 1:
 		i := fresh[0]
-		err = b.r.writeLoose(b.ids[i], b.object(i))
+		err = b.r.writer().writeLoose(b.ids[i], b.object(i))
 	default:
 		ids := make([]OID, len(fresh))
 		objs := make([]rawObject, len(fresh))
 		for j, i := range fresh {
 			ids[j], objs[j] = b.ids[i], b.object(i)
 		}
-		_, err = b.r.writePack(ids, objs)
+		_, err = b.r.writer().writePack(ids, objs)
 	}
 	if err != nil {
 		return b.r.noSpace(SpaceObjects, err)
@@ -193,9 +193,26 @@ func (r *Repo) WriteBlob(ctx context.Context, data []byte) (OID, error) {
 	return id, b.Flush(ctx)
 }
 
-func (r *Repo) loosePath(id OID) string {
+// loosePath is where the loose object id lives in gitDir.
+func loosePath(gitDir string, id OID) string {
 	s := id.String()
-	return filepath.Join(r.gitDir, "objects", s[:2], s[2:])
+	return filepath.Join(gitDir, "objects", s[:2], s[2:])
+}
+
+// objectWriter writes new object files into a repository's object
+// directory, loose or as a pack, and tells the repository's bookkeeping
+// of them (its own packs, housekeeping's pack list, the corrupt loose
+// objects).
+type objectWriter struct {
+	gitDir string
+	packs  *ownPacks
+	meta   *packMetas
+	bad    *badLoose
+}
+
+// writer returns r's object writer.
+func (r *Repo) writer() objectWriter {
+	return objectWriter{gitDir: r.gitDir, packs: r.packs, meta: &r.meta, bad: &r.bad}
 }
 
 // freshener is the state of one flush's freshening: when, whether the
@@ -234,7 +251,7 @@ func (r *Repo) freshen(id OID, f *freshener) (bool, error) {
 		}
 	}
 	if !r.bad.has(looseRel(id)) {
-		if err := os.Chtimes(r.loosePath(id), f.now, f.now); err == nil {
+		if err := os.Chtimes(loosePath(r.gitDir, id), f.now, f.now); err == nil {
 			return true, nil
 		}
 	}
@@ -259,7 +276,7 @@ func objectHeader(k Kind, size int) []byte {
 	return append(h, 0)
 }
 
-func (r *Repo) writeLoose(id OID, obj rawObject) error {
+func (r objectWriter) writeLoose(id OID, obj rawObject) error {
 	var buf bytes.Buffer
 	zw := deflater(zlib.BestSpeed, &buf)
 	defer putDeflater(zlib.BestSpeed, zw)
@@ -268,7 +285,7 @@ func (r *Repo) writeLoose(id OID, obj rawObject) error {
 	if err := zw.Close(); err != nil {
 		return err
 	}
-	path := r.loosePath(id)
+	path := loosePath(r.gitDir, id)
 	if err := durable.MkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("write object %s: %w", id, err)
 	}
@@ -305,7 +322,7 @@ func writeObjectFile(path string, data []byte) error {
 // returns the pack's base name: the pack is built in memory, written and
 // fsynced, then the index; both are renamed into place and the directory
 // is fsynced once. The objects must be distinct.
-func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
+func (r objectWriter) writePack(ids []OID, objs []rawObject) (string, error) {
 	packDir := filepath.Join(r.gitDir, "objects", "pack")
 	if err := durable.MkdirAll(packDir); err != nil {
 		return "", err

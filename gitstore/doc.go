@@ -22,10 +22,12 @@
 //     paths and keeps every other subtree id.
 //   - Refs change only by compare-and-swap under git's own "<ref>.lock"
 //     file, which is fsynced before it is renamed over the ref, so the git
-//     CLI and sessiond can update one repository at once. UpdateRefs does
-//     several such swaps at once (each on its own, not atomic together)
-//     and shares their fsyncs: the lock files are fsynced together, then
-//     renamed, then their directories fsynced together.
+//     CLI and sessiond can update one repository at once. PrepareRefs and
+//     PreparedRefs.Commit do several such swaps at once (each on its own,
+//     not atomic together) and share their fsyncs: the lock files are
+//     written and fsynced together (while the objects they will name are
+//     still being written, if the caller likes), then renamed, then their
+//     directories fsynced together.
 //
 // Who does what inside the package: Repo is the repository (reads,
 // resolution, the entry points); the ref files, with their one locking

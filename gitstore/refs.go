@@ -469,51 +469,74 @@ type RefUpdate struct {
 	New, Old OID
 }
 
-// UpdateRefs applies each update as UpdateRef does, each on its own (not
-// atomic together: one that fails leaves the others to succeed), sharing
-// the waits for the disk: every new value is written into its lock file,
-// the lock files are fsynced at once, renamed into place, and their
-// directories fsynced at once. errs[i] is update i's result. Two updates
-// of one ref in one call: the second fails (its lock is taken).
-func (r *Repo) UpdateRefs(ctx context.Context, ups []RefUpdate) []error {
-	errs := make([]error, len(ups))
-	locks := make([]*refLock, len(ups))
-	defer func() {
-		for _, l := range locks {
-			if l != nil {
-				l.release()
-			}
-		}
-	}()
+// PrepareRefs is the first half of applying each of ups as UpdateRef
+// does, each on its own (not atomic together: one that fails leaves the
+// others to succeed), with shared waits for the disk: it takes each ref's
+// lock, compares its value with Old, writes New into the lock file, and
+// fsyncs the lock files together. Nothing is visible yet; Commit renames
+// them into place. Preparing needs no object to exist, so a caller can
+// prepare while it flushes the objects the refs will name. Deletions
+// (a zero New) are made by Commit. Release lets go of what Commit did not
+// install; call it always.
+func (r *Repo) PrepareRefs(ctx context.Context, ups []RefUpdate) *PreparedRefs {
+	p := &PreparedRefs{r: r, ctx: ctx, ups: ups, errs: make([]error, len(ups)), locks: make([]*refLock, len(ups))}
 	for i, u := range ups {
-		if u.New.IsZero() { // a deletion: no content to share a sync for
-			errs[i] = r.refs.update(ctx, u.Name, u.New, u.Old)
+		if u.New.IsZero() {
 			continue
 		}
-		locks[i], errs[i] = r.refs.lockForUpdate(ctx, u)
-		if errs[i] == nil {
-			if _, err := locks[i].f.Write([]byte(u.New.String() + "\n")); err != nil {
-				errs[i] = fmt.Errorf("update ref %s: %w", u.Name, err)
+		p.locks[i], p.errs[i] = r.refs.lockForUpdate(ctx, u)
+		if p.errs[i] == nil {
+			if _, err := p.locks[i].f.Write([]byte(u.New.String() + "\n")); err != nil {
+				p.errs[i] = fmt.Errorf("update ref %s: %w", u.Name, err)
 			}
 		}
 	}
 	inParallel(len(ups), func(i int) {
-		if errs[i] == nil && locks[i] != nil {
-			if err := locks[i].f.Sync(); err != nil {
-				errs[i] = fmt.Errorf("update ref %s: %w", ups[i].Name, err)
+		if p.errs[i] == nil && p.locks[i] != nil {
+			if err := p.locks[i].f.Sync(); err != nil {
+				p.errs[i] = fmt.Errorf("update ref %s: %w", ups[i].Name, err)
 			}
 		}
 	})
+	return p
+}
+
+// PreparedRefs are ref updates whose new values are durable in their lock
+// files, waiting to be renamed into place (Repo.PrepareRefs).
+type PreparedRefs struct {
+	r     *Repo
+	ctx   context.Context
+	ups   []RefUpdate
+	locks []*refLock
+	errs  []error
+}
+
+// Commit installs the prepared updates that include selects (all when
+// include is nil): the objects they name must be durable by now. The lock
+// files are renamed over the refs and their directories fsynced together.
+// errs[i] is update i's result (nil for one not selected, which is not
+// made).
+func (p *PreparedRefs) Commit(include []bool) []error {
+	errs := make([]error, len(p.ups))
 	dirs := map[string][]int{}
-	for i, l := range locks {
-		if errs[i] != nil || l == nil {
+	installed := 0
+	for i, u := range p.ups {
+		if include != nil && !include[i] {
 			continue
 		}
+		if errs[i] = p.errs[i]; errs[i] != nil {
+			continue
+		}
+		if u.New.IsZero() { // a deletion: no content to share a sync for
+			errs[i] = p.r.refs.update(p.ctx, u.Name, u.New, u.Old)
+			continue
+		}
+		l := p.locks[i]
 		if err := l.install(); err != nil {
-			errs[i] = fmt.Errorf("update ref %s: %w", ups[i].Name, err)
+			errs[i] = fmt.Errorf("update ref %s: %w", u.Name, err)
 			continue
 		}
-		if len(dirs) == 0 && len(ups) > 1 {
+		if installed++; installed == 1 && len(p.ups) > 1 {
 			failpoint.Hit(failpoint.RefsPartlyMoved)
 		}
 		dirs[filepath.Dir(l.path)] = append(dirs[filepath.Dir(l.path)], i)
@@ -522,14 +545,24 @@ func (r *Repo) UpdateRefs(ctx context.Context, ups []RefUpdate) []error {
 	inParallel(len(dirList), func(j int) {
 		if err := durable.SyncDir(dirList[j]); err != nil {
 			for _, i := range dirs[dirList[j]] {
-				errs[i] = fmt.Errorf("update ref %s: %w", ups[i].Name, err)
+				errs[i] = fmt.Errorf("update ref %s: %w", p.ups[i].Name, err)
 			}
 		}
 	})
 	for i := range errs {
-		errs[i] = r.noSpace(SpaceRefs, errs[i])
+		errs[i] = p.r.noSpace(SpaceRefs, errs[i])
 	}
 	return errs
+}
+
+// Release lets go of every lock Commit did not install (all of them
+// before Commit).
+func (p *PreparedRefs) Release() {
+	for _, l := range p.locks {
+		if l != nil {
+			l.release()
+		}
+	}
 }
 
 // lockForUpdate checks u, takes the lock of its loose ref and compares
@@ -565,8 +598,10 @@ func (r *refFiles) lockForUpdate(ctx context.Context, u RefUpdate) (*refLock, er
 // and waits for them: concurrent fsyncs share the file system's journal
 // commits.
 func inParallel(n int, fn func(i int)) {
-	if n == 1 {
-		fn(0)
+	if n <= 1 {
+		if n == 1 {
+			fn(0)
+		}
 		return
 	}
 	var wg sync.WaitGroup

@@ -355,16 +355,26 @@ func (r objectWriter) writePack(ids []OID, objs []rawObject) (string, error) {
 	if err := writeIdx(&ib, ids, crcs, offsets, packSum); err != nil {
 		return "", err
 	}
+	// The pack and its index are written and fsynced at once: two waits
+	// for the disk would be one.
+	var (
+		idxTmp string
+		idxErr error
+		wg     sync.WaitGroup
+	)
+	wg.Go(func() { idxTmp, idxErr = durable.WriteTemp(packDir, "tmp_idx_", ib.Bytes(), 0o444) })
 	packTmp, err := durable.WriteTemp(packDir, "tmp_pack_", pack.Bytes(), 0o444)
+	wg.Wait()
+	if idxErr == nil {
+		defer os.Remove(idxTmp) // no-op once renamed
+	}
 	if err != nil {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
-	defer os.Remove(packTmp) // no-op once renamed
-	idxTmp, err := durable.WriteTemp(packDir, "tmp_idx_", ib.Bytes(), 0o444)
-	if err != nil {
-		return "", fmt.Errorf("write pack index: %w", err)
+	defer os.Remove(packTmp)
+	if idxErr != nil {
+		return "", fmt.Errorf("write pack index: %w", idxErr)
 	}
-	defer os.Remove(idxTmp)
 	failpoint.Hit(failpoint.ObjectsWritten)
 	name, err := installPack(packDir, packTmp, idxTmp, packSum, true)
 	if err != nil {

@@ -76,33 +76,51 @@ func (m *recorder) commitBatch(r *gitstore.Repo, cs []*commit) []error {
 		return out
 	}
 
+	// Refs are prepared (locked, checked, written and fsynced in their
+	// lock files) while the objects are written: the waits for the disk
+	// overlap. They are installed once the objects are durable.
+	idx := ok()
+	ups := make([]gitstore.RefUpdate, len(idx))
+	for j, i := range idx {
+		ups[j] = cs[i].ref
+	}
+	prepared := make(chan *gitstore.PreparedRefs, 1)
+	go func() { prepared <- r.PrepareRefs(ctx, ups) }()
+
 	// Objects: one flush for all; should it fail, each alone, so a
 	// mutation whose objects cannot be written fails only itself.
 	all := r.NewBatch()
-	for _, i := range ok() {
+	for _, i := range idx {
 		if err := all.Absorb(cs[i].objects); err != nil {
 			errs[i] = err
 		}
 	}
 	if err := all.Flush(ctx); err != nil {
-		for _, i := range ok() {
+		for _, i := range idx {
+			if errs[i] != nil {
+				continue
+			}
 			if err := cs[i].objects.Flush(ctx); err != nil {
 				errs[i] = fmt.Errorf("write objects: %w", err)
 			}
 		}
 	}
 
-	// Refs: each its own compare-and-swap, fsynced together.
-	idx := ok()
-	ups := make([]gitstore.RefUpdate, len(idx))
+	// Refs: each its own compare-and-swap, installed together.
+	refs := <-prepared
+	defer refs.Release()
+	include := make([]bool, len(idx))
 	for j, i := range idx {
-		ups[j] = cs[i].ref
+		include[j] = errs[i] == nil
 	}
-	for j, err := range r.UpdateRefs(ctx, ups) {
-		if err != nil {
-			errs[idx[j]] = fmt.Errorf("pin overlay: %w", err)
-		} else {
-			cs[idx[j]].refMoved = true
+	for j, err := range refs.Commit(include) {
+		i := idx[j]
+		switch {
+		case !include[j]:
+		case err != nil:
+			errs[i] = fmt.Errorf("pin overlay: %w", err)
+		default:
+			cs[i].refMoved = true
 		}
 	}
 	if len(ups) > 0 {

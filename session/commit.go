@@ -46,7 +46,12 @@ func (m *recorder) durable(r *gitstore.Repo, c *commit) error {
 		if m.commits.m == nil {
 			m.commits.m = map[*gitstore.Repo]*groupcommit.Committer[*commit]{}
 		}
-		gc = groupcommit.New(groupcommit.DefaultOptions, func(cs []*commit) []error { return m.commitBatch(r, cs) })
+		// The store stage runs in batch order under its own lock, so the
+		// next batch's objects and refs are written meanwhile.
+		var storeStage sync.Mutex
+		gc = groupcommit.New(groupcommit.DefaultOptions, func(cs []*commit, next func()) []error {
+			return m.commitBatch(r, cs, &storeStage, next)
+		})
 		m.commits.m[r] = gc
 	}
 	m.commits.mu.Unlock()
@@ -58,7 +63,15 @@ func (m *recorder) durable(r *gitstore.Repo, c *commit) error {
 // steps before did not fail. A mutation whose record fails in the shared
 // transaction is recorded alone and the others again without it, so that
 // it fails only itself (as bbolt's Batch does).
-func (m *recorder) commitBatch(r *gitstore.Repo, cs []*commit) []error {
+//
+// It is a pipeline of two stages: objects and refs, then the store. The
+// store stage is taken (storeStage) before the next batch may start
+// (next), so store transactions commit in batch order while the next
+// batch writes its objects and refs. Batches hold different sessions'
+// mutations (a session's lock is held until its mutation is
+// acknowledged), so a later batch's ref never names a view whose
+// predecessor is still unrecorded.
+func (m *recorder) commitBatch(r *gitstore.Repo, cs []*commit, storeStage *sync.Mutex, next func()) []error {
 	errs := make([]error, len(cs))
 	// A request that left before its batch started is not written; one in
 	// a batch being written is seen through.
@@ -126,6 +139,10 @@ func (m *recorder) commitBatch(r *gitstore.Repo, cs []*commit) []error {
 	if len(ups) > 0 {
 		failpoint.Hit(failpoint.RefMoved)
 	}
+
+	storeStage.Lock()
+	defer storeStage.Unlock()
+	next()
 
 	// The store: one transaction for all.
 	todo := ok()

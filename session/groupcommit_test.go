@@ -271,9 +271,11 @@ func batchCrashChild() {
 	step := failpoint.Step(os.Getenv(batchCrashEnv))
 	// The first batch (ids[0]'s write alone) waits at its ref step for
 	// the others to queue; the second dies at step, once the first write
-	// was acknowledged. refHits counts the batches past their ref step.
+	// was acknowledged: at the step's second hit, or its first for a step
+	// only a batch of several takes. (Batches overlap: the second may
+	// pass a step before the first passed a later one.)
 	held, ackedFirst := make(chan struct{}), make(chan struct{})
-	var refHits atomic.Int64
+	var hits, refHits atomic.Int64
 	die := func() {
 		select {
 		case <-ackedFirst:
@@ -283,9 +285,17 @@ func batchCrashChild() {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
 	}
+	dieAt := int64(2)
+	if step == failpoint.RefsPartlyMoved {
+		dieAt = 1
+	}
+	atStep := func() {
+		if hits.Add(1) == dieAt {
+			die()
+		}
+	}
 	failpoint.Enable(failpoint.RefMoved, func() {
-		switch refHits.Add(1) {
-		case 1:
+		if refHits.Add(1) == 1 {
 			close(held)
 			for {
 				_, _, q, err := m.GroupCommitsForTest(ctx, "r")
@@ -293,23 +303,17 @@ func batchCrashChild() {
 					fail(err)
 				}
 				if q == len(ids)-1 {
-					return
+					break
 				}
 				time.Sleep(100 * time.Microsecond)
 			}
-		case 2:
-			if step == failpoint.RefMoved {
-				die()
-			}
+		}
+		if step == failpoint.RefMoved {
+			atStep()
 		}
 	})
 	if step != failpoint.RefMoved {
-		failpoint.Enable(step, func() {
-			past := refHits.Load()
-			if (step == failpoint.StoreCommitted && past >= 2) || (step != failpoint.StoreCommitted && past >= 1) {
-				die()
-			}
-		})
+		failpoint.Enable(step, atStep)
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -10,8 +10,11 @@
 //     batch that holds it returned, with that item's own result: a failed
 //     item fails only itself; the others of its batch succeed or fail on
 //     their own.
-//   - Batches never overlap: a Committer runs one commit at a time, so a
-//     batch's commit sees the effects of every earlier batch.
+//   - Batches start in order, one at a time: a batch's commit starts
+//     when the previous one's ended or let it start (CommitFunc's next),
+//     so a commit made of stages may run as a pipeline, one batch in its
+//     first stage while the one before is in its last; the commit keeps
+//     the order of its later stages itself.
 //   - No added latency when alone: a batch starts at once when the
 //     previous one held a single item. After a batch of n > 1 items, the
 //     next waits at most Options.MaxDelay for n items (or MaxEntries)

@@ -20,9 +20,13 @@ type Options struct {
 var DefaultOptions = Options{MaxDelay: time.Millisecond, MaxEntries: 64}
 
 // CommitFunc makes a batch durable and returns one error per item, nil
-// for an item that is durable (a nil slice: all are). It is called by one
-// goroutine at a time.
-type CommitFunc[T any] func(items []T) []error
+// for an item that is durable (a nil slice: all are). Until it calls next
+// (at most once; not at all is fine) no other batch starts; after, the
+// next batch may start its commit while this one finishes, so a commit
+// made of stages can overlap one stage of a batch with another stage of
+// the next (a pipeline). Keeping the later stages in batch order is then
+// the CommitFunc's: it takes its own lock for them before it calls next.
+type CommitFunc[T any] func(items []T, next func()) []error
 
 // Committer gathers the items of concurrent Do calls into batches and
 // commits each batch with one call of its CommitFunc.
@@ -112,19 +116,27 @@ func (c *Committer[T]) lead() {
 	for i, cl := range batch {
 		items[i] = cl.item
 	}
-	errs, panicked := c.run(items)
-
-	c.mu.Lock()
-	c.last = len(batch)
-	c.batches++
-	c.items += int64(len(batch))
-	var next *call[T]
-	if len(c.queue) > 0 {
-		next = c.queue[0]
-	} else {
-		c.leading = false
+	var handed sync.Once
+	handoff := func() {
+		handed.Do(func() {
+			c.mu.Lock()
+			c.last = len(batch)
+			c.batches++
+			c.items += int64(len(batch))
+			var next *call[T]
+			if len(c.queue) > 0 {
+				next = c.queue[0]
+			} else {
+				c.leading = false
+			}
+			c.mu.Unlock()
+			if next != nil {
+				next.wake <- true
+			}
+		})
 	}
-	c.mu.Unlock()
+	errs, panicked := c.run(items, handoff)
+	handoff()
 	for i, cl := range batch {
 		if i < len(errs) {
 			cl.err = errs[i]
@@ -133,9 +145,6 @@ func (c *Committer[T]) lead() {
 			cl.wake <- false
 		}
 	}
-	if next != nil {
-		next.wake <- true
-	}
 	if panicked != nil {
 		panic(panicked) // in the leader, once the others have their error
 	}
@@ -143,7 +152,7 @@ func (c *Committer[T]) lead() {
 
 // run calls the commit function; a panic fails every item of the batch
 // and is returned, to be raised again once the waiters are released.
-func (c *Committer[T]) run(items []T) (errs []error, panicked any) {
+func (c *Committer[T]) run(items []T, next func()) (errs []error, panicked any) {
 	defer func() {
 		if p := recover(); p != nil {
 			panicked = p
@@ -153,7 +162,7 @@ func (c *Committer[T]) run(items []T) (errs []error, panicked any) {
 			}
 		}
 	}()
-	return c.commit(items), nil
+	return c.commit(items, next), nil
 }
 
 // Queued is how many items are not yet in a batch being committed.

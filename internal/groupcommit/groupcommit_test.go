@@ -13,7 +13,7 @@ import (
 
 func TestAloneCommitsAtOnce(t *testing.T) {
 	var got [][]int
-	c := New(DefaultOptions, func(items []int) []error {
+	c := New(DefaultOptions, func(items []int, _ func()) []error {
 		got = append(got, append([]int(nil), items...))
 		return nil
 	})
@@ -32,7 +32,7 @@ func TestWritesDuringACommitShareTheNext(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var batches [][]int
-	c := New(Options{MaxEntries: 64}, func(items []int) []error {
+	c := New(Options{MaxEntries: 64}, func(items []int, _ func()) []error {
 		mu.Lock()
 		batches = append(batches, append([]int(nil), items...))
 		first := len(batches) == 1
@@ -60,7 +60,7 @@ func TestFailedItemFailsOnlyItself(t *testing.T) {
 	bad := errors.New("precondition failed")
 	release := make(chan struct{})
 	first := true
-	c := New(Options{MaxEntries: 64}, func(items []int) []error {
+	c := New(Options{MaxEntries: 64}, func(items []int, _ func()) []error {
 		if first {
 			first = false
 			<-release
@@ -97,7 +97,7 @@ func TestMaxEntries(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var sizes []int
-	c := New(Options{MaxEntries: 3}, func(items []int) []error {
+	c := New(Options{MaxEntries: 3}, func(items []int, _ func()) []error {
 		mu.Lock()
 		sizes = append(sizes, len(items))
 		first := len(sizes) == 1
@@ -126,7 +126,7 @@ func TestMaxEntries(t *testing.T) {
 func TestManyWriters(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[int]int{}
-	c := New(Options{MaxDelay: 100 * time.Microsecond, MaxEntries: 8}, func(items []int) []error {
+	c := New(Options{MaxDelay: 100 * time.Microsecond, MaxEntries: 8}, func(items []int, _ func()) []error {
 		mu.Lock()
 		defer mu.Unlock()
 		errs := make([]error, len(items))
@@ -165,7 +165,7 @@ func TestManyWriters(t *testing.T) {
 func TestPanicFailsTheBatch(t *testing.T) {
 	release := make(chan struct{})
 	calls := 0
-	c := New(Options{MaxEntries: 64}, func(items []int) []error {
+	c := New(Options{MaxEntries: 64}, func(items []int, _ func()) []error {
 		calls++
 		if calls == 1 {
 			<-release
@@ -197,4 +197,39 @@ func waitFor(t *testing.T, cond func() bool) {
 	for !cond() {
 		time.Sleep(50 * time.Microsecond)
 	}
+}
+
+// TestPipeline: a commit that calls next lets the next batch start while
+// it finishes; its later stage, under its own lock taken before next,
+// still runs in batch order.
+func TestPipeline(t *testing.T) {
+	var stage sync.Mutex
+	var mu sync.Mutex
+	var order []int
+	inFirst, release := make(chan struct{}), make(chan struct{})
+	started := make(chan int, 16)
+	c := New(Options{MaxEntries: 64}, func(items []int, next func()) []error {
+		started <- items[0]
+		stage.Lock()
+		next()
+		if items[0] == 0 {
+			close(inFirst)
+			<-release
+		}
+		mu.Lock()
+		order = append(order, items...)
+		mu.Unlock()
+		stage.Unlock()
+		return nil
+	})
+	var wg sync.WaitGroup
+	wg.Go(func() { assert.NoError(t, c.Do(0)) })
+	<-inFirst
+	wg.Go(func() { assert.NoError(t, c.Do(1)) })
+	// The second batch started while the first is still in its stage.
+	assert.Equal(t, 0, <-started)
+	assert.Equal(t, 1, <-started)
+	close(release)
+	wg.Wait()
+	assert.Equal(t, []int{0, 1}, order, "the later stage keeps batch order")
 }

@@ -6,7 +6,7 @@ PKGS     := ./...
 # as part of `make test` (the session engine with -short: its crash test
 # then kills 20 times instead of 200, which the plain run already did;
 # and the changesets, whose concurrent accepts moved there from session).
-RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/
+RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/ ./internal/groupcommit/
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 BENCHCOUNT ?= 5

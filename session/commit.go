@@ -31,7 +31,9 @@ type commit struct {
 	refMoved bool
 }
 
-// committers holds one group committer per repository.
+// committers holds one group committer per repository opened. An entry
+// is small and outlives its repository only when the registry replaces
+// an open repository (a re-registration), which is rare.
 type committers struct {
 	mu sync.Mutex
 	m  map[*gitstore.Repo]*groupcommit.Committer[*commit]

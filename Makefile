@@ -11,7 +11,7 @@ PKGS     := ./...
 # minutes). The command line's end-to-end tests drive the daemon's real
 # binary, built without the detector: under it are the client, the CLI
 # and mcp's in-process engine.
-RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/ ./mcpserver/ ./cmd/sessiond/
+RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/ ./mcpserver/ ./cmd/sessiond/ ./internal/groupcommit/
 RACE_SHORT_PKGS := ./session/ ./changeset/ ./workdir/
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s

@@ -104,17 +104,22 @@ func openAlternates(gitDir string, opts Options, seen map[string]bool, depth int
 	return alts, nil
 }
 
+// alternateSet is a repository's alternates: the object directories of
+// objects/info/alternates, each opened read-only as a repository, in the
+// order the file lists them.
+type alternateSet []*Repo
+
 func closeAll(rs []*Repo) {
 	for _, r := range rs {
 		r.Close()
 	}
 }
 
-// fromAlternates looks for object id in the alternates when the
+// read looks for object id in the alternates when the
 // repository itself does not have it (err is its not-found error, which is
 // returned when no alternate has it either).
-func (r *Repo) fromAlternates(ctx context.Context, id OID, err error) (rawObject, error) {
-	for _, alt := range r.alternates {
+func (a alternateSet) read(ctx context.Context, id OID, err error) (rawObject, error) {
+	for _, alt := range a {
 		obj, aerr := alt.readObject(ctx, id)
 		if aerr == nil {
 			return obj, nil
@@ -132,9 +137,9 @@ func absent(err error) bool {
 	return errors.Is(err, ErrMissingObject) || errors.Is(err, ErrNotFound)
 }
 
-// inAlternates reports whether an alternate holds object id.
-func (r *Repo) inAlternates(ctx context.Context, id OID) (bool, error) {
-	for _, alt := range r.alternates {
+// has reports whether an alternate holds object id.
+func (a alternateSet) has(ctx context.Context, id OID) (bool, error) {
+	for _, alt := range a {
 		if ok, err := alt.HasObject(ctx, id); ok || err != nil {
 			return ok, err
 		}
@@ -142,10 +147,10 @@ func (r *Repo) inAlternates(ctx context.Context, id OID) (bool, error) {
 	return false, nil
 }
 
-// alternatesWithPrefix adds to found the ids in the alternates that start
-// with prefix.
-func (r *Repo) alternatesWithPrefix(ctx context.Context, prefix string, found map[OID]bool) error {
-	for _, alt := range r.alternates {
+// withPrefix adds to found the ids in the alternates that start with
+// prefix.
+func (a alternateSet) withPrefix(ctx context.Context, prefix string, found map[OID]bool) error {
+	for _, alt := range a {
 		if err := (revParser{Repo: alt}).withPrefix(ctx, prefix, found); err != nil {
 			return err
 		}

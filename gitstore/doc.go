@@ -22,7 +22,21 @@
 //     paths and keeps every other subtree id.
 //   - Refs change only by compare-and-swap under git's own "<ref>.lock"
 //     file, which is fsynced before it is renamed over the ref, so the git
-//     CLI and sessiond can update one repository at once.
+//     CLI and sessiond can update one repository at once. PrepareRefs and
+//     PreparedRefs.Commit do several such swaps at once (each on its own,
+//     not atomic together) and share their fsyncs: the lock files are
+//     written and fsynced together (while the objects they will name are
+//     still being written, if the caller likes), then renamed, then their
+//     directories fsynced together.
+//
+// Who does what inside the package: Repo is the repository (reads,
+// resolution, the entry points); the ref files, with their one locking
+// discipline (refLock), are refFiles's (refs.go: reading, listing,
+// compare-and-swap, packed-refs); new object files are objectWriter's
+// (write.go: loose objects and packs, and their bookkeeping); the
+// alternates are alternateSet's (alternates.go); housekeeping's plan is
+// package housekeeping's, carried out here (housekeep.go), its failures
+// logged and counted by its Manager.
 //   - Memory does not follow the objects and packs a long-running process
 //     writes: the caches are LRUs, the in-memory index of its own packs
 //     holds at most Options.OwnIndexSize objects (the oldest packs are

@@ -126,7 +126,7 @@ func (r *objectDir) Execute(ctx context.Context, plan housekeeping.Plan, st hous
 		}
 	}
 	for _, id := range loose {
-		if err := os.Remove(r.loosePath(id)); err == nil {
+		if err := os.Remove(loosePath(r.gitDir, id)); err == nil {
 			rep.LoosePacked++
 		}
 	}

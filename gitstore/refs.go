@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessiond/sessiond/internal/durable"
+	"github.com/sessiond/sessiond/internal/failpoint"
 )
 
 // RefName is a full ref name such as "refs/heads/main", or "HEAD".
@@ -230,11 +232,16 @@ func parsePacked(b []byte) (map[RefName]OID, error) {
 
 // ReadRef returns the object a ref names, following symbolic refs.
 func (r *Repo) ReadRef(ctx context.Context, name RefName) (OID, error) {
+	return r.refs.readRef(ctx, name)
+}
+
+// readRef is ReadRef: it follows symbolic refs, at most 8 deep.
+func (r *refFiles) readRef(ctx context.Context, name RefName) (OID, error) {
 	for range 8 {
 		if err := ctx.Err(); err != nil {
 			return OID{}, err
 		}
-		id, sym, err := r.refs.readRefRaw(name)
+		id, sym, err := r.readRefRaw(name)
 		if err != nil {
 			return OID{}, err
 		}
@@ -260,15 +267,15 @@ func (r *Repo) HeadBranch() (string, error) {
 // ListRefs returns the refs whose names start with prefix, sorted by name;
 // a loose ref wins over a packed one.
 func (r *Repo) ListRefs(ctx context.Context, prefix string) ([]Ref, error) {
-	return r.listRefs(ctx, prefix)
+	return r.refs.list(ctx, prefix)
 }
 
-// listRefs returns the refs whose names start with any of prefixes,
+// list returns the refs whose names start with any of prefixes,
 // sorted by name, reading packed-refs once and walking only the
 // directories of loose refs the prefixes lie in (refs/heads for
 // "refs/heads/", not every session's refs).
-func (r *Repo) listRefs(ctx context.Context, prefixes ...string) ([]Ref, error) {
-	packed, err := r.refs.packedSnapshot()
+func (r *refFiles) list(ctx context.Context, prefixes ...string) ([]Ref, error) {
+	packed, err := r.packedSnapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +298,7 @@ func (r *Repo) listRefs(ctx context.Context, prefixes ...string) ([]Ref, error) 
 			continue
 		}
 		walked[dir] = true
-		if err := r.walkLooseRefs(ctx, dir, loose); err != nil {
+		if err := r.walkLoose(ctx, dir, loose); err != nil {
 			return nil, fmt.Errorf("list refs: %w", err)
 		}
 	}
@@ -310,9 +317,9 @@ func (r *Repo) listRefs(ctx context.Context, prefixes ...string) ([]Ref, error) 
 	return out, nil
 }
 
-// walkLooseRefs puts into refs the value of every loose ref below dir
+// walkLoose puts into refs the value of every loose ref below dir
 // (a slash-separated path under the git directory, such as "refs/heads").
-func (r *Repo) walkLooseRefs(ctx context.Context, dir string, refs map[RefName]OID) error {
+func (r *refFiles) walkLoose(ctx context.Context, dir string, refs map[RefName]OID) error {
 	root := filepath.Join(r.gitDir, filepath.FromSlash(dir))
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -329,7 +336,7 @@ func (r *Repo) walkLooseRefs(ctx context.Context, dir string, refs map[RefName]O
 		}
 		rel, _ := filepath.Rel(r.gitDir, p)
 		name := RefName(filepath.ToSlash(rel))
-		if id, err := r.ReadRef(ctx, name); err == nil {
+		if id, err := r.readRef(ctx, name); err == nil {
 			refs[name] = id
 		}
 		return nil
@@ -388,6 +395,12 @@ func (l *refLock) commit(data []byte) error {
 	if err := l.f.Sync(); err != nil {
 		return err
 	}
+	return l.install()
+}
+
+// install renames the written and fsynced lock file over the guarded
+// file (commit's last step).
+func (l *refLock) install() error {
 	l.closed = true
 	if err := l.f.Close(); err != nil {
 		return err
@@ -423,34 +436,19 @@ var testHookLockCommitted func(path string)
 // new value is fsynced and renamed into place; the object it names must
 // already be durable. A mismatch fails with *RefConflictError.
 func (r *Repo) UpdateRef(ctx context.Context, name RefName, newID, oldID OID) error {
-	return r.noSpace(SpaceRefs, r.updateRef(ctx, name, newID, oldID))
+	return r.noSpace(SpaceRefs, r.refs.update(ctx, name, newID, oldID))
 }
 
-func (r *Repo) updateRef(ctx context.Context, name RefName, newID, oldID OID) error {
-	if err := ValidateRefName(name); err != nil {
-		return err
-	}
-	if name == "HEAD" {
-		return fmt.Errorf("%w: HEAD is updated through its branch", ErrInvalidRef)
-	}
-	path := r.refs.refPath(name)
-	if err := durable.MkdirAll(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("update ref %s: %w", name, err)
-	}
-	lock, err := lockFile(ctx, path)
+// update is UpdateRef without the check for a full disk.
+func (r *refFiles) update(ctx context.Context, name RefName, newID, oldID OID) error {
+	lock, err := r.lockForUpdate(ctx, RefUpdate{Name: name, New: newID, Old: oldID})
 	if err != nil {
-		return fmt.Errorf("update ref %s: %w", name, err)
+		return err
 	}
 	defer lock.release()
-	cur, _, err := r.refs.readRefRaw(name)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	if cur != oldID {
-		return &RefConflictError{Name: name, Current: cur}
-	}
+	path := lock.path
 	if newID.IsZero() {
-		if err := r.refs.removePackedRef(ctx, name); err != nil {
+		if err := r.removePackedRef(ctx, name); err != nil {
 			return err
 		}
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -462,6 +460,160 @@ func (r *Repo) updateRef(ctx context.Context, name RefName, newID, oldID OID) er
 		return fmt.Errorf("update ref %s: %w", name, err)
 	}
 	return durable.SyncDir(filepath.Dir(path))
+}
+
+// RefUpdate is one compare-and-swap of UpdateRefs: Name from Old to New,
+// as UpdateRef takes them.
+type RefUpdate struct {
+	Name     RefName
+	New, Old OID
+}
+
+// PrepareRefs is the first half of applying each of ups as UpdateRef
+// does, each on its own (not atomic together: one that fails leaves the
+// others to succeed), with shared waits for the disk: it takes each ref's
+// lock, compares its value with Old, writes New into the lock file, and
+// fsyncs the lock files together. Nothing is visible yet; Commit renames
+// them into place. Preparing needs no object to exist, so a caller can
+// prepare while it flushes the objects the refs will name. Deletions
+// (a zero New) are made by Commit. Release lets go of what Commit did not
+// install; call it always.
+func (r *Repo) PrepareRefs(ctx context.Context, ups []RefUpdate) *PreparedRefs {
+	p := &PreparedRefs{r: r, ctx: ctx, ups: ups, errs: make([]error, len(ups)), locks: make([]*refLock, len(ups))}
+	for i, u := range ups {
+		if u.New.IsZero() {
+			continue
+		}
+		p.locks[i], p.errs[i] = r.refs.lockForUpdate(ctx, u)
+		if p.errs[i] == nil {
+			if _, err := p.locks[i].f.Write([]byte(u.New.String() + "\n")); err != nil {
+				p.errs[i] = fmt.Errorf("update ref %s: %w", u.Name, err)
+			}
+		}
+	}
+	inParallel(len(ups), func(i int) {
+		if p.errs[i] == nil && p.locks[i] != nil {
+			if err := p.locks[i].f.Sync(); err != nil {
+				p.errs[i] = fmt.Errorf("update ref %s: %w", ups[i].Name, err)
+			}
+		}
+	})
+	return p
+}
+
+// PreparedRefs are ref updates whose new values are durable in their lock
+// files, waiting to be renamed into place (Repo.PrepareRefs).
+type PreparedRefs struct {
+	r     *Repo
+	ctx   context.Context
+	ups   []RefUpdate
+	locks []*refLock
+	errs  []error
+}
+
+// Commit installs the prepared updates that include selects (all when
+// include is nil): the objects they name must be durable by now. The lock
+// files are renamed over the refs and their directories fsynced together.
+// errs[i] is update i's result (nil for one not selected, which is not
+// made).
+func (p *PreparedRefs) Commit(include []bool) []error {
+	errs := make([]error, len(p.ups))
+	dirs := map[string][]int{}
+	installed := 0
+	for i, u := range p.ups {
+		if include != nil && !include[i] {
+			continue
+		}
+		if errs[i] = p.errs[i]; errs[i] != nil {
+			continue
+		}
+		if u.New.IsZero() { // a deletion: no content to share a sync for
+			errs[i] = p.r.refs.update(p.ctx, u.Name, u.New, u.Old)
+			continue
+		}
+		l := p.locks[i]
+		if err := l.install(); err != nil {
+			errs[i] = fmt.Errorf("update ref %s: %w", u.Name, err)
+			continue
+		}
+		if installed++; installed == 1 && len(p.ups) > 1 {
+			failpoint.Hit(failpoint.RefsPartlyMoved)
+		}
+		dirs[filepath.Dir(l.path)] = append(dirs[filepath.Dir(l.path)], i)
+	}
+	dirList := slices.Collect(maps.Keys(dirs))
+	inParallel(len(dirList), func(j int) {
+		if err := durable.SyncDir(dirList[j]); err != nil {
+			for _, i := range dirs[dirList[j]] {
+				errs[i] = fmt.Errorf("update ref %s: %w", p.ups[i].Name, err)
+			}
+		}
+	})
+	for i := range errs {
+		errs[i] = p.r.noSpace(SpaceRefs, errs[i])
+	}
+	return errs
+}
+
+// Release lets go of every lock Commit did not install (all of them
+// before Commit).
+func (p *PreparedRefs) Release() {
+	for _, l := range p.locks {
+		if l != nil {
+			l.release()
+		}
+	}
+}
+
+// lockForUpdate checks u, takes the lock of its loose ref and compares
+// the ref's value with u.Old; the caller releases the lock.
+func (r *refFiles) lockForUpdate(ctx context.Context, u RefUpdate) (*refLock, error) {
+	if err := ValidateRefName(u.Name); err != nil {
+		return nil, err
+	}
+	if u.Name == "HEAD" {
+		return nil, fmt.Errorf("%w: HEAD is updated through its branch", ErrInvalidRef)
+	}
+	path := r.refPath(u.Name)
+	if err := durable.MkdirAll(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("update ref %s: %w", u.Name, err)
+	}
+	lock, err := lockFile(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("update ref %s: %w", u.Name, err)
+	}
+	cur, _, err := r.readRefRaw(u.Name)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		lock.release()
+		return nil, err
+	}
+	if cur != u.Old {
+		lock.release()
+		return nil, &RefConflictError{Name: u.Name, Current: cur}
+	}
+	return lock, nil
+}
+
+// inParallel runs fn(0) … fn(n-1) concurrently (at most 16 at a time)
+// and waits for them: concurrent fsyncs share the file system's journal
+// commits.
+func inParallel(n int, fn func(i int)) {
+	if n <= 1 {
+		if n == 1 {
+			fn(0)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
 }
 
 // removePackedRef rewrites packed-refs without name, under its own lock.

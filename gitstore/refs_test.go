@@ -61,3 +61,55 @@ func TestLockReleasedOnlyByOwner(t *testing.T) {
 		})
 	}
 }
+
+// TestPrepareRefs: several compare-and-swaps prepared and committed
+// together each keep their own result (a stale old value fails alone, a
+// ref not selected is left as it was), nothing is visible before Commit,
+// git reads what Commit wrote, and no lock file is left behind.
+func TestPrepareRefs(t *testing.T) {
+	dir := testrepo.Build(t, "small")
+	r, err := gitstore.Open(dir)
+	require.NoError(t, err)
+	defer r.Close()
+	ctx := t.Context()
+	main := oid(t, testrepo.Git(t, dir, "rev-parse", "main"))
+	feature := oid(t, testrepo.Git(t, dir, "rev-parse", "feature"))
+	ups := []gitstore.RefUpdate{
+		{Name: "refs/sessions/a/live", New: main},
+		{Name: "refs/sessions/b/live", New: feature},
+		{Name: "refs/heads/main", New: feature, Old: feature}, // stale: main is not at feature
+		{Name: "refs/sessions/c/live", New: main},             // not selected
+		{Name: "refs/heads/feature", New: main, Old: feature},
+	}
+	p := r.PrepareRefs(ctx, ups)
+	_, err = r.ReadRef(ctx, "refs/sessions/a/live")
+	require.ErrorIs(t, err, gitstore.ErrNotFound, "nothing is visible before Commit")
+	errs := p.Commit([]bool{true, true, true, false, true})
+	p.Release()
+	require.Len(t, errs, len(ups))
+	assert.NoError(t, errs[0])
+	assert.NoError(t, errs[1])
+	var ce *gitstore.RefConflictError
+	require.ErrorAs(t, errs[2], &ce)
+	assert.Equal(t, main, ce.Current)
+	assert.NoError(t, errs[3], "not selected: not made, no error")
+	assert.NoError(t, errs[4])
+
+	assert.Equal(t, main.String(), testrepo.Git(t, dir, "rev-parse", "refs/sessions/a/live"))
+	assert.Equal(t, feature.String(), testrepo.Git(t, dir, "rev-parse", "refs/sessions/b/live"))
+	assert.Equal(t, main.String(), testrepo.Git(t, dir, "rev-parse", "refs/heads/main"), "the stale update changed nothing")
+	assert.Equal(t, main.String(), testrepo.Git(t, dir, "rev-parse", "refs/heads/feature"))
+	_, err = r.ReadRef(ctx, "refs/sessions/c/live")
+	assert.ErrorIs(t, err, gitstore.ErrNotFound, "the unselected ref was not made")
+	locks, err := filepath.Glob(filepath.Join(dir, ".git", "refs", "*", "*", "*.lock"))
+	require.NoError(t, err)
+	locks2, err := filepath.Glob(filepath.Join(dir, ".git", "refs", "*", "*.lock"))
+	require.NoError(t, err)
+	assert.Empty(t, append(locks, locks2...), "no lock file is left")
+
+	// Released without Commit: nothing changes, the locks are gone.
+	p = r.PrepareRefs(ctx, []gitstore.RefUpdate{{Name: "refs/sessions/a/live", New: feature, Old: main}})
+	p.Release()
+	assert.Equal(t, main.String(), testrepo.Git(t, dir, "rev-parse", "refs/sessions/a/live"))
+	require.NoError(t, r.UpdateRef(ctx, "refs/sessions/a/live", feature, main), "the lock was let go")
+}

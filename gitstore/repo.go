@@ -121,7 +121,7 @@ type Repo struct {
 
 	// alternates are the object directories of objects/info/alternates,
 	// opened read-only (alternates.go).
-	alternates []*Repo
+	alternates alternateSet
 }
 
 // Open opens the repository at path: a work tree with a .git directory (or
@@ -433,7 +433,7 @@ func (r *Repo) readObject(ctx context.Context, id OID) (rawObject, error) {
 		}
 	}
 	if len(r.alternates) > 0 && absent(err) {
-		return r.fromAlternates(ctx, id, err)
+		return r.alternates.read(ctx, id, err)
 	}
 	return obj, err
 }
@@ -527,7 +527,7 @@ func readEncoded(s *filesystem.Storage, id OID) (rawObject, error) {
 // looseCorrupt reports whether id's loose file exists and fails to
 // inflate whole.
 func (r *Repo) looseCorrupt(id OID) bool {
-	b, err := os.ReadFile(r.loosePath(id))
+	b, err := os.ReadFile(loosePath(r.gitDir, id))
 	if err != nil {
 		return false
 	}
@@ -552,7 +552,7 @@ func (r *Repo) HasObject(ctx context.Context, id OID) (bool, error) {
 		found, err = r.hasGoGit(ctx, id)
 	}
 	if err == nil && !found && len(r.alternates) > 0 {
-		return r.inAlternates(ctx, id)
+		return r.alternates.has(ctx, id)
 	}
 	return found, err
 }

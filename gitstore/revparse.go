@@ -406,7 +406,7 @@ func (r revParser) withPrefix(ctx context.Context, prefix string, found map[OID]
 	if err != nil {
 		return fmt.Errorf("%v: %w", err, ErrCorrupt)
 	}
-	return r.alternatesWithPrefix(ctx, prefix, found)
+	return r.alternates.withPrefix(ctx, prefix, found)
 }
 
 // fits reports whether id peels to what hint asks for.

@@ -88,7 +88,7 @@ func (v *scopeView) load(ctx context.Context, r *Repo) error {
 	if v.own != "" {
 		prefixes = append(prefixes[:len(prefixes):len(prefixes)], string(v.own))
 	}
-	refs, err := r.listRefs(ctx, prefixes...)
+	refs, err := r.refs.list(ctx, prefixes...)
 	if err != nil {
 		return err
 	}

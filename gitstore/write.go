@@ -87,6 +87,27 @@ func (b *Batch) object(i int) rawObject {
 	return obj
 }
 
+// Absorb queues o's objects in b as well (o keeps them), so that one
+// Flush writes the objects of several batches: one pack, one fsync. Both
+// must be batches of the same repository.
+func (b *Batch) Absorb(o *Batch) error {
+	if o.r != b.r {
+		return fmt.Errorf("absorb a batch of %s into one of %s: not the same repository", o.r.gitDir, b.r.gitDir)
+	}
+	for i, id := range o.ids {
+		if _, dup := b.seen[id]; dup {
+			continue
+		}
+		b.seen[id] = struct{}{}
+		b.objs = append(b.objs, o.objs[i])
+		b.ids = append(b.ids, id)
+		if t := o.built[id]; t != nil {
+			b.built[id] = t
+		}
+	}
+	return nil
+}
+
 // AddBlob queues a blob.
 func (b *Batch) AddBlob(data []byte) OID { return b.Add(KindBlob, data) }
 
@@ -112,7 +133,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 		if err == nil && !found && len(b.r.alternates) > 0 {
 			// An alternate's object is not copied (nor touched: the
 			// alternate is only read).
-			found, err = b.r.inAlternates(ctx, id)
+			found, err = b.r.alternates.has(ctx, id)
 		}
 		if err != nil {
 			return err
@@ -126,14 +147,14 @@ func (b *Batch) Flush(ctx context.Context) error {
 	case 0:
 	case 1:
 		i := fresh[0]
-		err = b.r.writeLoose(b.ids[i], b.object(i))
+		err = b.r.writer().writeLoose(b.ids[i], b.object(i))
 	default:
 		ids := make([]OID, len(fresh))
 		objs := make([]rawObject, len(fresh))
 		for j, i := range fresh {
 			ids[j], objs[j] = b.ids[i], b.object(i)
 		}
-		_, err = b.r.writePack(ids, objs)
+		_, err = b.r.writer().writePack(ids, objs)
 	}
 	if err != nil {
 		return b.r.noSpace(SpaceObjects, err)
@@ -172,9 +193,26 @@ func (r *Repo) WriteBlob(ctx context.Context, data []byte) (OID, error) {
 	return id, b.Flush(ctx)
 }
 
-func (r *Repo) loosePath(id OID) string {
+// loosePath is where the loose object id lives in gitDir.
+func loosePath(gitDir string, id OID) string {
 	s := id.String()
-	return filepath.Join(r.gitDir, "objects", s[:2], s[2:])
+	return filepath.Join(gitDir, "objects", s[:2], s[2:])
+}
+
+// objectWriter writes new object files into a repository's object
+// directory, loose or as a pack, and tells the repository's bookkeeping
+// of them (its own packs, housekeeping's pack list, the corrupt loose
+// objects).
+type objectWriter struct {
+	gitDir string
+	packs  *ownPacks
+	meta   *packMetas
+	bad    *badLoose
+}
+
+// writer returns r's object writer.
+func (r *Repo) writer() objectWriter {
+	return objectWriter{gitDir: r.gitDir, packs: r.packs, meta: &r.meta, bad: &r.bad}
 }
 
 // freshener is the state of one flush's freshening: when, whether the
@@ -213,7 +251,7 @@ func (r *Repo) freshen(id OID, f *freshener) (bool, error) {
 		}
 	}
 	if !r.bad.has(looseRel(id)) {
-		if err := os.Chtimes(r.loosePath(id), f.now, f.now); err == nil {
+		if err := os.Chtimes(loosePath(r.gitDir, id), f.now, f.now); err == nil {
 			return true, nil
 		}
 	}
@@ -238,7 +276,7 @@ func objectHeader(k Kind, size int) []byte {
 	return append(h, 0)
 }
 
-func (r *Repo) writeLoose(id OID, obj rawObject) error {
+func (r objectWriter) writeLoose(id OID, obj rawObject) error {
 	var buf bytes.Buffer
 	zw := deflater(zlib.BestSpeed, &buf)
 	defer putDeflater(zlib.BestSpeed, zw)
@@ -247,7 +285,7 @@ func (r *Repo) writeLoose(id OID, obj rawObject) error {
 	if err := zw.Close(); err != nil {
 		return err
 	}
-	path := r.loosePath(id)
+	path := loosePath(r.gitDir, id)
 	if err := durable.MkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("write object %s: %w", id, err)
 	}
@@ -284,7 +322,7 @@ func writeObjectFile(path string, data []byte) error {
 // returns the pack's base name: the pack is built in memory, written and
 // fsynced, then the index; both are renamed into place and the directory
 // is fsynced once. The objects must be distinct.
-func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
+func (r objectWriter) writePack(ids []OID, objs []rawObject) (string, error) {
 	packDir := filepath.Join(r.gitDir, "objects", "pack")
 	if err := durable.MkdirAll(packDir); err != nil {
 		return "", err
@@ -317,16 +355,26 @@ func (r *Repo) writePack(ids []OID, objs []rawObject) (string, error) {
 	if err := writeIdx(&ib, ids, crcs, offsets, packSum); err != nil {
 		return "", err
 	}
+	// The pack and its index are written and fsynced at once: two waits
+	// for the disk would be one.
+	var (
+		idxTmp string
+		idxErr error
+		wg     sync.WaitGroup
+	)
+	wg.Go(func() { idxTmp, idxErr = durable.WriteTemp(packDir, "tmp_idx_", ib.Bytes(), 0o444) })
 	packTmp, err := durable.WriteTemp(packDir, "tmp_pack_", pack.Bytes(), 0o444)
+	wg.Wait()
+	if idxErr == nil {
+		defer os.Remove(idxTmp) // no-op once renamed
+	}
 	if err != nil {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
-	defer os.Remove(packTmp) // no-op once renamed
-	idxTmp, err := durable.WriteTemp(packDir, "tmp_idx_", ib.Bytes(), 0o444)
-	if err != nil {
-		return "", fmt.Errorf("write pack index: %w", err)
+	defer os.Remove(packTmp)
+	if idxErr != nil {
+		return "", fmt.Errorf("write pack index: %w", idxErr)
 	}
-	defer os.Remove(idxTmp)
 	failpoint.Hit(failpoint.ObjectsWritten)
 	name, err := installPack(packDir, packTmp, idxTmp, packSum, true)
 	if err != nil {

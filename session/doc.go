@@ -11,8 +11,8 @@
 //
 // Manager owns sessions and is composed of parts that own one job each:
 // memory (unload.go: which sessions are loaded, their lock entries,
-// unloading and the janitor), recorder (live.go: the one write path, in
-// the durability order below, and who hears of a commit: the event log
+// unloading and the janitor), recorder (live.go and commit.go: the one write
+// path, in the durability order below, and who hears of a commit: the event log
 // and the observers), and the helpers on live, the one loaded session.
 // Executor (exec.go) runs commands over a Manager's sessions; NewFS adapts
 // a session's view to fs.FS. What the adapters show is composed here,
@@ -29,6 +29,20 @@
 //     leaves at most objects or refs ahead of the store; loading a session
 //     rebuilds its tree from the store and moves its refs back to match
 //     (removing lock files a crash left under refs/sessions/<id>/).
+//   - Group commit. Concurrent mutations of different sessions of one
+//     repository become durable together (commit.go, over package
+//     internal/groupcommit): one pack for all their objects, their live
+//     refs' lock files fsynced together (while the pack is written) and
+//     installed together once it is durable, one store transaction for
+//     all their records. Each is acknowledged only when its batch is
+//     durable, with its own result: its own preconditions (If-Match)
+//     are checked before it joins, and a record the store refuses is
+//     recorded alone while the others are recorded again without it. A
+//     lone mutation does not wait for company; a batch takes what
+//     arrived while the previous one committed, waiting at most a
+//     millisecond for as many as the previous batch had. A request that
+//     leaves before its batch starts is not written; once its batch
+//     started, it is seen through.
 //   - Nothing referenced is pruned. A session pins its base commit
 //     (refs/sessions/<id>/base), its current view (…/live, a tree) and its
 //     checkpoints (…/checkpoints/<n>, …/head), so `git gc --prune=now`

@@ -92,3 +92,21 @@ func SetSearchFileHookForTest(tb interface{ Cleanup(func()) }, fn func(path stri
 	searchFileHook = fn
 	tb.Cleanup(func() { searchFileHook = nil })
 }
+
+// GroupCommitsForTest returns the totals of repository repo's group
+// committer (batches committed, mutations in them) and how many
+// mutations wait for a batch.
+func (m *Manager) GroupCommitsForTest(ctx context.Context, repo string) (batches, items int64, queued int, err error) {
+	r, err := m.repos.Open(ctx, repo)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	m.recorder.commits.mu.Lock()
+	c := m.recorder.commits.m[r]
+	m.recorder.commits.mu.Unlock()
+	if c == nil {
+		return 0, 0, 0, nil
+	}
+	batches, items = c.Stats()
+	return batches, items, c.Queued(), nil
+}

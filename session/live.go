@@ -12,7 +12,6 @@ import (
 
 	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
-	"github.com/sessiond/sessiond/internal/failpoint"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/workdir"
@@ -256,6 +255,9 @@ type recorder struct {
 	now       func() time.Time
 	ovOpts    overlay.Options
 	workdirs  *workdir.Manager // a finished session's scratch is removed here
+	// commits are the group committers of mutations, one per repository
+	// (commit.go).
+	commits committers
 }
 
 // removeScratch deletes a finished session's scratch directory at once
@@ -412,45 +414,47 @@ func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dr
 	if err != nil {
 		return MutationRecord{}, nil, err
 	}
-	if err := mu.batch.Flush(ctx); err != nil {
-		return MutationRecord{}, nil, fmt.Errorf("write objects: %w", err)
-	}
-	if err := ls.repo.UpdateRef(ctx, liveRef(ls.meta.ID), tree, ls.pinned); err != nil {
-		return MutationRecord{}, nil, fmt.Errorf("pin overlay: %w", err)
-	}
-	ls.pinned = tree
-	failpoint.Hit(failpoint.RefMoved)
 	expires := m.nextExpiry(ls, now)
 	reads := ls.reads.pending()
-	err = m.store.InTx(ctx, func(tx Tx) error {
-		var err error
-		rec.Seq = 0
-		rec, err = tx.AppendMutation(ctx, rec, delta)
-		if err != nil {
-			return err
-		}
-		if err := tx.TouchSession(ctx, ls.meta.ID, now, expires); err != nil {
-			return err
-		}
-		if err := saveReads(ctx, tx, ls.meta.ID, reads); err != nil {
-			return err
-		}
-		for _, c := range changes {
-			if _, err := tx.AppendEvent(ctx, fileEvent(ls.meta, rec.Seq, c, now)); err != nil {
+	c := &commit{
+		ctx:     ctx,
+		objects: mu.batch,
+		ref:     gitstore.RefUpdate{Name: liveRef(ls.meta.ID), New: tree, Old: ls.pinned},
+		tx: func(ctx context.Context, tx Tx) error {
+			// rec keeps its fields when the append fails: the record may
+			// be tried again (alone, or in a retried transaction).
+			rec.Seq = 0
+			appended, err := tx.AppendMutation(ctx, rec, delta)
+			if err != nil {
 				return err
 			}
-		}
-		if rec.Exec != nil {
-			if _, err := tx.AppendEvent(ctx, execEvent(ls.meta, rec, now)); err != nil {
+			rec = appended
+			if err := tx.TouchSession(ctx, ls.meta.ID, now, expires); err != nil {
 				return err
 			}
-		}
-		return nil
-	})
-	if err != nil {
-		return MutationRecord{}, nil, fmt.Errorf("record mutation: %w", err)
+			if err := saveReads(ctx, tx, ls.meta.ID, reads); err != nil {
+				return err
+			}
+			for _, c := range changes {
+				if _, err := tx.AppendEvent(ctx, fileEvent(ls.meta, rec.Seq, c, now)); err != nil {
+					return err
+				}
+			}
+			if rec.Exec != nil {
+				if _, err := tx.AppendEvent(ctx, execEvent(ls.meta, rec, now)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 	}
-	failpoint.Hit(failpoint.StoreCommitted)
+	err = m.durable(ls.repo, c)
+	if c.refMoved {
+		ls.pinned = tree
+	}
+	if err != nil {
+		return MutationRecord{}, nil, err
+	}
 	// Published frozen (which lets the mutation's pending blobs go):
 	// reads that took the previous overlay go on with it.
 	ls.ov = mu.ov.Freeze()

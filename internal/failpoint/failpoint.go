@@ -33,10 +33,18 @@ const (
 	IntentRecorded Step = "intent-recorded"
 	RefMoved       Step = "ref-moved"
 	StoreCommitted Step = "store-committed"
+	// RefsPartlyMoved is inside a group commit of several mutations
+	// (package session's committer): the first session's live ref is in
+	// place, the others' not yet.
+	RefsPartlyMoved Step = "refs-partly-moved"
 )
 
 // Steps lists every step of a session's mutation in write order.
 var Steps = []Step{ObjectsWritten, PackRenamed, IndexRenamed, DirSynced, RefMoved, StoreCommitted}
+
+// BatchSteps lists every step of a group commit of several mutations in
+// write order: Steps with the moves of the sessions' refs in between.
+var BatchSteps = []Step{ObjectsWritten, PackRenamed, IndexRenamed, DirSynced, RefsPartlyMoved, RefMoved, StoreCommitted}
 
 // BranchSteps lists every step of an accept or an undo in write order.
 var BranchSteps = []Step{ObjectsWritten, DirSynced, IntentRecorded, RefMoved, StoreCommitted}

@@ -81,7 +81,7 @@
 //     run commands. Anything that drops a
 //     loaded session (unloading, expiry) must leave a busy one alone. A
 //     session's scratch is removed when it ends (or, if a command still
-//     runs, when that command ends); RemoveFinishedScratches, which the
+//     runs, when that command ends); Executor.RemoveFinishedScratches, which the
 //     daemon calls at start, removes those a crash left.
 //
 // Concurrency: a Manager is safe for concurrent use. Each loaded session

@@ -558,3 +558,34 @@ func rejection(p string, err error) (ExecRejection, bool) {
 	}
 	return ExecRejection{}, false
 }
+
+// RemoveFinishedScratches removes the scratch directory of every session
+// that has ended (or that the store no longer has): one is removed at
+// once when its session ends, but a crash in between leaves it. The
+// daemon calls it at start, after settling interrupted accepts. It
+// returns how many it removed.
+func (e *Executor) RemoveFinishedScratches(ctx context.Context) (int, error) {
+	if e.workdirs == nil {
+		return 0, nil
+	}
+	n := 0
+	for _, name := range e.workdirs.ScratchIDs() {
+		id, err := uuid.Parse(name)
+		if err != nil || id.String() != name {
+			continue // not a session's
+		}
+		s, err := e.store.GetSession(ctx, id)
+		switch {
+		case errors.Is(err, record.ErrNotFound):
+		case err != nil:
+			return n, err
+		case !s.State.Terminal():
+			continue
+		}
+		if err := e.workdirs.Remove(name); err != nil {
+			return n, fmt.Errorf("remove the scratch of session %s: %w", name, err)
+		}
+		n++
+	}
+	return n, nil
+}

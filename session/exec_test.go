@@ -510,7 +510,7 @@ func TestFinishedScratchesRemovedAtStart(t *testing.T) {
 	}
 	require.DirExists(t, scratch(ended))
 
-	n, err := e.m.RemoveFinishedScratches(t.Context())
+	n, err := e.en.Exec.RemoveFinishedScratches(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
 	assert.NoDirExists(t, scratch(ended))

@@ -288,7 +288,7 @@ func (m *Manager) Get(ctx context.Context, id uuid.UUID) (Session, error) {
 	if err != nil {
 		return Session{}, err // the store's error names the session
 	}
-	if m.expired(s) {
+	if expiredAt(m.now(), s) {
 		if err := m.expire(ctx, s); err != nil {
 			return Session{}, err
 		}
@@ -313,8 +313,9 @@ func (m *Manager) ListSessions(ctx context.Context, f SessionFilter) ([]Session,
 	return m.store.ListSessions(ctx, f)
 }
 
-func (m *Manager) expired(s Session) bool {
-	return !s.State.Terminal() && !s.ExpiresAt.IsZero() && !m.now().Before(s.ExpiresAt)
+// expiredAt says whether s, not yet ended, is past its expiry at now.
+func expiredAt(now time.Time, s Session) bool {
+	return !s.State.Terminal() && !s.ExpiresAt.IsZero() && !now.Before(s.ExpiresAt)
 }
 
 // ExpireDue moves every session past its expiry to expired and returns
@@ -334,41 +335,10 @@ func (m *Manager) ExpireDue(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// RemoveFinishedScratches removes the scratch directory of every session
-// that has ended (or that the store no longer has): one is removed at
-// once when its session ends, but a crash in between leaves it. The
-// daemon calls it at start, after settling interrupted accepts. It
-// returns how many it removed.
-func (m *Manager) RemoveFinishedScratches(ctx context.Context) (int, error) {
-	if m.workdirs == nil {
-		return 0, nil
-	}
-	n := 0
-	for _, name := range m.workdirs.ScratchIDs() {
-		id, err := uuid.Parse(name)
-		if err != nil || id.String() != name {
-			continue // not a session's
-		}
-		s, err := m.store.GetSession(ctx, id)
-		switch {
-		case errors.Is(err, record.ErrNotFound):
-		case err != nil:
-			return n, err
-		case !s.State.Terminal():
-			continue
-		}
-		if err := m.workdirs.Remove(name); err != nil {
-			return n, fmt.Errorf("remove the scratch of session %s: %w", name, err)
-		}
-		n++
-	}
-	return n, nil
-}
-
 // expire moves s to expired if it is still past its expiry under its lock
 // (a write may have extended it), without loading it.
 func (m *Manager) expire(ctx context.Context, s Session) error {
-	return m.closeSession(ctx, s.ID, StateExpired, m.expired)
+	return m.closeSession(ctx, s.ID, StateExpired, func(s Session) bool { return expiredAt(m.now(), s) })
 }
 
 // Abandon ends a session: it refuses every further write, and its live

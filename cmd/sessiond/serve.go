@@ -266,7 +266,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		return err
 	}
 	reconcile(ctx, cs, log)
-	if n, err := m.RemoveFinishedScratches(ctx); err != nil {
+	if n, err := runner.RemoveFinishedScratches(ctx); err != nil {
 		log.Warn("remove the scratch of finished sessions", "err", err)
 	} else if n > 0 {
 		log.Info("removed the scratch of finished sessions", "count", n)

@@ -1,0 +1,80 @@
+package secret
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMaskBytes(t *testing.T) {
+	m := NewMasker(map[string]string{"A": "hunter2", "B": "abc", "C": "s3cr3t-value", "D": "s3cr"})
+	for _, tc := range []struct{ in, want string }{
+		{"nothing here", "nothing here"},
+		{"pw=hunter2!", "pw=***!"},
+		{"hunter2hunter2", "******"},
+		{"abc is short, kept", "abc is short, kept"},
+		{"long s3cr3t-value and s3cr", "long *** and ***"},
+		{"ends with hunt", "ends with hunt"},
+	} {
+		assert.Equal(t, tc.want, m.String(tc.in), tc.in)
+	}
+	assert.Equal(t, "C", m.Find([]byte("x s3cr3t-value")))
+	assert.Equal(t, "", m.Find([]byte("hunter")))
+}
+
+// Every way of cutting the input into two or three chunks masks the same.
+func TestMaskStreamSplit(t *testing.T) {
+	m := NewMasker(map[string]string{"A": "hunter2", "B": "hunter2-long", "C": "xyzw"})
+	in := "a hunter2 b hunter2-long c xyzwxyz hunte"
+	want := "a *** b *** c ***xyz hunte"
+	require.Equal(t, want, m.String(in))
+	for i := 0; i <= len(in); i++ {
+		for j := i; j <= len(in); j++ {
+			var out strings.Builder
+			s := m.Stream(func(p []byte) { out.Write(p) })
+			s.Write([]byte(in[:i]))
+			s.Write([]byte(in[i:j]))
+			s.Write([]byte(in[j:]))
+			s.Flush()
+			assert.Equal(t, want, out.String(), "cut at %d and %d", i, j)
+		}
+	}
+}
+
+func TestMaskStreamHeldShorterValue(t *testing.T) {
+	m := NewMasker(map[string]string{"A": "abcdef", "B": "abcd"})
+	var out strings.Builder
+	s := m.Stream(func(p []byte) { out.Write(p) })
+	s.Write([]byte("x abcd"))
+	s.Flush()
+	assert.Equal(t, "x ***", out.String())
+}
+
+func TestBox(t *testing.T) {
+	path := t.TempDir() + "/" + KeyFile
+	b, err := LoadBox(path)
+	require.NoError(t, err)
+	sealed, err := b.Seal("r", "TOKEN", "hunter2")
+	require.NoError(t, err)
+	assert.NotContains(t, string(sealed), "hunter2")
+	again, err := LoadBox(path)
+	require.NoError(t, err)
+	v, err := again.Open("r", "TOKEN", sealed)
+	require.NoError(t, err)
+	assert.Equal(t, "hunter2", v)
+	_, err = again.Open("r", "OTHER", sealed)
+	assert.ErrorIs(t, err, ErrOpen)
+	_, err = again.Open("other", "TOKEN", sealed)
+	assert.ErrorIs(t, err, ErrOpen)
+}
+
+func TestValidName(t *testing.T) {
+	for _, n := range []string{"A", "_x", "TOKEN_2", "a1"} {
+		assert.True(t, ValidName(n), n)
+	}
+	for _, n := range []string{"", "1A", "A-B", "A=B", "A B", "Ä"} {
+		assert.False(t, ValidName(n), n)
+	}
+}

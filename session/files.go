@@ -371,6 +371,10 @@ func (ls *live) put(ctx context.Context, mu *draft, p string, content func(old [
 	if int64(len(data)) > mu.limits.MaxFileBytes {
 		return fmt.Errorf("%w: %q would be %d bytes, the limit is %d", ErrTooLarge, p, len(data), mu.limits.MaxFileBytes)
 	}
+	if name := mu.secrets.Find(data); name != "" {
+		// The value is not named: the error goes back to the writer.
+		return &overlay.PathError{Rule: RuleSecret, Path: p, Message: "the content holds the value of secret " + name}
+	}
 	id := mu.addBlob(data)
 	if err := mu.ov.PutSized(ctx, p, id, mode, int64(len(data))); err != nil {
 		return err

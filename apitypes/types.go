@@ -54,6 +54,8 @@ type Session struct {
 	// Caches is "private" for a session whose commands get tool caches
 	// of their own, else "shared".
 	Caches       string     `json:"caches"`
+	// Env are the session's own plain variables, given at creation.
+	Env map[string]string `json:"env,omitempty"`
 	Head         string     `json:"head"`
 	Seq          int64      `json:"seq"`
 	Checkpoints  int        `json:"checkpoints"`
@@ -76,6 +78,9 @@ type CreateSessionRequest struct {
 	// Caches is shared (the default) or private: every command of the
 	// session gets tool caches of its own.
 	Caches string `json:"caches,omitempty"`
+	// Env are the session's own plain variables: every command gets
+	// them, over the repository's (a request's own win over both).
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // ForkRequest forks a session from its current view or a checkpoint.

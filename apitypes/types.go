@@ -53,16 +53,16 @@ type Session struct {
 	Policy     Policy `json:"policy"`
 	// Caches is "private" for a session whose commands get tool caches
 	// of their own, else "shared".
-	Caches       string     `json:"caches"`
+	Caches string `json:"caches"`
 	// Env are the session's own plain variables, given at creation.
-	Env map[string]string `json:"env,omitempty"`
-	Head         string     `json:"head"`
-	Seq          int64      `json:"seq"`
-	Checkpoints  int        `json:"checkpoints"`
-	CreatedAt    time.Time  `json:"created_at"`
-	LastActiveAt time.Time  `json:"last_active_at"`
-	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
-	Token        string     `json:"token,omitempty"`
+	Env          map[string]string `json:"env,omitempty"`
+	Head         string            `json:"head"`
+	Seq          int64             `json:"seq"`
+	Checkpoints  int               `json:"checkpoints"`
+	CreatedAt    time.Time         `json:"created_at"`
+	LastActiveAt time.Time         `json:"last_active_at"`
+	ExpiresAt    *time.Time        `json:"expires_at,omitempty"`
+	Token        string            `json:"token,omitempty"`
 }
 
 // CreateSessionRequest starts a session.

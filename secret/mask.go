@@ -72,6 +72,28 @@ func (m *Masker) Bytes(p []byte) []byte {
 	return out
 }
 
+// Tail is Bytes for the tail of a longer output: it also masks a value's
+// end at p's start, where the cut may have left only part of a value.
+func (m *Masker) Tail(p []byte) []byte {
+	if m.Empty() {
+		return p
+	}
+	cut := 0
+	for _, v := range m.values {
+		for k := len(v) - 1; k > cut; k-- {
+			if bytes.HasPrefix(p, v[len(v)-k:]) {
+				cut = k
+				break
+			}
+		}
+	}
+	out := m.Bytes(p[cut:])
+	if cut == 0 {
+		return out
+	}
+	return append([]byte(Mask), out...)
+}
+
 // String is Bytes for a string.
 func (m *Masker) String(s string) string {
 	if m.Empty() {

@@ -78,3 +78,10 @@ func TestValidName(t *testing.T) {
 		assert.False(t, ValidName(n), n)
 	}
 }
+
+// A tail cut inside a value masks what is left of it.
+func TestMaskTail(t *testing.T) {
+	m := NewMasker(map[string]string{"A": "hunter2"})
+	assert.Equal(t, "***\nnext ***\n", string(m.Tail([]byte("ter2\nnext hunter2\n"))))
+	assert.Equal(t, "plain\n", string(m.Tail([]byte("plain\n"))))
+}

@@ -282,7 +282,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	argv = shownArgv
 	res := ExecResult{
 		Argv: argv, ExitCode: run.ExitCode, Signal: run.Signal, TimedOut: run.TimedOut, Duration: run.Duration,
-		Stdout: vars.Masker.Bytes(run.Stdout), Stderr: vars.Masker.Bytes(run.Stderr), OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,
+		Stdout: maskKept(vars.Masker, run.Stdout, run.OutputTruncated), Stderr: maskKept(vars.Masker, run.Stderr, run.OutputTruncated), OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,
 		Limits: run.Limits, Exceeded: run.Exceeded, Landlock: run.Landlock,
 		ToStart: run.Started.Sub(begin), Prepare: prepared.Sub(begin), Setup: run.Setup,
 	}
@@ -389,6 +389,15 @@ func maskOutput(m *secret.Masker, out func(stream string, p []byte)) (func(strin
 		}
 	}
 	return wrapped, flush
+}
+
+// maskKept masks an output's kept tail; a truncated one may start inside
+// a value.
+func maskKept(m *secret.Masker, p []byte, truncated bool) []byte {
+	if truncated {
+		return m.Tail(p)
+	}
+	return m.Bytes(p)
 }
 
 // limitsFor is what a command on a session of repo runs under: the

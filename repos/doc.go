@@ -8,22 +8,17 @@
 // none opens one by itself.
 //
 // Invariants:
-//
 //   - One open gitstore.Repo per registered name in a process, opened on
 //     first use and kept until Close (or until the name is registered
 //     again), so its caches and housekeeping are shared by every user.
-//
 //   - Names are letters, digits, '-', '_' and '.', not starting with '.',
 //     at most 100 bytes; a bad name or path is record.ErrInvalid and
 //     registers nothing.
-//
 //   - A repository without a policy of its own has the Registry's
 //     defaults (Config.Defaults).
-//
 //   - A write that finds a repository's objects or refs full is a
 //     *record.NoSpaceError naming the repository (gitstore's
 //     Options.NoSpace, set when the Registry opens it).
-//
 //   - A secret's value is never in an error, nor in what Environment
 //     returns (the names only).
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/overlay"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
@@ -63,5 +64,14 @@ func TestExecSecrets(t *testing.T) {
 		res = e.sh(s.ID, `echo "$TOKEN $A"`)
 		assert.Equal(t, "*** \n", string(res.Stdout), "env was replaced, the secret kept with its new value")
 		e.write(s.ID, "old.txt", value)
+
+		// A fork keeps the session's own variables.
+		f, err := e.m.Fork(ctx, s.ID, session.ForkOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"B": "session", "C": "session"}, f.Env)
+		res = e.sh(f.ID, `echo "$B $C"`)
+		assert.Equal(t, "session session\n", string(res.Stdout))
+		_, err = e.m.Create(ctx, session.CreateOptions{Repo: "r", Env: map[string]string{"A=B": "x"}})
+		assert.ErrorIs(t, err, record.ErrInvalid)
 	})
 }

@@ -135,37 +135,70 @@ func (s *Stream) Write(p []byte) {
 }
 
 // mask passes on buf masked; unless final, it holds back a tail that may
-// be the start of a value.
+// be the start of a value. Matches are leftmost, then longest; a place
+// where a longer value may still begin is held rather than masked as a
+// shorter one.
 func (s *Stream) mask(buf []byte, final bool) {
+	m := s.m
+	lo := len(buf)
+	if !final {
+		lo = max(0, len(buf)-m.maxLen+1)
+	}
+	hold := m.holdFrom(buf, lo)
+	// next[k] is where values[k] next occurs at or after i (-1: nowhere).
+	next := make([]int, len(m.values))
+	for k := range next {
+		next[k] = -2
+	}
 	var out []byte
-	start := 0 // buf[start:i] is plain, not yet copied to out
 	i := 0
-scan:
-	for i < len(buf) {
-		for _, v := range s.m.values {
-			if buf[i] != v[0] {
-				continue
+	for {
+		if hold < i {
+			hold = m.holdFrom(buf, max(i, lo))
+		}
+		p, n := -1, 0
+		for k, v := range m.values {
+			if next[k] == -2 || (next[k] >= 0 && next[k] < i) {
+				next[k] = -1
+				if at := bytes.Index(buf[i:], v); at >= 0 {
+					next[k] = i + at
+				}
 			}
-			rest := buf[i:]
-			switch {
-			case bytes.HasPrefix(rest, v):
-				out = append(out, buf[start:i]...)
-				out = append(out, Mask...)
-				i += len(v)
-				start = i
-				continue scan
-			case !final && len(rest) < len(v) && bytes.HasPrefix(v, rest):
-				// Maybe a value, cut by the chunk's end: hold it.
-				s.held = slices.Clone(rest)
-				break scan
+			if next[k] >= 0 && (p < 0 || next[k] < p) {
+				p, n = next[k], len(v)
 			}
 		}
-		i++
+		if p < 0 || p >= hold {
+			break
+		}
+		out = append(out, buf[i:p]...)
+		out = append(out, Mask...)
+		i = p + n
 	}
-	out = append(out, buf[start:i]...)
+	end := len(buf)
+	if hold < end && hold >= i {
+		end = hold
+		s.held = slices.Clone(buf[hold:])
+	}
+	out = append(out, buf[i:end]...)
 	if len(out) > 0 {
 		s.out(out)
 	}
+}
+
+// holdFrom is the first place at or after lo where what is left of buf is
+// a proper prefix of a value (it may become one with what comes next);
+// len(buf) when there is none.
+func (m *Masker) holdFrom(buf []byte, lo int) int {
+	for j := lo; j < len(buf); j++ {
+		rest := buf[j:]
+		for _, v := range m.values {
+			if len(rest) < len(v) && bytes.HasPrefix(v, rest) {
+				return j
+			}
+		}
+	}
+	return len(buf)
 }
 
 // Flush passes on what was held back: at the stream's end it is no value.

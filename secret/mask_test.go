@@ -1,6 +1,7 @@
 package secret
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -84,4 +85,57 @@ func TestMaskTail(t *testing.T) {
 	m := NewMasker(map[string]string{"A": "hunter2"})
 	assert.Equal(t, "***\nnext ***\n", string(m.Tail([]byte("ter2\nnext hunter2\n"))))
 	assert.Equal(t, "plain\n", string(m.Tail([]byte("plain\n"))))
+}
+
+// model masks leftmost-longest, one byte at a time: the specification
+// the stream must meet however its input is cut.
+func model(values []string, in string) string {
+	var out strings.Builder
+scan:
+	for i := 0; i < len(in); {
+		for _, v := range values { // longest first
+			if strings.HasPrefix(in[i:], v) {
+				out.WriteString(Mask)
+				i += len(v)
+				continue scan
+			}
+		}
+		out.WriteByte(in[i])
+		i++
+	}
+	return out.String()
+}
+
+func TestMaskStreamModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := "ab-"
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for round := range 2000 {
+		secrets := map[string]string{}
+		for i := range 1 + rng.IntN(3) {
+			secrets[string(rune('A'+i))] = word(MinMask + rng.IntN(4))
+		}
+		m := NewMasker(secrets)
+		var values []string
+		for _, v := range m.values {
+			values = append(values, string(v))
+		}
+		in := word(rng.IntN(40))
+		want := model(values, in)
+		var out strings.Builder
+		s := m.Stream(func(p []byte) { out.Write(p) })
+		for rest := in; rest != ""; {
+			n := 1 + rng.IntN(len(rest))
+			s.Write([]byte(rest[:n]))
+			rest = rest[n:]
+		}
+		s.Flush()
+		require.Equal(t, want, out.String(), "round %d: values %q, input %q", round, values, in)
+	}
 }

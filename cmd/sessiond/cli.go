@@ -212,7 +212,7 @@ type sessionNewCmd struct {
 	TTL       seconds  `help:"Idle time after which the session expires: seconds (600) or a duration (10m)." name:"ttl" placeholder:"DURATION"`
 	Policy    string   `help:"Path policy as JSON: {\"read\":[…],\"write\":[…],\"deny\":[…]}." placeholder:"JSON"`
 	Caches    string   `help:"Tool caches of its commands: shared (the repository's) or private (the session's own)." enum:"shared,private" default:"shared"`
-	Env       []string `help:"A plain variable NAME=VALUE every command of the session gets (repeatable)." placeholder:"NAME=VALUE"`
+	Env       []string `help:"A plain variable NAME=VALUE every command of the session gets (repeatable)." sep:"none" placeholder:"NAME=VALUE"`
 	Quiet     bool     `help:"Print only the session id." short:"q"`
 }
 

@@ -46,7 +46,7 @@ func printEnvironment(w io.Writer, e apitypes.RepoEnvironment) {
 
 type repoEnvSetCmd struct {
 	Repo        string   `arg:"" help:"Repository name."`
-	Env         []string `help:"A plain variable NAME=VALUE (repeatable)." placeholder:"NAME=VALUE"`
+	Env         []string `help:"A plain variable NAME=VALUE (repeatable)." sep:"none" placeholder:"NAME=VALUE"`
 	Unset       []string `help:"Remove a plain variable (repeatable)." placeholder:"NAME"`
 	Secret      string   `help:"Set the secret NAME to standard input (one final newline removed)." placeholder:"NAME"`
 	SecretsFile string   `help:"Set secrets from a file of NAME=VALUE lines (- for standard input)." placeholder:"FILE"`

@@ -332,7 +332,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	res.NotRecorded = notRecorded
 	if !res.Recorded {
 		for _, c := range changes {
-			res.Changes = append(res.Changes, ExecChange{Path: c.Path, Status: statusOf(ctx, view, view.Overlay, c), Mode: c.Mode})
+			res.Changes = append(res.Changes, ExecChange{Path: vars.Masker.String(c.Path), Status: statusOf(ctx, view, view.Overlay, c), Mode: c.Mode})
 		}
 	}
 	if err := sc.Settle(cctx, m.execView(ls, ls.ov), settle); err != nil {
@@ -564,6 +564,8 @@ func (m *Executor) recordExec(ctx context.Context, ls *live, actor string, argv 
 			if !ok {
 				return err
 			}
+			// A command may have named a file after a secret.
+			rj.Path, rj.Message = mu.secrets.String(rj.Path), mu.secrets.String(rj.Message)
 			rejected = append(rejected, rj)
 		}
 		return nil

@@ -53,6 +53,10 @@ func TestExecSecrets(t *testing.T) {
 		require.Len(t, res.Rejected, 1)
 		assert.Equal(t, session.ExecRejection{Path: "src/leak.txt", Rule: session.RuleSecret, Message: "the content holds the value of secret TOKEN"}, res.Rejected[0])
 		assert.Equal(t, "ok\n", e.read(s.ID, "src/ok.txt"))
+		// A file named after a secret: refused, its path masked.
+		res = e.sh(s.ID, `echo x > "src/$TOKEN.txt"`)
+		require.Len(t, res.Rejected, 1)
+		assert.Equal(t, session.ExecRejection{Path: "src/***.txt", Rule: session.RuleSecret, Message: "the path holds the value of secret TOKEN"}, res.Rejected[0])
 		_, err = e.m.Stat(ctx, s.ID, "src/leak.txt")
 		assert.Error(t, err, "the refused file was recorded")
 

@@ -13,6 +13,8 @@ import (
 	"github.com/sessiond/sessiond/merge"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
+	"github.com/sessiond/sessiond/secret"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/worktree"
 )
@@ -103,6 +105,9 @@ func mapError(err error) *apitypes.Error {
 		return &apitypes.Error{Status: http.StatusRequestEntityTooLarge, Code: apitypes.CodeTooLarge,
 			Message: fmt.Sprintf("request body over the limit of %d bytes", maxErr.Limit),
 			Details: map[string]any{"limit": maxErr.Limit}}
+	case errors.Is(err, repos.ErrSecretTooLarge):
+		return &apitypes.Error{Status: http.StatusRequestEntityTooLarge, Code: apitypes.CodeTooLarge, Message: err.Error(),
+			Details: map[string]any{"limit": secret.MaxValueBytes}}
 	case errors.Is(err, session.ErrTooLarge):
 		return newError(http.StatusRequestEntityTooLarge, apitypes.CodeTooLarge, "%s", err.Error())
 	case errors.As(err, &preErr):

@@ -178,7 +178,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	opts := session.CreateOptions{
 		Repo: req.Repo, Base: req.Base, AgentID: req.AgentID, AgentName: req.AgentName, Intent: req.Intent,
-		Mode: mode, TTL: time.Duration(req.TTLSeconds) * time.Second, Caches: req.Caches,
+		Mode: mode, TTL: time.Duration(req.TTLSeconds) * time.Second, Caches: req.Caches, Env: req.Env,
 	}
 	if req.Policy != nil {
 		opts.Policy = fromPolicy(*req.Policy)

@@ -90,7 +90,8 @@ func (e *scopeEnv) newWorld(accepted bool) *world {
 
 // fingerprint is everything a refused call must leave as it was: every
 // ref of the repository, every session (state, sequence, head, view),
-// every changeset, the repositories and the accept policy.
+// every changeset, the repositories, the accept policy and the
+// environment.
 func (e *scopeEnv) fingerprint() string {
 	e.t.Helper()
 	ctx := e.t.Context()
@@ -126,6 +127,9 @@ func (e *scopeEnv) fingerprint() string {
 	pol, err := e.en.Repos.Policy(ctx, "r")
 	require.NoError(e.t, err)
 	fmt.Fprintf(&b, "\npolicy %+v", pol)
+	env, err := e.en.Repos.Environment(ctx, "r")
+	require.NoError(e.t, err)
+	fmt.Fprintf(&b, "\nenvironment %+v", env)
 	return b.String()
 }
 
@@ -281,10 +285,13 @@ func matrix() map[string][]call {
 		"POST /v1/changesets/{id}/undo": {{variant: "allowed", path: qcs("/undo"), body: jsonBody(map[string]any{}), status: 200, accepted: true}},
 		"POST /v1/repos/{repo}/undo": {{variant: "allowed", path: fixed("/v1/repos/r/undo"), accepted: true, status: 200,
 			body: func(w *world) any { return map[string]any{"changesets": []string{w.qCS.ID.String()}} }}},
-		"GET /v1/repos/{repo}/layers": {{variant: "allowed", path: fixed("/v1/repos/r/layers?branch=main"), status: 200}},
-		"GET /v1/repos/{repo}/policy": {{variant: "allowed", path: fixed("/v1/repos/r/policy"), status: 200}},
-		"PUT /v1/repos/{repo}/policy": {{variant: "allowed", path: fixed("/v1/repos/r/policy"), body: jsonBody(map[string]any{"required_approvals": 1, "allow_checked_out": true}), status: 200}},
-		"POST /v1/reviewers":          {{variant: "allowed", path: fixed("/v1/reviewers"), body: jsonBody(map[string]any{"name": "rita"}), status: 201}},
+		"GET /v1/repos/{repo}/layers":      {{variant: "allowed", path: fixed("/v1/repos/r/layers?branch=main"), status: 200}},
+		"GET /v1/repos/{repo}/policy":      {{variant: "allowed", path: fixed("/v1/repos/r/policy"), status: 200}},
+		"PUT /v1/repos/{repo}/policy":      {{variant: "allowed", path: fixed("/v1/repos/r/policy"), body: jsonBody(map[string]any{"required_approvals": 1, "allow_checked_out": true}), status: 200}},
+		"GET /v1/repos/{repo}/environment": {{variant: "allowed", path: fixed("/v1/repos/r/environment"), status: 200}},
+		"PUT /v1/repos/{repo}/environment": {{variant: "allowed", path: fixed("/v1/repos/r/environment"),
+			body: jsonBody(map[string]any{"env": map[string]string{"A": "1"}, "secrets": map[string]string{"TOKEN": "matrix-secret"}}), status: 200}},
+		"POST /v1/reviewers": {{variant: "allowed", path: fixed("/v1/reviewers"), body: jsonBody(map[string]any{"name": "rita"}), status: 201}},
 		// No MCP handler is configured here: a caller the route admits
 		// gets not_found, which still shows the auth in front of it.
 		"POST /mcp":                 {{variant: "allowed", path: fixed("/mcp"), body: jsonBody(map[string]any{}), status: 404}},

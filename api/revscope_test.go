@@ -82,6 +82,8 @@ var revisionInputs = map[string][]revisionInput{
 	"GET /v1/repos/{repo}/layers":              nil, // branch names a branch's layers in the store
 	"GET /v1/repos/{repo}/policy":              nil,
 	"PUT /v1/repos/{repo}/policy":              nil,
+	"GET /v1/repos/{repo}/environment":         nil,
+	"PUT /v1/repos/{repo}/environment":         nil,
 	"POST /mcp":                                nil, "GET /mcp": nil, "DELETE /mcp": nil, // the tools call these routes: mcpserver's TestToolRevisionScope
 	"POST /mcp/sessions/{id}": nil, "GET /mcp/sessions/{id}": nil, "DELETE /mcp/sessions/{id}": nil,
 }

@@ -192,6 +192,10 @@ var routes = []Route{
 	{"GET", "/v1/repos/{repo}/layers", scopeReader, (*Server).layers},
 	{"GET", "/v1/repos/{repo}/policy", scopeReader, (*Server).getPolicy},
 	{"PUT", "/v1/repos/{repo}/policy", scopeAdmin, (*Server).putPolicy},
+	// A repository's environment: plain variables, and secrets that are
+	// written and never read back (api/environment.go).
+	{"GET", "/v1/repos/{repo}/environment", scopeReader, (*Server).getEnvironment},
+	{"PUT", "/v1/repos/{repo}/environment", scopeAdmin, (*Server).putEnvironment},
 	{"POST", "/v1/reviewers", scopeAdmin, (*Server).createReviewer},
 
 	// MCP over streamable HTTP (package mcpserver, wired by Config.MCP).

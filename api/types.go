@@ -39,6 +39,7 @@ func toSession(s session.Session) apitypes.Session {
 	if s.Caches == session.CachesPrivate {
 		out.Caches = s.Caches
 	}
+	out.Env = s.Env
 	if s.Parent != [16]byte{} {
 		out.Parent = s.Parent.String()
 	}

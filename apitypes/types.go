@@ -53,14 +53,16 @@ type Session struct {
 	Policy     Policy `json:"policy"`
 	// Caches is "private" for a session whose commands get tool caches
 	// of their own, else "shared".
-	Caches       string     `json:"caches"`
-	Head         string     `json:"head"`
-	Seq          int64      `json:"seq"`
-	Checkpoints  int        `json:"checkpoints"`
-	CreatedAt    time.Time  `json:"created_at"`
-	LastActiveAt time.Time  `json:"last_active_at"`
-	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
-	Token        string     `json:"token,omitempty"`
+	Caches string `json:"caches"`
+	// Env are the session's own plain variables, given at creation.
+	Env          map[string]string `json:"env,omitempty"`
+	Head         string            `json:"head"`
+	Seq          int64             `json:"seq"`
+	Checkpoints  int               `json:"checkpoints"`
+	CreatedAt    time.Time         `json:"created_at"`
+	LastActiveAt time.Time         `json:"last_active_at"`
+	ExpiresAt    *time.Time        `json:"expires_at,omitempty"`
+	Token        string            `json:"token,omitempty"`
 }
 
 // CreateSessionRequest starts a session.
@@ -76,6 +78,9 @@ type CreateSessionRequest struct {
 	// Caches is shared (the default) or private: every command of the
 	// session gets tool caches of its own.
 	Caches string `json:"caches,omitempty"`
+	// Env are the session's own plain variables: every command gets
+	// them, over the repository's (a request's own win over both).
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // ForkRequest forks a session from its current view or a checkpoint.

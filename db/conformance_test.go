@@ -55,6 +55,7 @@ func TestConformance(t *testing.T) {
 		{"InFlight", testInFlight},
 		{"CheckSpace", testCheckSpace},
 		{"RepoPolicy", testRepoPolicy},
+		{"RepoEnvironment", testRepoEnvironment},
 		{"Runs", testRuns},
 		{"Events", testEvents},
 		{"InTx", testInTx},
@@ -728,6 +729,36 @@ func testRepoPolicy(t *testing.T, _ backend, s Store) {
 	require.NoError(t, err)
 	assert.Equal(t, p, got, "a second set replaces")
 	assert.ErrorIs(t, cst.SetRepoPolicy(ctx, repos.Policy{Repo: "nope"}), record.ErrNotFound)
+}
+
+func testRepoEnvironment(t *testing.T, _ backend, s Store) {
+	ctx := t.Context()
+	var cst repos.Store = s
+	mkRepo(t, s, "r")
+	_, err := cst.GetRepoEnvironment(ctx, "r")
+	assert.ErrorIs(t, err, record.ErrNotFound)
+	e := repos.Environment{Repo: "r", Env: map[string]string{"A": "1", "B_2": "é ünïcode"},
+		Secrets: map[string][]byte{"TOKEN": {0, 1, 2, 255}, "KEY": []byte("sealed")}}
+	require.NoError(t, cst.SetRepoEnvironment(ctx, e))
+	got, err := cst.GetRepoEnvironment(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, e, got)
+	e = repos.Environment{Repo: "r", Env: map[string]string{"C": ""}}
+	require.NoError(t, cst.SetRepoEnvironment(ctx, e))
+	got, err = cst.GetRepoEnvironment(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, e, got, "a second set replaces")
+	assert.ErrorIs(t, cst.SetRepoEnvironment(ctx, repos.Environment{Repo: "nope"}), record.ErrNotFound)
+
+	// A session's own variables.
+	ss := mkSession(t, s, "r", nil)
+	plain, err := s.GetSession(ctx, ss.ID)
+	require.NoError(t, err)
+	assert.Nil(t, plain.Env)
+	withEnv := mkSession(t, s, "r", func(ss *session.Session) { ss.Env = map[string]string{"X": "y"} })
+	got2, err := s.GetSession(ctx, withEnv.ID)
+	require.NoError(t, err)
+	assert.Equal(t, withEnv.Env, got2.Env)
 }
 
 func testRuns(t *testing.T, _ backend, s Store) {

@@ -28,6 +28,9 @@
 //     stay context.Canceled and context.DeadlineExceeded.
 //   - Object ids are stored as 40-digit hex text, NULL for the zero id;
 //     times in UTC with microsecond precision.
+//   - A repository's secrets arrive sealed (package secret) and are stored
+//     as they come, base64 in repo_environments.secrets: no plain value
+//     ever reaches the database.
 //
 // Durability: a write is acknowledged only after its transaction commits.
 // Postgres commits are durable with the server's default synchronous_commit.

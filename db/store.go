@@ -284,7 +284,7 @@ func collect[T any](rs rows, scan func(scanner) (T, error)) ([]T, error) {
 // Sessions.
 
 const sessionCols = `id, repo, parent, agent_id, agent_name, intent, base_commit, base_ref, mode,
-	state, policy, head, seq, checkpoints, created_at, last_active_at, expires_at, caches`
+	state, policy, head, seq, checkpoints, created_at, last_active_at, expires_at, caches, env`
 
 // Writable states; a mutation of a session in any other state is refused.
 const liveStates = `('active', 'submitted')`
@@ -306,11 +306,15 @@ func (s *store) CreateSession(ctx context.Context, ss session.Session) error {
 	if err != nil {
 		return err
 	}
+	env, err := envArg(ss.Env)
+	if err != nil {
+		return err
+	}
 	_, err = s.r.exec(ctx, `INSERT INTO sessions (`+sessionCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, 0, $13, $14, $15, $16)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, 0, $13, $14, $15, $16, $17)`,
 		ss.ID.String(), ss.Repo, uuidArg(ss.Parent), ss.AgentID, ss.AgentName, ss.Intent,
 		oidArg(ss.BaseCommit), ss.BaseRef, string(ss.Mode), string(ss.State), policy,
-		oidArg(ss.Head), timeArg(ss.CreatedAt), timeArg(ss.LastActiveAt), timeArg(ss.ExpiresAt), ss.Caches)
+		oidArg(ss.Head), timeArg(ss.CreatedAt), timeArg(ss.LastActiveAt), timeArg(ss.ExpiresAt), ss.Caches, env)
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", ss.ID, err)
 	}
@@ -319,15 +323,20 @@ func (s *store) CreateSession(ctx context.Context, ss session.Session) error {
 
 func scanSession(sc scanner) (session.Session, error) {
 	var (
-		ss                 session.Session
-		mode, state, polic string
+		ss                      session.Session
+		mode, state, polic, env string
 	)
 	err := sc.Scan(uuidCol{&ss.ID}, &ss.Repo, uuidCol{&ss.Parent}, &ss.AgentID, &ss.AgentName,
 		&ss.Intent, oidCol{&ss.BaseCommit}, &ss.BaseRef, &mode, &state, textCol{&polic},
 		oidCol{&ss.Head}, &ss.Seq, &ss.Checkpoints, timeCol{&ss.CreatedAt},
-		timeCol{&ss.LastActiveAt}, timeCol{&ss.ExpiresAt}, &ss.Caches)
+		timeCol{&ss.LastActiveAt}, timeCol{&ss.ExpiresAt}, &ss.Caches, &env)
 	if err != nil {
 		return ss, err
+	}
+	if env != "{}" && env != "" {
+		if err := json.Unmarshal([]byte(env), &ss.Env); err != nil {
+			return ss, fmt.Errorf("db: session %s env: %w", ss.ID, err)
+		}
 	}
 	ss.Mode, ss.State = session.Mode(mode), session.State(state)
 	if err := json.Unmarshal([]byte(polic), &ss.Policy); err != nil {
@@ -1320,6 +1329,59 @@ func (s *store) GetRepoPolicy(ctx context.Context, repo string) (repos.Policy, e
 		p.RequiredChecks = nil
 	}
 	return p, nil
+}
+
+// Environments.
+
+// envArg is a map of variables as the JSON object stored ({} for none).
+func envArg[V any](m map[string]V) (string, error) {
+	if len(m) == 0 {
+		return "{}", nil
+	}
+	return jsonArg(m)
+}
+
+// SetRepoEnvironment creates or replaces a repository's environment. The
+// secrets arrive sealed (package secret) and are stored as they are.
+func (s *store) SetRepoEnvironment(ctx context.Context, e repos.Environment) error {
+	env, err := envArg(e.Env)
+	if err != nil {
+		return fmt.Errorf("environment of repository %q: %w", e.Repo, err)
+	}
+	sec, err := envArg(e.Secrets) // []byte values encode as base64
+	if err != nil {
+		return fmt.Errorf("environment of repository %q: %w", e.Repo, err)
+	}
+	_, err = s.r.exec(ctx, `INSERT INTO repo_environments (repo, env, secrets) VALUES ($1, $2, $3)
+		ON CONFLICT (repo) DO UPDATE SET env = excluded.env, secrets = excluded.secrets`, e.Repo, env, sec)
+	if err != nil {
+		return fmt.Errorf("environment of repository %q: %w", e.Repo, err)
+	}
+	return nil
+}
+
+// GetRepoEnvironment returns a repository's environment; ErrNotFound when
+// none was set.
+func (s *store) GetRepoEnvironment(ctx context.Context, repo string) (repos.Environment, error) {
+	e := repos.Environment{Repo: repo}
+	var env, sec string
+	err := s.r.queryRow(ctx, `SELECT env, secrets FROM repo_environments WHERE repo = $1`, repo).Scan(&env, &sec)
+	if err != nil {
+		return repos.Environment{}, fmt.Errorf("environment of repository %q: %w", repo, err)
+	}
+	if err := json.Unmarshal([]byte(env), &e.Env); err != nil {
+		return repos.Environment{}, fmt.Errorf("environment of repository %q: env: %w", repo, err)
+	}
+	if err := json.Unmarshal([]byte(sec), &e.Secrets); err != nil {
+		return repos.Environment{}, fmt.Errorf("environment of repository %q: secrets: %w", repo, err)
+	}
+	if len(e.Env) == 0 {
+		e.Env = nil
+	}
+	if len(e.Secrets) == 0 {
+		e.Secrets = nil
+	}
+	return e, nil
 }
 
 // Runs.

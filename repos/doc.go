@@ -1,7 +1,9 @@
 // Package repos is the registry of repositories: a name → an open
 // gitstore.Repo, backed by the store's record of each repository (its
-// path, and later its origin and environment configuration), and the
-// repository's policies (the accept policy today). Every other package
+// path, and later its origin and environment configuration), the
+// repository's policies (accept and exec), and its environment: plain
+// variables and secrets, sealed by a secret.Box before they reach the
+// store and opened only for commands and the secret rule of writes. Every other package
 // reaches a repository through a Registry handed to it at construction;
 // none opens one by itself.
 //
@@ -17,7 +19,10 @@
 //   - A write that finds a repository's objects or refs full is a
 //     *record.NoSpaceError naming the repository (gitstore's
 //     Options.NoSpace, set when the Registry opens it).
+//   - A secret's value is never in an error, nor in what Environment
+//     returns (the names only).
 //
 // Concurrency: a Registry is safe for concurrent use; Registry.mu guards
-// only the map of open repositories.
+// only the map of open repositories, varsMu the opened variables (dropped
+// when SetEnvironment changes them), envMu serializes SetEnvironment.
 package repos

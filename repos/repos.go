@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/secret"
 )
 
 // Repo is a git repository registered by name, as the store keeps it.
@@ -118,6 +119,12 @@ type Store interface {
 	// GetRepoPolicy returns a repository's accept policy; ErrNotFound
 	// when none was set.
 	GetRepoPolicy(ctx context.Context, repo string) (Policy, error)
+	// SetRepoEnvironment creates or replaces a repository's environment
+	// (secrets sealed); ErrNotFound when the repository does not exist.
+	SetRepoEnvironment(ctx context.Context, e Environment) error
+	// GetRepoEnvironment returns a repository's environment; ErrNotFound
+	// when none was set.
+	GetRepoEnvironment(ctx context.Context, repo string) (Environment, error)
 }
 
 // Config configures a Registry.
@@ -130,6 +137,9 @@ type Config struct {
 	Defaults Policy
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Secrets seals and opens the repositories' secrets; nil: no secrets
+	// can be set.
+	Secrets *secret.Box
 }
 
 // Registry is the registry of repositories.
@@ -141,6 +151,13 @@ type Registry struct {
 
 	mu   sync.Mutex // guards open
 	open map[string]*gitstore.Repo
+
+	box   *secret.Box
+	envMu sync.Mutex // serializes SetEnvironment
+	// vars are the repositories' variables with their secrets opened,
+	// dropped when an environment changes.
+	varsMu sync.Mutex // guards vars
+	vars   map[string]Variables
 }
 
 // New returns the registry over cfg.Store.
@@ -151,7 +168,7 @@ func New(cfg Config) *Registry {
 	}
 	return &Registry{store: cfg.Store, dataDir: cfg.DataDir, defaults: cfg.Defaults,
 		now:  func() time.Time { return now().UTC().Truncate(time.Microsecond) },
-		open: make(map[string]*gitstore.Repo)}
+		open: make(map[string]*gitstore.Repo), box: cfg.Secrets, vars: make(map[string]Variables)}
 }
 
 // Close releases the open repositories. The store is the caller's.

@@ -543,7 +543,7 @@ func (m *Manager) Fork(ctx context.Context, id uuid.UUID, opts ForkOptions) (Ses
 	base := baseCommit.String()
 	s, err := m.create(ctx, CreateOptions{
 		Repo: src.Repo, Base: base, AgentID: opts.AgentID, AgentName: opts.AgentName,
-		Intent: opts.Intent, Mode: mode, TTL: ttl, Policy: policy, Caches: src.Caches,
+		Intent: opts.Intent, Mode: mode, TTL: ttl, Policy: policy, Caches: src.Caches, Env: src.Env,
 		forkBaseRef: src.BaseRef, forkBase: baseCommit, forkTree: target,
 	}, src.ID, entries)
 	if err != nil {

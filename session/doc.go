@@ -83,6 +83,13 @@
 //     session's scratch is removed when it ends (or, if a command still
 //     runs, when that command ends); Executor.RemoveFinishedScratches, which the
 //     daemon calls at start, removes those a crash left.
+//   - A command's environment is the repository's plain variables and
+//     secrets (repos.Registry.Variables), then the session's own Env,
+//     then the request's, each winning over the one before. The
+//     secrets' values never leave in what Exec returns: its output (the
+//     stream as it comes and the kept tails) and the argv it records are
+//     masked (package secret). No write, by request or captured from a
+//     command, records content holding a secret's value: rule secret.
 //
 // Concurrency: a Manager is safe for concurrent use. Each loaded session
 // has one lock that serializes every write on it; different sessions run

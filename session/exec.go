@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,6 +15,8 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
+	"github.com/sessiond/sessiond/secret"
 	"github.com/sessiond/sessiond/workdir"
 )
 
@@ -173,6 +177,10 @@ const (
 	RuleTooLarge  = "too_large"
 	RuleSpecial   = "specialFile"
 	RuleInvalid   = "invalid"
+	// RuleSecret: the content holds the value of one of the repository's
+	// secrets (the agent wrote a secret into the code). Writes are
+	// refused by it too.
+	RuleSecret = "secret"
 )
 
 // Exec runs a command on the session's view as a real directory and
@@ -205,6 +213,12 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		ls.unlock()
 		return ExecResult{}, err
 	}
+	vars, err := m.repos.Variables(ctx, ls.meta.Repo)
+	if err != nil {
+		ls.unlock()
+		return ExecResult{}, err
+	}
+	sessionEnv := ls.meta.Env
 	if ls.policy.limitsReads() && !m.workdirs.Isolated() {
 		// The view would leave the unreadable paths out, but a command
 		// without namespaces can read the repository itself.
@@ -240,25 +254,35 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		return ExecResult{}, err
 	}
 	prepared := time.Now()
-	env := make([]string, 0, len(opts.Env))
-	for k, v := range opts.Env {
-		env = append(env, k+"="+v)
-	}
-	slices.Sort(env)
+	env := commandEnv(vars, sessionEnv, opts.Env)
+	// Every output leaves masked: the stream as it comes (a value split
+	// across chunks too), the kept tails below.
+	output, flush := maskOutput(vars.Masker, opts.Output)
 	run, err := sc.Run(ctx, workdir.Command{
 		Argv: argv, Cwd: cwd, Env: env, Stdin: opts.Stdin, Timeout: timeout,
-		Network: opts.Network, OutputCap: m.exec.OutputCap, Output: opts.Output,
+		Network: opts.Network, OutputCap: m.exec.OutputCap, Output: output,
 		Workspace: workspaceOf(view), Limits: limits,
 		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: opts.Caches == CachesPrivate || ls.meta.Caches == CachesPrivate || ls.policy.limitsReads()},
 	})
+	flush()
 	if err != nil {
 		sc.Abort()
 		unbusy()
 		return ExecResult{}, err
 	}
+	// What is recorded and returned of the command names no secret's
+	// value, even one given in its argv.
+	shownArgv := argv
+	if !vars.Masker.Empty() {
+		shownArgv = make([]string, len(argv))
+		for i, a := range argv {
+			shownArgv[i] = vars.Masker.String(a)
+		}
+	}
+	argv = shownArgv
 	res := ExecResult{
 		Argv: argv, ExitCode: run.ExitCode, Signal: run.Signal, TimedOut: run.TimedOut, Duration: run.Duration,
-		Stdout: run.Stdout, Stderr: run.Stderr, OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,
+		Stdout: maskKept(vars.Masker, run.Stdout, run.OutputTruncated), Stderr: maskKept(vars.Masker, run.Stderr, run.OutputTruncated), OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,
 		Limits: run.Limits, Exceeded: run.Exceeded, Landlock: run.Landlock,
 		ToStart: run.Started.Sub(begin), Prepare: prepared.Sub(begin), Setup: run.Setup,
 	}
@@ -308,7 +332,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	res.NotRecorded = notRecorded
 	if !res.Recorded {
 		for _, c := range changes {
-			res.Changes = append(res.Changes, ExecChange{Path: c.Path, Status: statusOf(ctx, view, view.Overlay, c), Mode: c.Mode})
+			res.Changes = append(res.Changes, ExecChange{Path: vars.Masker.String(c.Path), Status: statusOf(ctx, view, view.Overlay, c), Mode: c.Mode})
 		}
 	}
 	if err := sc.Settle(cctx, m.execView(ls, ls.ov), settle); err != nil {
@@ -320,6 +344,60 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		m.exec.Ran(cctx, id, res)
 	}
 	return res, nil
+}
+
+// commandEnv is a command's environment beside the minimal one: the
+// repository's plain variables and secrets, then the session's own
+// variables, then the request's, each winning over those before it.
+func commandEnv(vars repos.Variables, session, request map[string]string) []string {
+	all := make(map[string]string, len(vars.Env)+len(vars.Secrets)+len(session)+len(request))
+	for _, m := range []map[string]string{vars.Env, vars.Secrets, session, request} {
+		maps.Copy(all, m)
+	}
+	env := make([]string, 0, len(all))
+	for k, v := range all {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	return env
+}
+
+// maskOutput wraps out so the secrets' values never pass, one masked
+// stream per output stream; flush passes on what each held back, once
+// the command ended.
+func maskOutput(m *secret.Masker, out func(stream string, p []byte)) (func(string, []byte), func()) {
+	if out == nil || m.Empty() {
+		return out, func() {}
+	}
+	var mu sync.Mutex // the workdir may call from a goroutine per stream
+	streams := map[string]*secret.Stream{}
+	wrapped := func(stream string, p []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		s := streams[stream]
+		if s == nil {
+			s = m.Stream(func(b []byte) { out(stream, b) })
+			streams[stream] = s
+		}
+		s.Write(p)
+	}
+	flush := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, name := range slices.Sorted(maps.Keys(streams)) {
+			streams[name].Flush()
+		}
+	}
+	return wrapped, flush
+}
+
+// maskKept masks an output's kept tail; a truncated one may start inside
+// a value.
+func maskKept(m *secret.Masker, p []byte, truncated bool) []byte {
+	if truncated {
+		return m.Tail(p)
+	}
+	return m.Bytes(p)
 }
 
 // limitsFor is what a command on a session of repo runs under: the
@@ -486,6 +564,8 @@ func (m *Executor) recordExec(ctx context.Context, ls *live, actor string, argv 
 			if !ok {
 				return err
 			}
+			// A command may have named a file after a secret.
+			rj.Path, rj.Message = mu.secrets.String(rj.Path), mu.secrets.String(rj.Message)
 			rejected = append(rejected, rj)
 		}
 		return nil

@@ -333,6 +333,9 @@ func (m *Manager) Append(ctx context.Context, id uuid.UUID, p string, data []byt
 // put writes content(old) at p in the mutation's overlay, after checking
 // the preconditions against the current file.
 func (ls *live) put(ctx context.Context, mu *draft, p string, content func(old []byte) []byte, opts WriteOptions) error {
+	if name := mu.secrets.Find([]byte(p)); name != "" {
+		return &overlay.PathError{Rule: RuleSecret, Path: mu.secrets.String(p), Message: "the path holds the value of secret " + name}
+	}
 	var old []byte
 	mode := opts.Mode
 	cur, err := mu.ov.Stat(ctx, p)
@@ -370,6 +373,10 @@ func (ls *live) put(ctx context.Context, mu *draft, p string, content func(old [
 	data := content(old)
 	if int64(len(data)) > mu.limits.MaxFileBytes {
 		return fmt.Errorf("%w: %q would be %d bytes, the limit is %d", ErrTooLarge, p, len(data), mu.limits.MaxFileBytes)
+	}
+	if name := mu.secrets.Find(data); name != "" {
+		// The value is not named: the error goes back to the writer.
+		return &overlay.PathError{Rule: RuleSecret, Path: p, Message: "the content holds the value of secret " + name}
 	}
 	id := mu.addBlob(data)
 	if err := mu.ov.PutSized(ctx, p, id, mode, int64(len(data))); err != nil {

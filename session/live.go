@@ -14,6 +14,8 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
+	"github.com/sessiond/sessiond/secret"
 	"github.com/sessiond/sessiond/workdir"
 )
 
@@ -255,6 +257,7 @@ type recorder struct {
 	now       func() time.Time
 	ovOpts    overlay.Options
 	workdirs  *workdir.Manager // a finished session's scratch is removed here
+	repos     *repos.Registry  // the secrets a write may not hold
 	// commits are the group committers of mutations, one per repository
 	// (commit.go).
 	commits committers
@@ -331,6 +334,9 @@ type draft struct {
 	exec *ExecInfo
 	// limits are the engine's, for the rules of each write.
 	limits Limits
+	// secrets finds the repository's secret values in written content
+	// (the secret rule).
+	secrets *secret.Masker
 }
 
 // addBlob queues a blob and keeps it readable within the mutation.
@@ -382,7 +388,11 @@ func (m *recorder) mutate(ctx context.Context, ls *live, op Op, actor string, dr
 	if err := m.checkWritable(ctx, ls); err != nil {
 		return MutationRecord{}, nil, err
 	}
-	mu := &draft{ov: ls.ov.Clone(), batch: ls.repo.NewBatch(), pending: map[gitstore.OID][]byte{}, repo: ls.repo, limits: m.limits}
+	vars, err := m.repos.Variables(ctx, ls.meta.Repo)
+	if err != nil {
+		return MutationRecord{}, nil, err
+	}
+	mu := &draft{ov: ls.ov.Clone(), batch: ls.repo.NewBatch(), pending: map[gitstore.OID][]byte{}, repo: ls.repo, limits: m.limits, secrets: vars.Masker}
 	// The content rules read the blobs this mutation queues.
 	mu.ov.ReadBlobsWith(mu.readBlob)
 	if err := fn(mu); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -106,7 +107,7 @@ func NewManager(cfg Config) *Manager {
 		mem: &memory{store: cfg.Store, repos: cfg.Repos, ovOpts: ovOpts, now: clock,
 			live: make(map[uuid.UUID]*live), finished: make(map[*live]struct{})},
 		recorder: &recorder{store: cfg.Store, events: cfg.Events, observers: cfg.Observers,
-			limits: cfg.Limits, now: clock, ovOpts: ovOpts, workdirs: cfg.Workdirs},
+			limits: cfg.Limits, now: clock, ovOpts: ovOpts, workdirs: cfg.Workdirs, repos: cfg.Repos},
 	}
 	if cfg.IdleUnload == 0 {
 		cfg.IdleUnload = DefaultIdleUnload
@@ -177,6 +178,8 @@ type CreateOptions struct {
 	// Caches is CachesShared (or empty) or CachesPrivate: the tool caches
 	// of every command of the session (ExecOptions.Caches).
 	Caches string
+	// Env are the session's own plain variables (Session.Env).
+	Env map[string]string
 
 	// Set by Fork: the source's branch, the commit the fork starts on
 	// (Base is then its id and is not resolved again), and the tree of
@@ -212,6 +215,11 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 	default:
 		return Session{}, fmt.Errorf("%w: caches %q: use shared or private", record.ErrInvalid, opts.Caches)
 	}
+	for n, v := range opts.Env {
+		if err := repos.CheckVariable("env", n, v); err != nil {
+			return Session{}, err
+		}
+	}
 	opts.AgentID, opts.AgentName = record.AgentIdentity(opts.AgentID, opts.AgentName)
 	r, err := m.repos.Open(ctx, opts.Repo)
 	if err != nil {
@@ -243,7 +251,7 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 		ID: uuid.New(), Repo: opts.Repo, Parent: parent,
 		AgentID: opts.AgentID, AgentName: opts.AgentName, Intent: opts.Intent,
 		BaseCommit: commit, BaseRef: baseBranch, Mode: opts.Mode, State: StateActive,
-		Policy: opts.Policy, Head: commit, CreatedAt: now, LastActiveAt: now, Caches: opts.Caches,
+		Policy: opts.Policy, Head: commit, CreatedAt: now, LastActiveAt: now, Caches: opts.Caches, Env: maps.Clone(opts.Env),
 	}
 	if opts.TTL > 0 {
 		s.ExpiresAt = now.Add(opts.TTL)

@@ -157,6 +157,10 @@ type Session struct {
 	// Caches is "private" when every command gets the session's own tool
 	// caches; empty: the repository's shared ones (ExecOptions.Caches).
 	Caches string
+	// Env are the session's own plain variables, given at creation:
+	// every command gets them, over the repository's (a request's own
+	// win over both).
+	Env    map[string]string
 	Policy Policy
 	// Head is the commit the next checkpoint builds on: the latest
 	// checkpoint, or BaseCommit before the first. It moves only by

@@ -131,6 +131,7 @@ type repoCmd struct {
 	Init     repoInitCmd     `cmd:"" help:"Create a bare repository under the data directory."`
 	Branches repoBranchesCmd `cmd:"" help:"List a repository's branches."`
 	Policy   repoPolicyCmd   `cmd:"" help:"A repository's policy: show, set."`
+	Env      repoEnvCmd      `cmd:"" help:"A repository's environment variables and secrets: show, set."`
 }
 
 type repoLsCmd struct{}
@@ -202,16 +203,17 @@ type sessionCmd struct {
 }
 
 type sessionNewCmd struct {
-	Repo      string  `help:"Repository name." required:"" placeholder:"NAME"`
-	Base      string  `help:"Branch, tag or commit (default: the repository's HEAD)." placeholder:"REV"`
-	AgentID   string  `help:"Agent id (default: the name, else $USER); one of the two alone is both." placeholder:"A"`
-	AgentName string  `help:"Agent name (default: the id)." placeholder:"NAME"`
-	Intent    string  `help:"What the session is for." placeholder:"TEXT"`
-	Mode      string  `help:"read_write (default) or read_only." placeholder:"MODE"`
-	TTL       seconds `help:"Idle time after which the session expires: seconds (600) or a duration (10m)." name:"ttl" placeholder:"DURATION"`
-	Policy    string  `help:"Path policy as JSON: {\"read\":[…],\"write\":[…],\"deny\":[…]}." placeholder:"JSON"`
-	Caches    string  `help:"Tool caches of its commands: shared (the repository's) or private (the session's own)." enum:"shared,private" default:"shared"`
-	Quiet     bool    `help:"Print only the session id." short:"q"`
+	Repo      string   `help:"Repository name." required:"" placeholder:"NAME"`
+	Base      string   `help:"Branch, tag or commit (default: the repository's HEAD)." placeholder:"REV"`
+	AgentID   string   `help:"Agent id (default: the name, else $USER); one of the two alone is both." placeholder:"A"`
+	AgentName string   `help:"Agent name (default: the id)." placeholder:"NAME"`
+	Intent    string   `help:"What the session is for." placeholder:"TEXT"`
+	Mode      string   `help:"read_write (default) or read_only." placeholder:"MODE"`
+	TTL       seconds  `help:"Idle time after which the session expires: seconds (600) or a duration (10m)." name:"ttl" placeholder:"DURATION"`
+	Policy    string   `help:"Path policy as JSON: {\"read\":[…],\"write\":[…],\"deny\":[…]}." placeholder:"JSON"`
+	Caches    string   `help:"Tool caches of its commands: shared (the repository's) or private (the session's own)." enum:"shared,private" default:"shared"`
+	Env       []string `help:"A plain variable NAME=VALUE every command of the session gets (repeatable)." sep:"none" placeholder:"NAME=VALUE"`
+	Quiet     bool     `help:"Print only the session id." short:"q"`
 }
 
 func (c *sessionNewCmd) Run(ctx context.Context, x *cli) error {
@@ -220,6 +222,16 @@ func (c *sessionNewCmd) Run(ctx context.Context, x *cli) error {
 	}
 	req := apitypes.CreateSessionRequest{Repo: c.Repo, Base: c.Base, AgentID: c.AgentID, AgentName: c.AgentName,
 		Intent: c.Intent, Mode: c.Mode, TTLSeconds: int64(time.Duration(c.TTL) / time.Second), Caches: c.Caches}
+	for _, kv := range c.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return usagef("--env %q: want NAME=VALUE", kv)
+		}
+		if req.Env == nil {
+			req.Env = map[string]string{}
+		}
+		req.Env[k] = v
+	}
 	if c.TTL > 0 && time.Duration(c.TTL) < time.Second {
 		return usagef("--ttl %s: the API counts whole seconds", time.Duration(c.TTL))
 	}

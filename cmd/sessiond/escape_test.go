@@ -93,9 +93,9 @@ func TestEscapesThroughTheDaemon(t *testing.T) {
 	})
 
 	// What the daemon keeps is its user's alone: the data directory and
-	// every scratch 0700, the token key and the database 0600.
+	// every scratch 0700, the token and secrets keys and the database 0600.
 	t.Run("data directory modes", func(t *testing.T) {
-		want := map[string]os.FileMode{data: 0o700, filepath.Join(data, "token.key"): 0o600,
+		want := map[string]os.FileMode{data: 0o700, filepath.Join(data, "token.key"): 0o600, filepath.Join(data, "secrets.key"): 0o600,
 			filepath.Join(data, "workdir", "sessions", s.ID): 0o700}
 		for _, db := range []string{"sessiond.db", "sessiond.db-wal", "sessiond.db-shm"} {
 			if _, err := os.Stat(filepath.Join(data, db)); err == nil {

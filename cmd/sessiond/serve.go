@@ -32,6 +32,7 @@ import (
 	"github.com/sessiond/sessiond/mcpserver"
 	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/repos"
+	"github.com/sessiond/sessiond/secret"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/ui"
 	"github.com/sessiond/sessiond/workdir"
@@ -225,7 +226,13 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		return err
 	}
 	defer unlock()
-	secret, err := loadSecret(filepath.Join(c.DataDir, "token.key"))
+	tokenKey, err := loadSecret(filepath.Join(c.DataDir, "token.key"))
+	if err != nil {
+		return err
+	}
+	// The repositories' secrets are sealed with a key of their own, kept
+	// beside the token key.
+	box, err := secret.LoadBox(filepath.Join(c.DataDir, secret.KeyFile))
 	if err != nil {
 		return err
 	}
@@ -236,7 +243,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	defer store.Close()
 	// The registry of repositories and the event log, over the store;
 	// every part below is handed the ones it uses.
-	reg := repos.New(repos.Config{Store: store, DataDir: c.DataDir})
+	reg := repos.New(repos.Config{Store: store, DataDir: c.DataDir, Secrets: box})
 	defer reg.Close() // last: the graph's workers read repositories until joined
 	evs := events.New(store, nil)
 	// The session graph observes every session; its overlap events go to
@@ -283,7 +290,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		localUser = defaultLocalUser(ctx)
 	}
 	srvAPI = api.New(api.Config{
-		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: secret, LocalUser: localUser,
+		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: tokenKey, LocalUser: localUser,
 		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
 		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, WriteTimeout: c.WriteTimeout, Logger: log, MCP: mcpHandler, Store: store,
 	})

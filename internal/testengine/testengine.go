@@ -5,6 +5,7 @@
 package testengine
 
 import (
+	"path/filepath"
 	"time"
 
 	"github.com/sessiond/sessiond/changeset"
@@ -12,6 +13,7 @@ import (
 	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/internal/checkruns"
 	"github.com/sessiond/sessiond/repos"
+	"github.com/sessiond/sessiond/secret"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -34,7 +36,16 @@ type Engine struct {
 // exec bounds commands, when cfg has view directories.
 func New(st db.Store, dataDir string, cfg session.Config, exec ...session.ExecConfig) *Engine {
 	e := &Engine{Store: st, Events: cfg.Events}
-	e.Repos = repos.New(repos.Config{Store: st, DataDir: dataDir, Now: cfg.Now})
+	// Secrets are sealed with a key in the data directory, as the daemon's.
+	var box *secret.Box
+	if dataDir != "" {
+		b, err := secret.LoadBox(filepath.Join(dataDir, secret.KeyFile))
+		if err != nil {
+			panic(err)
+		}
+		box = b
+	}
+	e.Repos = repos.New(repos.Config{Store: st, DataDir: dataDir, Now: cfg.Now, Secrets: box})
 	if e.Events == nil {
 		e.Events = events.New(st, nil)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/highlight"
 	"github.com/sessiond/sessiond/merge"
 )
 
@@ -48,6 +49,7 @@ func writeDiff(w http.ResponseWriter, format string, from, to gitstore.OID, patc
 		_, _ = w.Write(patch.Unified())
 		return nil
 	}
+	patch.Highlight()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	return json.NewEncoder(w).Encode(toDiff(from, to, patch))
@@ -64,9 +66,27 @@ func toDiff(from, to gitstore.OID, patch *merge.Patch) apitypes.Diff {
 			Similarity: f.Similarity, Binary: f.Binary, Insertions: f.Insertions, Deletions: f.Deletions, Hunks: make([]apitypes.Hunk, len(f.Hunks)),
 		}
 		for i, h := range f.Hunks {
-			fd.Hunks[i] = apitypes.Hunk(h)
+			fd.Hunks[i] = apitypes.Hunk{OldStart: h.OldStart, OldLines: h.OldLines, NewStart: h.NewStart, NewLines: h.NewLines,
+				Lines: h.Lines, Function: h.Function, Spans: toSpans(h.Spans)}
 		}
 		out.Files = append(out.Files, fd)
+	}
+	return out
+}
+
+func toSpans(lines [][]highlight.Span) [][]apitypes.Span {
+	if lines == nil {
+		return nil
+	}
+	out := make([][]apitypes.Span, len(lines))
+	for i, l := range lines {
+		if l == nil {
+			continue
+		}
+		out[i] = make([]apitypes.Span, len(l))
+		for j, s := range l {
+			out[i][j] = apitypes.Span(s)
+		}
 	}
 	return out
 }

@@ -29,6 +29,21 @@ type Hunk struct {
 	NewLines int      `json:"new_lines"`
 	Lines    []string `json:"lines"`
 	Function string   `json:"function,omitempty"`
+	// Spans are the syntax tokens of each line, one entry per line of
+	// Lines (null for a line with none): characters [start, end) of the
+	// line's text (after its ' ', '-' or '+', counted in Unicode code
+	// points) and chroma's short class name ("k" keyword, "s2" string,
+	// "c1" comment, "nf" function name, …). Absent for a file chroma has
+	// no lexer for (chosen by file name), over 256 KiB, or past 4 MiB of
+	// highlighted text in one diff.
+	Spans [][]Span `json:"spans,omitempty"`
+}
+
+// Span is one syntax token of a diff line.
+type Span struct {
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+	Class string `json:"class"`
 }
 
 // Diff is a diff in its JSON form.

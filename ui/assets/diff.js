@@ -26,10 +26,33 @@ function text(line) {
   return [t, eof];
 }
 
-function code(line, cls) {
+// code is a line's cell. The sign and the end-of-file mark are drawn by
+// the stylesheet (::before and ::after), so what is copied or read as
+// text is the line alone; its syntax tokens (spans from the server,
+// characters counted in code points) are spans with classes, built as
+// text like everything else.
+function code(line, cls, spans) {
   const [t, eof] = text(line);
-  return h("td", { class: "code " + cls }, h("span", { class: "sign", "aria-hidden": "true" }, line[0] === " " ? " " : line[0]),
-    t, eof ? h("span", { class: "eof", title: "No newline at end of file" }, " ⏎̸") : null);
+  return h("td", { class: "code " + cls, dataset: { sign: line[0] === " " ? " " : line[0] } },
+    h("span", { class: "src" + (eof ? " no-eol" : ""), title: eof ? "No newline at end of file" : null }, tokens(t, spans)));
+}
+
+// tokens splits a line's text at its spans.
+export function tokens(t, spans) {
+  if (!spans || !spans.length) return [t];
+  const chars = /[^\x00-\x7f]/.test(t) ? Array.from(t) : null;
+  const cut = (a, b) => chars ? chars.slice(a, b).join("") : t.slice(a, b);
+  const out = [];
+  let at = 0;
+  for (const s of spans) {
+    if (s.start < at || s.end <= s.start) continue;
+    if (s.start > at) out.push(cut(at, s.start));
+    out.push(h("span", { class: `hl hl-${s.class.slice(0, 1)} hl-${s.class}` }, cut(s.start, s.end)));
+    at = s.end;
+  }
+  const n = chars ? chars.length : t.length;
+  if (at < n) out.push(cut(at, n));
+  return out;
 }
 
 // rows walks a hunk: each entry {kind: ' '|'-'|'+', line, old, new}.
@@ -38,12 +61,12 @@ function rows(hunk) {
   if (hunk.old_lines === 0) o++;
   if (hunk.new_lines === 0) n++;
   const out = [];
-  for (const line of hunk.lines) {
-    const k = line[0];
-    if (k === " ") out.push({ kind: k, line, old: o++, new: n++ });
-    else if (k === "-") out.push({ kind: k, line, old: o++ });
-    else out.push({ kind: k, line, new: n++ });
-  }
+  hunk.lines.forEach((line, j) => {
+    const k = line[0], spans = hunk.spans ? hunk.spans[j] : null;
+    if (k === " ") out.push({ kind: k, line, spans, old: o++, new: n++ });
+    else if (k === "-") out.push({ kind: k, line, spans, old: o++ });
+    else out.push({ kind: k, line, spans, new: n++ });
+  });
   return out;
 }
 
@@ -89,7 +112,7 @@ export function renderFile(f, opts) {
       for (const r of rs) {
         const cls = r.kind === "+" ? "add" : r.kind === "-" ? "del" : "ctx";
         const tr = h("tr", { class: "line " + cls, "data-new": r.new, "data-old": r.old },
-          lnButton(r.old, "old"), lnButton(r.new, "new"), code(r.line, cls));
+          lnButton(r.old, "old"), lnButton(r.new, "new"), code(r.line, cls, r.spans));
         body.push(tr, commentRows(commentable ? r.new : r.old));
       }
       return;
@@ -97,7 +120,7 @@ export function renderFile(f, opts) {
     for (let j = 0; j < rs.length;) {
       if (rs[j].kind === " ") {
         const r = rs[j++];
-        body.push(h("tr", { class: "line ctx", "data-new": r.new }, lnButton(r.old, "old"), code(r.line, "ctx"), lnButton(r.new, "new"), code(r.line, "ctx")),
+        body.push(h("tr", { class: "line ctx", "data-new": r.new }, lnButton(r.old, "old"), code(r.line, "ctx", r.spans), lnButton(r.new, "new"), code(r.line, "ctx", r.spans)),
           commentRows(r.new));
         continue;
       }
@@ -107,8 +130,8 @@ export function renderFile(f, opts) {
       for (let k = 0; k < Math.max(dels.length, adds.length); k++) {
         const d = dels[k], a = adds[k];
         body.push(h("tr", { class: "line", "data-new": a && a.new },
-          d ? lnButton(d.old, "old") : h("td", { class: "ln" }), d ? code(d.line, "del") : h("td", { class: "code empty" }),
-          a ? lnButton(a.new, "new") : h("td", { class: "ln" }), a ? code(a.line, "add") : h("td", { class: "code empty" })),
+          d ? lnButton(d.old, "old") : h("td", { class: "ln" }), d ? code(d.line, "del", d.spans) : h("td", { class: "code empty" }),
+          a ? lnButton(a.new, "new") : h("td", { class: "ln" }), a ? code(a.line, "add", a.spans) : h("td", { class: "code empty" })),
           commentRows(commentable ? (a && a.new) : (d && d.old)));
       }
     }

@@ -1,0 +1,145 @@
+package ui_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/internal/testrepo"
+)
+
+// readingFixture is a daemon with a repository whose main has files,
+// and a session changing them, submitted as a changeset.
+type readingFixture struct {
+	url, token string
+	c          *client.Client
+	s          apitypes.Session
+	cs         apitypes.Changeset
+}
+
+// newReadingFixture puts base on main, then writes change in a session
+// and submits it.
+func newReadingFixture(t *testing.T, base, change map[string]string) *readingFixture {
+	t.Helper()
+	ctx := t.Context()
+	repo := testrepo.BuildBare(t, "small")
+	const token = "ui-reading-token"
+	url := startDaemon(t, repo, token)
+	c := client.New(url, token)
+	write := func(id string, files map[string]string) {
+		t.Helper()
+		for p, body := range files {
+			_, err := c.WriteFile(ctx, id, p, []byte(body), client.WriteOptions{})
+			require.NoError(t, err)
+		}
+	}
+	s0, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
+	require.NoError(t, err)
+	write(s0.ID, base)
+	cs0, err := c.Submit(ctx, s0.ID, apitypes.SubmitRequest{Intent: "the base"})
+	require.NoError(t, err)
+	_, err = c.Accept(ctx, cs0.ID, apitypes.AcceptRequest{})
+	require.NoError(t, err)
+	s, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "reader"})
+	require.NoError(t, err)
+	write(s.ID, change)
+	cs, err := c.Submit(ctx, s.ID, apitypes.SubmitRequest{Intent: "the change"})
+	require.NoError(t, err)
+	return &readingFixture{url: url, token: token, c: c, s: s, cs: cs}
+}
+
+const goBefore = `package shapes
+
+import "fmt"
+
+// Area is a square's.
+func Area(side int) int {
+	return side * side
+}
+
+func Name() string {
+	return "square"
+}
+`
+
+const goAfter = `package shapes
+
+import "fmt"
+
+// Area is a square's.
+func Area(side int) int {
+	return side * side
+}
+
+func Name() string {
+	return fmt.Sprintf("square of %d", 2)
+}
+`
+
+// TestReviewPageHighlight: a Go file's diff comes with syntax tokens
+// from the server, shown as spans with classes (a keyword, a string),
+// while what is copied or read as text is the plain line.
+func TestReviewPageHighlight(t *testing.T) {
+	f := newReadingFixture(t, map[string]string{"shapes.go": goBefore, "notes.unknownext": "a\n"},
+		map[string]string{"shapes.go": goAfter, "notes.unknownext": "b\n"})
+
+	// The API: spans for the Go file, one per line; none for the other.
+	d, err := f.c.ChangesetDiffJSON(t.Context(), f.cs.ID)
+	require.NoError(t, err)
+	var goFile, other apitypes.FileDiff
+	for _, fd := range d.Files {
+		switch fd.Path {
+		case "shapes.go":
+			goFile = fd
+		case "notes.unknownext":
+			other = fd
+		}
+	}
+	require.Len(t, goFile.Hunks, 1)
+	h := goFile.Hunks[0]
+	require.Len(t, h.Spans, len(h.Lines))
+	found := map[string]string{}
+	for j, l := range h.Lines {
+		r := []rune(strings.TrimSuffix(l[1:], "\n"))
+		for _, s := range h.Spans[j] {
+			found[string(r[s.Start:s.End])] = s.Class
+		}
+	}
+	assert.Equal(t, "kd", found["func"])
+	assert.Equal(t, "s", found[`"square of %d"`][:1])
+	require.Len(t, other.Hunks, 1)
+	assert.Nil(t, other.Hunks[0].Spans)
+
+	b := newBrowser(t)
+	step(t, b, "open the changeset", chromedp.Navigate(f.url+"/ui/changesets/"+f.cs.ID), chromedp.WaitVisible(chromedp.ID("token-input")),
+		chromedp.SendKeys(chromedp.ID("token-input"), f.token), chromedp.Click(chromedp.CSS("#token-form button[type=submit]")))
+	waitFor(t, b, "the highlighted diff", `document.querySelector('#diffs table[aria-label="Diff of shapes.go"] span.hl') !== null`)
+	kw := eval[[]string](t, b, `[...document.querySelectorAll('#diffs table[aria-label="Diff of shapes.go"] span.hl-k')].map(s => s.textContent)`)
+	assert.Contains(t, kw, "func")
+	assert.Contains(t, kw, "return")
+	str := eval[[]string](t, b, `[...document.querySelectorAll('#diffs table[aria-label="Diff of shapes.go"] span.hl-s')].map(s => s.textContent)`)
+	assert.Contains(t, str, `"square of %d"`)
+	assert.Equal(t, 0, eval[int](t, b, `document.querySelectorAll('#diffs table[aria-label="Diff of notes.unknownext"] span.hl').length`))
+	// Nothing executes: every token is a span of text.
+	assert.Equal(t, 0, eval[int](t, b, `document.querySelectorAll('#diffs span.hl *').length`))
+
+	// Copying the added line: the line alone, no sign, no markup.
+	const added = `	return fmt.Sprintf("square of %d", 2)`
+	row := `[...document.querySelectorAll('#diffs tr.line.add')].find(r => r.querySelector("td.code.add").textContent.includes("square of"))`
+	assert.Equal(t, added, eval[string](t, b, row+`.querySelector("td.code.add").innerText`))
+	sel := eval[string](t, b, `(() => { const td = `+row+`.querySelector("td.code.add");
+		const r = document.createRange(); r.selectNodeContents(td);
+		const s = window.getSelection(); s.removeAllRanges(); s.addRange(r); return s.toString(); })()`)
+	assert.Equal(t, added, sel)
+	// The whole table copied reads as the file's lines (and the numbers).
+	table := eval[string](t, b, `(() => { const t = document.querySelector('#diffs table[aria-label="Diff of shapes.go"]');
+		const r = document.createRange(); r.selectNodeContents(t);
+		const s = window.getSelection(); s.removeAllRanges(); s.addRange(r); return s.toString(); })()`)
+	assert.Contains(t, table, `return "square"`)
+	assert.NotContains(t, table, "+\t")
+}

@@ -60,3 +60,21 @@ type Stats struct {
 	Insertions int `json:"insertions"`
 	Deletions  int `json:"deletions"`
 }
+
+// FileLines are lines of a file at one side of a changeset's revision
+// (GET /v1/changesets/{id}/files/{path}?lines=a-b&side=base|head): what a
+// reviewer expands around a hunk. Start and end are the first and last
+// line given (1-based, inclusive; end stops at the file's end), total
+// its number of lines. Lines keep their newline (the last may have
+// none); spans are as a hunk's.
+type FileLines struct {
+	Revision int      `json:"revision"`
+	Side     string   `json:"side"`
+	Path     string   `json:"path"`
+	OID      string   `json:"oid"`
+	Start    int      `json:"start"`
+	End      int      `json:"end"`
+	Total    int      `json:"total"`
+	Lines    []string `json:"lines"`
+	Spans    [][]Span `json:"spans,omitempty"`
+}

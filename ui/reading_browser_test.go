@@ -1,6 +1,8 @@
 package ui_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -142,4 +144,69 @@ func TestReviewPageHighlight(t *testing.T) {
 		const s = window.getSelection(); s.removeAllRanges(); s.addRange(r); return s.toString(); })()`)
 	assert.Contains(t, table, `return "square"`)
 	assert.NotContains(t, table, "+\t")
+}
+
+// numbered is a file of n lines "line i", with edits.
+func numbered(n int, edit map[int]string) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if s, ok := edit[i]; ok {
+			b.WriteString(s + "\n")
+		} else {
+			fmt.Fprintf(&b, "line %d\n", i)
+		}
+	}
+	return b.String()
+}
+
+// openPage opens a changeset's page in a new browser, giving the token.
+func (f *readingFixture) openPage(t *testing.T, csID string) context.Context {
+	t.Helper()
+	b := newBrowser(t)
+	step(t, b, "open the changeset", chromedp.Navigate(f.url+"/ui/changesets/"+csID), chromedp.WaitVisible(chromedp.ID("token-input")),
+		chromedp.SendKeys(chromedp.ID("token-input"), f.token), chromedp.Click(chromedp.CSS("#token-form button[type=submit]")))
+	waitFor(t, b, "the diff", `document.querySelector("#diffs table.diff") !== null`)
+	return b
+}
+
+// TestReviewPageExpandContext: "expand" above and below each hunk loads
+// the unchanged lines around it, 20 at a time, until the gaps close:
+// the table then reads as the whole file, in order.
+func TestReviewPageExpandContext(t *testing.T) {
+	f := newReadingFixture(t, map[string]string{"doc.txt": numbered(80, nil)},
+		map[string]string{"doc.txt": numbered(80, map[int]string{30: "thirty", 70: "seventy"})})
+	b := f.openPage(t, f.cs.ID)
+	gaps := func() []string {
+		return eval[[]string](t, b, `[...document.querySelectorAll("#diffs tr.expand-row")].map(r => r.dataset.from + "-" + r.dataset.to)`)
+	}
+	require.Equal(t, []string{"1-26", "34-66", "74-"}, gaps(), "before, between and after the two hunks")
+	click := func(what string, gap int, dir string) {
+		t.Helper()
+		n := eval[int](t, b, `document.querySelectorAll("#diffs tr.expanded").length`)
+		step(t, b, what, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelectorAll("#diffs tr.expand-row")[%d].querySelector('button[data-dir=%q]').click()`, gap, dir)))
+		waitFor(t, b, what, fmt.Sprintf(`document.querySelectorAll("#diffs tr.expanded").length > %d`, n))
+	}
+	click("above the first hunk", 0, "up")
+	assert.Equal(t, []string{"1-6", "34-66", "74-"}, gaps(), "20 lines, nearest the hunk")
+	assert.Equal(t, "line 7", eval[string](t, b, `document.querySelector('#diffs tr.expanded[data-new="7"] td.code').innerText`))
+	click("above the first hunk again", 0, "up")
+	click("below the first hunk", 0, "down")
+	assert.Equal(t, []string{"54-66", "74-"}, gaps())
+	click("above the second hunk", 0, "up")
+	click("below the last hunk", 0, "down")
+	assert.Empty(t, gaps(), "every gap closed: the end of the file is known")
+
+	// The table now reads as the new file, line by line, numbers and all.
+	nums := eval[[]int](t, b, `[...document.querySelectorAll("#diffs tr.line[data-new]")].map(r => Number(r.dataset.new))`)
+	texts := eval[[]string](t, b, `[...document.querySelectorAll("#diffs tr.line[data-new]")].map(r => r.querySelector("td.code.ctx, td.code.add").innerText)`)
+	want := strings.Split(strings.TrimSuffix(numbered(80, map[int]string{30: "thirty", 70: "seventy"}), "\n"), "\n")
+	require.Len(t, nums, 80)
+	for i, n := range nums {
+		assert.Equal(t, i+1, n)
+		assert.Equal(t, want[i], texts[i], "line %d", n)
+	}
+	// Old numbers follow: unchanged line 50 is 50 on both sides.
+	assert.Equal(t, "50", eval[string](t, b, `document.querySelector('#diffs tr.expanded[data-new="50"]').dataset.old`))
+	// An expanded line can be commented on like any other.
+	assert.True(t, eval[bool](t, b, `document.querySelector('#diffs tr.expanded[data-new="50"] button.ln-btn[data-line="50"]') !== null`))
 }

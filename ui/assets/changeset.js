@@ -254,8 +254,15 @@ class ChangesetPage {
         h("h3", { id: `diff-title-${i}` }, h("abbr", { title: f.status }, statusLetter(f.status)), " ", f.path,
           h("span", { class: "muted" }, ` +${f.insertions} −${f.deletions}`)),
         renderFile(f, { mode: this.mode, key: i, comments: this.comments(f.path), hunks,
-          onComment: (line, row) => this.openComment(f.path, line, row) }));
+          onComment: (line, row) => this.openComment(f.path, line, row),
+          expand: (from, to) => this.lines(f.path, from, to) }));
     }));
+  }
+
+  // lines loads lines from-to of path at the shown revision's head.
+  lines(path, from, to) {
+    const p = path.split("/").map(encodeURIComponent).join("/");
+    return get(`/v1/changesets/${encodeURIComponent(this.id)}/files/${p}?side=head&lines=${from}-${to}&revision=${this.viewRev}`);
   }
 
   openComment(path, line, row) {

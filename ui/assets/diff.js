@@ -5,6 +5,9 @@
 // has a checkbox.
 import { h } from "./dom.js";
 
+// EXPAND_STEP is how many lines one "expand" loads.
+export const EXPAND_STEP = 20;
+
 const STATUS_LETTER = { added: "A", modified: "M", deleted: "D", renamed: "R", copied: "C", mode_changed: "M", type_changed: "T" };
 
 export function statusLetter(status) {
@@ -75,6 +78,8 @@ function rows(hunk) {
 //   opts.comments: [{line, body, author, revision, draft}] for this file
 //   opts.onComment(line, anchorRow): a line's comment button was pressed
 //   opts.hunks: null, or {checked(i) → bool, onChange(i, checked)}
+//   opts.expand(from, to): loads lines from-to of the head's file
+//     (a FileLines answer); without it no "expand" buttons
 export function renderFile(f, opts) {
   const split = opts.mode === "split";
   const cols = split ? 4 : 3;
@@ -98,8 +103,56 @@ export function renderFile(f, opts) {
       h("strong", {}, c.draft ? "Draft" : (c.author || "(no name)")),
       c.revision ? h("span", { class: "muted" }, ` on revision ${c.revision}`) : null,
       `: `, c.body))));
+  // ctxRows are the rows of a context line r {line, spans, old, new}.
+  const ctxRows = (r, extra) => split
+    ? [h("tr", { class: "line ctx" + extra, "data-new": r.new, "data-old": r.old }, lnButton(r.old, "old"), code(r.line, "ctx", r.spans), lnButton(r.new, "new"), code(r.line, "ctx", r.spans)),
+      commentRows(r.new)]
+    : [h("tr", { class: "line ctx" + extra, "data-new": r.new, "data-old": r.old }, lnButton(r.old, "old"), lnButton(r.new, "new"), code(r.line, "ctx", r.spans)),
+      commentRows(r.new)];
   const body = [];
+  // The unchanged lines between hunks (new side numbers; the old side is
+  // the same text shifted) can be expanded from the head's file.
+  const expandable = opts.expand && f.status === "modified" && !f.binary && f.hunks.length > 0;
+  const first = (hk) => hk.new_lines ? hk.new_start : hk.new_start + 1;
+  const shift = (hk) => (hk.old_lines ? hk.old_start : hk.old_start + 1) - first(hk);
+  const gapRow = (g) => {
+    // g: {from, to (Infinity: the end of the file, not known yet), above (the hunk below, or null), below (the hunk above, or null)}
+    const row = h("tr", { class: "expand-row", "data-from": g.from, "data-to": g.to === Infinity ? "" : g.to });
+    const load = async (dir, btn) => {
+      const n = EXPAND_STEP;
+      const from = dir === "up" ? Math.max(g.from, g.to - n + 1) : g.from;
+      const to = dir === "up" ? g.to : g.from + n - 1;
+      btn.disabled = true;
+      try {
+        const res = await opts.expand(from, to);
+        const k = dir === "up" ? shift(g.above) : shift(g.below);
+        const rs = res.lines.map((line, j) => ctxRows({ line: " " + line, spans: res.spans ? res.spans[j] : null, new: res.start + j, old: res.start + j + k }, " expanded"));
+        if (dir === "up") { row.after(...rs.flat()); g.to = res.start - 1; }
+        else { row.before(...rs.flat()); g.from = res.end + 1; if (res.end >= res.total) g.to = res.total; }
+        if (g.to === Infinity && res.total) g.to = res.total;
+        if (g.from > g.to) row.remove();
+        else { row.dataset.from = g.from; row.dataset.to = g.to === Infinity ? "" : g.to; }
+      } catch (err) {
+        if (err.status === 400 && g.to === Infinity) { row.remove(); return; } // the file ended there
+        row.lastChild.append(h("span", { class: "error" }, " " + (err.message || String(err))));
+      } finally { btn.disabled = false; }
+    };
+    const btn = (dir, label) => {
+      const b = h("button", { type: "button", class: "link expand", "data-dir": dir, "data-path": f.path,
+        onclick: (ev) => load(dir, ev.currentTarget) }, label);
+      return b;
+    };
+    row.append(h("td", { colspan: cols, class: "expand-cell" },
+      g.below ? btn("down", "↓ Expand below") : null, g.below && g.above ? " " : null,
+      g.above ? btn("up", "↑ Expand above") : null));
+    return row;
+  };
   f.hunks.forEach((hunk, i) => {
+    if (expandable) {
+      const prev = i ? f.hunks[i - 1] : null;
+      const g = { from: prev ? first(prev) + prev.new_lines : 1, to: first(hunk) - 1, above: hunk, below: prev };
+      if (g.from <= g.to) body.push(gapRow(g));
+    }
     const header = `@@ -${hunk.old_start},${hunk.old_lines} +${hunk.new_start},${hunk.new_lines} @@` + (hunk.function ? ` ${hunk.function}` : "");
     const box = opts.hunks ? h("input", {
       type: "checkbox", class: "hunk-check", id: `hunk-${opts.key}-${i}`, "data-hunk": i, "data-path": f.path,
@@ -136,6 +189,14 @@ export function renderFile(f, opts) {
       }
     }
   });
+  // After the last hunk: its trailing context is git's 3 lines unless
+  // the file ends there.
+  const last = f.hunks[f.hunks.length - 1];
+  let trailing = 0;
+  for (let j = last ? last.lines.length - 1 : -1; j >= 0 && last.lines[j][0] === " "; j--) trailing++;
+  if (expandable && trailing >= 3 && last.lines[last.lines.length - 1].endsWith("\n")) {
+    body.push(gapRow({ from: first(last) + last.new_lines, to: Infinity, above: null, below: last }));
+  }
   if (f.binary) body.push(h("tr", {}, h("td", { colspan: cols, class: "muted" }, "Binary file")));
   else if (!f.hunks.length) body.push(h("tr", {}, h("td", { colspan: cols, class: "muted" },
     f.status === "renamed" ? `Renamed from ${f.old_path} without changes` : f.old_mode !== f.new_mode ? `Mode ${f.old_mode} → ${f.new_mode}` : "No content changes")));

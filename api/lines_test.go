@@ -1,0 +1,92 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/apitypes"
+)
+
+// TestChangesetLines: the lines a reviewer expands around a hunk, at
+// either side of a revision, with their syntax tokens; a bad range, side
+// or path is refused naming what is wrong.
+func TestChangesetLines(t *testing.T) {
+	e := newDaemonEnv(t, Config{})
+	ts := &testServer{t: t, URL: e.srv.URL, m: e.m, repo: e.repo}
+	var before, after strings.Builder
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&before, "var v%d = %d\n", i, i)
+		if i == 15 {
+			fmt.Fprintf(&after, "var v%d = \"fifteen\"\n", i)
+		} else {
+			fmt.Fprintf(&after, "var v%d = %d\n", i, i)
+		}
+	}
+	submit := func(files map[string]string) string {
+		t.Helper()
+		sid := ts.newSession()
+		for p, c := range files {
+			r := ts.call("PUT", "/v1/sessions/"+sid+"/files/"+p, []byte(c))
+			require.Contains(t, []int{200, 201}, r.StatusCode, "%s", r.body)
+		}
+		r := ts.call("POST", "/v1/sessions/"+sid+"/changesets", []byte(`{"intent":"lines"}`))
+		require.Equal(t, 201, r.StatusCode, "%s", r.body)
+		var c apitypes.Changeset
+		require.NoError(t, json.Unmarshal(r.body, &c))
+		return c.ID
+	}
+	base := submit(map[string]string{"pkg/v.go": "package pkg\n\n" + before.String(), "same.txt": "unchanged\n"})
+	r := ts.call("POST", "/v1/changesets/"+base+"/accept", []byte(`{}`))
+	require.Equal(t, 200, r.StatusCode, "%s", r.body)
+	id := submit(map[string]string{"pkg/v.go": "package pkg\n\n" + after.String()})
+
+	get := func(q string) apitypes.FileLines {
+		t.Helper()
+		r := ts.call("GET", "/v1/changesets/"+id+"/files/pkg/v.go?"+q, nil)
+		require.Equal(t, 200, r.StatusCode, "%s", r.body)
+		var fl apitypes.FileLines
+		require.NoError(t, json.Unmarshal(r.body, &fl))
+		return fl
+	}
+	fl := get("lines=16-18")
+	assert.Equal(t, "head", fl.Side)
+	assert.Equal(t, 1, fl.Revision)
+	assert.Equal(t, []string{"var v14 = 14\n", "var v15 = \"fifteen\"\n", "var v16 = 16\n"}, fl.Lines, "line 16 of the file is v14")
+	assert.Equal(t, 16, fl.Start)
+	assert.Equal(t, 18, fl.End)
+	assert.Equal(t, 32, fl.Total)
+	require.Len(t, fl.Spans, 3)
+	require.NotEmpty(t, fl.Spans[0])
+	assert.Equal(t, apitypes.Span{Start: 0, End: 3, Class: "kd"}, fl.Spans[0][0], "var is a declaration keyword")
+
+	fl = get("lines=17-17&side=base")
+	assert.Equal(t, []string{"var v15 = 15\n"}, fl.Lines, "the base side")
+	fl = get("lines=31-100&side=base&revision=1")
+	assert.Equal(t, []string{"var v29 = 29\n", "var v30 = 30\n"}, fl.Lines, "a range past the end stops at it")
+	assert.Equal(t, 32, fl.End)
+
+	for q, want := range map[string]string{
+		"":                     "lines",
+		"lines=abc":            "lines",
+		"lines=0-3":            "lines",
+		"lines=5-2":            "lines",
+		"lines=1-20000":        "lines",
+		"lines=40-41":          "lines",
+		"lines=1-2&side=left":  "side",
+		"lines=1-2&revision=x": "revision",
+	} {
+		r := ts.call("GET", "/v1/changesets/"+id+"/files/pkg/v.go?"+q, nil)
+		assert.Equal(t, 400, r.StatusCode, "%s: %s", q, r.body)
+		assert.Contains(t, string(r.body), want, q)
+	}
+	// Only a file the revision changes, at a side where it exists.
+	r = ts.call("GET", "/v1/changesets/"+id+"/files/same.txt?lines=1-1", nil)
+	assert.Equal(t, 404, r.StatusCode, "%s", r.body)
+	r = ts.call("GET", "/v1/changesets/"+id+"/files/pkg/v.go?lines=1-1&revision=9", nil)
+	assert.Equal(t, 404, r.StatusCode, "%s", r.body)
+}

@@ -46,3 +46,16 @@ func TestLinesPlain(t *testing.T) {
 	assert.False(t, highlight.Known("notes.unknownext"))
 	assert.True(t, highlight.Known("a/b/c.py"))
 }
+
+// TestMatchAsChroma: the remembered lookup picks the lexer chroma's own
+// lookup picks, for names that share what follows their first dot and
+// names only a pattern of their own matches.
+func TestMatchAsChroma(t *testing.T) {
+	for _, name := range []string{"a.go", "b.go", "x_test.go", "a.py", "b.pyi", "Makefile", "GNUmakefile", "x.mk", "Dockerfile",
+		"Dockerfile.dev", "a.d.ts", "b.ts", "c.tsx", "CMakeLists.txt", "notes.txt", "a.tar.gz", "x.go.orig", "README", ".bashrc",
+		"a.json", "b.json", "a.yaml", "a.yml", "a.rs", "a.c", "a.h", "a.js", "a.mjs", "a.sql", "a.sh", "a.html", "a.css"} {
+		want, got := highlight.ChromaName(name), highlight.MatchName(name)
+		assert.Equal(t, want, got, name)
+		assert.Equal(t, want, highlight.MatchName(name), name+" again, remembered")
+	}
+}

@@ -26,6 +26,8 @@ class ChangesetPage {
     this.root = h("section", { class: "changeset" });
     this.overlaps = new Map();
     this.viewRev = 0;
+    this.opened = new Map(); // path → open or closed, as the reviewer chose
+    this.sections = new Map(); // path → {section, setOpen}
   }
 
   async load() {
@@ -38,6 +40,9 @@ class ChangesetPage {
     this.session = await get(`/v1/sessions/${encodeURIComponent(cs.session)}`).catch(() => null);
     document.title = `${cs.intent || "Changeset"} · sessiond`;
     this.render();
+    // For whoever measures the page (the browser tests): when the
+    // changeset was first on screen, since the navigation started.
+    if (!performance.getEntriesByName("sessiond.changeset.rendered").length) performance.mark("sessiond.changeset.rendered");
     this.refreshMerge();
     if (!this.streaming) this.follow();
   }
@@ -191,23 +196,82 @@ class ChangesetPage {
     return s.size === f.hunks.length ? "all" : "some";
   }
 
+  // renderFiles is the file tree: the files under a row per directory,
+  // each with its accept checkbox and its "viewed" mark.
   renderFiles() {
     const canAccept = this.current() && !["accepted", "undone", "rejected"].includes(this.cs.status);
-    const rows = this.diff.files.map((f, i) => {
+    const cols = canAccept ? 6 : 5;
+    const rows = [];
+    let dir = null;
+    this.diff.files.forEach((f, i) => {
+      const slash = f.path.lastIndexOf("/");
+      const d = slash < 0 ? "" : f.path.slice(0, slash + 1);
+      if (d !== dir) {
+        dir = d;
+        if (d) rows.push(h("tr", { class: "dir" }, h("td", { colspan: cols }, h("span", { class: "dir-name" }, d))));
+      }
       const state = this.fileState(f);
       const box = canAccept ? h("input", { type: "checkbox", class: "file-check", id: `file-${i}`, "data-path": f.path, checked: state !== "none",
         onchange: (ev) => { this.sel.set(f.path, ev.target.checked ? "all" : new Set()); this.syncFile(f); } }) : null;
       if (box && state === "some") box.indeterminate = true;
-      return h("tr", {},
+      rows.push(h("tr", { class: "file-row" + (d ? " in-dir" : ""), "data-path": f.path },
         canAccept ? h("td", {}, box, h("label", { for: `file-${i}`, class: "sr-only" }, `Accept ${f.path}`)) : null,
         h("td", { class: "status-letter", title: f.status }, h("abbr", { title: f.status }, statusLetter(f.status))),
-        h("td", {}, h("a", { href: `#diff-${i}` }, f.path), f.old_path && f.old_path !== f.path ? h("span", { class: "muted" }, ` from ${f.old_path}`) : null),
-        h("td", { class: "num add" }, `+${f.insertions}`), h("td", { class: "num del" }, `−${f.deletions}`));
+        h("td", { class: "path" }, h("a", { href: `#diff-${i}`, title: f.path, onclick: (ev) => { ev.preventDefault(); this.openFile(f, true); } }, slash < 0 ? f.path : f.path.slice(slash + 1)),
+          f.old_path && f.old_path !== f.path ? h("span", { class: "muted" }, ` from ${f.old_path}`) : null),
+        h("td", { class: "num add" }, `+${f.insertions}`), h("td", { class: "num del" }, `−${f.deletions}`),
+        h("td", {}, this.viewedBox(f, `viewed-f-${i}`))));
     });
-    clear(this.fileList, this.diff.files.length ? h("table", { class: "files" },
+    this.viewedCount = h("span", { id: "viewed-count", class: "muted" });
+    clear(this.fileList, this.diff.files.length ? [this.viewedCount, h("table", { class: "files tree" },
       h("thead", {}, h("tr", {}, canAccept ? h("th", { scope: "col" }, "Accept") : null, h("th", { scope: "col" }, "Status"),
-        h("th", { scope: "col" }, "Path"), h("th", { scope: "col" }, "Added"), h("th", { scope: "col" }, "Removed"))),
-      h("tbody", {}, rows)) : h("p", {}, "No changes."));
+        h("th", { scope: "col" }, "Path"), h("th", { scope: "col" }, "Added"), h("th", { scope: "col" }, "Removed"), h("th", { scope: "col" }, "Viewed"))),
+      h("tbody", {}, rows))] : h("p", {}, "No changes."));
+    this.syncViewedCount();
+  }
+
+  // Viewed marks live in the tab's sessionStorage, per changeset: path →
+  // the version of the file that was viewed (its blob at the head, or at
+  // the base for a deletion), so a new revision that changes the file
+  // clears its mark and one that does not keeps it.
+  viewedKey() {
+    return `sessiond.viewed.${this.id}`;
+  }
+
+  viewedMarks() {
+    try {
+      return JSON.parse(sessionStorage.getItem(this.viewedKey()) || "{}") || {};
+    } catch {
+      return {};
+    }
+  }
+
+  isViewed(f) {
+    return this.viewedMarks()[f.path] === fileVersion(f);
+  }
+
+  setViewed(f, on) {
+    const marks = this.viewedMarks();
+    if (on) marks[f.path] = fileVersion(f);
+    else delete marks[f.path];
+    sessionStorage.setItem(this.viewedKey(), JSON.stringify(marks));
+    for (const box of this.root.querySelectorAll(`input.viewed-check[data-path="${CSS.escape(f.path)}"]`)) box.checked = on;
+    // A file marked viewed folds away; unmarked, it opens again.
+    this.opened.set(f.path, !on);
+    this.sections.get(f.path)?.setOpen(!on);
+    this.syncViewedCount();
+  }
+
+  viewedBox(f, id) {
+    return h("label", { class: "viewed" }, h("input", { type: "checkbox", class: "viewed-check", id, "data-path": f.path, checked: this.isViewed(f),
+      onchange: (ev) => this.setViewed(f, ev.target.checked) }), h("span", { class: "sr-only" }, `${f.path} `), h("span", { class: "viewed-text" }, " Viewed"));
+  }
+
+  syncViewedCount() {
+    if (!this.viewedCount) return;
+    const marks = this.viewedMarks();
+    const n = this.diff.files.filter((f) => marks[f.path] === fileVersion(f)).length;
+    this.viewedCount.textContent = `${n} of ${this.diff.files.length} files viewed`;
   }
 
   // syncFile shows one file's selection on its checkboxes (the file's in
@@ -237,9 +301,35 @@ class ChangesetPage {
     return out;
   }
 
+  // renderDiffs lays out one section per file; a file's diff is built
+  // only while it is open. Past COLLAPSE_AT files every file starts
+  // folded, so a large changeset costs its headers, not its diffs; a
+  // file marked viewed starts folded too.
   renderDiffs() {
+    const many = this.diff.files.length > COLLAPSE_AT;
+    this.sections = new Map();
+    const secs = this.diff.files.map((f, i) => this.fileSection(f, i, many));
+    clear(this.diffs, many ? h("p", { id: "collapsed-note", class: "muted" },
+      `${this.diff.files.length} files: each diff opens with its ▸ button (or j/k to move between files, Enter to open).`) : null, secs);
+  }
+
+  fileSection(f, i, many) {
     const canAccept = this.current() && !["accepted", "undone", "rejected"].includes(this.cs.status);
-    clear(this.diffs, this.diff.files.map((f, i) => {
+    const body = h("div", { class: "file-body", id: `diff-body-${i}` });
+    const toggle = h("button", { type: "button", class: "toggle", "aria-controls": `diff-body-${i}`, "aria-label": `Show or hide the diff of ${f.path}` });
+    const sec = h("section", { class: "file", id: `diff-${i}`, "data-path": f.path, "aria-labelledby": `diff-title-${i}` },
+      h("h3", { id: `diff-title-${i}` }, toggle, " ", h("abbr", { title: f.status }, statusLetter(f.status)), " ", f.path,
+        h("span", { class: "muted" }, ` +${f.insertions} −${f.deletions}`), " ", this.viewedBox(f, `viewed-d-${i}`)),
+      body);
+    const setOpen = (open) => {
+      toggle.setAttribute("aria-expanded", String(open));
+      toggle.textContent = open ? "▾" : "▸";
+      sec.classList.toggle("open", open);
+      if (!open) {
+        clear(body);
+        return;
+      }
+      if (body.firstChild) return;
       const hunks = canAccept && partial(f) ? {
         checked: (k) => { const s = this.sel.get(f.path); return s === "all" || (s && s.has(k)); },
         onChange: (k, on) => {
@@ -250,13 +340,32 @@ class ChangesetPage {
           this.syncFile(f);
         },
       } : null;
-      return h("section", { class: "file", id: `diff-${i}`, "aria-labelledby": `diff-title-${i}` },
-        h("h3", { id: `diff-title-${i}` }, h("abbr", { title: f.status }, statusLetter(f.status)), " ", f.path,
-          h("span", { class: "muted" }, ` +${f.insertions} −${f.deletions}`)),
-        renderFile(f, { mode: this.mode, key: i, comments: this.comments(f.path), hunks,
-          onComment: (line, row) => this.openComment(f.path, line, row),
-          expand: (from, to) => this.lines(f.path, from, to) }));
-    }));
+      clear(body, renderFile(f, { mode: this.mode, key: i, comments: this.comments(f.path), hunks,
+        onComment: (line, row) => this.openComment(f.path, line, row),
+        expand: (from, to) => this.lines(f.path, from, to) }));
+    };
+    toggle.addEventListener("click", () => {
+      const open = !sec.classList.contains("open");
+      this.opened.set(f.path, open);
+      setOpen(open);
+    });
+    this.sections.set(f.path, { section: sec, setOpen });
+    const chosen = this.opened.get(f.path);
+    setOpen(chosen !== undefined ? chosen : !many && !this.isViewed(f));
+    return sec;
+  }
+
+  // openFile opens a file's diff and, with scroll, brings it into view
+  // with the focus on its toggle.
+  openFile(f, scroll) {
+    const s = this.sections.get(f.path);
+    if (!s) return;
+    this.opened.set(f.path, true);
+    s.setOpen(true);
+    if (scroll) {
+      s.section.scrollIntoView({ block: "start" });
+      s.section.querySelector("button.toggle").focus({ preventScroll: true });
+    }
   }
 
   // lines loads lines from-to of path at the shown revision's head.
@@ -418,6 +527,16 @@ class ChangesetPage {
           h("button", { type: "submit", id: "accept-submit" }, "Accept"))],
       out);
   }
+}
+
+// COLLAPSE_AT is the number of files past which every diff starts
+// folded.
+export const COLLAPSE_AT = 50;
+
+// fileVersion is what a viewed mark remembers of a file: its status and
+// its blob at the head (at the base for a deletion).
+function fileVersion(f) {
+  return `${f.status}:${f.new_oid || f.old_oid || ""}`;
 }
 
 function describeSelection(s) {

@@ -310,3 +310,52 @@ func TestReviewPageLargeChangeset(t *testing.T) {
 	assert.Equal(t, 1, eval[int](t, b, `document.querySelectorAll("#diffs table.diff").length`))
 	assert.Equal(t, "false", eval[string](t, b, `document.querySelector('#diffs section.file[data-path="pkg03/file0170.go"] button.toggle').getAttribute("aria-expanded")`))
 }
+
+// TestReviewPageKeyboard: j and k move between files, n and p between
+// the hunks of the open diffs (to the hunk's first changed line), c
+// comments on the focused line; keys typed in the comment are text.
+func TestReviewPageKeyboard(t *testing.T) {
+	f := newReadingFixture(t, map[string]string{"a.txt": numbered(40, nil), "b.txt": numbered(10, nil), "c.txt": "c\n"},
+		map[string]string{"a.txt": numbered(40, map[int]string{5: "five", 30: "thirty"}), "b.txt": numbered(10, map[int]string{8: "eight"}), "c.txt": "c1\n"})
+	b := f.openPage(t, f.cs.ID)
+	waitFor(t, b, "three diffs", `document.querySelectorAll("#diffs table.diff").length === 3`)
+	key := func(k string) {
+		t.Helper()
+		step(t, b, "press "+k, chromedp.KeyEvent(k))
+	}
+	focusedFile := func() string {
+		return eval[string](t, b, `(document.activeElement.closest("section.file") || {dataset: {}}).dataset.path || ""`)
+	}
+	focusedLine := func() string {
+		return eval[string](t, b, `document.activeElement.matches("button.ln-btn") ? document.activeElement.dataset.path + ":" + document.activeElement.dataset.line : ""`)
+	}
+	key("j")
+	assert.Equal(t, "a.txt", focusedFile())
+	key("j")
+	key("j")
+	assert.Equal(t, "c.txt", focusedFile())
+	key("j")
+	assert.Equal(t, "c.txt", focusedFile(), "the last file stays")
+	key("k")
+	assert.Equal(t, "b.txt", focusedFile())
+	assert.Equal(t, 1, eval[int](t, b, `document.querySelectorAll("#diffs section.file.current").length`))
+
+	key("k")
+	key("n")
+	assert.Equal(t, "a.txt:5", focusedLine(), "a.txt's first hunk, at its changed line")
+	key("n")
+	assert.Equal(t, "a.txt:30", focusedLine())
+	key("n")
+	assert.Equal(t, "b.txt:8", focusedLine(), "on into the next file")
+	key("p")
+	assert.Equal(t, "a.txt:30", focusedLine())
+
+	key("c")
+	waitFor(t, b, "the comment form", `document.activeElement && document.activeElement.id === "comment-body"`)
+	assert.Equal(t, "Comment on line 30 of a.txt", eval[string](t, b, `document.querySelector("#comment-form label").innerText`))
+	step(t, b, "type", chromedp.SendKeys(chromedp.ID("comment-body"), "just kidding"))
+	assert.Equal(t, "just kidding", eval[string](t, b, `document.getElementById("comment-body").value`), "j, k, n, p and c typed as text")
+	step(t, b, "add it", chromedp.Click(chromedp.CSS("#comment-form button[type=submit]")))
+	waitFor(t, b, "the draft", `[...document.querySelectorAll("#diffs tr.comment-row.draft")].some(r => r.innerText.includes("just kidding"))`)
+	assert.Contains(t, eval[string](t, b, `document.querySelector("#drafts").innerText`), "a.txt:30")
+}

@@ -40,6 +40,11 @@ class ChangesetPage {
     this.session = await get(`/v1/sessions/${encodeURIComponent(cs.session)}`).catch(() => null);
     document.title = `${cs.intent || "Changeset"} · sessiond`;
     this.render();
+    if (!this.keys) {
+      this.keys = (ev) => this.onKey(ev);
+      document.addEventListener("keydown", this.keys);
+      document.addEventListener("keyup", this.keys);
+    }
     // For whoever measures the page (the browser tests): when the
     // changeset was first on screen, since the navigation started.
     if (!performance.getEntriesByName("sessiond.changeset.rendered").length) performance.mark("sessiond.changeset.rendered");
@@ -162,7 +167,9 @@ class ChangesetPage {
       this.warnings,
       symbols(cs.symbols),
       h("h2", {}, "Files"), this.fileList,
-      h("div", { class: "diff-controls" }, modeRadios),
+      h("div", { class: "diff-controls" }, modeRadios,
+        h("p", { class: "muted keys" }, "Keys: ", h("kbd", {}, "j"), "/", h("kbd", {}, "k"), " next or previous file, ",
+          h("kbd", {}, "n"), "/", h("kbd", {}, "p"), " next or previous hunk, ", h("kbd", {}, "c"), " comment on the focused line.")),
       this.diffs,
       ["accepted", "undone", "rejected"].includes(cs.status) ? this.outcome() : this.reviewForm(),
       this.acceptForm(),
@@ -353,6 +360,94 @@ class ChangesetPage {
     const chosen = this.opened.get(f.path);
     setOpen(chosen !== undefined ? chosen : !many && !this.isViewed(f));
     return sec;
+  }
+
+  // onKey is the page's keyboard: j/k the next or previous file, n/p
+  // the next or previous hunk of the open diffs (the focus goes to its
+  // first changed line), c a comment on the focused line. Keys typed in
+  // a text field, or with a modifier, are the field's.
+  onKey(ev) {
+    if (!this.root.isConnected) {
+      document.removeEventListener("keydown", this.keys);
+      document.removeEventListener("keyup", this.keys);
+      return;
+    }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.defaultPrevented) return;
+    const t = ev.target;
+    if (t instanceof Element && (t.isContentEditable || t.closest("textarea, select, dialog") ||
+      (t.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(t.type)))) return;
+    // c opens the comment form when the key comes up, so the letter
+    // does not land in the form's text.
+    if (ev.key === "c") {
+      ev.preventDefault();
+      if (ev.type === "keyup") this.commentFocused();
+      return;
+    }
+    const act = { j: () => this.moveFile(1), k: () => this.moveFile(-1), n: () => this.moveHunk(1), p: () => this.moveHunk(-1) }[ev.key];
+    if (!act || ev.type !== "keydown") return;
+    ev.preventDefault();
+    act();
+  }
+
+  // currentFile is the index of the file the focus is in, else the one
+  // j/k last moved to.
+  currentFile() {
+    const sec = document.activeElement && document.activeElement.closest && document.activeElement.closest("#diffs section.file");
+    if (sec) return this.diff.files.findIndex((f) => f.path === sec.dataset.path);
+    return this.cur ?? -1;
+  }
+
+  moveFile(step) {
+    const n = this.diff.files.length;
+    if (!n) return;
+    const cur = this.currentFile();
+    const next = cur < 0 ? (step > 0 ? 0 : n - 1) : Math.min(n - 1, Math.max(0, cur + step));
+    this.cur = next;
+    for (const s of this.diffs.querySelectorAll("section.file.current")) s.classList.remove("current");
+    const s = this.sections.get(this.diff.files[next].path);
+    s.section.classList.add("current");
+    s.section.scrollIntoView({ block: "start" });
+    s.section.querySelector("button.toggle").focus({ preventScroll: true });
+  }
+
+  moveHunk(step) {
+    const headers = [...this.diffs.querySelectorAll("tr.hunk-header")];
+    if (!headers.length) return;
+    const at = document.activeElement;
+    let idx = -1;
+    if (at && this.diffs.contains(at)) {
+      headers.forEach((hd, i) => { if (hd === at || hd.contains(at) || (hd.compareDocumentPosition(at) & Node.DOCUMENT_POSITION_FOLLOWING)) idx = i; });
+    } else if (this.cur !== undefined && this.diff.files[this.cur]) {
+      // From the file j/k chose: before its first hunk.
+      const sec = this.sections.get(this.diff.files[this.cur].path).section;
+      headers.forEach((hd, i) => { if (sec.compareDocumentPosition(hd) & Node.DOCUMENT_POSITION_PRECEDING) idx = i; });
+    }
+    const next = idx < 0 ? (step > 0 ? 0 : headers.length - 1) : Math.min(headers.length - 1, Math.max(0, idx + step));
+    const hd = headers[next];
+    // The hunk's first changed line, else its first line.
+    let target = null, first = null;
+    for (let tr = hd.nextElementSibling; tr && !tr.classList.contains("hunk-header") && !tr.classList.contains("expand-row"); tr = tr.nextElementSibling) {
+      const btn = tr.querySelector("button.ln-btn");
+      if (!btn) continue;
+      first = first || btn;
+      if (tr.querySelector("td.code.add, td.code.del")) { target = btn; break; }
+    }
+    target = target || first;
+    const sec = hd.closest("section.file");
+    this.cur = this.diff.files.findIndex((f) => f.path === sec.dataset.path);
+    for (const s of this.diffs.querySelectorAll("section.file.current")) s.classList.remove("current");
+    sec.classList.add("current");
+    (target || hd).scrollIntoView({ block: "center" });
+    if (target) target.focus({ preventScroll: true });
+  }
+
+  // commentFocused opens the comment form of the focused line (its
+  // number's button, or the line the focus is in).
+  commentFocused() {
+    const at = document.activeElement;
+    if (!at || !this.diffs.contains(at)) return;
+    const btn = at.matches("button.ln-btn") ? at : at.closest("tr.line")?.querySelector("button.ln-btn");
+    if (btn) btn.click();
   }
 
   // openFile opens a file's diff and, with scroll, brings it into view

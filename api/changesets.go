@@ -212,7 +212,7 @@ func (s *Server) changesetDiff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeDiff(w, format, c.BaseCommit, c.HeadCommit, patch)
+	return writeDiff(w, r, format, c.BaseCommit, c.HeadCommit, patch)
 }
 
 // changesetLines serves GET /v1/changesets/{id}/files/{path}?lines=a-b

@@ -37,19 +37,35 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeDiff(w, format, d.From, d.To, d.Patch)
+	return writeDiff(w, r, format, d.From, d.To, d.Patch)
 }
 
 // writeDiff answers with patch as unified text (what git apply takes) or
-// as JSON; from and to name the two trees or commits compared.
-func writeDiff(w http.ResponseWriter, format string, from, to gitstore.OID, patch *merge.Patch) error {
+// as JSON; from and to name the two trees or commits compared. The
+// request's ?path= (repeatable) keeps only those files; ?spans=false
+// leaves the JSON without syntax tokens.
+func writeDiff(w http.ResponseWriter, r *http.Request, format string, from, to gitstore.OID, patch *merge.Patch) error {
+	q := r.URL.Query()
+	spans := true
+	switch v := q.Get("spans"); v {
+	case "", "true":
+	case "false":
+		spans = false
+	default:
+		return badRequest("query spans=%q: use true or false", v)
+	}
+	if paths, ok := q["path"]; ok {
+		patch.Only(paths)
+	}
 	if format == "unified" {
 		w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(patch.Unified())
 		return nil
 	}
-	patch.Highlight()
+	if spans {
+		patch.Highlight()
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	return json.NewEncoder(w).Encode(toDiff(from, to, patch))

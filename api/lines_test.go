@@ -90,3 +90,44 @@ func TestChangesetLines(t *testing.T) {
 	r = ts.call("GET", "/v1/changesets/"+id+"/files/pkg/v.go?lines=1-1&revision=9", nil)
 	assert.Equal(t, 404, r.StatusCode, "%s", r.body)
 }
+
+// TestDiffPathsAndSpans: ?path= keeps only the files named (the stats
+// summed over them), ?spans=false leaves the tokens out, a bad value is
+// 400 naming spans.
+func TestDiffPathsAndSpans(t *testing.T) {
+	e := newDaemonEnv(t, Config{})
+	ts := &testServer{t: t, URL: e.srv.URL, m: e.m, repo: e.repo}
+	sid := ts.newSession()
+	for p, c := range map[string]string{"a.go": "package a\n", "b.go": "package b\n\nvar B = 1\n", "c.txt": "c\n"} {
+		r := ts.call("PUT", "/v1/sessions/"+sid+"/files/"+p, []byte(c))
+		require.Contains(t, []int{200, 201}, r.StatusCode, "%s", r.body)
+	}
+	r := ts.call("POST", "/v1/sessions/"+sid+"/changesets", []byte(`{"intent":"paths"}`))
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+	var c apitypes.Changeset
+	require.NoError(t, json.Unmarshal(r.body, &c))
+	get := func(route, q string) apitypes.Diff {
+		t.Helper()
+		r := ts.call("GET", route+"?format=json&"+q, nil)
+		require.Equal(t, 200, r.StatusCode, "%s", r.body)
+		var d apitypes.Diff
+		require.NoError(t, json.Unmarshal(r.body, &d))
+		return d
+	}
+	for _, route := range []string{"/v1/changesets/" + c.ID + "/diff", "/v1/sessions/" + sid + "/diff"} {
+		d := get(route, "path=b.go&path=c.txt")
+		require.Len(t, d.Files, 2, route)
+		assert.Equal(t, "b.go", d.Files[0].Path)
+		assert.Equal(t, "c.txt", d.Files[1].Path)
+		assert.Equal(t, apitypes.Stats{Files: 2, Insertions: 4}, d.Stats)
+		assert.NotEmpty(t, d.Files[0].Hunks[0].Spans, "tokens by default")
+		d = get(route, "spans=false")
+		require.Len(t, d.Files, 3)
+		for _, f := range d.Files {
+			assert.Nil(t, f.Hunks[0].Spans, f.Path)
+		}
+		r := ts.call("GET", route+"?format=json&spans=maybe", nil)
+		assert.Equal(t, 400, r.StatusCode)
+		assert.Contains(t, string(r.body), "spans")
+	}
+}

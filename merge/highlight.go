@@ -87,3 +87,24 @@ func (f *FileDiff) oldName() string {
 	}
 	return f.Path()
 }
+
+// Only keeps the files of the patch whose path (new or old) is one of
+// paths, and sums the stats again over them.
+func (p *Patch) Only(paths []string) {
+	want := make(map[string]bool, len(paths))
+	for _, q := range paths {
+		want[q] = true
+	}
+	kept := p.Files[:0]
+	var stats Stats
+	for _, f := range p.Files {
+		if !want[f.NewPath] && !want[f.OldPath] {
+			continue
+		}
+		kept = append(kept, f)
+		stats.Files++
+		stats.Insertions += f.Insertions
+		stats.Deletions += f.Deletions
+	}
+	p.Files, p.Stats = kept, stats
+}

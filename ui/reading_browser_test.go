@@ -264,8 +264,10 @@ func TestReviewPageViewedMarks(t *testing.T) {
 
 // TestReviewPageLargeChangeset: a changeset of 1,000 Go files renders
 // with every diff folded (only the file list and the headers), within a
-// generous budget of the page's own clock; a diff is built when opened
-// and dropped when closed, so only the opened diffs are in the DOM.
+// generous budget of the page's own clock; the list comes without syntax
+// tokens, a diff is built (with its file's tokens, asked for then) when
+// opened and dropped when closed, so only the opened diffs are in the
+// DOM.
 func TestReviewPageLargeChangeset(t *testing.T) {
 	const n = 1000
 	base, change := map[string]string{}, map[string]string{}
@@ -302,10 +304,15 @@ func TestReviewPageLargeChangeset(t *testing.T) {
 	}
 	open("open one from its header", `#diffs section.file[data-path="pkg03/file0170.go"] button.toggle`)
 	open("open one from the file list", `#files tr.file-row[data-path="pkg19/file0999.go"] td.path a`)
+	waitFor(t, b, "both diffs", `document.querySelectorAll("#diffs table.diff").length === 2`)
 	assert.Equal(t, []string{"pkg03/file0170.go", "pkg19/file0999.go"},
 		eval[[]string](t, b, `[...document.querySelectorAll("#diffs table.diff")].map(t => t.closest("section").dataset.path)`), "only the opened diffs")
 	assert.Equal(t, "pkg19/file0999.go", eval[string](t, b, `document.activeElement.closest("section").dataset.path`), "the file list's link focuses the file")
-	assert.Contains(t, eval[[]string](t, b, `[...document.querySelectorAll('#diffs section.file[data-path="pkg03/file0170.go"] span.hl-s')].map(s => s.textContent)`), `"after"`)
+	assert.Contains(t, eval[[]string](t, b, `[...document.querySelectorAll('#diffs section.file[data-path="pkg03/file0170.go"] span.hl-s')].map(s => s.textContent)`), `"after"`,
+		"an opened file's tokens come with it")
+	// The list came without tokens; each opened file asked for its own.
+	assert.Equal(t, 2, eval[int](t, b, `performance.getEntriesByType("resource").filter(e => /\/diff\?format=json&path=/.test(e.name)).length`))
+	assert.Equal(t, 1, eval[int](t, b, `performance.getEntriesByType("resource").filter(e => /\/diff\?format=json&spans=false/.test(e.name)).length`))
 	open("close the first", `#diffs section.file[data-path="pkg03/file0170.go"] button.toggle`)
 	assert.Equal(t, 1, eval[int](t, b, `document.querySelectorAll("#diffs table.diff").length`))
 	assert.Equal(t, "false", eval[string](t, b, `document.querySelector('#diffs section.file[data-path="pkg03/file0170.go"] button.toggle').getAttribute("aria-expanded")`))

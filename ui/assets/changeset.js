@@ -84,7 +84,10 @@ class ChangesetPage {
   async loadDiff() {
     const q = this.viewRev && this.viewRev !== this.cs.revision ? `revision=${this.viewRev}` : "";
     const id = encodeURIComponent(this.id);
-    const [diff, checks] = await Promise.all([get(`/v1/changesets/${id}/diff?format=json${q ? "&" + q : ""}`),
+    // A large changeset comes without syntax tokens (lexing every file
+    // is most of the diff's cost); an opened file asks for its own.
+    this.lazySpans = (this.cs.stats ? this.cs.stats.files : 0) > COLLAPSE_AT;
+    const [diff, checks] = await Promise.all([get(`/v1/changesets/${id}/diff?format=json${q ? "&" + q : ""}${this.lazySpans ? "&spans=false" : ""}`),
       get(`/v1/changesets/${id}/checks${q ? "?" + q : ""}`).catch((err) => { console.warn("checks", err); return null; })]);
     this.diff = diff;
     this.checks = checks;
@@ -337,6 +340,14 @@ class ChangesetPage {
         return;
       }
       if (body.firstChild) return;
+      if (this.lazySpans && !f.spansLoaded) {
+        body.append(h("p", { class: "muted loading" }, "Loading…"));
+        this.loadSpans(f).finally(() => {
+          f.spansLoaded = true;
+          if (sec.classList.contains("open")) { clear(body); setOpen(true); }
+        });
+        return;
+      }
       const hunks = canAccept && partial(f) ? {
         checked: (k) => { const s = this.sel.get(f.path); return s === "all" || (s && s.has(k)); },
         onChange: (k, on) => {
@@ -448,6 +459,20 @@ class ChangesetPage {
     if (!at || !this.diffs.contains(at)) return;
     const btn = at.matches("button.ln-btn") ? at : at.closest("tr.line")?.querySelector("button.ln-btn");
     if (btn) btn.click();
+  }
+
+  // loadSpans fetches one file's diff with its syntax tokens and takes
+  // its hunks (the same hunks, with spans); without them the file is
+  // shown plain.
+  async loadSpans(f) {
+    const rev = this.viewRev && this.viewRev !== this.cs.revision ? `&revision=${this.viewRev}` : "";
+    try {
+      const d = await get(`/v1/changesets/${encodeURIComponent(this.id)}/diff?format=json&path=${encodeURIComponent(f.path)}${rev}`);
+      const g = (d.files || []).find((x) => x.path === f.path);
+      if (g && g.hunks.length === f.hunks.length) f.hunks = g.hunks;
+    } catch (err) {
+      console.warn("spans", f.path, err);
+    }
   }
 
   // openFile opens a file's diff and, with scroll, brings it into view

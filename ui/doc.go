@@ -26,7 +26,9 @@
 //     the file tree by directory with "viewed" marks in sessionStorage,
 //     keyed by the file's blob so a revision that changes it clears the
 //     mark; every diff folded past 50 files (changeset.js COLLAPSE_AT),
-//     its table built when opened and dropped when closed; keys j/k
+//     its table built when opened and dropped when closed, the list then
+//     loaded without tokens (?spans=false) and an opened file's tokens
+//     asked for with it (?path=); keys j/k
 //     (files), n/p (hunks), c (comment on the focused line).
 //   - /ui/repos/{repo}/layers?branch=: the branch's layers newest first,
 //     an undo preview (what comes back, what stays, conflicts), undo.

@@ -212,6 +212,13 @@ func TestReviewPageExpandContext(t *testing.T) {
 	assert.Equal(t, "50", eval[string](t, b, `document.querySelector('#diffs tr.expanded[data-new="50"]').dataset.old`))
 	// An expanded line can be commented on like any other.
 	assert.True(t, eval[bool](t, b, `document.querySelector('#diffs tr.expanded[data-new="50"] button.ln-btn[data-line="50"]') !== null`))
+
+	// Side by side: the same lines on both sides.
+	step(t, b, "side by side", chromedp.Click(chromedp.CSS(`input[name=diff-mode][value=split]`)))
+	waitFor(t, b, "the split diff", `document.querySelector("#diffs table.diff.split") !== null`)
+	require.Equal(t, []string{"1-26", "34-66", "74-"}, gaps(), "drawn again: the gaps are back")
+	click("above the first hunk, side by side", 0, "up")
+	assert.Equal(t, []string{"line 7", "line 7"}, eval[[]string](t, b, `[...document.querySelectorAll('#diffs tr.expanded[data-new="7"] td.code')].map(td => td.innerText)`))
 }
 
 // TestReviewPageViewedMarks: the file tree groups files by directory;

@@ -281,7 +281,8 @@ class ChangesetPage {
     if (!this.viewedCount) return;
     const marks = this.viewedMarks();
     const n = this.diff.files.filter((f) => marks[f.path] === fileVersion(f)).length;
-    this.viewedCount.textContent = `${n} of ${this.diff.files.length} files viewed`;
+    const total = this.diff.files.length;
+    this.viewedCount.textContent = `${n} of ${total} file${total === 1 ? "" : "s"} viewed`;
   }
 
   // syncFile shows one file's selection on its checkboxes (the file's in

@@ -59,3 +59,20 @@ func TestMatchAsChroma(t *testing.T) {
 		assert.Equal(t, want, highlight.MatchName(name), name+" again, remembered")
 	}
 }
+
+// TestLinesConcurrent: the remembered lookups are shared by concurrent
+// requests.
+func TestLinesConcurrent(t *testing.T) {
+	names := []string{"a.go", "b.py", "c.rs", "Makefile", "d.ts", "e.d.ts", "f.txt"}
+	done := make(chan [][]highlight.Span, 8*len(names))
+	for range 8 {
+		for _, n := range names {
+			go func() { done <- highlight.Lines(n, []byte("x = 1\n")) }()
+		}
+	}
+	for range 8 * len(names) {
+		<-done
+	}
+	assert.Equal(t, highlight.ChromaName("e.d.ts"), highlight.MatchName("e.d.ts"))
+	assert.NotNil(t, highlight.Lines("b.py", []byte("x = 1\n")))
+}

@@ -131,3 +131,53 @@ func TestDiffPathsAndSpans(t *testing.T) {
 		assert.Contains(t, string(r.body), "spans")
 	}
 }
+
+// TestChangesetLinesRenamed: a renamed file is read by its new path at
+// the head and its old path at the base, not the other way round.
+func TestChangesetLinesRenamed(t *testing.T) {
+	e := newDaemonEnv(t, Config{})
+	ts := &testServer{t: t, URL: e.srv.URL, m: e.m, repo: e.repo}
+	var body strings.Builder
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&body, "row %d\n", i)
+	}
+	sid := ts.newSession()
+	r := ts.call("PUT", "/v1/sessions/"+sid+"/files/r1.txt", []byte(body.String()))
+	require.Contains(t, []int{200, 201}, r.StatusCode, "%s", r.body)
+	r = ts.call("POST", "/v1/sessions/"+sid+"/changesets", []byte(`{"intent":"base"}`))
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+	var base apitypes.Changeset
+	require.NoError(t, json.Unmarshal(r.body, &base))
+	r = ts.call("POST", "/v1/changesets/"+base.ID+"/accept", []byte(`{}`))
+	require.Equal(t, 200, r.StatusCode, "%s", r.body)
+
+	sid = ts.newSession()
+	r = ts.call("POST", "/v1/sessions/"+sid+"/edits", []byte(`{"edits":[{"op":"move","path":"r1.txt","to":"r2.txt"},{"op":"replace","path":"r2.txt","old":"row 6\n","new":"row six\n"}]}`))
+	require.Equal(t, 200, r.StatusCode, "%s", r.body)
+	r = ts.call("POST", "/v1/sessions/"+sid+"/changesets", []byte(`{"intent":"rename"}`))
+	require.Equal(t, 201, r.StatusCode, "%s", r.body)
+	var c apitypes.Changeset
+	require.NoError(t, json.Unmarshal(r.body, &c))
+	d := ts.call("GET", "/v1/changesets/"+c.ID+"/diff?format=json", nil)
+	require.Contains(t, string(d.body), `"status":"renamed"`)
+
+	read := func(q string) (int, apitypes.FileLines) {
+		t.Helper()
+		r := ts.call("GET", "/v1/changesets/"+c.ID+"/files/"+q, nil)
+		var fl apitypes.FileLines
+		if r.StatusCode == 200 {
+			require.NoError(t, json.Unmarshal(r.body, &fl))
+		}
+		return r.StatusCode, fl
+	}
+	code, fl := read("r2.txt?lines=5-6")
+	require.Equal(t, 200, code)
+	assert.Equal(t, []string{"row 5\n", "row six\n"}, fl.Lines)
+	code, fl = read("r1.txt?lines=6-6&side=base")
+	require.Equal(t, 200, code)
+	assert.Equal(t, []string{"row 6\n"}, fl.Lines)
+	code, _ = read("r1.txt?lines=1-1")
+	assert.Equal(t, 404, code, "the old path at the head")
+	code, _ = read("r2.txt?lines=1-1&side=base")
+	assert.Equal(t, 404, code, "the new path at the base")
+}

@@ -112,7 +112,7 @@ export function renderFile(f, opts) {
   const body = [];
   // The unchanged lines between hunks (new side numbers; the old side is
   // the same text shifted) can be expanded from the head's file.
-  const expandable = opts.expand && f.status === "modified" && !f.binary && f.hunks.length > 0;
+  const expandable = opts.expand && (f.status === "modified" || f.status === "renamed") && !f.binary && f.hunks.length > 0;
   const first = (hk) => hk.new_lines ? hk.new_start : hk.new_start + 1;
   const shift = (hk) => (hk.old_lines ? hk.old_start : hk.old_start + 1) - first(hk);
   const gapRow = (g) => {

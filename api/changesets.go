@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -210,7 +212,58 @@ func (s *Server) changesetDiff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeDiff(w, format, c.BaseCommit, c.HeadCommit, patch)
+	return writeDiff(w, r, format, c.BaseCommit, c.HeadCommit, patch)
+}
+
+// changesetLines serves GET /v1/changesets/{id}/files/{path}?lines=a-b
+// &side=base|head&revision=N: lines of a file the revision changes, at
+// its base or head (head by default), as JSON.
+func (s *Server) changesetLines(w http.ResponseWriter, r *http.Request) error {
+	id, err := changesetID(r)
+	if err != nil {
+		return err
+	}
+	rev, err := queryInt(r, "revision")
+	if err != nil {
+		return err
+	}
+	from, to, err := queryLines(r)
+	if err != nil {
+		return err
+	}
+	side := r.URL.Query().Get("side")
+	if side == "" {
+		side = string(changeset.SideHead)
+	}
+	if side != string(changeset.SideBase) && side != string(changeset.SideHead) {
+		return badRequest("query side=%q: use base or head", side)
+	}
+	fl, err := s.cs.RevisionLines(r.Context(), id, int(rev), changeset.Side(side), r.PathValue("path"), from, to)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitypes.FileLines{Revision: fl.Revision, Side: string(fl.Side), Path: fl.Path, OID: oidText(fl.OID),
+		Start: fl.Start, End: fl.End, Total: fl.Total, Lines: fl.Lines, Spans: toSpans(fl.Spans)})
+	return nil
+}
+
+// maxLines bounds one ?lines= range.
+const maxLines = 10000
+
+// queryLines reads ?lines=a-b (1-based, inclusive, a <= b, at most
+// maxLines lines): required.
+func queryLines(r *http.Request) (int, int, error) {
+	v := r.URL.Query().Get("lines")
+	a, b, ok := strings.Cut(v, "-")
+	from, err1 := strconv.Atoi(a)
+	to, err2 := strconv.Atoi(b)
+	if v == "" || !ok || err1 != nil || err2 != nil || from < 1 || to < from {
+		return 0, 0, badRequest("query lines=%q: want a-b, line numbers from 1 with a <= b", v)
+	}
+	if to-from+1 > maxLines {
+		return 0, 0, badRequest("query lines=%q: at most %d lines at a time", v, maxLines)
+	}
+	return from, to, nil
 }
 
 // changesetChecks serves GET /v1/changesets/{id}/checks: the commands

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/highlight"
 	"github.com/sessiond/sessiond/merge"
 )
 
@@ -36,17 +37,34 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeDiff(w, format, d.From, d.To, d.Patch)
+	return writeDiff(w, r, format, d.From, d.To, d.Patch)
 }
 
 // writeDiff answers with patch as unified text (what git apply takes) or
-// as JSON; from and to name the two trees or commits compared.
-func writeDiff(w http.ResponseWriter, format string, from, to gitstore.OID, patch *merge.Patch) error {
+// as JSON; from and to name the two trees or commits compared. The
+// request's ?path= (repeatable) keeps only those files; ?spans=false
+// leaves the JSON without syntax tokens.
+func writeDiff(w http.ResponseWriter, r *http.Request, format string, from, to gitstore.OID, patch *merge.Patch) error {
+	q := r.URL.Query()
+	spans := true
+	switch v := q.Get("spans"); v {
+	case "", "true":
+	case "false":
+		spans = false
+	default:
+		return badRequest("query spans=%q: use true or false", v)
+	}
+	if paths, ok := q["path"]; ok {
+		patch.Only(paths)
+	}
 	if format == "unified" {
 		w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(patch.Unified())
 		return nil
+	}
+	if spans {
+		patch.Highlight()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -64,9 +82,27 @@ func toDiff(from, to gitstore.OID, patch *merge.Patch) apitypes.Diff {
 			Similarity: f.Similarity, Binary: f.Binary, Insertions: f.Insertions, Deletions: f.Deletions, Hunks: make([]apitypes.Hunk, len(f.Hunks)),
 		}
 		for i, h := range f.Hunks {
-			fd.Hunks[i] = apitypes.Hunk(h)
+			fd.Hunks[i] = apitypes.Hunk{OldStart: h.OldStart, OldLines: h.OldLines, NewStart: h.NewStart, NewLines: h.NewLines,
+				Lines: h.Lines, Function: h.Function, Spans: toSpans(h.Spans)}
 		}
 		out.Files = append(out.Files, fd)
+	}
+	return out
+}
+
+func toSpans(lines [][]highlight.Span) [][]apitypes.Span {
+	if lines == nil {
+		return nil
+	}
+	out := make([][]apitypes.Span, len(lines))
+	for i, l := range lines {
+		if l == nil {
+			continue
+		}
+		out[i] = make([]apitypes.Span, len(l))
+		for j, s := range l {
+			out[i][j] = apitypes.Span(s)
+		}
 	}
 	return out
 }

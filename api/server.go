@@ -184,6 +184,7 @@ var routes = []Route{
 	{"GET", "/v1/changesets/{id}/diff", scopeReader, (*Server).changesetDiff},
 	{"GET", "/v1/changesets/{id}/revisions", scopeReader, (*Server).changesetRevisions},
 	{"GET", "/v1/changesets/{id}/checks", scopeReader, (*Server).changesetChecks},
+	{"GET", "/v1/changesets/{id}/files/{path...}", scopeReader, (*Server).changesetLines},
 	{"GET", "/v1/changesets/{id}/mergeability", scopeReader, (*Server).changesetMergeability},
 	{"POST", "/v1/changesets/{id}/reviews", scopeReview, (*Server).reviewChangeset},
 	{"POST", "/v1/changesets/{id}/accept", scopeAdmin, (*Server).acceptChangeset},

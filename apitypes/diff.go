@@ -29,6 +29,21 @@ type Hunk struct {
 	NewLines int      `json:"new_lines"`
 	Lines    []string `json:"lines"`
 	Function string   `json:"function,omitempty"`
+	// Spans are the syntax tokens of each line, one entry per line of
+	// Lines (null for a line with none): characters [start, end) of the
+	// line's text (after its ' ', '-' or '+', counted in Unicode code
+	// points) and chroma's short class name ("k" keyword, "s2" string,
+	// "c1" comment, "nf" function name, …). Absent for a file chroma has
+	// no lexer for (chosen by file name), over 256 KiB, or past 4 MiB of
+	// highlighted text in one diff.
+	Spans [][]Span `json:"spans,omitempty"`
+}
+
+// Span is one syntax token of a diff line.
+type Span struct {
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+	Class string `json:"class"`
 }
 
 // Diff is a diff in its JSON form.
@@ -44,4 +59,22 @@ type Stats struct {
 	Files      int `json:"files"`
 	Insertions int `json:"insertions"`
 	Deletions  int `json:"deletions"`
+}
+
+// FileLines are lines of a file at one side of a changeset's revision
+// (GET /v1/changesets/{id}/files/{path}?lines=a-b&side=base|head): what a
+// reviewer expands around a hunk. Start and end are the first and last
+// line given (1-based, inclusive; end stops at the file's end), total
+// its number of lines. Lines keep their newline (the last may have
+// none); spans are as a hunk's.
+type FileLines struct {
+	Revision int      `json:"revision"`
+	Side     string   `json:"side"`
+	Path     string   `json:"path"`
+	OID      string   `json:"oid"`
+	Start    int      `json:"start"`
+	End      int      `json:"end"`
+	Total    int      `json:"total"`
+	Lines    []string `json:"lines"`
+	Spans    [][]Span `json:"spans,omitempty"`
 }

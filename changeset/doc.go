@@ -2,7 +2,9 @@
 // their revisions, reviews and line comments, the vote rules, accept
 // (commit-on-accept with compare-and-swap, whole or selected hunks),
 // stale reads, the layers of a branch and their undo, the runs of
-// commands and the checks they make of a revision, and the view a
+// commands and the checks they make of a revision, the lines of a file a
+// revision changes at either side (RevisionLines, what a reviewer
+// expands around a hunk, with package highlight's tokens), and the view a
 // reviewer sees (its stats, reviews and symbol summary, composed here
 // once for every route that shows it, from the Summarizer it is handed:
 // the session graph). It works over gitstore and merge, a Store of its own

@@ -211,24 +211,9 @@ func (s *Service) Diff(ctx context.Context, id uuid.UUID) (Changeset, *merge.Pat
 // is the current revision (Diff). The changeset comes back with that
 // revision's base, head and number.
 func (s *Service) RevisionDiff(ctx context.Context, id uuid.UUID, n int) (Changeset, *merge.Patch, error) {
-	c, err := s.Get(ctx, id)
+	c, err := s.revision(ctx, id, n)
 	if err != nil {
 		return Changeset{}, nil, err
-	}
-	if n != 0 && n != c.Revision {
-		revs, err := s.revisions(ctx, c)
-		if err != nil {
-			return Changeset{}, nil, err
-		}
-		found := false
-		for _, r := range revs {
-			if r.N == n {
-				c.BaseCommit, c.HeadCommit, c.Revision, found = r.Base, r.Head, r.N, true
-			}
-		}
-		if !found {
-			return Changeset{}, nil, fmt.Errorf("changeset %s has no revision %d: %w", id, n, record.ErrNotFound)
-		}
 	}
 	r, err := s.repos.Open(ctx, c.Repo)
 	if err != nil {
@@ -250,4 +235,29 @@ func (s *Service) Reviews(ctx context.Context, id uuid.UUID) ([]Review, error) {
 		return nil, err
 	}
 	return s.store.ListReviews(ctx, id)
+}
+
+// revision is the changeset with the base, head and number of its
+// revision n (0: the current one).
+func (s *Service) revision(ctx context.Context, id uuid.UUID, n int) (Changeset, error) {
+	c, err := s.Get(ctx, id)
+	if err != nil {
+		return Changeset{}, err
+	}
+	if n != 0 && n != c.Revision {
+		revs, err := s.revisions(ctx, c)
+		if err != nil {
+			return Changeset{}, err
+		}
+		found := false
+		for _, r := range revs {
+			if r.N == n {
+				c.BaseCommit, c.HeadCommit, c.Revision, found = r.Base, r.Head, r.N, true
+			}
+		}
+		if !found {
+			return Changeset{}, fmt.Errorf("changeset %s has no revision %d: %w", id, n, record.ErrNotFound)
+		}
+	}
+	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -89,6 +90,22 @@ func (c *Client) ChangesetDiff(ctx context.Context, id string) ([]byte, error) {
 func (c *Client) ChangesetDiffJSON(ctx context.Context, id string) (apitypes.Diff, error) {
 	var out apitypes.Diff
 	err := c.do(ctx, "GET", changesetPath(id, "diff"), url.Values{"format": {"json"}}, nil, &out)
+	return out, err
+}
+
+// ChangesetLines reads lines a-b (1-based, inclusive) of a file the
+// changeset's revision changes, at its "base" or "head" ("" is head);
+// revision 0 is the current one.
+func (c *Client) ChangesetLines(ctx context.Context, id string, revision int, side, path string, a, b int) (apitypes.FileLines, error) {
+	q := url.Values{"lines": {fmt.Sprintf("%d-%d", a, b)}}
+	if side != "" {
+		q.Set("side", side)
+	}
+	if revision != 0 {
+		q.Set("revision", strconv.Itoa(revision))
+	}
+	var out apitypes.FileLines
+	err := c.do(ctx, "GET", changesetPath(id, "files", EscapePath(path)), q, nil, &out)
 	return out, err
 }
 

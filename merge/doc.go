@@ -5,7 +5,8 @@
 // operations built on it (cherry-pick, revert, rebase, merge of one
 // session's changes into another), and selections of a patch's files and
 // hunks for a partial accept (select.go: the base with only the selected
-// hunks applied). Package changeset's accept, layers and undo, which need
+// hunks applied), and a patch's syntax tokens (Patch.Highlight, each
+// side lexed whole by package highlight). Package changeset's accept, layers and undo, which need
 // the store and move refs, are built on Rebase, Revert and Select here.
 //
 // Invariants:

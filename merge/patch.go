@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"context"
 	"fmt"
+	"github.com/sessiond/sessiond/highlight"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,10 @@ type Hunk struct {
 	// after "@@ … @@" (funcname.go): empty when no line above the hunk is
 	// a function line.
 	Function string `json:"function,omitempty"`
+	// Spans are the syntax tokens of each line (Patch.Highlight), one
+	// entry per line of Lines; nil when the patch was not highlighted or
+	// the file is left plain.
+	Spans [][]highlight.Span `json:"spans,omitempty"`
 }
 
 // FileDiff is one file of a Patch: the change plus its hunks.

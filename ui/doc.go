@@ -19,7 +19,17 @@
 //     per-file and per-hunk checkboxes, a dry-run preview, the result or
 //     the conflicts; a closed changeset shows its outcome instead of the
 //     verdict form. A checkbox updates its file's boxes in place: nothing
-//     is rendered again.
+//     is rendered again. Reading: the server's syntax tokens (a hunk's
+//     spans) as spans with classes, the diff signs drawn by CSS so a
+//     copied line is the line; "expand" rows around each hunk that load
+//     unchanged lines (GET /v1/changesets/{id}/files/{path}?lines=a-b);
+//     the file tree by directory with "viewed" marks in sessionStorage,
+//     keyed by the file's blob so a revision that changes it clears the
+//     mark; every diff folded past 50 files (changeset.js COLLAPSE_AT),
+//     its table built when opened and dropped when closed, the list then
+//     loaded without tokens (?spans=false) and an opened file's tokens
+//     asked for with it (?path=); keys j/k
+//     (files), n/p (hunks), c (comment on the focused line).
 //   - /ui/repos/{repo}/layers?branch=: the branch's layers newest first,
 //     an undo preview (what comes back, what stays, conflicts), undo.
 //   - /ui/sessions: live sessions kept current by the event stream, which

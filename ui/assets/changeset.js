@@ -26,6 +26,8 @@ class ChangesetPage {
     this.root = h("section", { class: "changeset" });
     this.overlaps = new Map();
     this.viewRev = 0;
+    this.opened = new Map(); // path → open or closed, as the reviewer chose
+    this.sections = new Map(); // path → {section, setOpen}
   }
 
   async load() {
@@ -38,6 +40,14 @@ class ChangesetPage {
     this.session = await get(`/v1/sessions/${encodeURIComponent(cs.session)}`).catch(() => null);
     document.title = `${cs.intent || "Changeset"} · sessiond`;
     this.render();
+    if (!this.keys) {
+      this.keys = (ev) => this.onKey(ev);
+      document.addEventListener("keydown", this.keys);
+      document.addEventListener("keyup", this.keys);
+    }
+    // For whoever measures the page (the browser tests): when the
+    // changeset was first on screen, since the navigation started.
+    if (!performance.getEntriesByName("sessiond.changeset.rendered").length) performance.mark("sessiond.changeset.rendered");
     this.refreshMerge();
     if (!this.streaming) this.follow();
   }
@@ -74,7 +84,10 @@ class ChangesetPage {
   async loadDiff() {
     const q = this.viewRev && this.viewRev !== this.cs.revision ? `revision=${this.viewRev}` : "";
     const id = encodeURIComponent(this.id);
-    const [diff, checks] = await Promise.all([get(`/v1/changesets/${id}/diff?format=json${q ? "&" + q : ""}`),
+    // A large changeset comes without syntax tokens (lexing every file
+    // is most of the diff's cost); an opened file asks for its own.
+    this.lazySpans = (this.cs.stats ? this.cs.stats.files : 0) > COLLAPSE_AT;
+    const [diff, checks] = await Promise.all([get(`/v1/changesets/${id}/diff?format=json${q ? "&" + q : ""}${this.lazySpans ? "&spans=false" : ""}`),
       get(`/v1/changesets/${id}/checks${q ? "?" + q : ""}`).catch((err) => { console.warn("checks", err); return null; })]);
     this.diff = diff;
     this.checks = checks;
@@ -157,7 +170,9 @@ class ChangesetPage {
       this.warnings,
       symbols(cs.symbols),
       h("h2", {}, "Files"), this.fileList,
-      h("div", { class: "diff-controls" }, modeRadios),
+      h("div", { class: "diff-controls" }, modeRadios,
+        h("p", { class: "muted keys" }, "Keys: ", h("kbd", {}, "j"), "/", h("kbd", {}, "k"), " next or previous file, ",
+          h("kbd", {}, "n"), "/", h("kbd", {}, "p"), " next or previous hunk, ", h("kbd", {}, "c"), " comment on the focused line.")),
       this.diffs,
       ["accepted", "undone", "rejected"].includes(cs.status) ? this.outcome() : this.reviewForm(),
       this.acceptForm(),
@@ -191,23 +206,83 @@ class ChangesetPage {
     return s.size === f.hunks.length ? "all" : "some";
   }
 
+  // renderFiles is the file tree: the files under a row per directory,
+  // each with its accept checkbox and its "viewed" mark.
   renderFiles() {
     const canAccept = this.current() && !["accepted", "undone", "rejected"].includes(this.cs.status);
-    const rows = this.diff.files.map((f, i) => {
+    const cols = canAccept ? 6 : 5;
+    const rows = [];
+    let dir = null;
+    this.diff.files.forEach((f, i) => {
+      const slash = f.path.lastIndexOf("/");
+      const d = slash < 0 ? "" : f.path.slice(0, slash + 1);
+      if (d !== dir) {
+        dir = d;
+        if (d) rows.push(h("tr", { class: "dir" }, h("td", { colspan: cols }, h("span", { class: "dir-name" }, d))));
+      }
       const state = this.fileState(f);
       const box = canAccept ? h("input", { type: "checkbox", class: "file-check", id: `file-${i}`, "data-path": f.path, checked: state !== "none",
         onchange: (ev) => { this.sel.set(f.path, ev.target.checked ? "all" : new Set()); this.syncFile(f); } }) : null;
       if (box && state === "some") box.indeterminate = true;
-      return h("tr", {},
+      rows.push(h("tr", { class: "file-row" + (d ? " in-dir" : ""), "data-path": f.path },
         canAccept ? h("td", {}, box, h("label", { for: `file-${i}`, class: "sr-only" }, `Accept ${f.path}`)) : null,
         h("td", { class: "status-letter", title: f.status }, h("abbr", { title: f.status }, statusLetter(f.status))),
-        h("td", {}, h("a", { href: `#diff-${i}` }, f.path), f.old_path && f.old_path !== f.path ? h("span", { class: "muted" }, ` from ${f.old_path}`) : null),
-        h("td", { class: "num add" }, `+${f.insertions}`), h("td", { class: "num del" }, `−${f.deletions}`));
+        h("td", { class: "path" }, h("a", { href: `#diff-${i}`, title: f.path, onclick: (ev) => { ev.preventDefault(); this.openFile(f, true); } }, slash < 0 ? f.path : f.path.slice(slash + 1)),
+          f.old_path && f.old_path !== f.path ? h("span", { class: "muted" }, ` from ${f.old_path}`) : null),
+        h("td", { class: "num add" }, `+${f.insertions}`), h("td", { class: "num del" }, `−${f.deletions}`),
+        h("td", {}, this.viewedBox(f, `viewed-f-${i}`))));
     });
-    clear(this.fileList, this.diff.files.length ? h("table", { class: "files" },
+    this.viewedCount = h("span", { id: "viewed-count", class: "muted" });
+    clear(this.fileList, this.diff.files.length ? [this.viewedCount, h("table", { class: "files tree" },
       h("thead", {}, h("tr", {}, canAccept ? h("th", { scope: "col" }, "Accept") : null, h("th", { scope: "col" }, "Status"),
-        h("th", { scope: "col" }, "Path"), h("th", { scope: "col" }, "Added"), h("th", { scope: "col" }, "Removed"))),
-      h("tbody", {}, rows)) : h("p", {}, "No changes."));
+        h("th", { scope: "col" }, "Path"), h("th", { scope: "col" }, "Added"), h("th", { scope: "col" }, "Removed"), h("th", { scope: "col" }, "Viewed"))),
+      h("tbody", {}, rows))] : h("p", {}, "No changes."));
+    this.syncViewedCount();
+  }
+
+  // Viewed marks live in the tab's sessionStorage, per changeset: path →
+  // the version of the file that was viewed (its blob at the head, or at
+  // the base for a deletion), so a new revision that changes the file
+  // clears its mark and one that does not keeps it.
+  viewedKey() {
+    return `sessiond.viewed.${this.id}`;
+  }
+
+  viewedMarks() {
+    try {
+      return JSON.parse(sessionStorage.getItem(this.viewedKey()) || "{}") || {};
+    } catch {
+      return {};
+    }
+  }
+
+  isViewed(f) {
+    return this.viewedMarks()[f.path] === fileVersion(f);
+  }
+
+  setViewed(f, on) {
+    const marks = this.viewedMarks();
+    if (on) marks[f.path] = fileVersion(f);
+    else delete marks[f.path];
+    sessionStorage.setItem(this.viewedKey(), JSON.stringify(marks));
+    for (const box of this.root.querySelectorAll(`input.viewed-check[data-path="${CSS.escape(f.path)}"]`)) box.checked = on;
+    // A file marked viewed folds away; unmarked, it opens again.
+    this.opened.set(f.path, !on);
+    this.sections.get(f.path)?.setOpen(!on);
+    this.syncViewedCount();
+  }
+
+  viewedBox(f, id) {
+    return h("label", { class: "viewed" }, h("input", { type: "checkbox", class: "viewed-check", id, "data-path": f.path, checked: this.isViewed(f),
+      onchange: (ev) => this.setViewed(f, ev.target.checked) }), h("span", { class: "sr-only" }, `${f.path} `), h("span", { class: "viewed-text" }, " Viewed"));
+  }
+
+  syncViewedCount() {
+    if (!this.viewedCount) return;
+    const marks = this.viewedMarks();
+    const n = this.diff.files.filter((f) => marks[f.path] === fileVersion(f)).length;
+    const total = this.diff.files.length;
+    this.viewedCount.textContent = `${n} of ${total} file${total === 1 ? "" : "s"} viewed`;
   }
 
   // syncFile shows one file's selection on its checkboxes (the file's in
@@ -237,9 +312,43 @@ class ChangesetPage {
     return out;
   }
 
+  // renderDiffs lays out one section per file; a file's diff is built
+  // only while it is open. Past COLLAPSE_AT files every file starts
+  // folded, so a large changeset costs its headers, not its diffs; a
+  // file marked viewed starts folded too.
   renderDiffs() {
+    const many = this.diff.files.length > COLLAPSE_AT;
+    this.sections = new Map();
+    const secs = this.diff.files.map((f, i) => this.fileSection(f, i, many));
+    clear(this.diffs, many ? h("p", { id: "collapsed-note", class: "muted" },
+      `${this.diff.files.length} files: each diff opens with its ▸ button (or j/k to move between files, Enter to open).`) : null, secs);
+  }
+
+  fileSection(f, i, many) {
     const canAccept = this.current() && !["accepted", "undone", "rejected"].includes(this.cs.status);
-    clear(this.diffs, this.diff.files.map((f, i) => {
+    const body = h("div", { class: "file-body", id: `diff-body-${i}` });
+    const toggle = h("button", { type: "button", class: "toggle", "aria-controls": `diff-body-${i}`, "aria-label": `Show or hide the diff of ${f.path}` });
+    const sec = h("section", { class: "file", id: `diff-${i}`, "data-path": f.path, "aria-labelledby": `diff-title-${i}` },
+      h("h3", { id: `diff-title-${i}` }, toggle, " ", h("abbr", { title: f.status }, statusLetter(f.status)), " ", f.path,
+        h("span", { class: "muted" }, ` +${f.insertions} −${f.deletions}`), " ", this.viewedBox(f, `viewed-d-${i}`)),
+      body);
+    const setOpen = (open) => {
+      toggle.setAttribute("aria-expanded", String(open));
+      toggle.textContent = open ? "▾" : "▸";
+      sec.classList.toggle("open", open);
+      if (!open) {
+        clear(body);
+        return;
+      }
+      if (body.firstChild) return;
+      if (this.lazySpans && !f.spansLoaded) {
+        body.append(h("p", { class: "muted loading" }, "Loading…"));
+        this.loadSpans(f).finally(() => {
+          f.spansLoaded = true;
+          if (sec.classList.contains("open")) { clear(body); setOpen(true); }
+        });
+        return;
+      }
       const hunks = canAccept && partial(f) ? {
         checked: (k) => { const s = this.sel.get(f.path); return s === "all" || (s && s.has(k)); },
         onChange: (k, on) => {
@@ -250,12 +359,140 @@ class ChangesetPage {
           this.syncFile(f);
         },
       } : null;
-      return h("section", { class: "file", id: `diff-${i}`, "aria-labelledby": `diff-title-${i}` },
-        h("h3", { id: `diff-title-${i}` }, h("abbr", { title: f.status }, statusLetter(f.status)), " ", f.path,
-          h("span", { class: "muted" }, ` +${f.insertions} −${f.deletions}`)),
-        renderFile(f, { mode: this.mode, key: i, comments: this.comments(f.path), hunks,
-          onComment: (line, row) => this.openComment(f.path, line, row) }));
-    }));
+      clear(body, renderFile(f, { mode: this.mode, key: i, comments: this.comments(f.path), hunks,
+        onComment: (line, row) => this.openComment(f.path, line, row),
+        expand: (from, to) => this.lines(f.path, from, to) }));
+    };
+    toggle.addEventListener("click", () => {
+      const open = !sec.classList.contains("open");
+      this.opened.set(f.path, open);
+      setOpen(open);
+    });
+    this.sections.set(f.path, { section: sec, setOpen });
+    const chosen = this.opened.get(f.path);
+    setOpen(chosen !== undefined ? chosen : !many && !this.isViewed(f));
+    return sec;
+  }
+
+  // onKey is the page's keyboard: j/k the next or previous file, n/p
+  // the next or previous hunk of the open diffs (the focus goes to its
+  // first changed line), c a comment on the focused line. Keys typed in
+  // a text field, or with a modifier, are the field's.
+  onKey(ev) {
+    if (!this.root.isConnected) {
+      document.removeEventListener("keydown", this.keys);
+      document.removeEventListener("keyup", this.keys);
+      return;
+    }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.defaultPrevented) return;
+    const t = ev.target;
+    if (t instanceof Element && (t.isContentEditable || t.closest("textarea, select, dialog") ||
+      (t.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(t.type)))) return;
+    // c opens the comment form when the key comes up, so the letter
+    // does not land in the form's text.
+    if (ev.key === "c") {
+      ev.preventDefault();
+      if (ev.type === "keyup") this.commentFocused();
+      return;
+    }
+    const act = { j: () => this.moveFile(1), k: () => this.moveFile(-1), n: () => this.moveHunk(1), p: () => this.moveHunk(-1) }[ev.key];
+    if (!act || ev.type !== "keydown") return;
+    ev.preventDefault();
+    act();
+  }
+
+  // currentFile is the index of the file the focus is in, else the one
+  // j/k last moved to.
+  currentFile() {
+    const sec = document.activeElement && document.activeElement.closest && document.activeElement.closest("#diffs section.file");
+    if (sec) return this.diff.files.findIndex((f) => f.path === sec.dataset.path);
+    return this.cur ?? -1;
+  }
+
+  moveFile(step) {
+    const n = this.diff.files.length;
+    if (!n) return;
+    const cur = this.currentFile();
+    const next = cur < 0 ? (step > 0 ? 0 : n - 1) : Math.min(n - 1, Math.max(0, cur + step));
+    this.cur = next;
+    for (const s of this.diffs.querySelectorAll("section.file.current")) s.classList.remove("current");
+    const s = this.sections.get(this.diff.files[next].path);
+    s.section.classList.add("current");
+    s.section.scrollIntoView({ block: "start" });
+    s.section.querySelector("button.toggle").focus({ preventScroll: true });
+  }
+
+  moveHunk(step) {
+    const headers = [...this.diffs.querySelectorAll("tr.hunk-header")];
+    if (!headers.length) return;
+    const at = document.activeElement;
+    let idx = -1;
+    if (at && this.diffs.contains(at)) {
+      headers.forEach((hd, i) => { if (hd === at || hd.contains(at) || (hd.compareDocumentPosition(at) & Node.DOCUMENT_POSITION_FOLLOWING)) idx = i; });
+    } else if (this.cur !== undefined && this.diff.files[this.cur]) {
+      // From the file j/k chose: before its first hunk.
+      const sec = this.sections.get(this.diff.files[this.cur].path).section;
+      headers.forEach((hd, i) => { if (sec.compareDocumentPosition(hd) & Node.DOCUMENT_POSITION_PRECEDING) idx = i; });
+    }
+    const next = idx < 0 ? (step > 0 ? 0 : headers.length - 1) : Math.min(headers.length - 1, Math.max(0, idx + step));
+    const hd = headers[next];
+    // The hunk's first changed line, else its first line.
+    let target = null, first = null;
+    for (let tr = hd.nextElementSibling; tr && !tr.classList.contains("hunk-header") && !tr.classList.contains("expand-row"); tr = tr.nextElementSibling) {
+      const btn = tr.querySelector("button.ln-btn");
+      if (!btn) continue;
+      first = first || btn;
+      if (tr.querySelector("td.code.add, td.code.del")) { target = btn; break; }
+    }
+    target = target || first;
+    const sec = hd.closest("section.file");
+    this.cur = this.diff.files.findIndex((f) => f.path === sec.dataset.path);
+    for (const s of this.diffs.querySelectorAll("section.file.current")) s.classList.remove("current");
+    sec.classList.add("current");
+    (target || hd).scrollIntoView({ block: "center" });
+    if (target) target.focus({ preventScroll: true });
+  }
+
+  // commentFocused opens the comment form of the focused line (its
+  // number's button, or the line the focus is in).
+  commentFocused() {
+    const at = document.activeElement;
+    if (!at || !this.diffs.contains(at)) return;
+    const btn = at.matches("button.ln-btn") ? at : at.closest("tr.line")?.querySelector("button.ln-btn");
+    if (btn) btn.click();
+  }
+
+  // loadSpans fetches one file's diff with its syntax tokens and takes
+  // its hunks (the same hunks, with spans); without them the file is
+  // shown plain.
+  async loadSpans(f) {
+    const rev = this.viewRev && this.viewRev !== this.cs.revision ? `&revision=${this.viewRev}` : "";
+    try {
+      const d = await get(`/v1/changesets/${encodeURIComponent(this.id)}/diff?format=json&path=${encodeURIComponent(f.path)}${rev}`);
+      const g = (d.files || []).find((x) => x.path === f.path);
+      if (g && g.hunks.length === f.hunks.length) f.hunks = g.hunks;
+    } catch (err) {
+      console.warn("spans", f.path, err);
+    }
+  }
+
+  // openFile opens a file's diff and, with scroll, brings it into view
+  // with the focus on its toggle.
+  openFile(f, scroll) {
+    const s = this.sections.get(f.path);
+    if (!s) return;
+    this.opened.set(f.path, true);
+    s.setOpen(true);
+    if (scroll) {
+      s.section.scrollIntoView({ block: "start" });
+      s.section.querySelector("button.toggle").focus({ preventScroll: true });
+    }
+  }
+
+  // lines loads lines from-to of path at the shown revision's head.
+  lines(path, from, to) {
+    const p = path.split("/").map(encodeURIComponent).join("/");
+    return get(`/v1/changesets/${encodeURIComponent(this.id)}/files/${p}?side=head&lines=${from}-${to}&revision=${this.viewRev}`);
   }
 
   openComment(path, line, row) {
@@ -411,6 +648,16 @@ class ChangesetPage {
           h("button", { type: "submit", id: "accept-submit" }, "Accept"))],
       out);
   }
+}
+
+// COLLAPSE_AT is the number of files past which every diff starts
+// folded.
+export const COLLAPSE_AT = 50;
+
+// fileVersion is what a viewed mark remembers of a file: its status and
+// its blob at the head (at the base for a deletion).
+function fileVersion(f) {
+  return `${f.status}:${f.new_oid || f.old_oid || ""}`;
 }
 
 function describeSelection(s) {

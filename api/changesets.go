@@ -286,6 +286,41 @@ func (s *Server) changesetRevisions(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
+func (s *Server) changesetTimeline(w http.ResponseWriter, r *http.Request) error {
+	id, err := changesetID(r)
+	if err != nil {
+		return err
+	}
+	tl, err := s.cs.Timeline(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toTimeline(tl))
+	return nil
+}
+
+func toTimeline(tl changeset.Timeline) apitypes.Timeline {
+	out := apitypes.Timeline{Changeset: tl.Changeset.String(), Session: tl.Session.String(), Repo: tl.Repo,
+		Entries: make([]apitypes.TimelineEntry, len(tl.Entries))}
+	for i, e := range tl.Entries {
+		en := apitypes.TimelineEntry{Kind: string(e.Kind), At: e.At, Revision: e.Revision, Commit: oidText(e.Commit),
+			Checkpoint: e.Checkpoint, Label: e.Label, Seq: e.Seq}
+		if e.Review != nil {
+			rv := toReview(*e.Review)
+			if e.Kind == changeset.EntryComment {
+				rv.Comments = nil // the comment is its own entry
+			}
+			en.Review = &rv
+		}
+		if e.Comment != nil {
+			c := apitypes.LineComment(*e.Comment)
+			en.Comment = &c
+		}
+		out.Entries[i] = en
+	}
+	return out
+}
+
 func (s *Server) reviewChangeset(w http.ResponseWriter, r *http.Request) error {
 	id, err := changesetID(r)
 	if err != nil {

@@ -185,6 +185,7 @@ var routes = []Route{
 	{"GET", "/v1/changesets/{id}/revisions", scopeReader, (*Server).changesetRevisions},
 	{"GET", "/v1/changesets/{id}/checks", scopeReader, (*Server).changesetChecks},
 	{"GET", "/v1/changesets/{id}/mergeability", scopeReader, (*Server).changesetMergeability},
+	{"GET", "/v1/changesets/{id}/timeline", scopeReader, (*Server).changesetTimeline},
 	{"POST", "/v1/changesets/{id}/reviews", scopeReview, (*Server).reviewChangeset},
 	{"POST", "/v1/changesets/{id}/accept", scopeAdmin, (*Server).acceptChangeset},
 	{"POST", "/v1/changesets/{id}/undo", scopeAdmin, (*Server).undoChangeset},

@@ -26,6 +26,10 @@
 //     starts now (?after=now), never replaying the log; it follows live
 //     sessions only.
 //
+// Every id and commit the page shows goes through links.js: a short id
+// that never wraps, linked to its page (a session, a changeset) or to the
+// repository's commit view when the daemon has a --commit-url template.
+//
 // Diffs are rendered by the page itself from the JSON diff
 // (GET …/diff?format=json) instead of a vendored renderer such as
 // diff2html: the JSON already has the hunks and line numbers a renderer

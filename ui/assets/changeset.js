@@ -5,6 +5,8 @@ import { get, post, stream } from "./api.js";
 import { h, clear, short, age, badge, errorBox, notice, agentLabel } from "./dom.js";
 import { renderFile, statusLetter, partial } from "./diff.js";
 import { checksSection } from "./checks.js";
+import { timelineSection } from "./timeline.js";
+import { sessionLink, commitLink } from "./links.js";
 
 // layersHref is the layers page of a repository's branch (the
 // repository's head branch when branch is empty).
@@ -25,7 +27,7 @@ class ChangesetPage {
     this.drafts = [];
     this.root = h("section", { class: "changeset" });
     this.overlaps = new Map();
-    this.viewRev = 0;
+    this.viewRev = Number(new URLSearchParams(location.search).get("revision")) || 0; // a timeline link names one
   }
 
   async load() {
@@ -146,11 +148,12 @@ class ChangesetPage {
       h("dl", { class: "meta" },
         h("dt", {}, "Status"), h("dd", { id: "cs-status" }, badge(cs.status)),
         h("dt", {}, "Agent"), h("dd", {}, agent),
+        h("dt", {}, "Session"), h("dd", {}, sessionLink(cs.session)),
         h("dt", {}, "Base → target"), h("dd", {}, h("code", { title: cs.base_commit }, short(cs.base_commit)), " → ",
           h("a", { href: layersHref(cs.repo, cs.target_branch) }, cs.target_branch)),
         h("dt", {}, h("label", { for: "revision" }, "Revision")), h("dd", {}, revPicker),
         h("dt", {}, "Changes"), h("dd", {}, cs.stats ? `${cs.stats.files} files, +${cs.stats.insertions} −${cs.stats.deletions}` : ""),
-        cs.accepted_commit ? [h("dt", {}, "Accepted as"), h("dd", {}, h("code", {}, short(cs.accepted_commit)))] : null,
+        cs.accepted_commit ? [h("dt", {}, "Accepted as"), h("dd", {}, commitLink(cs.repo, cs.accepted_commit))] : null,
         cs.selection ? [h("dt", {}, "Left out"), h("dd", { id: "left-out" }, describeSelection(cs.selection.left_out))] : null),
       this.checksBox,
       this.mergeBox,
@@ -161,7 +164,8 @@ class ChangesetPage {
       this.diffs,
       ["accepted", "undone", "rejected"].includes(cs.status) ? this.outcome() : this.reviewForm(),
       this.acceptForm(),
-      reviewsList(cs.reviews || []));
+      reviewsList(cs.reviews || []),
+      timelineSection(cs));
     this.renderChecks();
     this.renderWarnings();
     this.renderFiles();

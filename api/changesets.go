@@ -286,6 +286,25 @@ func (s *Server) changesetRevisions(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
+// sessionRuns serves GET /v1/sessions/{id}/runs.
+func (s *Server) sessionRuns(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	runs, err := s.cs.Runs(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	out := apitypes.Runs{Runs: make([]apitypes.Run, len(runs))}
+	for i, rn := range runs {
+		out.Runs[i] = apitypes.Run{ID: rn.ID, Argv: rn.Argv, ExitCode: rn.ExitCode, DurationMS: rn.Duration.Milliseconds(), At: rn.At,
+			Seq: rn.Seq, ChangedFiles: rn.Changed, OutputTail: rn.OutputTail}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
 func (s *Server) changesetTimeline(w http.ResponseWriter, r *http.Request) error {
 	id, err := changesetID(r)
 	if err != nil {

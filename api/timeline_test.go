@@ -65,3 +65,32 @@ func TestChangesetTimeline(t *testing.T) {
 	r = ts.call("GET", "/v1/changesets/nope/timeline", nil)
 	assert.Equal(t, 404, r.StatusCode, "%s", r.body, "an id that is no UUID names no changeset")
 }
+
+// TestSessionRuns: GET /v1/sessions/{id}/runs lists every command the
+// session ran, oldest first, one that changed no file too (which the
+// mutation log does not have), with exit code and output; an unknown
+// session is 404.
+func TestSessionRuns(t *testing.T) {
+	e := newDaemonEnv(t, Config{})
+	ts := &testServer{t: t, URL: e.srv.URL, m: e.m, repo: e.repo}
+	sid := ts.newSession()
+	for _, argv := range [][]string{{"sh", "-c", "echo made > made.txt"}, {"sh", "-c", "echo failing; exit 3"}} {
+		body, _ := json.Marshal(map[string]any{"argv": argv})
+		r := ts.call("POST", "/v1/sessions/"+sid+"/exec", body)
+		require.Equal(t, 200, r.StatusCode, "%s", r.body)
+	}
+	r := ts.call("GET", "/v1/sessions/"+sid+"/runs", nil)
+	require.Equal(t, 200, r.StatusCode, "%s", r.body)
+	var runs apitypes.Runs
+	require.NoError(t, json.Unmarshal(r.body, &runs))
+	require.Len(t, runs.Runs, 2)
+	assert.Equal(t, []string{"sh", "-c", "echo made > made.txt"}, runs.Runs[0].Argv)
+	assert.Equal(t, 0, runs.Runs[0].ExitCode)
+	assert.True(t, runs.Runs[0].ChangedFiles)
+	assert.Equal(t, 3, runs.Runs[1].ExitCode)
+	assert.False(t, runs.Runs[1].ChangedFiles)
+	assert.Equal(t, "failing\n", runs.Runs[1].OutputTail)
+
+	r = ts.call("GET", "/v1/sessions/00000000-0000-0000-0000-000000000000/runs", nil)
+	assert.Equal(t, 404, r.StatusCode, "%s", r.body)
+}

@@ -417,3 +417,22 @@ type Timeline struct {
 	Repo      string          `json:"repo"`
 	Entries   []TimelineEntry `json:"entries"`
 }
+
+// Run is one command a session ran (GET /v1/sessions/{id}/runs), whether
+// it changed files or not.
+type Run struct {
+	ID         int64     `json:"id"`
+	Argv       []string  `json:"argv"`
+	ExitCode   int       `json:"exit_code"`
+	DurationMS int64     `json:"duration_ms"`
+	At         time.Time `json:"at"`
+	// Seq is the session's latest mutation when the command finished.
+	Seq          int64  `json:"seq"`
+	ChangedFiles bool   `json:"changed_files"`
+	OutputTail   string `json:"output_tail"`
+}
+
+// Runs lists a session's commands, oldest first.
+type Runs struct {
+	Runs []Run `json:"runs"`
+}

@@ -25,6 +25,11 @@
 //   - /ui/sessions: live sessions kept current by the event stream, which
 //     starts now (?after=now), never replaying the log; it follows live
 //     sessions only.
+//   - /ui/sessions/{id}: one session (session.js): its changesets,
+//     overlap warnings, the latest command and every command it ran
+//     (GET /v1/sessions/{id}/runs), checkpoints and mutations, reloaded
+//     as its event stream moves. A running command's output is not
+//     followed: the API streams it only to the caller of the exec.
 //
 // Every id and commit the page shows goes through links.js: a short id
 // that never wraps, linked to its page (a session, a changeset) or to the

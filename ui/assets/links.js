@@ -4,8 +4,12 @@
 // with the whole id in its title.
 import { h } from "./dom.js";
 
+// shortText is an id as shown: a UUID's first group, a commit's first ten
+// hex digits.
 export function shortText(id) {
-  return id ? String(id).slice(0, 10) : "";
+  if (!id) return "";
+  const s = String(id);
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-/i.test(s) ? s.slice(0, 8) : s.slice(0, 10);
 }
 
 // shortId is an id shown short, whole in its title.

@@ -33,7 +33,10 @@
 //
 // Every id and commit the page shows goes through links.js: a short id
 // that never wraps, linked to its page (a session, a changeset) or to the
-// repository's commit view when the daemon has a --commit-url template.
+// repository's commit view when the daemon has a --commit-url template
+// (Config.CommitURL, carried to the page in a meta element of
+// index.html, so no request is needed for it); long lists are cut with
+// "show all" (cutList).
 //
 // Diffs are rendered by the page itself from the JSON diff
 // (GET …/diff?format=json) instead of a vendored renderer such as

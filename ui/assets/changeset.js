@@ -149,7 +149,7 @@ class ChangesetPage {
         h("dt", {}, "Status"), h("dd", { id: "cs-status" }, badge(cs.status)),
         h("dt", {}, "Agent"), h("dd", {}, agent),
         h("dt", {}, "Session"), h("dd", {}, sessionLink(cs.session)),
-        h("dt", {}, "Base → target"), h("dd", {}, h("code", { title: cs.base_commit }, short(cs.base_commit)), " → ",
+        h("dt", {}, "Base → target"), h("dd", {}, commitLink(cs.repo, cs.base_commit), " → ",
           h("a", { href: layersHref(cs.repo, cs.target_branch) }, cs.target_branch)),
         h("dt", {}, h("label", { for: "revision" }, "Revision")), h("dd", {}, revPicker),
         h("dt", {}, "Changes"), h("dd", {}, cs.stats ? `${cs.stats.files} files, +${cs.stats.insertions} −${cs.stats.deletions}` : ""),
@@ -178,7 +178,7 @@ class ChangesetPage {
     const items = [];
     for (const o of this.overlaps.values()) {
       items.push(h("li", { class: "overlap" }, "Overlap: ", h("code", {}, o.path), " is also changed by session ",
-        h("code", {}, short(o.other)), o.other_agent ? ` (${o.other_agent})` : "",
+        sessionLink(o.other), o.other_agent ? ` (${o.other_agent})` : "",
         o.symbols && o.symbols.length ? `, same symbols: ${o.symbols.map((k) => k.name).join(", ")}` : "",
         o.merge === "conflict" ? " — their versions conflict" : o.merge === "clean" ? " — their versions merge cleanly" : ""));
     }
@@ -335,7 +335,7 @@ class ChangesetPage {
     const cs = this.cs;
     const parts = [];
     if (cs.status === "accepted" || cs.status === "undone") {
-      parts.push(h("p", {}, "Accepted as ", h("code", { title: cs.accepted_commit, class: "oid" }, short(cs.accepted_commit)), " on ",
+      parts.push(h("p", {}, "Accepted as ", commitLink(cs.repo, cs.accepted_commit), " on ",
         h("a", { href: layersHref(cs.repo, cs.target_branch) }, cs.target_branch),
         cs.status === "undone" ? ", then undone (see the branch's layers)." : "."));
       if (cs.selection) parts.push(h("p", {}, "Left out, still in the session: ", describeSelection(cs.selection.left_out)));
@@ -379,7 +379,7 @@ class ChangesetPage {
         this.renderWarnings();
         if (dry) {
           clear(out, h("div", { id: "preview" }, h("h3", {}, "Preview: the commit would be"),
-            h("p", {}, `On ${res.branch} at `, h("code", {}, short(res.head)), res.rebased ? " (merged onto the moved branch)" : "",
+            h("p", {}, `On ${res.branch} at `, commitLink(this.cs.repo, res.head), res.rebased ? " (merged onto the moved branch)" : "",
               sel ? " — only the selected changes" : " — the whole changeset"),
             (res.diff.files || []).map((f, i) => h("section", { class: "file" }, h("h4", {}, statusLetter(f.status), " ", f.path),
               renderFile(f, { mode: this.mode, key: "p" + i })))));
@@ -387,7 +387,7 @@ class ChangesetPage {
         }
         await this.load();
         clear(this.acceptBox, h("div", { id: "accept-done", class: "ok" },
-          h("p", {}, "Accepted as ", h("code", { id: "accepted-commit" }, short(res.commit)), ` on ${res.branch}`, res.rebased ? " (merged onto the moved branch)." : "."),
+          h("p", {}, "Accepted as ", h("span", { id: "accepted-commit" }, commitLink(this.cs.repo, res.commit)), ` on ${res.branch}`, res.rebased ? " (merged onto the moved branch)." : "."),
           res.selection ? h("p", {}, "Left out, still in the session: ", describeSelection(res.selection.left_out),
             res.session_rebased ? " (the session now holds just that)." : "") : null,
           res.session_conflicts ? h("p", { class: "error" }, "The session could not be rebased: ", res.session_conflicts.map((c) => c.path).join(", ")) : null,

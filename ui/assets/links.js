@@ -35,11 +35,11 @@ export function changesetLink(id, text, revision) {
   return h("a", { href: changesetHref(id, revision), class: "changeset-link", dataset: { changeset: id } }, text || shortId(id));
 }
 
-// commitURL is the repository's commit view of a commit, from the
+// commitHref is the repository's commit view of a commit, from the
 // daemon's --commit-url template ({repo} and {commit} replaced), or ""
 // when none is configured. The template comes with the page (a meta
 // element the daemon fills in), not from another site.
-export function commitURL(repo, oid) {
+export function commitHref(repo, oid) {
   const meta = document.querySelector('meta[name="sessiond-commit-url"]');
   const tpl = meta ? meta.getAttribute("content") : "";
   if (!tpl || !oid) return "";
@@ -51,19 +51,23 @@ export function commitURL(repo, oid) {
 export function commitLink(repo, oid) {
   if (!oid) return null;
   const code = shortId(oid, "oid");
-  const href = commitURL(repo, oid);
+  const href = commitHref(repo, oid);
   return href ? h("a", { href, class: "commit-link", rel: "noopener noreferrer", dataset: { commit: oid } }, code) : code;
 }
 
 // cutList renders items (already elements) in a list element cut after
-// limit, with a "show all" button that shows the rest in place.
-export function cutList(tag, attrs, items, limit = 20) {
+// limit, with a "show all" button that shows the rest in place. A page
+// that draws the list again keeps it whole with opts.shown (true once
+// opts.onShowAll was called).
+export function cutList(tag, attrs, items, limit = 20, opts = {}) {
+  if (opts.shown) limit = items.length;
   const list = h(tag, attrs, items.slice(0, limit));
   if (items.length <= limit) return list;
   const more = h("button", { type: "button", class: "link show-all", "aria-label": `Show all ${items.length}` }, `show all ${items.length}`);
   more.addEventListener("click", () => {
     list.append(...items.slice(limit));
     more.remove();
+    if (opts.onShowAll) opts.onShowAll();
   });
   return h("div", { class: "cut", dataset: { total: items.length, shown: limit } }, list, more);
 }

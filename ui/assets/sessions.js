@@ -37,7 +37,8 @@ export async function sessionsPage() {
       h("td", { "data-label": "Agent" }, agentLabel(s.agent_id, s.agent_name)),
       h("td", { "data-label": "Intent" }, s.intent),
       h("td", { "data-label": "Changed files", class: "changed" }, r.error ? errorBox(r.error) :
-        r.files.length ? cutList("ul", { class: "paths" }, r.files.map((f) => h("li", {}, h("abbr", { title: f.status }, f.status[0].toUpperCase()), " ", h("code", {}, f.path))), PATHS) : "none"),
+        r.files.length ? cutList("ul", { class: "paths" }, r.files.map((f) => h("li", {}, h("abbr", { title: f.status }, f.status[0].toUpperCase()), " ", h("code", {}, f.path))), PATHS,
+          { shown: r.showAll, onShowAll: () => { r.showAll = true; } }) : "none"),
       h("td", { "data-label": "Overlaps", class: "overlaps" }, r.overlaps.size ? h("ul", { class: "warnings" }, [...r.overlaps.values()].map((o) =>
         h("li", { class: "overlap" }, h("code", {}, o.path), " with ", sessionLink(o.other), o.other_agent ? ` (${o.other_agent})` : "",
           o.merge === "conflict" ? " — conflicts" : ""))) : "none"),

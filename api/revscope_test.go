@@ -76,6 +76,7 @@ var revisionInputs = map[string][]revisionInput{
 	"GET /v1/changesets/{id}/mergeability":     nil,
 	"GET /v1/changesets/{id}/timeline":         nil,
 	"GET /v1/sessions/{id}/runs":               nil,
+	"GET /v1/sessions/{id}/exec":               nil,
 	"POST /v1/changesets/{id}/reviews":         nil,
 	"POST /v1/changesets/{id}/accept":          {{"body", "expected_head", kindRevision}},
 	"POST /v1/changesets/{id}/undo":            nil,

@@ -174,6 +174,7 @@ var routes = []Route{
 	{"POST", "/v1/sessions/{id}/merge", scopeSession, (*Server).merge},
 	{"POST", "/v1/sessions/{id}/exec", scopeSession, (*Server).exec},
 	{"GET", "/v1/sessions/{id}/runs", scopeSession, (*Server).sessionRuns},
+	{"GET", "/v1/sessions/{id}/exec", scopeSession, (*Server).followExec},
 
 	// Changesets (api/changesets.go).
 	{"POST", "/v1/sessions/{id}/changesets", scopeSession, (*Server).submitChangeset},

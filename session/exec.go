@@ -63,6 +63,7 @@ type Executor struct {
 	*Manager
 	workdirs *workdir.Manager
 	exec     ExecConfig
+	live     liveRegistry // the running commands, for FollowExec
 }
 
 // NewExecutor returns the command runner over m's sessions, bounded by
@@ -245,17 +246,31 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		env = append(env, k+"="+v)
 	}
 	slices.Sort(env)
+	// Followers (FollowExec) see the output as the caller does.
+	live := m.live.start(id, argv)
+	// Followers see the end once the command is recorded (Ran included)
+	// and the session is no longer busy.
+	end := ExecChunk{ExitCode: -1}
+	defer func() { m.live.finish(id, live, end) }()
+	output := func(stream string, p []byte) {
+		live.write(stream, p)
+		if opts.Output != nil {
+			opts.Output(stream, p)
+		}
+	}
 	run, err := sc.Run(ctx, workdir.Command{
 		Argv: argv, Cwd: cwd, Env: env, Stdin: opts.Stdin, Timeout: timeout,
-		Network: opts.Network, OutputCap: m.exec.OutputCap, Output: opts.Output,
+		Network: opts.Network, OutputCap: m.exec.OutputCap, Output: output,
 		Workspace: workspaceOf(view), Limits: limits,
 		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: opts.Caches == CachesPrivate || ls.meta.Caches == CachesPrivate || ls.policy.limitsReads()},
 	})
 	if err != nil {
+		end.Error = err.Error()
 		sc.Abort()
 		unbusy()
 		return ExecResult{}, err
 	}
+	end.ExitCode = run.ExitCode
 	res := ExecResult{
 		Argv: argv, ExitCode: run.ExitCode, Signal: run.Signal, TimedOut: run.TimedOut, Duration: run.Duration,
 		Stdout: run.Stdout, Stderr: run.Stderr, OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,

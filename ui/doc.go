@@ -28,8 +28,9 @@
 //   - /ui/sessions/{id}: one session (session.js): its changesets,
 //     overlap warnings, the latest command and every command it ran
 //     (GET /v1/sessions/{id}/runs), checkpoints and mutations, reloaded
-//     as its event stream moves. A running command's output is not
-//     followed: the API streams it only to the caller of the exec.
+//     as its event stream moves, and the command running now with its
+//     output as it comes (GET /v1/sessions/{id}/exec, followed with
+//     fetch as the event streams are).
 //
 // Every id and commit the page shows goes through links.js: a short id
 // that never wraps, linked to its page (a session, a changeset) or to the

@@ -79,7 +79,6 @@ func TestSessionPage(t *testing.T) {
 	assert.Equal(t, "3", eval[string](t, b, `document.querySelector("#exec-latest .exec").dataset.exitCode`), "the latest command's exit code")
 	assert.Contains(t, eval[string](t, b, `document.querySelector("#exec-latest .exec").innerText`), "sh -c 'echo failing; exit 3' exit 3")
 	assert.Equal(t, "failing\n", eval[string](t, b, `document.querySelector("#exec-latest .exec pre.output").textContent`), "the end of its output")
-	assert.Contains(t, eval[string](t, b, `document.querySelector("#exec-live-note").innerText`), "Live output")
 
 	// Checkpoints: the one taken and the submit's.
 	cps, err := c.Checkpoints(ctx, s.ID)
@@ -98,6 +97,28 @@ func TestSessionPage(t *testing.T) {
 		shots = d
 	}
 	screenshot(t, b, shots, "session.png")
+
+	// Live: a command run while the page is open shows its output as it
+	// comes (GET /v1/sessions/{id}/exec) and then its exit code.
+	waitFor(t, b, "following the commands", `document.querySelector("#exec-live").dataset.following === "true"`)
+	done := make(chan apitypes.ExecResponse, 1)
+	go func() {
+		res, err := c.Exec(ctx, s.ID, apitypes.ExecRequest{Argv: []string{"sh", "-c", "echo live one; echo live two >&2; exit 5"}}, nil)
+		if err != nil {
+			res.ExitCode = -1
+		}
+		done <- res
+	}()
+	waitFor(t, b, "the command's end", `document.querySelector("#exec-live").dataset.state === "ended"`)
+	assert.Equal(t, 5, (<-done).ExitCode)
+	assert.Equal(t, "5", eval[string](t, b, `document.querySelector("#exec-live").dataset.exitCode`))
+	live := eval[string](t, b, `document.querySelector("#exec-live").innerText`)
+	assert.Contains(t, live, "sh -c 'echo live one; echo live two >&2; exit 5'")
+	assert.Contains(t, live, "exit 5")
+	assert.Contains(t, eval[string](t, b, `document.querySelector("#exec-live pre.live-output").textContent`), "live one\n")
+	assert.Contains(t, eval[string](t, b, `document.querySelector("#exec-live pre.live-output").textContent`), "live two\n")
+	// And the finished command is the latest one, once the page reloads.
+	waitFor(t, b, "the latest command", `document.querySelector("#exec-latest .exec").dataset.exitCode === "5"`)
 
 	// Live: a write while the page is open.
 	put(s.ID, "live.txt", "while open\n")

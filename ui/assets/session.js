@@ -2,7 +2,7 @@
 // warnings, the command it ran last, its checkpoints and its mutations
 // (op, paths, when; a command with its argv and exit code), kept current
 // by the session's event stream.
-import { get, getList, stream } from "./api.js";
+import { get, getList, stream, token, askToken, parseEvents } from "./api.js";
 import { h, clear, age, badge, errorBox, agentLabel } from "./dom.js";
 import { shortId, commitLink, sessionLink, changesetLink, cutList } from "./links.js";
 
@@ -42,6 +42,8 @@ export async function sessionPage(sid) {
   const parts = {
     meta: h("div", { id: "session-meta" }),
     overlaps: h("div", { id: "session-overlaps", "aria-live": "polite" }),
+    live: h("section", { id: "exec-live", "aria-labelledby": "exec-live-title", "aria-live": "polite", dataset: { state: "idle" } },
+      h("h2", { id: "exec-live-title" }, "Running now"), h("p", { class: "muted" }, "No command is running.")),
     exec: h("section", { id: "exec-latest", "aria-labelledby": "exec-title", "aria-live": "polite" }),
     checkpoints: h("section", { id: "checkpoints", "aria-labelledby": "checkpoints-title" }),
     mutations: h("section", { id: "mutations", "aria-labelledby": "mutations-title" }),
@@ -90,7 +92,6 @@ export async function sessionPage(sid) {
         h("span", { class: "muted" }, ` ${duration(last.duration_ms)}, `, when(last.at), last.changed_files ? ", changed files" : ", changed no files"),
         last.output_tail ? h("pre", { class: "output" }, last.output_tail) : null) :
         h("p", { class: "muted" }, "The session ran no command."),
-      h("p", { class: "muted", id: "exec-live-note" }, "Live output: a running command's output streams only to whoever runs it (POST /v1/sessions/{id}/exec with Accept: text/event-stream); the daemon has no route to follow it from here, so this shows each command, with the end of its output, when it finishes."),
       runs.length > 1 ? [h("h3", {}, `Commands (${runs.length})`), cutList("ul", { class: "checks runs" }, runs.map((r) =>
         h("li", { class: "run", dataset: { exitCode: r.exit_code } }, h("code", { class: "argv" }, argvText(r.argv)), " ", exitBadge(r.exit_code),
           h("span", { class: "muted" }, ` ${duration(r.duration_ms)}, `, when(r.at)),
@@ -146,9 +147,72 @@ export async function sessionPage(sid) {
     }
     reload();
   }, ctl.signal, "now");
+  // A command that changed no file appends no event: its end reloads.
+  followCommands(sid, parts.live, ctl.signal, reload);
   await load();
   const old = await getList(`/v1/sessions/${id}/events?type=overlap.detected`).catch(() => null);
   for (const ev of (old && old.events) || []) if (ev.payload) overlaps.set(ev.payload.other + "\0" + ev.payload.path, ev.payload);
   renderOverlaps();
-  return clear(root, parts.meta, parts.overlaps, parts.exec, parts.checkpoints, parts.mutations);
+  return clear(root, parts.meta, parts.overlaps, parts.live, parts.exec, parts.checkpoints, parts.mutations);
+}
+
+// followCommands shows the session's command running now, its output as
+// it comes and its exit code (GET /v1/sessions/{id}/exec, Server-Sent
+// Events: start, output, end), command after command, until signal
+// aborts. The box's data-state is idle, running or ended.
+async function followCommands(sid, box, signal, onEnd) {
+  const title = box.firstChild;
+  let out = null;
+  const onEvent = (ev) => {
+    if (ev.type === "start") {
+      out = h("pre", { class: "output live-output" });
+      box.dataset.state = "running";
+      delete box.dataset.exitCode;
+      clear(box, title, h("p", {}, h("code", { class: "argv" }, argvText(ev.argv)), " ", h("span", { class: "badge" }, "running"),
+        h("span", { class: "muted" }, " since ", when(ev.at))), out);
+    } else if (ev.type === "output" && out) {
+      if (ev.dropped) out.append(`[… ${ev.dropped} earlier chunks not kept]\n`);
+      out.append(ev.data);
+    } else if (ev.type === "end") {
+      box.dataset.state = "ended";
+      box.dataset.exitCode = ev.exit_code;
+      const badge = box.querySelector(".badge");
+      if (badge) {
+        badge.className = "exit-code badge " + (ev.exit_code === 0 ? "check-passed" : "check-failed");
+        badge.textContent = ev.error ? "could not run" : `exit ${ev.exit_code}`;
+      }
+      if (ev.error && out) out.append(ev.error);
+      onEnd();
+    }
+  };
+  while (!signal.aborted) {
+    try {
+      const headers = { Accept: "text/event-stream" };
+      if (token()) headers.Authorization = "Bearer " + token();
+      const resp = await fetch(`/v1/sessions/${encodeURIComponent(sid)}/exec`, { headers, signal, credentials: "omit" });
+      if (resp.status === 401) { await askToken(); continue; }
+      if (!resp.ok) {
+        box.dataset.state = "unavailable";
+        clear(box, title, h("p", { class: "muted" }, `Running commands cannot be followed here (HTTP ${resp.status}).`));
+        return;
+      }
+      box.dataset.following = "true";
+      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        const got = parseEvents(buf + value);
+        buf = got.rest;
+        for (const ev of got.events) {
+          try { onEvent(JSON.parse(ev.data)); } catch (err) { console.error(err); }
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      console.warn("following commands", err);
+    }
+    box.dataset.following = "";
+    await new Promise((r) => setTimeout(r, 2000));
+  }
 }

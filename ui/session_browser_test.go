@@ -131,6 +131,10 @@ func TestSessionPage(t *testing.T) {
 	assert.Equal(t, url+"/ui/sessions/"+s.ID, href)
 	step(t, b, "follow it", chromedp.Navigate(href))
 	waitFor(t, b, "the session page", `document.querySelector("section.session-page h1") !== null && document.querySelector("#checkpoints") !== null`)
+	// A checkpoint's link (from a changeset's history) marks its row.
+	step(t, b, "a checkpoint's link", chromedp.Navigate(url+"/ui/sessions/"+s.ID+"#checkpoint-"+strconv.Itoa(cp.N)))
+	waitFor(t, b, "the checkpoint marked", `document.querySelector("#checkpoint-`+strconv.Itoa(cp.N)+`.targeted") !== null`)
+	assert.Equal(t, 1, eval[int](t, b, `document.querySelectorAll("tr.targeted").length`))
 	step(t, b, "the changeset", chromedp.Navigate(url+"/ui/changesets/"+cs.ID))
 	waitFor(t, b, "the session link", `document.querySelector("dl.meta a.session-link") !== null`)
 	assert.Equal(t, "/ui/sessions/"+s.ID, eval[string](t, b, `new URL(document.querySelector("dl.meta a.session-link").href).pathname`))

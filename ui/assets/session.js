@@ -15,6 +15,10 @@ function duration(ms) {
   return `${(ms / 1000).toFixed(1)} s`;
 }
 
+function decoded(s) {
+  try { return decodeURIComponent(s); } catch { return s; }
+}
+
 function when(at) {
   return h("time", { datetime: at, title: at }, age(at));
 }
@@ -55,6 +59,17 @@ export async function sessionPage(sid) {
       h("li", { class: "overlap" }, h("code", {}, o.path), " is also changed by session ", sessionLink(o.other),
         o.other_agent ? ` (${o.other_agent})` : "",
         o.merge === "conflict" ? " — their versions conflict" : o.merge === "clean" ? " — their versions merge cleanly" : "")))] : null);
+  };
+
+  // mark marks the checkpoint the URL's fragment names (and scrolls to
+  // it when asked): a link from a changeset's history names a row drawn
+  // after the browser looked for it, and reloads draw it again.
+  const mark = (scroll) => {
+    const target = location.hash.length > 1 && parts.checkpoints.querySelector("#" + CSS.escape(decoded(location.hash.slice(1))));
+    for (const el of parts.checkpoints.querySelectorAll(".targeted")) if (el !== target) el.classList.remove("targeted");
+    if (!target) return;
+    target.classList.add("targeted");
+    if (scroll) requestAnimationFrame(() => target.scrollIntoView({ block: "center" }));
   };
 
   const load = async () => {
@@ -121,6 +136,7 @@ export async function sessionPage(sid) {
         h("thead", {}, h("tr", {}, ["Seq", "Op", "What", "When"].map((c) => h("th", { scope: "col" }, c)))), tbody), more] :
         h("p", { class: "muted" }, "No mutations yet."));
     root.dataset.seq = s.seq;
+    mark(false);
   };
 
   // Reloads run one at a time; events meanwhile ask for one more.
@@ -150,6 +166,8 @@ export async function sessionPage(sid) {
   // A command that changed no file appends no event: its end reloads.
   followCommands(sid, parts.live, ctl.signal, reload);
   await load();
+  mark(true);
+  window.addEventListener("hashchange", () => mark(true), { signal: ctl.signal });
   const old = await getList(`/v1/sessions/${id}/events?type=overlap.detected`).catch(() => null);
   for (const ev of (old && old.events) || []) if (ev.payload) overlaps.set(ev.payload.other + "\0" + ev.payload.path, ev.payload);
   renderOverlaps();

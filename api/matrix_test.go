@@ -265,6 +265,8 @@ func matrix() map[string][]call {
 		},
 		"POST /v1/sessions/{id}/exec": {{variant: "allowed", path: sess("/exec"), body: jsonBody(map[string]any{"argv": []string{"true"}}),
 			status: mapError(session.ErrNoWorkdir).Status}},
+		"GET /v1/sessions/{id}/exec":           {{variant: "allowed", path: sess("/exec"), status: mapError(session.ErrNoWorkdir).Status}},
+		"GET /v1/sessions/{id}/runs":           {{variant: "allowed", path: sess("/runs"), status: 200}},
 		"POST /v1/sessions/{id}/changesets":    {{variant: "allowed", path: sess("/changesets"), body: jsonBody(map[string]any{}), status: 201}},
 		"GET /v1/changesets":                   {{variant: "allowed", path: fixed("/v1/changesets"), status: 200}},
 		"GET /v1/changesets/{id}":              {{variant: "allowed", path: qcs(""), status: 200}},
@@ -272,6 +274,7 @@ func matrix() map[string][]call {
 		"GET /v1/changesets/{id}/revisions":    {{variant: "allowed", path: qcs("/revisions"), status: 200}},
 		"GET /v1/changesets/{id}/checks":       {{variant: "allowed", path: qcs("/checks"), status: 200}},
 		"GET /v1/changesets/{id}/mergeability": {{variant: "allowed", path: qcs("/mergeability"), status: 200}},
+		"GET /v1/changesets/{id}/timeline":     {{variant: "allowed", path: qcs("/timeline"), status: 200}},
 		"POST /v1/changesets/{id}/reviews":     {{variant: "allowed", path: qcs("/reviews"), body: jsonBody(map[string]any{"verdict": "approve", "author": "rev"}), status: 201}},
 		"POST /v1/changesets/{id}/accept": {
 			{variant: "allowed", path: qcs("/accept"), body: jsonBody(map[string]any{}), status: 200},

@@ -132,8 +132,12 @@ type ExecFollower struct {
 // FollowExec follows the session's commands: the command running now, or
 // the next one to start (Next waits for it). It returns at once, already
 // registered, so a command that starts after it returns is seen. It
-// fails only for a session that does not exist.
+// fails for a session that does not exist, and with ErrNoWorkdir where
+// no command can run.
 func (m *Executor) FollowExec(ctx context.Context, id uuid.UUID) (*ExecFollower, error) {
+	if m.workdirs == nil {
+		return nil, ErrNoWorkdir
+	}
 	if _, err := m.Get(ctx, id); err != nil {
 		return nil, err
 	}

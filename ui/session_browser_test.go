@@ -97,6 +97,10 @@ func TestSessionPage(t *testing.T) {
 		shots = d
 	}
 	screenshot(t, b, shots, "session.png")
+	if p := os.Getenv("SESSIOND_UI_SESSION_SCREENSHOT"); p != "" { // the README's
+		step(t, b, "scroll to the top", chromedp.Evaluate[chromedp.Void]("window.scrollTo(0, 0)"))
+		require.NoError(t, os.Rename(screenshot(t, b, shots, "readme-session.png"), p))
+	}
 
 	// Live: a command run while the page is open shows its output as it
 	// comes (GET /v1/sessions/{id}/exec) and then its exit code.

@@ -61,7 +61,7 @@ class ChangesetPage {
     try {
       const m = await get(`/v1/changesets/${encodeURIComponent(this.id)}/mergeability`);
       this.merge = m;
-      const at = m.branch_head ? [" at ", h("code", { title: m.branch_head, class: "oid" }, short(m.branch_head))] : " (a new branch)";
+      const at = m.branch_head ? [" at ", commitLink(this.cs.repo, m.branch_head)] : " (a new branch)";
       clear(this.mergeBox, m.clean
         ? h("p", { class: "ok", dataset: { clean: "true", head: m.branch_head } }, "Merges cleanly onto ", h("strong", {}, m.branch), at,
           m.rebased ? " (the branch moved since the base; the accept merges onto it)." : ".")

@@ -80,6 +80,12 @@ func TestReviewPageTimeline(t *testing.T) {
 	}
 	screenshot(t, b, shots, "timeline.png")
 
+	// A review while the page is open joins the history.
+	_, err = c.Review(ctx, cs.ID, apitypes.ReviewRequest{Verdict: "comment", Body: "after the undo", Author: "Rita"})
+	require.NoError(t, err)
+	waitFor(t, b, "the new review", `[...document.querySelectorAll("#timeline li.tl-review")].some(li => li.innerText.includes("after the undo"))`)
+	assert.Equal(t, "review", eval[string](t, b, `[...document.querySelectorAll("#timeline li.tl-entry")].pop().dataset.kind`), "last")
+
 	// A revision's entry opens that revision.
 	rev1 := eval[string](t, b, `document.querySelector('#timeline li.tl-revision[data-revision="1"] a.revision-link').href`)
 	step(t, b, "open revision 1", chromedp.Navigate(rev1))

@@ -2,22 +2,34 @@
 // revision after the checkpoints that led to it, reviews each followed by
 // its line comments, the accept and the undo, oldest first, with links to
 // the revisions, the session's checkpoints and the commits.
-import { get } from "./api.js";
+import { get, stream } from "./api.js";
 import { h, clear, age, badge, errorBox } from "./dom.js";
 import { shortId, commitLink, sessionHref, changesetHref } from "./links.js";
 
 const VERBS = { approve: "approved", request_changes: "requested changes", reject: "rejected", comment: "commented" };
 
+const FOLLOW = ["checkpoint.created", "changeset.submitted", "changeset.updated", "changeset.reviewed", "changeset.accepted", "changeset.undone"];
+
 // timelineSection returns the section at once and fills it when the
-// timeline arrives.
+// timeline arrives; it follows the session's events (where the token may)
+// and loads the timeline again as things happen, until the page drops
+// the section.
 export function timelineSection(cs) {
   const body = h("div", { class: "muted" }, "Loading the history…");
   const root = h("section", { id: "timeline", "aria-labelledby": "timeline-title" }, h("h2", { id: "timeline-title" }, "History"), body);
-  get(`/v1/changesets/${encodeURIComponent(cs.id)}/timeline`).then((tl) => {
+  let loads = 0;
+  const load = () => get(`/v1/changesets/${encodeURIComponent(cs.id)}/timeline`).then((tl) => {
     clear(body, renderTimeline(cs, tl));
     body.className = "";
     root.dataset.ready = "true";
+    root.dataset.loads = String(++loads);
   }, (err) => clear(body, errorBox(err)));
+  load();
+  const ctl = new AbortController();
+  stream(`/v1/sessions/${encodeURIComponent(cs.session)}/events?type=${FOLLOW.join(",")}`, () => {
+    if (!root.isConnected) { ctl.abort(); return; } // the page drew a new one
+    load();
+  }, ctl.signal, "now");
   return root;
 }
 

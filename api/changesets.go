@@ -339,6 +339,60 @@ func (s *Server) changesetRevisions(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
+// sessionRuns serves GET /v1/sessions/{id}/runs.
+func (s *Server) sessionRuns(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	runs, err := s.cs.Runs(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	out := apitypes.Runs{Runs: make([]apitypes.Run, len(runs))}
+	for i, rn := range runs {
+		out.Runs[i] = apitypes.Run{ID: rn.ID, Argv: rn.Argv, ExitCode: rn.ExitCode, DurationMS: rn.Duration.Milliseconds(), At: rn.At,
+			Seq: rn.Seq, ChangedFiles: rn.Changed, OutputTail: rn.OutputTail}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) changesetTimeline(w http.ResponseWriter, r *http.Request) error {
+	id, err := changesetID(r)
+	if err != nil {
+		return err
+	}
+	tl, err := s.cs.Timeline(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toTimeline(tl))
+	return nil
+}
+
+func toTimeline(tl changeset.Timeline) apitypes.Timeline {
+	out := apitypes.Timeline{Changeset: tl.Changeset.String(), Session: tl.Session.String(), Repo: tl.Repo,
+		Entries: make([]apitypes.TimelineEntry, len(tl.Entries))}
+	for i, e := range tl.Entries {
+		en := apitypes.TimelineEntry{Kind: string(e.Kind), At: e.At, Revision: e.Revision, Commit: oidText(e.Commit),
+			Checkpoint: e.Checkpoint, Label: e.Label, Seq: e.Seq}
+		if e.Review != nil {
+			rv := toReview(*e.Review)
+			if e.Kind == changeset.EntryComment {
+				rv.Comments = nil // the comment is its own entry
+			}
+			en.Review = &rv
+		}
+		if e.Comment != nil {
+			c := apitypes.LineComment(*e.Comment)
+			en.Comment = &c
+		}
+		out.Entries[i] = en
+	}
+	return out
+}
+
 func (s *Server) reviewChangeset(w http.ResponseWriter, r *http.Request) error {
 	id, err := changesetID(r)
 	if err != nil {

@@ -126,3 +126,95 @@ func (s *Server) runExec(ctx context.Context, id uuid.UUID, opts session.ExecOpt
 	}
 	return s.runner.Exec(ctx, id, opts)
 }
+
+// followExec serves GET /v1/sessions/{id}/exec: the output of the
+// session's command running now, or of the next to start, as
+// Server-Sent Events (start, output, end), command after command until
+// the client leaves. Another client's way to watch a command that a
+// caller of POST …/exec runs.
+func (s *Server) followExec(w http.ResponseWriter, r *http.Request) error {
+	id, err := sessionID(r)
+	if err != nil {
+		return err
+	}
+	if s.runner == nil {
+		return session.ErrNoWorkdir
+	}
+	f, err := s.runner.FollowExec(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	_ = rc.SetReadDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	// The follower is registered: a command that starts from now on is
+	// seen. Say so at once, so a client knows it is following.
+	if _, err := fmt.Fprint(w, "retry: 2000\n\n"); err != nil {
+		return nil
+	}
+	if err := rc.Flush(); err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	chunks := make(chan session.ExecChunk)
+	go func() {
+		defer close(chunks)
+		for {
+			c, err := f.Next(ctx)
+			if err != nil {
+				return
+			}
+			select {
+			case chunks <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	tick := time.NewTicker(s.heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case c, ok := <-chunks:
+			if !ok {
+				return nil
+			}
+			ev := apitypes.ExecFollowEvent{Type: c.Kind, Argv: c.Argv, Stream: c.Stream, Data: string(c.Data), Dropped: c.Dropped, Error: c.Error}
+			switch c.Kind {
+			case "start":
+				at := c.At
+				ev.At = &at
+			case "end":
+				code := c.ExitCode
+				ev.ExitCode = &code
+			}
+			data, _ := json.Marshal(ev)
+			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", c.Kind, data); err != nil {
+				return nil
+			}
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		}
+		if err := rc.Flush(); err != nil {
+			return nil
+		}
+	}
+}

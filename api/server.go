@@ -173,6 +173,8 @@ var routes = []Route{
 	{"POST", "/v1/sessions/{id}/rebase", scopeSession, (*Server).rebase},
 	{"POST", "/v1/sessions/{id}/merge", scopeSession, (*Server).merge},
 	{"POST", "/v1/sessions/{id}/exec", scopeSession, (*Server).exec},
+	{"GET", "/v1/sessions/{id}/runs", scopeSession, (*Server).sessionRuns},
+	{"GET", "/v1/sessions/{id}/exec", scopeSession, (*Server).followExec},
 
 	// Changesets (api/changesets.go).
 	{"POST", "/v1/sessions/{id}/changesets", scopeSession, (*Server).submitChangeset},
@@ -186,6 +188,7 @@ var routes = []Route{
 	{"GET", "/v1/changesets/{id}/checks", scopeReader, (*Server).changesetChecks},
 	{"GET", "/v1/changesets/{id}/files/{path...}", scopeReader, (*Server).changesetLines},
 	{"GET", "/v1/changesets/{id}/mergeability", scopeReader, (*Server).changesetMergeability},
+	{"GET", "/v1/changesets/{id}/timeline", scopeReader, (*Server).changesetTimeline},
 	{"POST", "/v1/changesets/{id}/reviews", scopeReview, (*Server).reviewChangeset},
 	{"POST", "/v1/changesets/{id}/accept", scopeAdmin, (*Server).acceptChangeset},
 	{"POST", "/v1/changesets/{id}/undo", scopeAdmin, (*Server).undoChangeset},

@@ -388,3 +388,51 @@ type MutationResult struct {
 	Session  Session  `json:"session"`
 	Mutation Mutation `json:"mutation"`
 }
+
+// TimelineEntry is one thing that happened to a changeset (GET
+// /v1/changesets/{id}/timeline): kind is checkpoint, revision, review,
+// comment, accepted or undone.
+type TimelineEntry struct {
+	Kind string    `json:"kind"`
+	At   time.Time `json:"at"`
+	// Revision is the revision the entry belongs to (0: not known).
+	Revision int `json:"revision,omitempty"`
+	// Commit is a checkpoint's or a revision's commit, the commit an
+	// accept wrote, or an undo's revert commit.
+	Commit string `json:"commit,omitempty"`
+	// Checkpoint, Label and Seq describe a checkpoint.
+	Checkpoint int    `json:"checkpoint,omitempty"`
+	Label      string `json:"label,omitempty"`
+	Seq        int64  `json:"seq,omitempty"`
+	// Review is set for a review and for each of its comments (without
+	// its comments); Comment for a comment.
+	Review  *Review      `json:"review,omitempty"`
+	Comment *LineComment `json:"comment,omitempty"`
+}
+
+// Timeline is a changeset's history, oldest first.
+type Timeline struct {
+	Changeset string          `json:"changeset"`
+	Session   string          `json:"session"`
+	Repo      string          `json:"repo"`
+	Entries   []TimelineEntry `json:"entries"`
+}
+
+// Run is one command a session ran (GET /v1/sessions/{id}/runs), whether
+// it changed files or not.
+type Run struct {
+	ID         int64     `json:"id"`
+	Argv       []string  `json:"argv"`
+	ExitCode   int       `json:"exit_code"`
+	DurationMS int64     `json:"duration_ms"`
+	At         time.Time `json:"at"`
+	// Seq is the session's latest mutation when the command finished.
+	Seq          int64  `json:"seq"`
+	ChangedFiles bool   `json:"changed_files"`
+	OutputTail   string `json:"output_tail"`
+}
+
+// Runs lists a session's commands, oldest first.
+type Runs struct {
+	Runs []Run `json:"runs"`
+}

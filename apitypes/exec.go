@@ -1,5 +1,7 @@
 package apitypes
 
+import "time"
+
 // ExecRequest runs a command on a session's view (section 9): Argv, or
 // Command as shell text for /bin/sh -c.
 type ExecRequest struct {
@@ -85,4 +87,20 @@ type Exec struct {
 	Argv       []string `json:"argv"`
 	ExitCode   int      `json:"exit_code"`
 	DurationMS int64    `json:"duration_ms"`
+}
+
+// ExecFollowEvent is one event of GET /v1/sessions/{id}/exec, the
+// output of a session's commands as another client follows it: type
+// start (argv, at), output (stream, data; dropped counts chunks missed
+// because the follower joined late), then end (exit_code, or error when
+// the command could not run).
+type ExecFollowEvent struct {
+	Type     string     `json:"type"`
+	Argv     []string   `json:"argv,omitempty"`
+	At       *time.Time `json:"at,omitempty"`
+	Stream   string     `json:"stream,omitempty"`
+	Data     string     `json:"data,omitempty"`
+	Dropped  int        `json:"dropped,omitempty"`
+	ExitCode *int       `json:"exit_code,omitempty"`
+	Error    string     `json:"error,omitempty"`
 }

@@ -239,3 +239,21 @@ func (s *Service) requireChecks(ctx context.Context, c Changeset, required [][]s
 // argvKey is an argv as one comparable string; NUL cannot occur in an
 // argument.
 func argvKey(argv []string) string { return strings.Join(argv, "\x00") }
+
+// Runs returns the commands a session ran, oldest first, each with its
+// exit code and the end of its output: the session page's record of
+// commands, including those that changed no file (which the mutation log
+// does not keep). ErrNotFound when there is no such session.
+func (s *Service) Runs(ctx context.Context, session uuid.UUID) ([]Run, error) {
+	if _, err := s.sessions.SessionInfo(ctx, session); err != nil {
+		return nil, err
+	}
+	runs, err := s.store.ListRuns(ctx, session)
+	if err != nil {
+		return nil, fmt.Errorf("session %s runs: %w", session, err)
+	}
+	if runs == nil {
+		runs = []Run{}
+	}
+	return runs, nil
+}

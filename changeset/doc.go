@@ -89,6 +89,12 @@
 //     repository's Policy.RequiredChecks that never ran are missing, and
 //     an accept (dry runs too) is refused with a *ChecksRequiredError
 //     unless each required check passed on the revision accepted.
+//     Runs lists a session's runs whole, for its page.
+//   - The timeline (timeline.go) is a changeset's history composed from
+//     its session's event log and its reviews, in the log's order: each
+//     revision after the checkpoints taken since the previous one (or
+//     since another changeset of the session was submitted), reviews each
+//     followed by its line comments, the accept and the undo.
 //   - Mergeability (mergeability.go) is the merge an accept would do,
 //     onto the branch as it is now, and nothing else (not the votes,
 //     checks or policies); its answers are cached by the objects they

@@ -69,6 +69,20 @@ func (c *Client) Checks(ctx context.Context, id string, revision int) (apitypes.
 	return out, err
 }
 
+// Runs returns the commands a session ran, oldest first.
+func (c *Client) Runs(ctx context.Context, session string) ([]apitypes.Run, error) {
+	var out apitypes.Runs
+	err := c.do(ctx, "GET", "/v1/sessions/"+url.PathEscape(session)+"/runs", nil, nil, &out)
+	return out.Runs, err
+}
+
+// Timeline returns a changeset's history, oldest first.
+func (c *Client) Timeline(ctx context.Context, id string) (apitypes.Timeline, error) {
+	var out apitypes.Timeline
+	err := c.do(ctx, "GET", changesetPath(id, "timeline"), nil, nil, &out)
+	return out, err
+}
+
 // ChangesetDiff returns the unified diff under review.
 func (c *Client) ChangesetDiff(ctx context.Context, id string) ([]byte, error) {
 	req, err := c.newRequest(ctx, "GET", changesetPath(id, "diff"), url.Values{"format": {"unified"}}, nil)

@@ -78,7 +78,13 @@
 //     go, so the directory and the record agree. The view a command sees
 //     leaves out what the policy does not let the session read; without
 //     namespaces (nothing hides the repository) such a session may not
-//     run commands. Anything that drops a
+//     run commands. Other clients follow a session's commands
+//     (FollowExec, follow.go): the running one's start, output and end, or
+//     the next one's; the output is also kept bounded (the newest 256 KiB)
+//     for a follower that joins late, and the end is told once the
+//     command is recorded and the session no longer busy. The registry
+//     of running commands has its own lock, never held with a session's.
+//     Anything that drops a
 //     loaded session (unloading, expiry) must leave a busy one alone. A
 //     session's scratch is removed when it ends (or, if a command still
 //     runs, when that command ends); Executor.RemoveFinishedScratches, which the

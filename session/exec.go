@@ -67,6 +67,7 @@ type Executor struct {
 	*Manager
 	workdirs *workdir.Manager
 	exec     ExecConfig
+	live     liveRegistry // the running commands, for FollowExec
 }
 
 // NewExecutor returns the command runner over m's sessions, bounded by
@@ -255,9 +256,30 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	}
 	prepared := time.Now()
 	env := commandEnv(vars, sessionEnv, opts.Env)
+	// What is recorded, returned and shown to followers of the command
+	// names no secret's value, even one given in its argv.
+	shownArgv := argv
+	if !vars.Masker.Empty() {
+		shownArgv = make([]string, len(argv))
+		for i, a := range argv {
+			shownArgv[i] = vars.Masker.String(a)
+		}
+	}
+	// Followers (FollowExec) see the output as the caller does.
+	live := m.live.start(id, shownArgv)
+	// Followers see the end once the command is recorded (Ran included)
+	// and the session is no longer busy.
+	end := ExecChunk{ExitCode: -1}
+	defer func() { m.live.finish(id, live, end) }()
 	// Every output leaves masked: the stream as it comes (a value split
-	// across chunks too), the kept tails below.
-	output, flush := maskOutput(vars.Masker, opts.Output)
+	// across chunks too), to the caller and to followers alike, and the
+	// kept tails below.
+	output, flush := maskOutput(vars.Masker, func(stream string, p []byte) {
+		live.write(stream, p)
+		if opts.Output != nil {
+			opts.Output(stream, p)
+		}
+	})
 	run, err := sc.Run(ctx, workdir.Command{
 		Argv: argv, Cwd: cwd, Env: env, Stdin: opts.Stdin, Timeout: timeout,
 		Network: opts.Network, OutputCap: m.exec.OutputCap, Output: output,
@@ -266,20 +288,13 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	})
 	flush()
 	if err != nil {
+		end.Error = err.Error()
 		sc.Abort()
 		unbusy()
 		return ExecResult{}, err
 	}
-	// What is recorded and returned of the command names no secret's
-	// value, even one given in its argv.
-	shownArgv := argv
-	if !vars.Masker.Empty() {
-		shownArgv = make([]string, len(argv))
-		for i, a := range argv {
-			shownArgv[i] = vars.Masker.String(a)
-		}
-	}
 	argv = shownArgv
+	end.ExitCode = run.ExitCode
 	res := ExecResult{
 		Argv: argv, ExitCode: run.ExitCode, Signal: run.Signal, TimedOut: run.TimedOut, Duration: run.Duration,
 		Stdout: maskKept(vars.Masker, run.Stdout, run.OutputTruncated), Stderr: maskKept(vars.Masker, run.Stderr, run.OutputTruncated), OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,

@@ -35,6 +35,19 @@
 //   - /ui/sessions: live sessions kept current by the event stream, which
 //     starts now (?after=now), never replaying the log; it follows live
 //     sessions only.
+//   - /ui/sessions/{id}: one session (session.js): its changesets,
+//     overlap warnings, the latest command and every command it ran
+//     (GET /v1/sessions/{id}/runs), checkpoints and mutations, reloaded
+//     as its event stream moves, and the command running now with its
+//     output as it comes (GET /v1/sessions/{id}/exec, followed with
+//     fetch as the event streams are).
+//
+// Every id and commit the page shows goes through links.js: a short id
+// that never wraps, linked to its page (a session, a changeset) or to the
+// repository's commit view when the daemon has a --commit-url template
+// (Config.CommitURL, carried to the page in a meta element of
+// index.html, so no request is needed for it); long lists are cut with
+// "show all" (cutList).
 //
 // Diffs are rendered by the page itself from the JSON diff
 // (GET …/diff?format=json) instead of a vendored renderer such as

@@ -52,3 +52,33 @@ func TestHandler(t *testing.T) {
 	assert.Equal(t, http.StatusTeapot, get("GET", "/v1/repos").Code, "everything else is the API's")
 	assert.Equal(t, http.StatusTeapot, get("GET", "/uix").Code)
 }
+
+// TestCommitURL: the page carries the --commit-url template (escaped as
+// an attribute) in a meta element; a template without {commit}, or not
+// an absolute http(s) URL, is refused.
+func TestCommitURL(t *testing.T) {
+	for _, tc := range []struct {
+		tpl string
+		ok  bool
+	}{
+		{"", true},
+		{"https://forge.example/{repo}/commit/{commit}", true},
+		{"http://git.internal:8080/c/{commit}?r={repo}", true},
+		{"https://forge.example/{repo}", false},
+		{"/relative/{commit}", false},
+		{"javascript:alert(1)//{commit}", false},
+		{"ftp://forge.example/{commit}", false},
+	} {
+		err := CheckCommitURL(tc.tpl)
+		assert.Equal(t, tc.ok, err == nil, "%q: %v", tc.tpl, err)
+	}
+	serve := func(cfg Config) string {
+		rec := httptest.NewRecorder()
+		MountWith(http.NotFoundHandler(), cfg).ServeHTTP(rec, httptest.NewRequest("GET", "/ui/changesets/x", nil))
+		require.Equal(t, http.StatusOK, rec.Code)
+		return rec.Body.String()
+	}
+	assert.Contains(t, serve(Config{}), `<meta name="sessiond-commit-url" content="">`)
+	assert.Contains(t, serve(Config{CommitURL: `https://f.example/{repo}/commit/{commit}?a=1&b="2"`}),
+		`<meta name="sessiond-commit-url" content="https://f.example/{repo}/commit/{commit}?a=1&amp;b=&#34;2&#34;">`)
+}

@@ -141,6 +141,8 @@ func TestServeRefusesBadEnvironment(t *testing.T) {
 		{"SESSIOND_ALLOWED_HOSTS", "http://sessiond.internal"},
 		{"SESSIOND_ALLOWED_HOSTS", "ok.internal,bad.internal:99999"},
 		{"SESSIOND_LOCAL_USER", " padded"},
+		{"SESSIOND_COMMIT_URL", "https://forge.example/{repo}"},
+		{"SESSIOND_COMMIT_URL", "javascript:alert(1)//{commit}"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			args := []string{"serve", "--data-dir", t.TempDir()}

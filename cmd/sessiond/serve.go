@@ -49,6 +49,7 @@ type serveConfig struct {
 	Repos             []string      `help:"Register the repository at PATH as NAME (repeatable; comma-separated in the variable)." name:"repo" env:"SESSIOND_REPOS" placeholder:"NAME=PATH"`
 	AdminToken        string        `help:"Admin bearer token; turns auth on and allows non-loopback addresses." env:"SESSIOND_ADMIN_TOKEN" placeholder:"T"`
 	AllowedHosts      []string      `help:"Another name of the daemon that requests may carry in Host (repeatable; comma-separated in the variable): NAME for any port, NAME:PORT for one. The listen address, localhost and loopback addresses need none." name:"allowed-host" env:"SESSIOND_ALLOWED_HOSTS" placeholder:"NAME[:PORT]"`
+	CommitURL         string        `help:"Template of a repository's commit view, for the review page's commit links: {repo} and {commit} are replaced (https://forge.example/{repo}/commit/{commit}); empty: commits are not linked." name:"commit-url" env:"SESSIOND_COMMIT_URL" placeholder:"TEMPLATE"`
 	LocalUser         string        `help:"Without an admin token, the daemon's one identity, whose reviews count once (default: git's user.name, else the OS user)." env:"SESSIOND_LOCAL_USER" placeholder:"NAME"`
 	MaxBodyBytes      byteSize      `help:"Request body limit after decompression (bytes, or a size such as 10MB or 128MiB)." env:"SESSIOND_MAX_BODY_BYTES" default:"128MiB" placeholder:"SIZE"`
 	MaxFileBytes      byteSize      `help:"File size limit." env:"SESSIOND_MAX_FILE_BYTES" default:"64MiB" placeholder:"SIZE"`
@@ -149,6 +150,9 @@ func (c *serveConfig) Validate() error {
 		if err := checkAllowedHost(h); err != nil {
 			return fmt.Errorf("--allowed-host (SESSIOND_ALLOWED_HOSTS) %q: %w", h, err)
 		}
+	}
+	if err := ui.CheckCommitURL(c.CommitURL); err != nil {
+		return fmt.Errorf("--commit-url (SESSIOND_COMMIT_URL) %q: %w", c.CommitURL, err)
 	}
 	if c.LocalUser != "" {
 		if err := api.CheckIdentityName(c.LocalUser); err != nil {
@@ -301,7 +305,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	srv := &http.Server{
 		// The browser rules (Host, Origin) hold for the page and the API;
 		// in-process clients (MCP's backend) reach srvAPI directly.
-		Handler:           srvAPI.Guard(ui.Mount(srvAPI)),
+		Handler:           srvAPI.Guard(ui.MountWith(srvAPI, ui.Config{CommitURL: c.CommitURL})),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       5 * time.Minute,
 		WriteTimeout:      5 * time.Minute,

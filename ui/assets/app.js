@@ -5,6 +5,7 @@ import { changesetsPage } from "./changesets.js";
 import { changesetPage } from "./changeset.js";
 import { layersPage } from "./layers.js";
 import { sessionsPage } from "./sessions.js";
+import { sessionPage } from "./session.js";
 
 // decoded is a URL's path as text, or null when an escape in it is
 // malformed (decodeURI throws URIError).
@@ -31,6 +32,7 @@ function route() {
     if (repo !== null) return ["layers", () => layersPage(repo, new URLSearchParams(location.search).get("branch") || "")];
   }
   if (path === "/ui/sessions") return ["sessions", () => sessionsPage()];
+  if ((m = path.match(/^\/ui\/sessions\/([^/]+)$/))) return ["sessions", () => sessionPage(m[1])];
   return ["", notFound];
 }
 

@@ -5,6 +5,8 @@ import { get, post, stream } from "./api.js";
 import { h, clear, short, age, badge, errorBox, notice, agentLabel } from "./dom.js";
 import { renderFile, statusLetter, partial } from "./diff.js";
 import { checksSection } from "./checks.js";
+import { timelineSection } from "./timeline.js";
+import { sessionLink, commitLink } from "./links.js";
 
 // layersHref is the layers page of a repository's branch (the
 // repository's head branch when branch is empty).
@@ -25,7 +27,7 @@ class ChangesetPage {
     this.drafts = [];
     this.root = h("section", { class: "changeset" });
     this.overlaps = new Map();
-    this.viewRev = 0;
+    this.viewRev = Number(new URLSearchParams(location.search).get("revision")) || 0; // a timeline link names one
     this.opened = new Map(); // path → open or closed, as the reviewer chose
     this.sections = new Map(); // path → {section, setOpen}
   }
@@ -69,7 +71,7 @@ class ChangesetPage {
     try {
       const m = await get(`/v1/changesets/${encodeURIComponent(this.id)}/mergeability`);
       this.merge = m;
-      const at = m.branch_head ? [" at ", h("code", { title: m.branch_head, class: "oid" }, short(m.branch_head))] : " (a new branch)";
+      const at = m.branch_head ? [" at ", commitLink(this.cs.repo, m.branch_head)] : " (a new branch)";
       clear(this.mergeBox, m.clean
         ? h("p", { class: "ok", dataset: { clean: "true", head: m.branch_head } }, "Merges cleanly onto ", h("strong", {}, m.branch), at,
           m.rebased ? " (the branch moved since the base; the accept merges onto it)." : ".")
@@ -159,11 +161,12 @@ class ChangesetPage {
       h("dl", { class: "meta" },
         h("dt", {}, "Status"), h("dd", { id: "cs-status" }, badge(cs.status)),
         h("dt", {}, "Agent"), h("dd", {}, agent),
-        h("dt", {}, "Base → target"), h("dd", {}, h("code", { title: cs.base_commit }, short(cs.base_commit)), " → ",
+        h("dt", {}, "Session"), h("dd", {}, sessionLink(cs.session)),
+        h("dt", {}, "Base → target"), h("dd", {}, commitLink(cs.repo, cs.base_commit), " → ",
           h("a", { href: layersHref(cs.repo, cs.target_branch) }, cs.target_branch)),
         h("dt", {}, h("label", { for: "revision" }, "Revision")), h("dd", {}, revPicker),
         h("dt", {}, "Changes"), h("dd", {}, cs.stats ? `${cs.stats.files} files, +${cs.stats.insertions} −${cs.stats.deletions}` : ""),
-        cs.accepted_commit ? [h("dt", {}, "Accepted as"), h("dd", {}, h("code", {}, short(cs.accepted_commit)))] : null,
+        cs.accepted_commit ? [h("dt", {}, "Accepted as"), h("dd", {}, commitLink(cs.repo, cs.accepted_commit))] : null,
         cs.selection ? [h("dt", {}, "Left out"), h("dd", { id: "left-out" }, describeSelection(cs.selection.left_out))] : null),
       this.checksBox,
       this.mergeBox,
@@ -176,7 +179,8 @@ class ChangesetPage {
       this.diffs,
       ["accepted", "undone", "rejected"].includes(cs.status) ? this.outcome() : this.reviewForm(),
       this.acceptForm(),
-      reviewsList(cs.reviews || []));
+      reviewsList(cs.reviews || []),
+      timelineSection(cs));
     this.renderChecks();
     this.renderWarnings();
     this.renderFiles();
@@ -189,7 +193,7 @@ class ChangesetPage {
     const items = [];
     for (const o of this.overlaps.values()) {
       items.push(h("li", { class: "overlap" }, "Overlap: ", h("code", {}, o.path), " is also changed by session ",
-        h("code", {}, short(o.other)), o.other_agent ? ` (${o.other_agent})` : "",
+        sessionLink(o.other), o.other_agent ? ` (${o.other_agent})` : "",
         o.symbols && o.symbols.length ? `, same symbols: ${o.symbols.map((k) => k.name).join(", ")}` : "",
         o.merge === "conflict" ? " — their versions conflict" : o.merge === "clean" ? " — their versions merge cleanly" : ""));
     }
@@ -568,7 +572,7 @@ class ChangesetPage {
     const cs = this.cs;
     const parts = [];
     if (cs.status === "accepted" || cs.status === "undone") {
-      parts.push(h("p", {}, "Accepted as ", h("code", { title: cs.accepted_commit, class: "oid" }, short(cs.accepted_commit)), " on ",
+      parts.push(h("p", {}, "Accepted as ", commitLink(cs.repo, cs.accepted_commit), " on ",
         h("a", { href: layersHref(cs.repo, cs.target_branch) }, cs.target_branch),
         cs.status === "undone" ? ", then undone (see the branch's layers)." : "."));
       if (cs.selection) parts.push(h("p", {}, "Left out, still in the session: ", describeSelection(cs.selection.left_out)));
@@ -612,7 +616,7 @@ class ChangesetPage {
         this.renderWarnings();
         if (dry) {
           clear(out, h("div", { id: "preview" }, h("h3", {}, "Preview: the commit would be"),
-            h("p", {}, `On ${res.branch} at `, h("code", {}, short(res.head)), res.rebased ? " (merged onto the moved branch)" : "",
+            h("p", {}, `On ${res.branch} at `, commitLink(this.cs.repo, res.head), res.rebased ? " (merged onto the moved branch)" : "",
               sel ? " — only the selected changes" : " — the whole changeset"),
             (res.diff.files || []).map((f, i) => h("section", { class: "file" }, h("h4", {}, statusLetter(f.status), " ", f.path),
               renderFile(f, { mode: this.mode, key: "p" + i })))));
@@ -620,7 +624,7 @@ class ChangesetPage {
         }
         await this.load();
         clear(this.acceptBox, h("div", { id: "accept-done", class: "ok" },
-          h("p", {}, "Accepted as ", h("code", { id: "accepted-commit" }, short(res.commit)), ` on ${res.branch}`, res.rebased ? " (merged onto the moved branch)." : "."),
+          h("p", {}, "Accepted as ", h("span", { id: "accepted-commit" }, commitLink(this.cs.repo, res.commit)), ` on ${res.branch}`, res.rebased ? " (merged onto the moved branch)." : "."),
           res.selection ? h("p", {}, "Left out, still in the session: ", describeSelection(res.selection.left_out),
             res.session_rebased ? " (the session now holds just that)." : "") : null,
           res.session_conflicts ? h("p", { class: "error" }, "The session could not be rebased: ", res.session_conflicts.map((c) => c.path).join(", ")) : null,

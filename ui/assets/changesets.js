@@ -2,6 +2,7 @@
 import { get } from "./api.js";
 import { h, clear, age, badge, errorBox } from "./dom.js";
 import { checkBadge } from "./checks.js";
+import { sessionLink } from "./links.js";
 
 const STATUSES = ["", "open", "approved", "changes_requested", "rejected", "accepted", "undone"];
 
@@ -54,8 +55,8 @@ function table(list) {
     h("tbody", {}, list.map((c) => h("tr", {},
       h("td", { "data-label": "Intent" }, h("a", { href: "/ui/changesets/" + c.id, class: "cs-link" }, c.intent || "(no intent)")),
       h("td", { "data-label": "Repository" }, c.repo),
-      h("td", { "data-label": "Agent" }, c.agent_id),
-      h("td", { "data-label": "Target" }, c.target_branch),
+      h("td", { "data-label": "Agent" }, c.agent_id, " ", h("span", { class: "muted" }, "session "), sessionLink(c.session)),
+      h("td", { "data-label": "Target" }, h("a", { href: `/ui/repos/${encodeURIComponent(c.repo)}/layers?branch=${encodeURIComponent(c.target_branch)}` }, c.target_branch)),
       h("td", { "data-label": "Revision" }, String(c.revision)),
       h("td", { "data-label": "Status" }, badge(c.status)),
       h("td", { "data-label": "Checks", class: "checks-cell" }, checkBadge(c.checks)),

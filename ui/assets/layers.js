@@ -4,6 +4,7 @@
 import { get, post } from "./api.js";
 import { h, clear, short, age, badge, errorBox } from "./dom.js";
 import { conflictsTable } from "./changeset.js";
+import { commitLink, changesetLink } from "./links.js";
 
 export async function layersPage(repo, branch) {
   document.title = `Layers of ${repo} · sessiond`;
@@ -29,9 +30,9 @@ export async function layersPage(repo, branch) {
     const intentOf = new Map([...(accepted.changesets || []), ...(undone.changesets || [])].map((c) => [c.id, c.intent]));
     const intents = layers.map((l) => intentOf.get(l.changeset) || "");
     clear(list, layers.length ? h("ol", { class: "layers-list", reversed: true }, layers.map((l, i) => h("li", { class: "layer layer-" + l.state },
-      h("div", {}, h("a", { href: `/ui/changesets/${l.changeset}` }, intents[i] || short(l.changeset)), " ", badge(l.state)),
-      h("div", { class: "muted" }, "commit ", h("code", {}, short(l.commit)), `, accepted ${age(l.accepted_at)}`,
-        l.undone_at ? [", undone by ", h("code", {}, short(l.revert_commit))] : null),
+      h("div", {}, changesetLink(l.changeset, intents[i] || undefined), " ", badge(l.state)),
+      h("div", { class: "muted" }, "commit ", commitLink(repo, l.commit), `, accepted ${age(l.accepted_at)}`,
+        l.undone_at ? [", undone by ", commitLink(repo, l.revert_commit)] : null),
       l.state === "accepted" ? h("button", { type: "button", class: "undo-preview", "data-changeset": l.changeset,
         "aria-label": `Preview undoing ${intents[i] || l.changeset}`, onclick: () => showPreview(l, intents[i]) }, "Preview undo") : null))) :
       h("p", {}, `No layers on ${branch} yet.`));
@@ -42,7 +43,7 @@ export async function layersPage(repo, branch) {
       const res = await post(`/v1/changesets/${l.changeset}/undo`, { dry_run: true });
       const paths = (ps) => ps.length ? h("ul", {}, ps.map((p) => h("li", {}, h("code", {}, p)))) : h("p", { class: "muted" }, "none");
       clear(preview, h("h2", {}, `Undo “${intent || short(l.changeset)}”`),
-        h("p", {}, "On ", h("code", {}, res.branch), " at ", h("code", {}, short(res.head)), ", nothing is written until you undo."),
+        h("p", {}, "On ", h("code", {}, res.branch), " at ", commitLink(repo, res.head), ", nothing is written until you undo."),
         h("h3", {}, "Comes back (as before the layer)"), h("div", { id: "comes-back" }, paths(res.comes_back)),
         h("h3", {}, "Stays (later layers changed it too)"), h("div", { id: "stays" }, paths(res.stays)),
         res.conflicts.length ? conflictsTable(res.conflicts) : h("p", { id: "no-conflicts" }, "No conflicts."),
@@ -55,7 +56,7 @@ export async function layersPage(repo, branch) {
   const undo = async (l) => {
     try {
       const res = await post(`/v1/changesets/${l.changeset}/undo`, {});
-      clear(preview, h("p", { id: "undo-done", class: "ok" }, "Undone: ", h("code", {}, res.branch), " is now at ", h("code", {}, short(res.commit)), "."));
+      clear(preview, h("p", { id: "undo-done", class: "ok" }, "Undone: ", h("code", {}, res.branch), " is now at ", commitLink(repo, res.commit), "."));
       await load();
     } catch (err) {
       clear(preview, errorBox(err), err.details && err.details.conflicts ? conflictsTable(err.details.conflicts) : null);

@@ -4,9 +4,11 @@
 // the log), a session's earlier overlaps come from its own events, and a
 // session that closes is dropped.
 import { get, getList, stream } from "./api.js";
-import { h, clear, short, age, badge, errorBox, agentLabel } from "./dom.js";
+import { h, clear, age, badge, errorBox, agentLabel } from "./dom.js";
+import { sessionLink, cutList } from "./links.js";
 
 const LIVE = new Set(["active", "submitted"]);
+const PATHS = 20; // changed paths shown per session before "show all"
 
 export async function sessionsPage() {
   document.title = "Sessions · sessiond";
@@ -29,15 +31,16 @@ export async function sessionsPage() {
   const row = (r) => {
     const s = r.session;
     return h("tr", { "data-session": s.id },
-      h("td", { "data-label": "Session" }, h("code", { title: s.id }, short(s.id))),
+      h("td", { "data-label": "Session" }, sessionLink(s.id)),
       h("td", { "data-label": "Repository" }, s.repo),
       h("td", { "data-label": "State" }, badge(s.state)),
       h("td", { "data-label": "Agent" }, agentLabel(s.agent_id, s.agent_name)),
       h("td", { "data-label": "Intent" }, s.intent),
       h("td", { "data-label": "Changed files", class: "changed" }, r.error ? errorBox(r.error) :
-        r.files.length ? h("ul", { class: "paths" }, r.files.map((f) => h("li", {}, h("abbr", { title: f.status }, f.status[0].toUpperCase()), " ", h("code", {}, f.path)))) : "none"),
+        r.files.length ? cutList("ul", { class: "paths" }, r.files.map((f) => h("li", {}, h("abbr", { title: f.status }, f.status[0].toUpperCase()), " ", h("code", {}, f.path))), PATHS,
+          { shown: r.showAll, onShowAll: () => { r.showAll = true; } }) : "none"),
       h("td", { "data-label": "Overlaps", class: "overlaps" }, r.overlaps.size ? h("ul", { class: "warnings" }, [...r.overlaps.values()].map((o) =>
-        h("li", { class: "overlap" }, h("code", {}, o.path), " with ", h("code", {}, short(o.other)), o.other_agent ? ` (${o.other_agent})` : "",
+        h("li", { class: "overlap" }, h("code", {}, o.path), " with ", sessionLink(o.other), o.other_agent ? ` (${o.other_agent})` : "",
           o.merge === "conflict" ? " — conflicts" : ""))) : "none"),
       h("td", { "data-label": "Last active" }, h("time", { datetime: s.last_active_at }, age(s.last_active_at))));
   };

@@ -253,10 +253,11 @@ func TestTrimNeverDuringCommand(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Writes 100 KiB, waits for the other command's mark, then
-			// checks its file is still there.
+			// Writes 100 KiB, waits until the test has looked after the
+			// other command ended (its mark, not a timer), then checks its
+			// file is still there.
 			long, longErr = g.runErr(t.Context(), m, "long", shared, `head -c 102400 /dev/zero > "$GOCACHE/long"; `+
-				`while [ ! -e "$GOCACHE/short-done" ]; do sleep 0.02; done; sleep 0.2; test -e "$GOCACHE/long" && echo kept`)
+				`while [ ! -e "$GOCACHE/checked" ]; do sleep 0.02; done; test -e "$GOCACHE/long" && echo kept`)
 		}()
 		// The short command runs once the long one has written its file.
 		longFile := filepath.Join(m.CachesDir("mod"), "go-build", "long")
@@ -266,11 +267,12 @@ func TestTrimNeverDuringCommand(t *testing.T) {
 			}
 			require.True(t, time.Now().Before(deadline), "the long command never wrote its file")
 		}
-		short := g.run(t, m, "short", shared, `head -c 102400 /dev/zero > "$GOCACHE/short"; touch "$GOCACHE/short-done"`)
+		short := g.run(t, m, "short", shared, `head -c 102400 /dev/zero > "$GOCACHE/short"`)
 		require.Equal(t, 0, short.ExitCode)
 		m.CachesIdle()
 		_, err := os.Stat(longFile)
 		require.NoError(t, err, "trimmed while a command of the repository ran")
+		require.NoError(t, os.WriteFile(filepath.Join(m.CachesDir("mod"), "go-build", "checked"), nil, 0o644))
 		wg.Wait()
 		require.NoError(t, longErr)
 		require.Equal(t, 0, long.ExitCode, "%s%s", long.Stdout, long.Stderr)

@@ -27,6 +27,23 @@ func TestExecSecrets(t *testing.T) {
 		require.NoError(t, err)
 		s := e.create(session.CreateOptions{Env: map[string]string{"B": "session", "C": "session"}})
 
+		// A follower of the session's commands sees them masked too.
+		fl, err := e.en.Exec.FollowExec(ctx, s.ID)
+		require.NoError(t, err)
+		defer fl.Close()
+		followed := make(chan string, 1)
+		go func() {
+			var b strings.Builder
+			for {
+				c, err := fl.Next(ctx)
+				if err != nil || c.Kind == "end" {
+					followed <- b.String()
+					return
+				}
+				b.WriteString(strings.Join(c.Argv, " "))
+				b.Write(c.Data)
+			}
+		}()
 		var streamed strings.Builder
 		res, err := e.en.Exec.Exec(ctx, s.ID, session.ExecOptions{
 			Command: `echo "$A $B $C"; printf %s "${TOKEN%????}"; sleep 0.2; echo "${TOKEN#${TOKEN%????}}"; echo "$TOKEN" >&2`,
@@ -42,6 +59,9 @@ func TestExecSecrets(t *testing.T) {
 		assert.Equal(t, "repo session request\n***\n", string(res.Stdout))
 		assert.Equal(t, "repo session request\n***\n", streamed.String())
 		assert.Equal(t, "***\n", string(res.Stderr))
+		got := <-followed
+		assert.NotContains(t, got, value, "what a follower saw")
+		assert.Contains(t, got, "repo session request\n***\n")
 
 		_, _, err = e.m.Write(ctx, s.ID, "leak.txt", []byte("x"+value+"x"), session.WriteOptions{})
 		var pe *overlay.PathError

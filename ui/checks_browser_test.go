@@ -23,7 +23,9 @@ func TestReviewPageChecks(t *testing.T) {
 	const token = "ui-checks-token"
 	url := startDaemon(t, repo, token)
 	c := client.New(url, token)
-	check := []string{"sh", "-c", "echo checking a.txt; grep -q good a.txt"}
+	// The check is the project's own test run: a Go test that wants
+	// "good" in a.txt.
+	check := []string{"go", "test", "./..."}
 	_, err := c.SetRepoPolicy(ctx, "r", apitypes.RepoPolicy{RequiredChecks: [][]string{check}})
 	require.NoError(t, err)
 
@@ -46,6 +48,13 @@ func TestReviewPageChecks(t *testing.T) {
 		require.NoError(t, err)
 		return cs
 	}
+	for name, content := range map[string]string{
+		"go.mod":    "module m\n\ngo 1.21\n",
+		"m_test.go": "package m\n\nimport (\n\t\"os\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc TestGood(t *testing.T) {\n\tb, err := os.ReadFile(\"a.txt\")\n\tif err != nil || !strings.Contains(string(b), \"good\") {\n\t\tt.Fatalf(\"a.txt is not good: %q %v\", b, err)\n\t}\n}\n",
+	} {
+		_, err := c.WriteFile(ctx, s.ID, name, []byte(content), client.WriteOptions{})
+		require.NoError(t, err)
+	}
 	put("good\n")
 	run(0)
 	cs := submit()
@@ -64,10 +73,10 @@ func TestReviewPageChecks(t *testing.T) {
 	// At the top: before the files and the diff.
 	assert.True(t, eval[bool](t, b, `!!(document.querySelector("#checks").compareDocumentPosition(document.querySelector("#files")) & Node.DOCUMENT_POSITION_FOLLOWING)`))
 	item := eval[string](t, b, `document.querySelector("#checks li.check-item").innerText`)
-	assert.Contains(t, item, "sh -c echo checking a.txt; grep -q good a.txt")
+	assert.Contains(t, item, "go test ./...")
 	assert.Contains(t, item, "(required)")
 	assert.Contains(t, item, "exit 0")
-	assert.Equal(t, "checking a.txt\n", eval[string](t, b, `document.querySelector("#checks pre.output").textContent`))
+	assert.Regexp(t, `^ok\s+m\s`, eval[string](t, b, `document.querySelector("#checks pre.output").textContent`))
 
 	// An edit and a failing run: revision 2 has failed.
 	put("bad\n")

@@ -103,6 +103,9 @@ type toolCaches struct {
 type repoCaches struct {
 	running  int
 	trimming bool
+	// sweeping: a sweep of the caches runs; again: a command ended
+	// meanwhile, so it sweeps once more when done.
+	sweeping, again bool
 }
 
 func newToolCaches(dir string, bytes int64) *toolCaches {
@@ -180,6 +183,7 @@ func (t *toolCaches) ended(repo string) {
 	defer t.mu.Unlock()
 	r := t.repos[repo]
 	r.running--
+	t.sweepLocked(repo, r)
 	if r.running > 0 || t.bytes <= 0 || r.trimming {
 		return
 	}
@@ -196,7 +200,38 @@ func (t *toolCaches) ended(repo string) {
 	}()
 }
 
-// idle waits until no trim runs.
+// sweepLocked strips the setuid and setgid bits and file capabilities a
+// command left in repo's shared caches, as the scratch's are after every
+// command (the mounts are nosuid and the data directory private, so such
+// a bit is inert meanwhile; it must not be waiting for a use outside). It
+// runs beside the repository's commands (sweep resolves no path a
+// command could plant), one at a time per repository, once more when a
+// command ended during it. t.mu must be held.
+func (t *toolCaches) sweepLocked(repo string, r *repoCaches) {
+	if r.sweeping {
+		r.again = true
+		return
+	}
+	r.sweeping = true
+	dir, _ := t.repoDir(repo)
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		for {
+			sweep(dir)
+			t.mu.Lock()
+			if !r.again {
+				r.sweeping = false
+				t.mu.Unlock()
+				return
+			}
+			r.again = false
+			t.mu.Unlock()
+		}
+	}()
+}
+
+// idle waits until no trim or sweep runs.
 func (t *toolCaches) idle() { t.wg.Wait() }
 
 // withDefaults appends to env each of defaults whose variable env does not

@@ -191,6 +191,28 @@ func TestSharedGoCaches(t *testing.T) {
 	})
 }
 
+// TestSharedCachesKeepNoSetid: a setuid or setgid file a command leaves
+// in its repository's shared caches loses the bits once the command has
+// ended, as in the scratch; an ordinary file keeps its mode.
+func TestSharedCachesKeepNoSetid(t *testing.T) {
+	g := newGoModule(t)
+	cacheModes(t, 0, func(t *testing.T, m *workdir.Manager) {
+		shared := workdir.Caches{Repo: "mod"}
+		res := g.run(t, m, "s1", shared, `cp /bin/true "$GOCACHE/suid" && chmod 4755 "$GOCACHE/suid" && `+
+			`cp /bin/true "$GOCACHE/sgid" && chmod 2755 "$GOCACHE/sgid" && `+
+			`cp /bin/true "$GOCACHE/plain" && chmod 0751 "$GOCACHE/plain" && stat -c %a "$GOCACHE/suid"`)
+		require.Equal(t, 0, res.ExitCode, "%s%s", res.Stdout, res.Stderr)
+		require.Equal(t, "4755\n", string(res.Stdout), "the command could set the bit")
+		m.CachesIdle()
+		dir := filepath.Join(m.CachesDir("mod"), "go-build")
+		for name, want := range map[string]os.FileMode{"suid": 0o755, "sgid": 0o755, "plain": 0o751} {
+			st, err := os.Stat(filepath.Join(dir, name))
+			require.NoError(t, err)
+			assert.Equal(t, want, st.Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid), name)
+		}
+	})
+}
+
 // TestPrivateCaches: a command with private caches neither reads nor
 // writes the repository's shared ones: with the proxy off it cannot find
 // the module the shared cache holds, and what it puts in its caches stays

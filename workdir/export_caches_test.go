@@ -1,6 +1,7 @@
 package workdir
 
-// CachesIdle waits until no trim of the tool caches runs (for tests).
+// CachesIdle waits until no trim or sweep of the tool caches runs (for
+// tests).
 func (m *Manager) CachesIdle() { m.tools.idle() }
 
 // CachesDir is the directory of repo's shared tool caches (for tests).

@@ -119,6 +119,24 @@ export function parseEvents(text) {
   return out;
 }
 
+// readEvents reads the Server-Sent Events of resp's body until it ends,
+// calling onEvent with each event's data parsed as JSON and onId (if
+// given) with each id the stream moves to.
+export async function readEvents(resp, onEvent, onId) {
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    const got = parseEvents(buf + value);
+    buf = got.rest;
+    for (const ev of got.events) {
+      try { onEvent(JSON.parse(ev.data)); } catch (err) { console.error(err); }
+    }
+    if (got.last !== undefined && onId) onId(got.last);
+  }
+}
+
 // stream follows a Server-Sent Events route with fetch (EventSource cannot
 // send the Authorization header) and calls onEvent with each parsed event
 // ({id, type, repo, session, payload, at}). It reconnects after errors,
@@ -139,18 +157,7 @@ export async function stream(path, onEvent, signal, after = 0) {
       }
       if (resp.status === 403) return; // this token may not follow it (a reviewer's); asking again will not change that
       if (!resp.ok) throw new ApiError(resp.status, await resp.json().catch(() => null));
-      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buf = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        const got = parseEvents(buf + value);
-        buf = got.rest;
-        for (const ev of got.events) {
-          try { onEvent(JSON.parse(ev.data)); } catch (err) { console.error(err); }
-        }
-        if (got.last !== undefined) last = got.last;
-      }
+      await readEvents(resp, onEvent, (id) => { last = id; });
     } catch (err) {
       if (signal.aborted) return;
       console.warn("event stream", path, err);

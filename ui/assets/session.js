@@ -2,7 +2,7 @@
 // warnings, the command it ran last, its checkpoints and its mutations
 // (op, paths, when; a command with its argv and exit code), kept current
 // by the session's event stream.
-import { get, getList, stream, token, askToken, parseEvents } from "./api.js";
+import { get, getList, stream, token, askToken, readEvents } from "./api.js";
 import { h, clear, age, badge, errorBox, agentLabel } from "./dom.js";
 import { shortId, commitLink, sessionLink, changesetLink, cutList } from "./links.js";
 
@@ -215,17 +215,7 @@ async function followCommands(sid, box, signal, onEnd) {
         return;
       }
       box.dataset.following = "true";
-      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buf = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        const got = parseEvents(buf + value);
-        buf = got.rest;
-        for (const ev of got.events) {
-          try { onEvent(JSON.parse(ev.data)); } catch (err) { console.error(err); }
-        }
-      }
+      await readEvents(resp, onEvent);
     } catch (err) {
       if (signal.aborted) return;
       console.warn("following commands", err);

@@ -330,11 +330,22 @@ func (m *Manager) Append(ctx context.Context, id uuid.UUID, p string, data []byt
 	return fi, rec, err
 }
 
+// checkSecretPath refuses a path that holds the value of one of the
+// repository's secrets (rule secret), naming the secret and showing the
+// path masked. Every path a change creates passes here: put's and a move
+// or copy's targets.
+func (mu *draft) checkSecretPath(p string) error {
+	if name := mu.secrets.Find([]byte(p)); name != "" {
+		return &overlay.PathError{Rule: RuleSecret, Path: mu.secrets.String(p), Message: "the path holds the value of secret " + name}
+	}
+	return nil
+}
+
 // put writes content(old) at p in the mutation's overlay, after checking
 // the preconditions against the current file.
 func (ls *live) put(ctx context.Context, mu *draft, p string, content func(old []byte) []byte, opts WriteOptions) error {
-	if name := mu.secrets.Find([]byte(p)); name != "" {
-		return &overlay.PathError{Rule: RuleSecret, Path: mu.secrets.String(p), Message: "the path holds the value of secret " + name}
+	if err := mu.checkSecretPath(p); err != nil {
+		return err
 	}
 	var old []byte
 	mode := opts.Mode
@@ -560,6 +571,9 @@ func (ls *live) relocateIn(ctx context.Context, mu *draft, src, dst string, move
 	}
 	for _, f := range files {
 		target := dst + strings.TrimPrefix(f.Path, src)
+		if err := mu.checkSecretPath(target); err != nil {
+			return err
+		}
 		if err := ls.policy.checkRead(f.Path); err != nil {
 			return err
 		}

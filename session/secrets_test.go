@@ -68,6 +68,28 @@ func TestExecSecrets(t *testing.T) {
 		require.True(t, errors.As(err, &pe), "%v", err)
 		assert.Equal(t, overlay.Rule(session.RuleSecret), pe.Rule)
 		assert.NotContains(t, err.Error(), value)
+		// A move or copy to a path holding the value: refused alike, the
+		// path masked, nothing recorded.
+		_, _, err = e.m.Write(ctx, s.ID, "plain.txt", []byte("plain\n"), session.WriteOptions{})
+		require.NoError(t, err)
+		before, err := e.m.Get(ctx, s.ID)
+		require.NoError(t, err)
+		for what, try := range map[string]func() error{
+			"move": func() error { _, err := e.m.Move(ctx, s.ID, "plain.txt", "x-"+value, ""); return err },
+			"copy": func() error { _, err := e.m.Copy(ctx, s.ID, "plain.txt", "d/"+value+"/c.txt", ""); return err },
+			"batch move": func() error {
+				_, err := e.m.Edits(ctx, s.ID, []session.Edit{{Op: session.OpMove, Path: "plain.txt", To: value}}, false, "")
+				return err
+			},
+		} {
+			err := try()
+			require.True(t, errors.As(err, &pe), "%s: %v", what, err)
+			assert.Equal(t, overlay.Rule(session.RuleSecret), pe.Rule, what)
+			assert.NotContains(t, err.Error(), value, what)
+		}
+		after, err := e.m.Get(ctx, s.ID)
+		require.NoError(t, err)
+		assert.Equal(t, before.Seq, after.Seq, "a refused move or copy records nothing")
 
 		res = e.sh(s.ID, `echo "$TOKEN" > src/leak.txt; echo ok > src/ok.txt`)
 		require.Len(t, res.Rejected, 1)

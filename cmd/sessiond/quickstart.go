@@ -35,7 +35,8 @@ func (q *quickstartCmd) Run(x *cli) error {
 sessiond is running at %[1]s with the sample repository "sample" (Ctrl-C stops it).
 Paste these into another terminal:
 
-  export SESSIOND_SERVER=%[1]s SESSIOND_SESSION=$(%[2]s session new --repo sample --intent "first steps" -q)
+  export SESSIOND_SERVER=%[1]s
+  export SESSIOND_SESSION=$(%[2]s session new --repo sample --intent "first steps" -q)
   echo "hello from my session" | %[2]s put hello.txt
   %[2]s diff
   %[2]s exec -- sh -c 'ls; echo more >> hello.txt'   # runs on the session's view, records the change

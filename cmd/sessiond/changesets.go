@@ -157,10 +157,10 @@ func printChecks(w io.Writer, cs apitypes.ChecksResponse) {
 			req = " (required)"
 		}
 		if c.ExitCode == nil {
-			fmt.Fprintf(w, "  %-7s %s%s\n", c.State, strings.Join(c.Argv, " "), req)
+			fmt.Fprintf(w, "  %-7s %s%s\n", c.State, shellWords(c.Argv), req)
 			continue
 		}
-		fmt.Fprintf(w, "  %-7s %s%s: exit %d in %s\n", c.State, strings.Join(c.Argv, " "), req, *c.ExitCode,
+		fmt.Fprintf(w, "  %-7s %s%s: exit %d in %s\n", c.State, shellWords(c.Argv), req, *c.ExitCode,
 			(time.Duration(c.DurationMS) * time.Millisecond).String())
 	}
 }
@@ -465,4 +465,18 @@ func (c *mergeCmd) Run(ctx context.Context, x *cli) error {
 	return x.out(res, func(w io.Writer) {
 		fmt.Fprintf(w, "merged %s into %s (%s changed)\n", c.From, id, count(len(res.Mutation.Paths), "path"))
 	})
+}
+
+// shellWords writes argv as a POSIX shell would read it back: a word of
+// only safe characters as it is, any other in single quotes.
+func shellWords(argv []string) string {
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			words[i] = a
+			continue
+		}
+		words[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(words, " ")
 }

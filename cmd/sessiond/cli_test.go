@@ -602,7 +602,7 @@ func TestCLIHumanOutput(t *testing.T) {
 		require.Equal(t, exitOK, r.code, r.stderr)
 		assert.Contains(t, r.stdout, "checks: failed\n")
 		assert.Regexp(t, `(?m)^  passed  true: exit 0 in \S+$`, r.stdout)
-		assert.Regexp(t, `(?m)^  failed  sh -c exit 3: exit 3 in \S+$`, r.stdout)
+		assert.Regexp(t, `(?m)^  failed  sh -c 'exit 3': exit 3 in \S+$`, r.stdout, "an argv is printed as a shell reads it back")
 	})
 
 	t.Run("every path printed is quoted as git quotes it", func(t *testing.T) {

@@ -180,7 +180,7 @@ func printPolicy(w io.Writer, repo string, p apitypes.RepoPolicy) {
 		if len(p.RequiredChecks) > 0 {
 			names := make([]string, len(p.RequiredChecks))
 			for i, argv := range p.RequiredChecks {
-				names[i] = strings.Join(argv, " ")
+				names[i] = shellWords(argv)
 			}
 			checks = strings.Join(names, "; ")
 		}

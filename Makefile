@@ -7,8 +7,9 @@ PKGS     := ./...
 # then kills 20 times instead of 200, which the plain run already did),
 # the changesets (whose concurrent accepts moved there from session) and
 # the view directories (without the second run of the whole suite as an
-# unprivileged user, which the plain run did: it doubles a race run of
-# minutes). The command line's end-to-end tests drive the daemon's real
+# unprivileged user, the escape table and the shared Go cache test, which
+# the plain run did: they are commands in namespaces and the go command,
+# minutes under the detector with nothing of the daemon's to race). The command line's end-to-end tests drive the daemon's real
 # binary, built without the detector: under it are the client, the CLI
 # and mcp's in-process engine.
 RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/ ./mcpserver/ ./cmd/sessiond/ ./internal/groupcommit/

@@ -162,6 +162,9 @@ func (g *goModule) runErr(ctx context.Context, m *workdir.Manager, id string, c 
 // (cached). Isolated, both see the view at one path and the module there
 // (pwd and go env GOMOD agree).
 func TestSharedGoCaches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short is make test's race detector run; the plain run builds with the go command (minutes: the standard library once per mode)")
+	}
 	g := newGoModule(t)
 	cacheModes(t, 0, func(t *testing.T, m *workdir.Manager) {
 		shared := workdir.Caches{Repo: "mod"}

@@ -208,6 +208,9 @@ func newEscapeHost(t *testing.T, data, repo string) escapeHost {
 // mounts and the dropped privileges are shown to hold on their own. A row
 // whose name ends in "(Landlock)" holds only where Landlock is on.
 func TestEscapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short is make test's race detector run; the plain run tries every escape")
+	}
 	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
 		for _, landlock := range []bool{true, false} {
 			name := string(mode)

@@ -1,7 +1,3 @@
-// Package checkruns joins the command runner to the checks of changesets:
-// it hands package changeset every command a session ran, as the daemon
-// wires it (cmd/sessiond) and the tests do (internal/testengine). Neither
-// package imports the other.
 package checkruns
 
 import (

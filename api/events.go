@@ -175,15 +175,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f events.Filter)
 		}
 		f.After = n
 	}
-	rc := http.NewResponseController(w)
-	// A stream outlives the server's read and write timeouts.
-	_ = rc.SetWriteDeadline(time.Time{})
-	_ = rc.SetReadDeadline(time.Time{})
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	rc := beginEventStream(w)
 	head := "retry: 2000\n\n"
 	if now {
 		head = fmt.Sprintf("retry: 2000\nid: %d\n\n", f.After)
@@ -233,4 +225,20 @@ func writeEvent(w http.ResponseWriter, e apitypes.Event) error {
 	}
 	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Type, data)
 	return err
+}
+
+// beginEventStream answers 200 with a Server-Sent Events stream: without
+// the server's read and write deadlines (a stream outlives them), with the
+// headers that keep caches and proxies from holding it back. It returns
+// the controller that flushes each event.
+func beginEventStream(w http.ResponseWriter) *http.ResponseController {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	_ = rc.SetReadDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return rc
 }

@@ -145,14 +145,7 @@ func (s *Server) followExec(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer f.Close()
-	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{})
-	_ = rc.SetReadDeadline(time.Time{})
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	rc := beginEventStream(w)
 	// The follower is registered: a command that starts from now on is
 	// seen. Say so at once, so a client knows it is following.
 	if _, err := fmt.Fprint(w, "retry: 2000\n\n"); err != nil {

@@ -277,7 +277,7 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 			return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
 		}
 		failpoint.Hit(failpoint.IntentRecorded)
-		err = r.UpdateRef(ctx, ref, commit, head)
+		err = r.Publish(ctx, ref, commit, head)
 		if err == nil {
 			failpoint.Hit(failpoint.RefMoved)
 			res.Commit = commit

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
 )
 
 // Settled is what settling one branch found in flight and did with it.
@@ -91,6 +92,11 @@ func (s *Service) settleSession(ctx context.Context, session uuid.UUID) error {
 // holds the branch's lock.
 func (s *Service) reconcileBranch(ctx context.Context, r *gitstore.Repo, repo, branch string) (Settled, error) {
 	st := Settled{Repo: repo, Branch: branch}
+	// A repository with an origin: the branch as the origin has it, so
+	// that what is settled and what is merged onto is the shared head.
+	if err := r.Fetch(ctx); err != nil {
+		return st, fmt.Errorf("%w: branch %s: %w", record.ErrUnavailable, branch, err)
+	}
 	inFlight, err := s.store.InFlight(ctx)
 	if err != nil {
 		return st, err

@@ -200,7 +200,7 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 				return UndoResult{}, fmt.Errorf("undo: %w", err)
 			}
 			failpoint.Hit(failpoint.IntentRecorded)
-			err := r.UpdateRef(ctx, ref, tip, head)
+			err := r.Publish(ctx, ref, tip, head)
 			if err == nil {
 				res.WorkTreeUpdated, res.WorkTreeError = finishWorkTree(wt)
 			} else {

@@ -231,7 +231,16 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 	}
 	commit := opts.forkBase
 	if commit.IsZero() {
-		if commit, err = m.ResolveRevision(ctx, r, "base", base); err != nil {
+		commit, err = m.ResolveRevision(ctx, r, "base", base)
+		if errors.Is(err, record.ErrNotFound) && r.Origin() != "" {
+			// A commit or branch this node's clone lacks yet: fetch the
+			// origin once and look again.
+			if ferr := r.Fetch(ctx); ferr != nil {
+				return Session{}, fmt.Errorf("%w: base %q: not in this node's clone, and fetching the origin failed: %w", record.ErrUnavailable, base, ferr)
+			}
+			commit, err = m.ResolveRevision(ctx, r, "base", base)
+		}
+		if err != nil {
 			return Session{}, err
 		}
 	}

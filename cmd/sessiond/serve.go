@@ -25,6 +25,7 @@ import (
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/events"
+	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/checkruns"
 	"github.com/sessiond/sessiond/internal/durable"
@@ -46,7 +47,8 @@ type serveConfig struct {
 	Addr              string        `help:"Listen address host:port (port 0 picks one)." env:"SESSIOND_ADDR" default:"127.0.0.1:7420" placeholder:"HOST:PORT"`
 	DataDir           string        `help:"Data directory: embedded store, created repositories, token key." env:"SESSIOND_DATA_DIR" default:"sessiond-data" placeholder:"DIR"`
 	DatabaseURL       string        `help:"Postgres URL; empty uses the embedded store in the data directory." name:"database-url" env:"SESSIOND_DATABASE_URL" placeholder:"URL"`
-	Repos             []string      `help:"Register the repository at PATH as NAME (repeatable; comma-separated in the variable)." name:"repo" env:"SESSIOND_REPOS" placeholder:"NAME=PATH"`
+	Repos             []string      `help:"Register the repository at PATH as NAME, or the one at a git URL (https://, ssh://, git://, file://), which this node clones and pushes accepts to (repeatable; comma-separated in the variable)." name:"repo" env:"SESSIOND_REPOS" placeholder:"NAME=PATH|URL"`
+	FetchInterval     time.Duration `help:"How often the origins of repositories registered from a git URL are fetched (0: only when needed)." env:"SESSIOND_FETCH_INTERVAL" default:"1m" placeholder:"DURATION"`
 	AdminToken        string        `help:"Admin bearer token; turns auth on and allows non-loopback addresses." env:"SESSIOND_ADMIN_TOKEN" placeholder:"T"`
 	AllowedHosts      []string      `help:"Another name of the daemon that requests may carry in Host (repeatable; comma-separated in the variable): NAME for any port, NAME:PORT for one. The listen address, localhost and loopback addresses need none." name:"allowed-host" env:"SESSIOND_ALLOWED_HOSTS" placeholder:"NAME[:PORT]"`
 	CommitURL         string        `help:"Template of a repository's commit view, for the review page's commit links: {repo} and {commit} are replaced (https://forge.example/{repo}/commit/{commit}); empty: commits are not linked." name:"commit-url" env:"SESSIOND_COMMIT_URL" placeholder:"TEMPLATE"`
@@ -326,6 +328,10 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		ready(url)
 	}
 
+	fctx, fcancel := context.WithCancel(ctx)
+	fetched := make(chan struct{})
+	go func() { defer close(fetched); fetchOrigins(fctx, reg, c.FetchInterval, log) }()
+	defer func() { fcancel(); <-fetched }()
 	done := make(chan struct{})
 	go func() { // expire idle sessions
 		defer close(done)
@@ -455,12 +461,18 @@ func registerRepos(ctx context.Context, reg *repos.Registry, specs []string, log
 		if !ok || name == "" || path == "" {
 			return fmt.Errorf("--repo %q: want NAME=PATH", spec)
 		}
+		if gitstore.IsOriginURL(path) {
+			if err := registerOrigin(ctx, reg, name, path, log); err != nil {
+				return err
+			}
+			continue
+		}
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return err
 		}
 		if have, err := reg.Get(ctx, name); err == nil {
-			if filepath.Clean(have.Path) != abs {
+			if have.Origin != "" || filepath.Clean(have.Path) != abs {
 				return fmt.Errorf("--repo %s: already registered at another path", name)
 			}
 			continue
@@ -473,6 +485,44 @@ func registerRepos(ctx context.Context, reg *repos.Registry, specs []string, log
 		log.Info("registered repository", "name", name)
 	}
 	return nil
+}
+
+// registerOrigin registers the repository at the git URL origin as name
+// unless it is registered already, from that origin.
+func registerOrigin(ctx context.Context, reg *repos.Registry, name, origin string, log *slog.Logger) error {
+	if have, err := reg.Get(ctx, name); err == nil {
+		if have.Origin != origin {
+			return fmt.Errorf("--repo %s: already registered from another origin or path", name)
+		}
+		return nil
+	} else if !errors.Is(err, record.ErrNotFound) {
+		return err
+	}
+	if _, err := reg.RegisterOrigin(ctx, name, origin); err != nil {
+		return fmt.Errorf("--repo %s: %w", name, err)
+	}
+	log.Info("registered repository", "name", name, "origin", gitstore.RedactURL(origin))
+	return nil
+}
+
+// fetchOrigins fetches the origin of every repository that has one, every
+// interval, until ctx ends.
+func fetchOrigins(ctx context.Context, reg *repos.Registry, interval time.Duration, log *slog.Logger) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := reg.FetchAll(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("fetch origins", "error", err)
+			}
+		}
+	}
 }
 
 // loadSecret reads the key of the session tokens, creating it on first

@@ -1,0 +1,79 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/cluster"
+)
+
+// The nodes of a cluster, on PostgreSQL only (the embedded store is one
+// node's). Every liveness judgement is the database's now(), so the
+// nodes' clocks never meet.
+
+var _ cluster.Store = (*Postgres)(nil)
+
+// JoinNode implements cluster.Store: insert the row, or take over one
+// that is dead (heartbeat older than lease) or stopped, in one statement.
+func (p *Postgres) JoinNode(ctx context.Context, n cluster.Node, incarnation uuid.UUID, lease time.Duration) error {
+	k, err := p.r.exec(ctx, `
+INSERT INTO nodes (id, advertise_url, version, incarnation, started_at, heartbeat_at, stopped_at, sessions, running_commands)
+VALUES ($1, $2, $3, $4, now(), now(), NULL, 0, 0)
+ON CONFLICT (id) DO UPDATE SET advertise_url = EXCLUDED.advertise_url, version = EXCLUDED.version,
+    incarnation = EXCLUDED.incarnation, started_at = now(), heartbeat_at = now(), stopped_at = NULL,
+    sessions = 0, running_commands = 0
+WHERE nodes.stopped_at IS NOT NULL OR nodes.heartbeat_at < now() - $5 * interval '1 microsecond'`,
+		n.ID, n.AdvertiseURL, n.Version, incarnation.String(), lease.Microseconds())
+	if err != nil {
+		return fmt.Errorf("node %q: %w", n.ID, err)
+	}
+	if k == 0 {
+		return cluster.ErrNodeLive
+	}
+	return nil
+}
+
+// NodeHeartbeat implements cluster.Store.
+func (p *Postgres) NodeHeartbeat(ctx context.Context, id string, incarnation uuid.UUID, st cluster.Stats) error {
+	k, err := p.r.exec(ctx, `UPDATE nodes SET heartbeat_at = now(), sessions = $3, running_commands = $4
+WHERE id = $1 AND incarnation = $2 AND stopped_at IS NULL`, id, incarnation.String(), st.Sessions, st.RunningCommands)
+	if err != nil {
+		return fmt.Errorf("node %q heartbeat: %w", id, err)
+	}
+	if k == 0 {
+		return cluster.ErrIdentityLost
+	}
+	return nil
+}
+
+// LeaveNode implements cluster.Store.
+func (p *Postgres) LeaveNode(ctx context.Context, id string, incarnation uuid.UUID) error {
+	_, err := p.r.exec(ctx, `UPDATE nodes SET stopped_at = now(), sessions = 0, running_commands = 0
+WHERE id = $1 AND incarnation = $2`, id, incarnation.String())
+	if err != nil {
+		return fmt.Errorf("node %q leave: %w", id, err)
+	}
+	return nil
+}
+
+// ListNodes implements cluster.Store.
+func (p *Postgres) ListNodes(ctx context.Context, lease time.Duration) ([]cluster.Node, error) {
+	rs, err := p.r.query(ctx, `SELECT id, advertise_url, version, started_at, heartbeat_at, stopped_at, sessions, running_commands,
+    (EXTRACT(EPOCH FROM now() - heartbeat_at) * 1000000)::bigint,
+    stopped_at IS NULL AND heartbeat_at >= now() - $1 * interval '1 microsecond'
+FROM nodes ORDER BY id`, lease.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return collect(rs, func(sc scanner) (cluster.Node, error) {
+		var n cluster.Node
+		var ageMicros int64
+		err := sc.Scan(&n.ID, &n.AdvertiseURL, &n.Version, timeCol{&n.StartedAt}, timeCol{&n.HeartbeatAt}, timeCol{&n.StoppedAt},
+			&n.Sessions, &n.RunningCommands, &ageMicros, &n.Live)
+		n.HeartbeatAge = time.Duration(ageMicros) * time.Microsecond
+		return n, err
+	})
+}

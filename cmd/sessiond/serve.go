@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
@@ -49,6 +51,10 @@ type serveConfig struct {
 	DatabaseURL       string        `help:"Postgres URL; empty uses the embedded store in the data directory." name:"database-url" env:"SESSIOND_DATABASE_URL" placeholder:"URL"`
 	Repos             []string      `help:"Register the repository at PATH as NAME, or the one at a git URL (https://, ssh://, git://, file://), which this node clones and pushes accepts to (repeatable; comma-separated in the variable)." name:"repo" env:"SESSIOND_REPOS" placeholder:"NAME=PATH|URL"`
 	FetchInterval     time.Duration `help:"How often the origins of repositories registered from a git URL are fetched (0: only when needed)." env:"SESSIOND_FETCH_INTERVAL" default:"1m" placeholder:"DURATION"`
+	NodeID            string        `help:"Join the cluster of the nodes on --database-url (PostgreSQL) as this node: letters, digits, '-', '_', '.'." name:"node-id" env:"SESSIOND_NODE_ID" placeholder:"ID"`
+	AdvertiseURL      string        `help:"With --node-id: the URL the other nodes reach this one at (http://HOST:PORT)." name:"advertise-url" env:"SESSIOND_ADVERTISE_URL" placeholder:"URL"`
+	NodeHeartbeat     time.Duration `help:"With --node-id: how often the node renews its row in the nodes table." env:"SESSIOND_NODE_HEARTBEAT" default:"2s" placeholder:"DURATION"`
+	NodeLease         time.Duration `help:"With --node-id: how old a node's heartbeat may be (on the database's clock) before the others hold it dead." env:"SESSIOND_NODE_LEASE" default:"15s" placeholder:"DURATION"`
 	AdminToken        string        `help:"Admin bearer token; turns auth on and allows non-loopback addresses." env:"SESSIOND_ADMIN_TOKEN" placeholder:"T"`
 	AllowedHosts      []string      `help:"Another name of the daemon that requests may carry in Host (repeatable; comma-separated in the variable): NAME for any port, NAME:PORT for one. The listen address, localhost and loopback addresses need none." name:"allowed-host" env:"SESSIOND_ALLOWED_HOSTS" placeholder:"NAME[:PORT]"`
 	CommitURL         string        `help:"Template of a repository's commit view, for the review page's commit links: {repo} and {commit} are replaced (https://forge.example/{repo}/commit/{commit}); empty: commits are not linked." name:"commit-url" env:"SESSIOND_COMMIT_URL" placeholder:"TEMPLATE"`
@@ -166,6 +172,27 @@ func (c *serveConfig) Validate() error {
 			return fmt.Errorf("--database-url (SESSIOND_DATABASE_URL): %w", err)
 		}
 	}
+	return c.validateNode()
+}
+
+// validateNode checks the cluster flags: a node id needs PostgreSQL and
+// an advertised URL, and an advertised URL a node id.
+func (c *serveConfig) validateNode() error {
+	switch {
+	case c.NodeID == "" && c.AdvertiseURL != "":
+		return errors.New("--advertise-url (SESSIOND_ADVERTISE_URL) is only for a node of a cluster: give --node-id too")
+	case c.NodeID == "":
+		return nil
+	case c.DatabaseURL == "":
+		return fmt.Errorf("--node-id (SESSIOND_NODE_ID) %q: a cluster needs PostgreSQL (--database-url); the embedded store is one node's", c.NodeID)
+	case c.AdvertiseURL == "":
+		return fmt.Errorf("--node-id (SESSIOND_NODE_ID) %q: give --advertise-url (SESSIOND_ADVERTISE_URL), the URL the other nodes reach this one at", c.NodeID)
+	case c.NodeHeartbeat <= 0 || c.NodeLease <= c.NodeHeartbeat:
+		return fmt.Errorf("--node-heartbeat %s and --node-lease %s: want a positive heartbeat shorter than the lease", c.NodeHeartbeat, c.NodeLease)
+	}
+	if err := cluster.CheckConfig(c.NodeID, c.AdvertiseURL); err != nil {
+		return fmt.Errorf("--node-id (SESSIOND_NODE_ID), --advertise-url (SESSIOND_ADVERTISE_URL): %w", err)
+	}
 	return nil
 }
 
@@ -275,6 +302,21 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	// Every command run is kept for the checks of changesets.
 	runner := session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork,
 		Ran: checkruns.Keeper(cs, log)})
+	node, err := joinCluster(ctx, c, store, func() cluster.Stats {
+		return cluster.Stats{Sessions: m.Loaded(), RunningCommands: runner.Running()}
+	}, log)
+	if err != nil {
+		return err
+	}
+	if node != nil {
+		defer func() {
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := node.Leave(lctx); err != nil {
+				log.Warn("leave the cluster", "node", c.NodeID, "error", err)
+			}
+		}()
+	}
 	if err := registerRepos(ctx, reg, c.Repos, log); err != nil {
 		return err
 	}
@@ -299,6 +341,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: tokenKey, LocalUser: localUser,
 		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
 		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, WriteTimeout: c.WriteTimeout, Logger: log, MCP: mcpHandler, Store: store,
+		Cluster: node,
 	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
@@ -328,6 +371,10 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		ready(url)
 	}
 
+	// stopRun ends the background loops below when the node stops for a
+	// reason of its own (its place in the cluster lost).
+	ctx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
 	fctx, fcancel := context.WithCancel(ctx)
 	fetched := make(chan struct{})
 	go func() { defer close(fetched); fetchOrigins(fctx, reg, c.FetchInterval, log) }()
@@ -351,6 +398,21 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		}
 	}()
 
+	// The node's heartbeat; a node whose id another process took (it
+	// missed its heartbeats past the lease) stops.
+	lost := make(chan error, 1)
+	var stopErr error
+	if node != nil {
+		hctx, hcancel := context.WithCancel(ctx)
+		beat := make(chan struct{})
+		go func() {
+			defer close(beat)
+			if err := node.Run(hctx); err != nil {
+				lost <- err
+			}
+		}()
+		defer func() { hcancel(); <-beat }()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -358,6 +420,9 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		<-done
 		return err
 	case <-ctx.Done():
+	case stopErr = <-lost:
+		log.Error("stopping: this node lost its place in the cluster", "node", c.NodeID, "error", stopErr)
+		stopRun()
 	}
 	log.Info("shutting down: finishing in-flight requests")
 	// Running commands are killed (their whole process trees); their
@@ -371,7 +436,45 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	log.Info("stopped")
-	return nil
+	return stopErr
+}
+
+// joinCluster joins the cluster as c.NodeID when it is set (nil
+// otherwise): a row in the store's nodes table, refused while another
+// live process has the id.
+func joinCluster(ctx context.Context, c serveConfig, store db.Store, stats func() cluster.Stats, log *slog.Logger) (*cluster.Cluster, error) {
+	if c.NodeID == "" {
+		return nil, nil
+	}
+	pg, ok := store.(*db.Postgres)
+	if !ok {
+		return nil, fmt.Errorf("--node-id %q: a cluster needs PostgreSQL (--database-url); the embedded store is one node's", c.NodeID)
+	}
+	node, err := cluster.Join(ctx, cluster.Config{Store: pg, ID: c.NodeID, AdvertiseURL: c.AdvertiseURL, Version: version(),
+		Stats: stats, Heartbeat: c.NodeHeartbeat, Lease: c.NodeLease, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("joined the cluster", "node", c.NodeID, "advertise_url", c.AdvertiseURL, "lease", c.NodeLease)
+	return node, nil
+}
+
+// version is the binary's version as the build recorded it: the module's
+// version, else the commit it was built from, else "devel".
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return s.Value[:12]
+		}
+	}
+	return "devel"
 }
 
 // daemonNames are the names requests may carry in Host beside those the

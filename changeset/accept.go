@@ -148,7 +148,10 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		}
 		opts.ExpectedHead = &h
 	}
-	release := s.lockBranch(c.Repo, c.TargetBranch)
+	release, err := s.lockBranch(ctx, c.Repo, c.TargetBranch)
+	if err != nil {
+		return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
+	}
 	defer release()
 	if !opts.DryRun {
 		settled, err := s.reconcileBranch(ctx, r, c.Repo, c.TargetBranch)

@@ -39,7 +39,8 @@ type Settled struct {
 // joined; the others are settled regardless.
 //
 // It relies on the flight's writer being gone: in this process the lock of
-// the branch ensures that, and a store is served by one daemon at a time.
+// the branch ensures that, and across the processes sharing the store (the
+// nodes of a cluster) the shared lock of Config.BranchLocks does.
 func (s *Service) Reconcile(ctx context.Context) ([]Settled, error) {
 	branches, err := s.store.InFlight(ctx)
 	if err != nil {
@@ -66,7 +67,10 @@ func (s *Service) reconcile(ctx context.Context, b BranchName) (Settled, error) 
 	if err != nil {
 		return Settled{}, err
 	}
-	release := s.lockBranch(b.Repo, b.Branch)
+	release, err := s.lockBranch(ctx, b.Repo, b.Branch)
+	if err != nil {
+		return Settled{}, err
+	}
 	defer release()
 	return s.reconcileBranch(ctx, r, b.Repo, b.Branch)
 }

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/google/uuid"
@@ -76,4 +77,39 @@ FROM nodes ORDER BY id`, lease.Microseconds())
 		n.HeartbeatAge = time.Duration(ageMicros) * time.Microsecond
 		return n, err
 	})
+}
+
+// LockBranch takes the cluster-wide lock of repo's branch, for the
+// accepts and undos of every node sharing the database (a PostgreSQL
+// session-level advisory lock, on a connection of its own held until
+// release). A node that dies loses its connection, and with it the lock.
+func (p *Postgres) LockBranch(ctx context.Context, repo, branch string) (func(), error) {
+	conn, err := p.locks.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lock branch %s of %q: %w", branch, repo, pgError(ctx, err))
+	}
+	key := branchLockKey(repo, branch)
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		// A wait cut short may leave the connection in any state.
+		_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		conn.Release()
+		return nil, fmt.Errorf("lock branch %s of %q: %w", branch, repo, pgError(ctx, err))
+	}
+	return func() {
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+			// Closing the connection releases the lock for sure.
+			_ = conn.Conn().Close(uctx)
+		}
+		conn.Release()
+	}, nil
+}
+
+// branchLockKey is the advisory lock key of a branch: FNV-1a of a prefix
+// of its own, the repository and the branch.
+func branchLockKey(repo, branch string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("sessiond branch\x00" + repo + "\x00" + branch))
+	return int64(h.Sum64())
 }

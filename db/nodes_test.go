@@ -53,3 +53,32 @@ func TestNodes(t *testing.T) {
 	assert.False(t, ns[0].StoppedAt.IsZero())
 	require.NoError(t, p.JoinNode(ctx, n, uuid.New(), hour))
 }
+
+// TestLockBranch: the branch lock is the database's, so another
+// connection (another node) cannot take it while it is held, and can once
+// released; another branch's is another lock.
+func TestLockBranch(t *testing.T) {
+	ctx := t.Context()
+	p, err := OpenPostgres(ctx, freshSchema(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	other, err := p.pool.Acquire(ctx) // another node's connection
+	require.NoError(t, err)
+	defer other.Release()
+	free := func(repo, branch string) bool {
+		var ok bool
+		require.NoError(t, other.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, branchLockKey(repo, branch)).Scan(&ok))
+		if ok {
+			_, err := other.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+			require.NoError(t, err)
+		}
+		return ok
+	}
+	release, err := p.LockBranch(ctx, "app", "main")
+	require.NoError(t, err)
+	assert.False(t, free("app", "main"), "held")
+	assert.True(t, free("app", "other"))
+	assert.True(t, free("other", "main"))
+	release()
+	assert.True(t, free("app", "main"), "released")
+}

@@ -298,7 +298,12 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	})
 	defer m.Close()
 	// Changesets over the same store, acting on sessions through the engine.
-	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g})
+	// The nodes of a cluster share each branch's lock through the store.
+	var branchLocks changeset.BranchLocker
+	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
+		branchLocks = pg
+	}
+	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g, BranchLocks: branchLocks})
 	// Every command run is kept for the checks of changesets.
 	runner := session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork,
 		Ran: checkruns.Keeper(cs, log)})

@@ -3,9 +3,11 @@ package testcluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -240,4 +242,100 @@ func scrape(t *testing.T, base string) string {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestConcurrentAcceptsAcrossNodes: changesets of sessions on three nodes
+// accepted onto one branch at once, each by its session's node (the only
+// one that has the session's objects until they live in the store), with
+// a git push to the origin among them: every accept lands (or is a 409,
+// none here: the changes do not conflict), nothing is lost, each is
+// recorded once, and the origin's history is linear.
+func TestConcurrentAcceptsAcrossNodes(t *testing.T) {
+	ctx := t.Context()
+	origin := NewOrigin(t, "small")
+	c := New(t, 3, "--repo", "app="+origin.URL)
+	const perNode = 3
+	type job struct {
+		cs   apitypes.Changeset
+		via  *client.Client
+		file string
+	}
+	var jobs []job
+	for i, n := range c.Nodes {
+		for k := range perNode {
+			file := "n" + strconv.Itoa(i) + "-" + strconv.Itoa(k) + ".txt"
+			jobs = append(jobs, job{cs: change(t, n.C, file, file+"\n"), via: n.C, file: file})
+		}
+	}
+	work := t.TempDir()
+	testrepo.Git(t, work, "clone", "-q", origin.URL, ".")
+	require.NoError(t, os.WriteFile(filepath.Join(work, "pushed.txt"), []byte("pushed\n"), 0o644))
+	testrepo.Git(t, work, "add", "pushed.txt")
+	testrepo.Git(t, work, "commit", "-q", "-m", "pushed among the accepts")
+
+	errs := make(chan error, len(jobs)+1)
+	commits := make(chan string, len(jobs))
+	for _, j := range jobs {
+		go func() {
+			a, err := j.via.Accept(ctx, j.cs.ID, apitypes.AcceptRequest{})
+			if err == nil {
+				commits <- a.Commit
+			}
+			errs <- err
+		}()
+	}
+	go func() {
+		// The push retries as a person would when an accept got there first.
+		var err error
+		for range 20 {
+			if _, err = gitIn(work, "push", "-q", "origin", "main"); err == nil {
+				break
+			}
+			if _, err = gitIn(work, "pull", "-q", "--rebase", "origin", "main"); err != nil {
+				break
+			}
+		}
+		errs <- err
+	}()
+	for range len(jobs) + 1 {
+		assert.NoError(t, <-errs)
+	}
+	close(commits)
+	head := origin.Head(t, "main")
+	chain, err := origin.Run("rev-list", "--parents", "main")
+	require.NoError(t, err)
+	onMain := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(chain), "\n") {
+		f := strings.Fields(l)
+		assert.LessOrEqual(t, len(f), 2, "linear: no merge commit in %q", l)
+		onMain[f[0]] = true
+	}
+	n := 0
+	for cm := range commits {
+		n++
+		assert.True(t, onMain[cm], "accepted commit %s is on the origin's main", cm)
+	}
+	assert.Equal(t, len(jobs), n)
+	for _, j := range jobs {
+		_, err := origin.Run("cat-file", "-e", head+":"+j.file)
+		assert.NoError(t, err, "%s is on main", j.file)
+	}
+	_, err = origin.Run("cat-file", "-e", head+":pushed.txt")
+	assert.NoError(t, err, "the push is kept")
+	layers, err := c.Nodes[0].C.Layers(ctx, "app", "main")
+	require.NoError(t, err)
+	assert.Len(t, layers, len(jobs), "one layer per accept, recorded once")
+	_, err = origin.Run("fsck", "--strict", "--no-dangling")
+	require.NoError(t, err)
+}
+
+func gitIn(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = testrepo.Env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
 }

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/cluster"
+	"github.com/sessiond/sessiond/record"
 )
 
 // The nodes of a cluster, on PostgreSQL only (the embedded store is one
@@ -112,4 +114,77 @@ func branchLockKey(repo, branch string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte("sessiond branch\x00" + repo + "\x00" + branch))
 	return int64(h.Sum64())
+}
+
+// Sessions' owners. TakeSession, RenewSession and ReleaseSession are
+// PostgreSQL's (a cluster's); CheckSessionEpoch runs in any transaction
+// of either store.
+
+var _ cluster.OwnerStore = (*Postgres)(nil)
+
+// TakeSession implements cluster.OwnerStore: one conditional upsert.
+func (p *Postgres) TakeSession(ctx context.Context, session uuid.UUID, node string, lease time.Duration) (cluster.Lease, error) {
+	l := cluster.Lease{Session: session, Node: node}
+	err := p.r.queryRow(ctx, `
+INSERT INTO session_owners (session_id, node_id, epoch, lease_expires_at)
+VALUES ($1, $2, 1, now() + $3 * interval '1 microsecond')
+ON CONFLICT (session_id) DO UPDATE SET node_id = EXCLUDED.node_id, epoch = session_owners.epoch + 1,
+    lease_expires_at = EXCLUDED.lease_expires_at
+WHERE session_owners.node_id = EXCLUDED.node_id OR session_owners.lease_expires_at <= now()
+RETURNING epoch`, session.String(), node, lease.Microseconds()).Scan(&l.Epoch)
+	if errors.Is(err, record.ErrNotFound) {
+		oe := &cluster.OwnedError{}
+		err = p.r.queryRow(ctx, `SELECT node_id, epoch, EXTRACT(EPOCH FROM lease_expires_at - now())::float8
+FROM session_owners WHERE session_id = $1`, session.String()).Scan(&oe.Node, &oe.Epoch, &oe.ExpiresIn)
+		if err == nil {
+			return cluster.Lease{}, oe
+		}
+		if errors.Is(err, record.ErrNotFound) { // released and gone between the two: a race to take again
+			return cluster.Lease{}, fmt.Errorf("session %s: the owner changed while taking it: %w", session, record.ErrConflict)
+		}
+	}
+	if err != nil {
+		return cluster.Lease{}, fmt.Errorf("take session %s: %w", session, err)
+	}
+	return l, nil
+}
+
+// RenewSession implements cluster.OwnerStore.
+func (p *Postgres) RenewSession(ctx context.Context, session uuid.UUID, node string, epoch int64, lease time.Duration) error {
+	k, err := p.r.exec(ctx, `UPDATE session_owners SET lease_expires_at = now() + $4 * interval '1 microsecond'
+WHERE session_id = $1 AND node_id = $2 AND epoch = $3`, session.String(), node, epoch, lease.Microseconds())
+	if err != nil {
+		return fmt.Errorf("renew session %s: %w", session, err)
+	}
+	if k == 0 {
+		return fmt.Errorf("renew session %s at epoch %d: %w", session, epoch, cluster.ErrFenced)
+	}
+	return nil
+}
+
+// ReleaseSession implements cluster.OwnerStore.
+func (p *Postgres) ReleaseSession(ctx context.Context, session uuid.UUID, node string, epoch int64) error {
+	_, err := p.r.exec(ctx, `UPDATE session_owners SET lease_expires_at = now()
+WHERE session_id = $1 AND node_id = $2 AND epoch = $3`, session.String(), node, epoch)
+	if err != nil {
+		return fmt.Errorf("release session %s: %w", session, err)
+	}
+	return nil
+}
+
+// CheckSessionEpoch is the fence of a transaction that records durable
+// state of session: node must own it at epoch, or the transaction fails
+// with cluster.ErrFenced (and the caller's writes roll back with it). The
+// row stays locked until the transaction ends, so a take by another node
+// waits for it, and no write of the old owner lands after a takeover.
+func (s *store) CheckSessionEpoch(ctx context.Context, session uuid.UUID, node string, epoch int64) error {
+	k, err := s.r.exec(ctx, `UPDATE session_owners SET epoch = epoch WHERE session_id = $1 AND node_id = $2 AND epoch = $3`,
+		session.String(), node, epoch)
+	if err != nil {
+		return fmt.Errorf("session %s: check owner: %w", session, err)
+	}
+	if k == 0 {
+		return fmt.Errorf("session %s, node %q at epoch %d: %w", session, node, epoch, cluster.ErrFenced)
+	}
+	return nil
 }

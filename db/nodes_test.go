@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/cluster"
+	"github.com/sessiond/sessiond/record"
 )
 
 // TestNodes: one live process per node id, judged on the database's
@@ -81,4 +82,70 @@ func TestLockBranch(t *testing.T) {
 	assert.True(t, free("other", "main"))
 	release()
 	assert.True(t, free("app", "main"), "released")
+}
+
+// TestSessionOwners: a session's lease is taken by conditional upserts
+// with the epoch up on every take; another node's live lease refuses a
+// take; the fence in a transaction holds only the current owner at the
+// current epoch; a released or expired lease may be taken at once.
+func TestSessionOwners(t *testing.T) {
+	ctx := t.Context()
+	p, err := OpenPostgres(ctx, freshSchema(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	hour := time.Hour
+	s := uuid.New()
+	fence := func(node string, epoch int64) error {
+		return p.atomic(ctx, func(tx *store) error { return tx.CheckSessionEpoch(ctx, s, node, epoch) })
+	}
+
+	l, err := p.TakeSession(ctx, s, "a", hour)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), l.Epoch)
+	require.NoError(t, fence("a", 1))
+	l, err = p.TakeSession(ctx, s, "a", hour)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), l.Epoch, "every take is a new epoch")
+	assert.ErrorIs(t, fence("a", 1), cluster.ErrFenced, "an old epoch of the same node is fenced")
+	assert.ErrorIs(t, fence("a", 1), record.ErrUnavailable)
+
+	_, err = p.TakeSession(ctx, s, "b", hour)
+	var oe *cluster.OwnedError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "a", oe.Node)
+	assert.Equal(t, int64(2), oe.Epoch)
+	assert.ErrorIs(t, err, record.ErrConflict)
+	assert.ErrorIs(t, fence("b", 2), cluster.ErrFenced)
+
+	require.NoError(t, p.RenewSession(ctx, s, "a", 2, hour))
+	require.NoError(t, p.ReleaseSession(ctx, s, "a", 2))
+	time.Sleep(time.Millisecond) // now() of the next transaction is later
+	l, err = p.TakeSession(ctx, s, "b", hour)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), l.Epoch)
+	assert.ErrorIs(t, p.RenewSession(ctx, s, "a", 2, hour), cluster.ErrFenced, "the old owner cannot renew")
+	assert.ErrorIs(t, fence("a", 2), cluster.ErrFenced, "nor write")
+	require.NoError(t, fence("b", 3))
+
+	// A lease that expired is taken without a release.
+	s2 := uuid.New()
+	_, err = p.TakeSession(ctx, s2, "a", 0)
+	require.NoError(t, err)
+	time.Sleep(time.Millisecond)
+	l, err = p.TakeSession(ctx, s2, "b", hour)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), l.Epoch)
+
+	// A fenced transaction writes nothing of what it wrote before the check.
+	require.NoError(t, p.JoinNode(ctx, cluster.Node{ID: "a", AdvertiseURL: "http://a", Version: "v1"}, uuid.New(), hour))
+	err = p.atomic(ctx, func(tx *store) error {
+		if _, err := tx.r.exec(ctx, `UPDATE nodes SET version = 'written by a fenced owner'`); err != nil {
+			return err
+		}
+		return tx.CheckSessionEpoch(ctx, s2, "a", 1)
+	})
+	assert.ErrorIs(t, err, cluster.ErrFenced)
+	ns, err := p.ListNodes(ctx, hour)
+	require.NoError(t, err)
+	assert.Equal(t, "v1", ns[0].Version)
 }

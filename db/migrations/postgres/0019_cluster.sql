@@ -16,3 +16,16 @@ CREATE TABLE nodes (
     sessions         integer NOT NULL DEFAULT 0,
     running_commands integer NOT NULL DEFAULT 0
 );
+
+-- A session's owner: the one node that serves it, by a lease taken and
+-- renewed by conditional upserts (expiry on the database's clock). epoch
+-- goes up on every take; every transaction that records the session's
+-- durable state checks it (locking the row), so a node that lost the
+-- session writes nothing more, and a take waits for such a transaction.
+CREATE TABLE session_owners (
+    session_id       uuid PRIMARY KEY,
+    node_id          text COLLATE "C" NOT NULL,
+    epoch            bigint NOT NULL,
+    lease_expires_at timestamptz NOT NULL
+);
+CREATE INDEX session_owners_node ON session_owners (node_id);

@@ -12,3 +12,13 @@ CREATE TABLE nodes (
     sessions         INTEGER NOT NULL DEFAULT 0,
     running_commands INTEGER NOT NULL DEFAULT 0
 );
+
+-- A session's owner (PostgreSQL's takes and renews it; here the check in
+-- a transaction finds the same table).
+CREATE TABLE session_owners (
+    session_id       TEXT PRIMARY KEY,
+    node_id          TEXT NOT NULL,
+    epoch            INTEGER NOT NULL,
+    lease_expires_at INTEGER NOT NULL
+);
+CREATE INDEX session_owners_node ON session_owners (node_id);

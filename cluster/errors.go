@@ -32,5 +32,6 @@ func (e *OwnedError) Error() string {
 	return fmt.Sprintf("the session is owned by node %q (epoch %d, lease for %.1fs more)", e.Node, e.Epoch, e.ExpiresIn)
 }
 
-// Unwrap makes it record.ErrConflict.
-func (e *OwnedError) Unwrap() error { return record.ErrConflict }
+// Unwrap makes it record.ErrUnavailable (503): the session is served by
+// another node.
+func (e *OwnedError) Unwrap() error { return record.ErrUnavailable }

@@ -194,3 +194,22 @@ func (o *Owners) RenewAll(ctx context.Context) {
 		}
 	}
 }
+
+// Node is the id of the node whose leases these are.
+func (o *Owners) Node() string { return o.cfg.Node }
+
+// ReleaseAll gives every held lease up, for a node stopping cleanly: the
+// other nodes may take its sessions at once instead of after the lease.
+func (o *Owners) ReleaseAll(ctx context.Context) error {
+	o.mu.Lock()
+	all := o.held
+	o.held = map[uuid.UUID]held{}
+	o.mu.Unlock()
+	var errs []error
+	for id, h := range all {
+		if err := o.cfg.Store.ReleaseSession(ctx, id, o.cfg.Node, h.epoch); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

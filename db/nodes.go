@@ -122,10 +122,16 @@ func branchLockKey(repo, branch string) int64 {
 
 var _ cluster.OwnerStore = (*Postgres)(nil)
 
+// side runs the statements of session leases on the pool of branch locks,
+// apart from the pool of the engines' transactions: a lease is taken
+// while a transaction of the node may be open, and must never wait for a
+// connection that transaction holds.
+func (p *Postgres) side() runner { return pgRunner{q: p.locks} }
+
 // TakeSession implements cluster.OwnerStore: one conditional upsert.
 func (p *Postgres) TakeSession(ctx context.Context, session uuid.UUID, node string, lease time.Duration) (cluster.Lease, error) {
 	l := cluster.Lease{Session: session, Node: node}
-	err := p.r.queryRow(ctx, `
+	err := p.side().queryRow(ctx, `
 INSERT INTO session_owners (session_id, node_id, epoch, lease_expires_at)
 VALUES ($1, $2, 1, now() + $3 * interval '1 microsecond')
 ON CONFLICT (session_id) DO UPDATE SET node_id = EXCLUDED.node_id, epoch = session_owners.epoch + 1,
@@ -134,7 +140,7 @@ WHERE session_owners.node_id = EXCLUDED.node_id OR session_owners.lease_expires_
 RETURNING epoch`, session.String(), node, lease.Microseconds()).Scan(&l.Epoch)
 	if errors.Is(err, record.ErrNotFound) {
 		oe := &cluster.OwnedError{}
-		err = p.r.queryRow(ctx, `SELECT node_id, epoch, EXTRACT(EPOCH FROM lease_expires_at - now())::float8
+		err = p.side().queryRow(ctx, `SELECT node_id, epoch, EXTRACT(EPOCH FROM lease_expires_at - now())::float8
 FROM session_owners WHERE session_id = $1`, session.String()).Scan(&oe.Node, &oe.Epoch, &oe.ExpiresIn)
 		if err == nil {
 			return cluster.Lease{}, oe
@@ -151,7 +157,7 @@ FROM session_owners WHERE session_id = $1`, session.String()).Scan(&oe.Node, &oe
 
 // RenewSession implements cluster.OwnerStore.
 func (p *Postgres) RenewSession(ctx context.Context, session uuid.UUID, node string, epoch int64, lease time.Duration) error {
-	k, err := p.r.exec(ctx, `UPDATE session_owners SET lease_expires_at = now() + $4 * interval '1 microsecond'
+	k, err := p.side().exec(ctx, `UPDATE session_owners SET lease_expires_at = now() + $4 * interval '1 microsecond'
 WHERE session_id = $1 AND node_id = $2 AND epoch = $3`, session.String(), node, epoch, lease.Microseconds())
 	if err != nil {
 		return fmt.Errorf("renew session %s: %w", session, err)
@@ -164,7 +170,7 @@ WHERE session_id = $1 AND node_id = $2 AND epoch = $3`, session.String(), node, 
 
 // ReleaseSession implements cluster.OwnerStore.
 func (p *Postgres) ReleaseSession(ctx context.Context, session uuid.UUID, node string, epoch int64) error {
-	_, err := p.r.exec(ctx, `UPDATE session_owners SET lease_expires_at = now()
+	_, err := p.side().exec(ctx, `UPDATE session_owners SET lease_expires_at = now()
 WHERE session_id = $1 AND node_id = $2 AND epoch = $3`, session.String(), node, epoch)
 	if err != nil {
 		return fmt.Errorf("release session %s: %w", session, err)

@@ -114,7 +114,7 @@ func TestSessionOwners(t *testing.T) {
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, "a", oe.Node)
 	assert.Equal(t, int64(2), oe.Epoch)
-	assert.ErrorIs(t, err, record.ErrConflict)
+	assert.ErrorIs(t, err, record.ErrUnavailable)
 	assert.ErrorIs(t, fence("b", 2), cluster.ErrFenced)
 
 	require.NoError(t, p.RenewSession(ctx, s, "a", 2, hour))

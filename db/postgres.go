@@ -25,8 +25,9 @@ type Postgres struct {
 	store
 	pool *pgxpool.Pool
 	// locks holds the connections of cluster-wide branch locks
-	// (LockBranch), apart from pool so that a lock held never waits for
-	// a connection its holder's transactions need.
+	// (LockBranch) and runs the statements of session leases, apart from
+	// pool so that neither ever waits for a connection the holder's
+	// transactions need.
 	locks *pgxpool.Pool
 }
 

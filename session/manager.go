@@ -344,7 +344,13 @@ func (m *Manager) ExpireDue(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, s := range due {
-		if err := m.expire(ctx, s); err != nil && !errors.Is(err, record.ErrConflict) {
+		err := m.expire(ctx, s)
+		if errors.Is(err, record.ErrUnavailable) {
+			// Served by another node of a cluster (its owner expires it),
+			// or unreachable now: a later round.
+			continue
+		}
+		if err != nil && !errors.Is(err, record.ErrConflict) {
 			return n, err
 		}
 		n++

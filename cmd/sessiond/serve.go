@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
@@ -30,6 +32,7 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/checkruns"
+	"github.com/sessiond/sessiond/internal/clustersession"
 	"github.com/sessiond/sessiond/internal/durable"
 	"github.com/sessiond/sessiond/internal/graphsession"
 	"github.com/sessiond/sessiond/mcpserver"
@@ -291,8 +294,24 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if c.AdminToken == "" {
 		log.Warn("no admin token: the daemon listens on loopback only, and any local process can use its API")
 	}
-	m := session.NewManager(session.Config{
-		Store: store, Repos: reg, Events: evs, Workdirs: wd,
+	// In a cluster the engine's writes of a session are fenced by this
+	// node's lease of it (taken on first use, renewed with the heartbeat).
+	var (
+		sessStore session.Store = store
+		owners    *cluster.Owners
+		m         *session.Manager
+	)
+	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
+		owners = cluster.NewOwners(cluster.OwnersConfig{Store: pg, Node: c.NodeID, Lease: c.NodeLease, Renew: c.NodeHeartbeat, Logger: log,
+			Lost: func(id uuid.UUID) {
+				fctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				m.Forget(fctx, id)
+			}})
+		sessStore = clustersession.New(store, owners)
+	}
+	m = session.NewManager(session.Config{
+		Store: sessStore, Repos: reg, Events: evs, Workdirs: wd,
 		Limits:    session.Limits{MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MaxOverlayBytes: int64(c.MaxOverlayBytes), MaxLifetime: c.MaxLifetime},
 		Observers: []session.Observer{graphsession.Observer(g)}, IdleUnload: c.IdleUnload,
 	})
@@ -417,6 +436,18 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 			}
 		}()
 		defer func() { hcancel(); <-beat }()
+		leases := make(chan struct{})
+		go func() { defer close(leases); owners.Run(hctx) }()
+		defer func() {
+			hcancel()
+			<-leases
+			// Hand the sessions over at once (after the requests ended).
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := owners.ReleaseAll(rctx); err != nil {
+				log.Warn("release session leases", "error", err)
+			}
+		}()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

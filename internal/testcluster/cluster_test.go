@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -338,4 +339,79 @@ func gitIn(dir string, args ...string) (string, error) {
 		return string(out), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
+}
+
+// TestSessionOwnership: a session belongs to the node that created it;
+// a write to it through another node is refused (503, naming the owner)
+// and writes nothing; once the owner stopped (its leases released), the
+// other node takes the session over and its writes go through.
+func TestSessionOwnership(t *testing.T) {
+	ctx := t.Context()
+	origin := NewOrigin(t, "small")
+	c := New(t, 2, "--repo", "app="+origin.URL)
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
+	require.NoError(t, err)
+	_, err = n1.C.WriteFile(ctx, s.ID, "mine.txt", []byte("mine\n"), client.WriteOptions{})
+	require.NoError(t, err)
+
+	_, err = n2.C.WriteFile(ctx, s.ID, "theirs.txt", []byte("theirs\n"), client.WriteOptions{})
+	var ae *client.Error
+	require.True(t, errors.As(err, &ae), "%v", err)
+	assert.Equal(t, http.StatusServiceUnavailable, ae.Status)
+	assert.Contains(t, ae.Message, `"node-1"`)
+	ms, err := n1.C.Mutations(ctx, s.ID, 0, 0)
+	require.NoError(t, err)
+	assert.Len(t, ms, 1, "the refused write recorded nothing")
+
+	n1.Stop()
+	_, err = n2.C.WriteFile(ctx, s.ID, "theirs.txt", []byte("theirs\n"), client.WriteOptions{})
+	require.NoError(t, err, "taken over after the owner released it")
+	ms, err = n2.C.Mutations(ctx, s.ID, 0, 0)
+	require.NoError(t, err)
+	assert.Len(t, ms, 2)
+}
+
+// TestPausedOwnerFenced: an owner paused (SIGSTOP) past its lease loses
+// its session to the node that writes to it next; woken (SIGCONT), the
+// old owner's writes are refused and nothing it tries becomes visible.
+func TestPausedOwnerFenced(t *testing.T) {
+	ctx := t.Context()
+	origin := NewOrigin(t, "small")
+	c := New(t, 2, "--repo", "app="+origin.URL, "--node-heartbeat", "200ms", "--node-lease", "2s")
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
+	require.NoError(t, err)
+	_, err = n1.C.WriteFile(ctx, s.ID, "before.txt", []byte("before\n"), client.WriteOptions{})
+	require.NoError(t, err)
+
+	pid := n1.Pid()
+	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	// Refused while the lease lives, taken once it expired.
+	require.Eventually(t, func() bool {
+		_, err := n2.C.WriteFile(ctx, s.ID, "taken.txt", []byte("taken\n"), client.WriteOptions{})
+		return err == nil
+	}, 30*time.Second, 200*time.Millisecond, "node-2 never took the session over")
+	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+	resumed = true
+
+	_, err = n1.C.WriteFile(ctx, s.ID, "late.txt", []byte("late\n"), client.WriteOptions{})
+	var ae *client.Error
+	require.True(t, errors.As(err, &ae), "the old owner's write is refused: %v", err)
+	assert.Equal(t, http.StatusServiceUnavailable, ae.Status)
+	assert.Contains(t, ae.Message, `"node-2"`)
+
+	ms, err := n2.C.Mutations(ctx, s.ID, 0, 0)
+	require.NoError(t, err)
+	var paths []string
+	for _, m := range ms {
+		paths = append(paths, m.Paths...)
+	}
+	assert.Equal(t, []string{"before.txt", "taken.txt"}, paths, "nothing of the old owner's after the takeover")
 }

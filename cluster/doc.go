@@ -10,9 +10,10 @@
 // renews them together and trusts each only until its own monotonic
 // deadline (lease minus a margin, counted from before the statement was
 // sent); the store's CheckSessionEpoch is the fence a transaction that
-// records a session's durable state runs. The session engine does not
-// take leases nor run the fence yet; forwarding, takeover and drain are
-// not built yet.
+// records a session's durable state runs (the session engine's store is
+// fenced by internal/clustersession in a cluster). Forwarding of session
+// requests to their owner, rebuilding a session from the store on a new
+// owner and drain are not built yet.
 //
 // Invariants:
 //   - Liveness is judged on the database's clock (now() in the store's

@@ -638,6 +638,11 @@ func registerOrigin(ctx context.Context, reg *repos.Registry, name, origin strin
 		return err
 	}
 	if _, err := reg.RegisterOrigin(ctx, name, origin); err != nil {
+		// Another node of the cluster, starting at the same time, may
+		// have registered it first: the same origin is no error.
+		if have, gerr := reg.Get(ctx, name); errors.Is(err, record.ErrDuplicate) && gerr == nil && have.Origin == origin {
+			return nil
+		}
 		return fmt.Errorf("--repo %s: %w", name, err)
 	}
 	log.Info("registered repository", "name", name, "origin", gitstore.RedactURL(origin))

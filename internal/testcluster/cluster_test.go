@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/internal/pgtest"
 	"github.com/sessiond/sessiond/internal/testdaemon"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
@@ -414,4 +416,53 @@ func TestPausedOwnerFenced(t *testing.T) {
 		paths = append(paths, m.Paths...)
 	}
 	assert.Equal(t, []string{"before.txt", "taken.txt"}, paths, "nothing of the old owner's after the takeover")
+}
+
+// TestPeriodicFetch: a push to the origin reaches a node's clone by the
+// periodic fetch, without any request asking for it.
+func TestPeriodicFetch(t *testing.T) {
+	ctx := t.Context()
+	origin := NewOrigin(t, "small")
+	d := testdaemon.New(t, "", "--repo", "app="+origin.URL, "--fetch-interval", "200ms")
+	work := t.TempDir()
+	testrepo.Git(t, work, "clone", "-q", origin.URL, ".")
+	testrepo.Git(t, work, "commit", "-q", "--allow-empty", "-m", "pushed")
+	testrepo.Git(t, work, "push", "-q", "origin", "main:main", "main:refs/heads/fetched")
+	pushed := strings.TrimSpace(testrepo.Git(t, work, "rev-parse", "HEAD"))
+	require.Eventually(t, func() bool {
+		bs, err := d.C.Branches(ctx, "app")
+		if err != nil {
+			return false
+		}
+		got := map[string]string{}
+		for _, b := range bs {
+			got[b.Name] = b.Commit
+		}
+		return got["main"] == pushed && got["fetched"] == pushed
+	}, 30*time.Second, 100*time.Millisecond, "the clone never saw the push")
+}
+
+// TestNodesStartTogether: three nodes started at once with the same
+// --repo origin all start (one registers it, the others find it).
+func TestNodesStartTogether(t *testing.T) {
+	origin := NewOrigin(t, "small")
+	c := &Cluster{T: t, DBURL: pgtest.FreshSchema(t), Args: []string{"--repo", "app=" + origin.URL}}
+	var wg sync.WaitGroup
+	nodes := make([]*Node, 3)
+	for i := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nd := &Node{ID: "node-" + strconv.Itoa(i+1)}
+			nd.Daemon = testdaemon.New(t, c.DBURL, c.NodeArgs(nd.ID, &nd.Port)...)
+			nodes[i] = nd
+		}()
+	}
+	wg.Wait()
+	for _, nd := range nodes {
+		require.NotNil(t, nd.Daemon, "%s started", nd.ID)
+		rp, err := nd.C.GetRepo(t.Context(), "app")
+		require.NoError(t, err)
+		assert.Equal(t, origin.URL, rp.Origin)
+	}
 }

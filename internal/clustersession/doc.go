@@ -11,7 +11,8 @@
 // Invariants: the epoch of a session is looked up at most once per
 // transaction (a take never waits for a row this transaction locked);
 // leases are taken on the store's side pool, never inside the
-// transaction's connection. What it does not cover yet: the changeset
-// service's transactions (an accept's move of its session's state) and
-// the event log's, which do not go through this store.
+// transaction's connection. The changeset service's transactions fence
+// the one write of a session's durable state they make (an accept or a
+// submit moving the session's state) through FenceState, which the
+// session engine calls in the transaction it is handed.
 package clustersession

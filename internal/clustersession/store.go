@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -168,4 +169,19 @@ func (t *fencedTx) CreateCheckpoint(ctx context.Context, c session.Checkpoint) (
 		return session.Checkpoint{}, err
 	}
 	return t.Tx.CreateCheckpoint(ctx, c)
+}
+
+// FenceState is the fence of a transaction of another engine (the
+// changeset service's accept) that moves the state of session id: tx
+// must be the store's (a Fencer).
+func (s *Store) FenceState(ctx context.Context, tx record.StateTx, id uuid.UUID) error {
+	f, ok := tx.(Fencer)
+	if !ok {
+		return fmt.Errorf("session %s: the store cannot check its owner", id)
+	}
+	epoch, err := s.owners.Take(ctx, id)
+	if err != nil {
+		return err
+	}
+	return f.CheckSessionEpoch(ctx, id, s.owners.Node(), epoch)
 }

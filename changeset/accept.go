@@ -184,6 +184,12 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		return AcceptResult{}, err
 	}
 	headCommit, err := r.Commit(ctx, c.HeadCommit)
+	if errors.Is(err, gitstore.ErrMissingObject) && r.Origin() != "" {
+		// A cluster node's own clone: the session's objects are in the
+		// clone of the node that holds it (they are not in the store yet).
+		return AcceptResult{}, fmt.Errorf("%w: changeset %s: its commit %s is not in this node's clone of %s: accept it on the node that holds session %s",
+			record.ErrUnavailable, id, c.HeadCommit, c.Repo, c.Session)
+	}
 	if err != nil {
 		return AcceptResult{}, fmt.Errorf("changeset %s head: %w", id, err)
 	}

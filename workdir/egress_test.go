@@ -69,3 +69,28 @@ echo TRIED`
 	require.NoError(t, err)
 	require.NoError(t, s.Settle(t.Context(), f.view(), paths(cs)))
 }
+
+// Unisolated, the proxy listens on the host's loopback and the
+// environment names it: what the list admits works the same, though
+// nothing keeps a command to it (isolated false says so).
+func TestEgressUnisolated(t *testing.T) {
+	m := newManager(t, workdir.ModeAuto, true)
+	require.False(t, m.Isolated())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "listed") }))
+	defer srv.Close()
+	allow, err := egress.ParseAllowlist([]string{"127.0.0.1"})
+	require.NoError(t, err)
+	p := egress.New(allow, nil)
+	f := newFixture(t)
+	s, err := m.Prepare(t.Context(), f.view())
+	require.NoError(t, err)
+	via := `curl -sS --max-time 20 --noproxy '' --proxy "$HTTP_PROXY" `
+	res, err := s.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c", via + srv.URL + `; echo; ` + via + `-o /dev/null -w '%{http_code}' http://10.1.2.3/`},
+		Egress: p, Timeout: time.Minute})
+	require.NoError(t, err)
+	assert.Equal(t, "listed\n403", string(res.Stdout), string(res.Stderr))
+	assert.Equal(t, []string{"10.1.2.3"}, p.Refused())
+	cs, err := s.Capture(t.Context(), f.view(), 0)
+	require.NoError(t, err)
+	require.NoError(t, s.Settle(t.Context(), f.view(), paths(cs)))
+}

@@ -62,7 +62,7 @@ func withEnv(env, set []string) []string {
 func receiveListener(c *net.UnixConn) (net.Listener, error) {
 	buf := make([]byte, 16)
 	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	_, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,6 @@ func receiveListener(c *net.UnixConn) (net.Listener, error) {
 	}
 	f := os.NewFile(uintptr(fds[0]), "egress-listener")
 	defer f.Close()
-	_ = n
 	return net.FileListener(f)
 }
 

@@ -106,6 +106,10 @@ func (e *refusal) Error() string {
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodConnect {
+		if _, _, err := net.SplitHostPort(r.Host); err != nil {
+			http.Error(w, "sessiond egress proxy: CONNECT names host:port", http.StatusBadRequest)
+			return
+		}
 		p.connect(w, r)
 		return
 	}

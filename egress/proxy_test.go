@@ -85,6 +85,17 @@ func TestProxyPlainHTTPByCIDR(t *testing.T) {
 	require.NoError(t, err)
 	res.Body.Close()
 	assert.Equal(t, http.StatusBadRequest, res.StatusCode)
+	// A CONNECT without a port.
+	conn, err := net.Dial("tcp", u.Host)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, "CONNECT example.com HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	require.NoError(t, err)
+	line := make([]byte, 12)
+	_, err = io.ReadFull(conn, line)
+	require.NoError(t, err)
+	assert.Equal(t, "HTTP/1.1 400", string(line))
+	assert.Equal(t, []string{"10.9.8.7", "nothing.invalid"}, p.Refused(), "a malformed request is no destination refused")
 }
 
 func TestProxyConnectTunnel(t *testing.T) {

@@ -213,3 +213,14 @@ func (o *Owners) ReleaseAll(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// HeldIDs lists the sessions whose leases the node holds.
+func (o *Owners) HeldIDs() []uuid.UUID {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]uuid.UUID, 0, len(o.held))
+	for id := range o.held {
+		out = append(out, id)
+	}
+	return out
+}

@@ -58,6 +58,7 @@ type serveConfig struct {
 	AdvertiseURL      string        `help:"With --node-id: the URL the other nodes reach this one at (http://HOST:PORT)." name:"advertise-url" env:"SESSIOND_ADVERTISE_URL" placeholder:"URL"`
 	NodeHeartbeat     time.Duration `help:"With --node-id: how often the node renews its row in the nodes table." env:"SESSIOND_NODE_HEARTBEAT" default:"2s" placeholder:"DURATION"`
 	NodeLease         time.Duration `help:"With --node-id: how old a node's heartbeat may be (on the database's clock) before the others hold it dead." env:"SESSIOND_NODE_LEASE" default:"15s" placeholder:"DURATION"`
+	Placement         string        `help:"With --node-id: where new sessions go: local (the node the request reached) or balanced (the live node with the fewest running commands)." env:"SESSIOND_PLACEMENT" default:"local" placeholder:"MODE"`
 	AdminToken        string        `help:"Admin bearer token; turns auth on and allows non-loopback addresses." env:"SESSIOND_ADMIN_TOKEN" placeholder:"T"`
 	AllowedHosts      []string      `help:"Another name of the daemon that requests may carry in Host (repeatable; comma-separated in the variable): NAME for any port, NAME:PORT for one. The listen address, localhost and loopback addresses need none." name:"allowed-host" env:"SESSIOND_ALLOWED_HOSTS" placeholder:"NAME[:PORT]"`
 	CommitURL         string        `help:"Template of a repository's commit view, for the review page's commit links: {repo} and {commit} are replaced (https://forge.example/{repo}/commit/{commit}); empty: commits are not linked." name:"commit-url" env:"SESSIOND_COMMIT_URL" placeholder:"TEMPLATE"`
@@ -193,6 +194,9 @@ func (c *serveConfig) validateNode() error {
 	case c.NodeHeartbeat <= 0 || c.NodeLease <= c.NodeHeartbeat:
 		return fmt.Errorf("--node-heartbeat %s and --node-lease %s: want a positive heartbeat shorter than the lease", c.NodeHeartbeat, c.NodeLease)
 	}
+	if err := cluster.CheckPlacement(c.Placement); err != nil {
+		return fmt.Errorf("--placement (SESSIOND_PLACEMENT): %w", err)
+	}
 	if err := cluster.CheckConfig(c.NodeID, c.AdvertiseURL); err != nil {
 		return fmt.Errorf("--node-id (SESSIOND_NODE_ID), --advertise-url (SESSIOND_ADVERTISE_URL): %w", err)
 	}
@@ -281,7 +285,14 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	// every part below is handed the ones it uses.
 	reg := repos.New(repos.Config{Store: store, DataDir: c.DataDir, Secrets: box})
 	defer reg.Close() // last: the graph's workers read repositories until joined
-	evs := events.New(store, nil)
+	// In a cluster the streams of every node wake on every node's events.
+	var wake events.Waker
+	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
+		if wake, err = pg.Waker(ctx, log); err != nil {
+			return fmt.Errorf("listen for the cluster's events: %w", err)
+		}
+	}
+	evs := events.New(store, wake)
 	// The session graph observes every session; its overlap events go to
 	// the event log.
 	g := graph.New(graph.Config{Events: evs, Logger: log})
@@ -332,7 +343,13 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
+	var (
+		router  *cluster.Router
+		drainer api.Drainer
+	)
 	if node != nil {
+		router = cluster.NewRouter(node, owners, store.(*db.Postgres), c.Placement)
+		drainer = &clustersession.Drainer{Router: router, Manager: m, Exec: runner}
 		defer func() {
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
@@ -365,7 +382,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: tokenKey, LocalUser: localUser,
 		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
 		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, WriteTimeout: c.WriteTimeout, Logger: log, MCP: mcpHandler, Store: store,
-		Cluster: node,
+		Cluster: node, Router: router, Drainer: drainer,
 	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {

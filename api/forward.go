@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,6 +45,10 @@ type forwardTo struct {
 	node, url string
 	hops      []string
 	target    *url.URL
+	// answered is closed when the target's response headers arrive;
+	// abandoned is set when the watch gave up on it first.
+	answered  chan struct{}
+	abandoned atomic.Bool
 }
 
 func newForwarder(r *cluster.Router) *forwarder {
@@ -67,8 +72,18 @@ func newForwarder(r *cluster.Router) *forwarder {
 			pr.SetXForwarded()
 			pr.Out.Header.Set(HopHeader, strings.Join(to.hops, ", "))
 		},
+		ModifyResponse: func(resp *http.Response) error {
+			close(resp.Request.Context().Value(forwardKey{}).(*forwardTo).answered)
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			to := r.Context().Value(forwardKey{}).(*forwardTo)
+			if to.abandoned.Load() {
+				writeError(w, newError(http.StatusServiceUnavailable, apitypes.CodeUnavailable,
+					"node %q, which served this session, stopped answering and its lease ran out: retry, and another node takes the session over (hops: %s)",
+					to.node, strings.Join(to.hops, ", ")))
+				return
+			}
 			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 				return // the client left
 			}
@@ -80,9 +95,10 @@ func newForwarder(r *cluster.Router) *forwarder {
 	return f
 }
 
-// hops reads r's hop list; a loop (this node in it already) or a chain
-// too long is refused with 508 naming the hops.
-func (f *forwarder) hops(r *http.Request) ([]string, *apitypes.Error) {
+// hops reads r's hop list for a forward to node; a loop (this node or
+// node in it already: the nodes disagree on who serves it) or a chain too
+// long is refused with 508 naming the hops.
+func (f *forwarder) hops(r *http.Request, node string) ([]string, *apitypes.Error) {
 	var hops []string
 	for _, h := range strings.Split(r.Header.Get(HopHeader), ",") {
 		if h = strings.TrimSpace(h); h != "" {
@@ -90,16 +106,21 @@ func (f *forwarder) hops(r *http.Request) ([]string, *apitypes.Error) {
 		}
 	}
 	self := f.router.Self()
-	if slices.Contains(hops, self) || len(hops) >= maxHops {
+	if slices.Contains(hops, self) || slices.Contains(hops, node) || len(hops) >= maxHops {
 		return nil, newError(http.StatusLoopDetected, apitypes.CodeLoopDetected,
-			"forwarding loop: the request passed %s and came back to node %q; the nodes disagree on who serves it",
-			strings.Join(hops, ", "), self)
+			"forwarding loop: the request passed %s, and node %q would send it on to node %q; the nodes disagree on who serves it",
+			strings.Join(append(hops, self), ", "), self, node)
 	}
 	return hops, nil
 }
 
-// forward proxies r to t, adding this node to the hops.
-func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, t cluster.Target, hops []string) {
+// forward proxies r to t, adding this node to the hops. With a session,
+// the wait for the owner's answer is watched: an owner that does not
+// answer until its lease of the session ran out (paused, cut off) is
+// given up on with 503, and the client's retry is taken over here. The
+// fencing of its writes makes that safe: a request it still applies
+// after the takeover writes nothing.
+func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, t cluster.Target, hops []string, session uuid.UUID) {
 	u, err := url.Parse(t.URL)
 	if err != nil || t.URL == "" {
 		writeError(w, newError(http.StatusServiceUnavailable, apitypes.CodeUnavailable,
@@ -108,8 +129,41 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, t cluster.Ta
 	}
 	// A stream may run for as long as its command: no write deadline.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	to := &forwardTo{node: t.Node, url: t.URL, hops: append(slices.Clone(hops), f.router.Self()), target: u}
-	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), forwardKey{}, to)))
+	to := &forwardTo{node: t.Node, url: t.URL, hops: append(slices.Clone(hops), f.router.Self()), target: u,
+		answered: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), forwardKey{}, to))
+	defer cancel()
+	if session != uuid.Nil {
+		go f.watch(ctx, cancel, to, session)
+	}
+	f.proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// watch looks at session's owner every renewal interval until the
+// target answers: once the target no longer holds a live lease of it,
+// the forward is abandoned.
+func (f *forwarder) watch(ctx context.Context, cancel func(), to *forwardTo, session uuid.UUID) {
+	t := time.NewTicker(f.router.Interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-to.answered:
+			return
+		case <-t.C:
+		}
+		if !f.router.Serves(ctx, session, to.node) {
+			select {
+			case <-to.answered:
+				return
+			default:
+			}
+			to.abandoned.Store(true)
+			cancel()
+			return
+		}
+	}
 }
 
 // route decides, for a request of route rt, whether it is served here
@@ -150,12 +204,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rt *Route) bool {
 	if t.Local {
 		return true
 	}
-	hops, herr := s.fwd.hops(r)
+	hops, herr := s.fwd.hops(r, t.Node)
 	if herr != nil {
 		writeError(w, herr)
 		return false
 	}
-	s.fwd.forward(w, r, t, hops)
+	s.fwd.forward(w, r, t, hops, t.Session)
 	return false
 }
 

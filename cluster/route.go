@@ -55,6 +55,9 @@ type Target struct {
 	Local bool
 	Node  string
 	URL   string
+	// Session is the session Node serves, when the target is a session's
+	// owner.
+	Session uuid.UUID
 }
 
 // Router decides which node serves a session's requests and where new
@@ -99,7 +102,7 @@ func (r *Router) Session(ctx context.Context, id uuid.UUID) (Target, error) {
 	case !ok:
 		return Target{Local: true}, nil
 	case o.Live && o.Node != r.Self():
-		return Target{Node: o.Node, URL: o.URL}, nil
+		return Target{Node: o.Node, URL: o.URL, Session: id}, nil
 	case r.draining.Load():
 		if t, err := r.pick(ctx, true); err != nil || !t.Local {
 			return t, err
@@ -160,6 +163,19 @@ func (r *Router) pick(ctx context.Context, away bool) (Target, error) {
 	}
 	return Target{Node: cands[0].ID, URL: cands[0].AdvertiseURL}, nil
 }
+
+// Serves reports whether node holds a live lease of session (true too
+// when the store cannot say: only a known expiry gives up on a node).
+func (r *Router) Serves(ctx context.Context, session uuid.UUID, node string) bool {
+	o, ok, err := r.store.SessionOwner(ctx, session)
+	if err != nil {
+		return true
+	}
+	return ok && o.Live && o.Node == node
+}
+
+// Interval is how often the leases are renewed.
+func (r *Router) Interval() time.Duration { return r.owners.cfg.Renew }
 
 // Draining reports whether this node is being drained.
 func (r *Router) Draining() bool { return r != nil && r.draining.Load() }

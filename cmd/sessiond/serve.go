@@ -32,6 +32,7 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/checkruns"
+	"github.com/sessiond/sessiond/internal/clustergraph"
 	"github.com/sessiond/sessiond/internal/clustersession"
 	"github.com/sessiond/sessiond/internal/durable"
 	"github.com/sessiond/sessiond/internal/graphsession"
@@ -438,6 +439,20 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 			}
 		}
 	}()
+
+	// The graph learns the other nodes' sessions from the event log, so
+	// overlap warnings span nodes.
+	if node != nil {
+		gctx, gcancel := context.WithCancel(ctx)
+		learned := make(chan struct{})
+		go func() {
+			defer close(learned)
+			clustergraph.Run(gctx, clustergraph.Config{Events: evs, Graph: g, Repos: reg, Logger: log,
+				API:   client.NewInProcess(srvAPI, c.AdminToken),
+				Local: func(id uuid.UUID) bool { _, ok := owners.Epoch(id); return ok }})
+		}()
+		defer func() { gcancel(); <-learned }()
+	}
 
 	// The node's heartbeat; a node whose id another process took (it
 	// missed its heartbeats past the lease) stops.

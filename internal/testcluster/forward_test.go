@@ -322,3 +322,35 @@ func TestDrain(t *testing.T) {
 }
 
 var _ = testdaemon.Binary
+
+// TestOverlapAcrossNodes: two sessions on two nodes that change one file
+// are warned of each other, as two sessions on one node are.
+func TestOverlapAcrossNodes(t *testing.T) {
+	ctx := t.Context()
+	origin := NewOrigin(t, "small")
+	c := New(t, 2, "--repo", "app="+origin.URL)
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	s1, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main", AgentName: "one"})
+	require.NoError(t, err)
+	s2, err := n2.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main", AgentName: "two"})
+	require.NoError(t, err)
+	_, err = n1.C.WriteFile(ctx, s1.ID, "shared.go", []byte("package app\n\nfunc One() int { return 1 }\n"), client.WriteOptions{})
+	require.NoError(t, err)
+	_, err = n2.C.WriteFile(ctx, s2.ID, "shared.go", []byte("package app\n\nfunc One() int { return 2 }\n"), client.WriteOptions{})
+	require.NoError(t, err)
+	for _, x := range []struct{ self, other string }{{s1.ID, s2.ID}, {s2.ID, s1.ID}} {
+		require.Eventually(t, func() bool {
+			evs, err := n1.C.EventList(ctx, x.self, 0, 100, "overlap.detected")
+			if err != nil {
+				return false
+			}
+			for _, e := range evs {
+				pl, _ := e.Payload.(map[string]any)
+				if pl["other"] == x.other && pl["path"] == "shared.go" {
+					return true
+				}
+			}
+			return false
+		}, 20*time.Second, 100*time.Millisecond, "session %s was never warned of %s", x.self, x.other)
+	}
+}

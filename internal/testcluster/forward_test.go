@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -321,7 +323,6 @@ func TestDrain(t *testing.T) {
 	}
 }
 
-var _ = testdaemon.Binary
 
 // TestOverlapAcrossNodes: two sessions on two nodes that change one file
 // are warned of each other, as two sessions on one node are.
@@ -353,4 +354,50 @@ func TestOverlapAcrossNodes(t *testing.T) {
 			return false
 		}, 20*time.Second, 100*time.Millisecond, "session %s was never warned of %s", x.self, x.other)
 	}
+}
+
+// sessiond runs the client with args against server and returns its
+// exit code and standard output.
+func sessiond(t *testing.T, server string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), testdaemon.Binary, append([]string{"--server", server}, args...)...)
+	cmd.Env = append(os.Environ(), "SESSIOND_TOKEN=", "SESSIOND_SERVER=")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// TestNodeCLI: `sessiond node ls` lists the nodes; `sessiond node drain`
+// drains the node --server reaches (or the one named), and says so; a
+// daemon that is no cluster has nothing to drain to (exit 2).
+func TestNodeCLI(t *testing.T) {
+	origin := NewOrigin(t, "small")
+	c := New(t, 2, "--repo", "app="+origin.URL)
+	s, err := c.Nodes[1].C.CreateSession(t.Context(), apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
+	require.NoError(t, err)
+	code, out, errOut := sessiond(t, c.Nodes[0].URL, "node", "ls")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "node-1")
+	assert.Contains(t, out, "node-2")
+	code, out, errOut = sessiond(t, c.Nodes[0].URL, "node", "drain", "node-2", "--timeout", "5s")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "drained node node-2: 1 sessions handed off, 0 kept")
+	code, out, errOut = sessiond(t, c.Nodes[0].URL, "--json", "node", "ls")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"draining": true`)
+	_, err = c.Nodes[0].C.WriteFile(t.Context(), s.ID, "x.txt", []byte("x\n"), client.WriteOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "node-1", c.owner(t, s.ID))
+
+	d := testdaemon.New(t, "")
+	code, _, errOut = sessiond(t, d.URL, "node", "drain")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "no node of a cluster")
 }

@@ -78,6 +78,18 @@ func helperOuter(specJSON string) int {
 	cmd.SysProcAttr.Setpgid = false
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{status, joinedR}
+	if spec.Term {
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		defer signal.Stop(term)
+		go func() {
+			for range term {
+				if cmd.Process != nil {
+					_ = cmd.Process.Signal(syscall.SIGTERM)
+				}
+			}
+		}()
+	}
 	if err := cmd.Start(); err != nil {
 		_ = json.NewEncoder(status).Encode(helperStatus{Error: "start in new namespaces: " + err.Error()})
 		return 125
@@ -118,6 +130,14 @@ func helperMain(specJSON string) int {
 		_ = enc.Encode(helperStatus{Error: err.Error()})
 		return 125
 	}
+	var startPorts func() error
+	if spec.NewNet && len(spec.Ports) > 0 {
+		start, err := openPorts(spec.Ports)
+		if err != nil {
+			return fail(err)
+		}
+		startPorts = start
+	}
 	writable, err := buildRoot(spec)
 	if err != nil {
 		return fail(err)
@@ -125,6 +145,11 @@ func helperMain(specJSON string) int {
 	if spec.NewNet {
 		if err := loopbackUp(); err != nil {
 			return fail(fmt.Errorf("loopback: %w", err))
+		}
+	}
+	if startPorts != nil {
+		if err := startPorts(); err != nil {
+			return fail(err)
 		}
 	}
 	_ = unix.Sethostname([]byte("sessiond"))
@@ -137,7 +162,15 @@ func helperMain(specJSON string) int {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fail(fmt.Errorf("undumpable: %w", err))
 	}
-	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+	if spec.Term {
+		// A service: the daemon's SIGTERM (passed on by the first
+		// stage) goes to the command's process group.
+		serviceTerm = make(chan os.Signal, 1)
+		signal.Notify(serviceTerm, syscall.SIGTERM)
+	} else {
+		signal.Ignore(syscall.SIGTERM)
+	}
 	if spec.NoLandlock {
 		writable = nil
 	}
@@ -150,6 +183,10 @@ func helperMain(specJSON string) int {
 	}
 	return runAsChild(spec, enc, began, abi, false)
 }
+
+// serviceTerm receives the SIGTERM a service's helper passes on to the
+// command's process group (helperSpec.Term).
+var serviceTerm chan os.Signal
 
 // helperPlain runs a command where the kernel gives no namespaces: as a
 // child subreaper in the command's cgroups, so that every descendant,
@@ -321,6 +358,13 @@ func runAsChild(spec helperSpec, enc *json.Encoder, began int64, abi int, plain 
 		return 0
 	}
 	_ = enc.Encode(helperStatus{Started: started, Began: began, Landlock: abi})
+	if serviceTerm != nil {
+		go func() {
+			for range serviceTerm {
+				_ = syscall.Kill(-pid, syscall.SIGTERM)
+			}
+		}()
+	}
 	st := helperStatus{Exited: true}
 	done := make(chan struct{})
 	if plain {

@@ -384,6 +384,9 @@ func (m *recorder) setState(ctx context.Context, ls *live, to State) error {
 	m.events.Notify()
 	if to.Terminal() {
 		m.observeClosed(ctx, ls.meta)
+		if m.ended != nil {
+			m.ended(ls.meta.ID)
+		}
 		m.removeScratch(ls)
 	}
 	if to.Terminal() && to != StateAccepted {

@@ -93,6 +93,8 @@ type rlimitSpec struct {
 type helperStatus struct {
 	Error   string `json:"error,omitempty"`
 	Started int64  `json:"started,omitempty"`
+	// PID is the command's process id (with Started).
+	PID int `json:"pid,omitempty"`
 	// Began is when the helper's own code began (with Started).
 	Began int64 `json:"began,omitempty"`
 	// Landlock is the Landlock ABI the command is restricted by (with

@@ -357,7 +357,7 @@ func runAsChild(spec helperSpec, enc *json.Encoder, began int64, abi int, plain 
 		_ = enc.Encode(helperStatus{Exited: true, Code: code})
 		return 0
 	}
-	_ = enc.Encode(helperStatus{Started: started, Began: began, Landlock: abi})
+	_ = enc.Encode(helperStatus{Started: started, Began: began, Landlock: abi, PID: pid})
 	if serviceTerm != nil {
 		go func() {
 			for range serviceTerm {

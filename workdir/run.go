@@ -50,6 +50,9 @@ type Command struct {
 	// Term, when closed, sends the command's process group SIGTERM
 	// (the end of Timeout or of the context still kills its tree).
 	Term <-chan struct{}
+	// Started, when set, learns the command's process id (inside its
+	// PID namespace, isolated) once it started.
+	Started func(pid int)
 
 	// service: the command outlives the scratch's commands (Serve): it
 	// shows pres, and leaves the scratch's state alone.
@@ -333,6 +336,9 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			setupErr = st.Error
 		case st.Started != 0:
 			res.Started = time.Unix(0, st.Started)
+			if c.Started != nil && st.PID != 0 {
+				c.Started(st.PID)
+			}
 			began = time.Unix(0, st.Began)
 			res.Landlock = st.Landlock
 		case st.Exited:

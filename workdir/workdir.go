@@ -495,6 +495,10 @@ func (s *Scratch) releaseBase() {
 	}
 }
 
+// ScratchDir is the scratch directory of session id (made by its first
+// Prepare).
+func (m *Manager) ScratchDir(id string) string { return filepath.Join(m.dir, "sessions", id) }
+
 // Dir is the scratch directory (for disk accounting).
 func (s *Scratch) Dir() string { return s.dir }
 

@@ -37,11 +37,12 @@ func (s *Server) startService(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	opts := session.ServiceOptions{Name: req.Name, Argv: req.Argv, Command: req.Command, Cwd: req.Cwd, Env: req.Env, Port: req.Port, Restart: req.Restart}
-	if req.Port != 0 {
-		if err := session.CheckPort(req.Port); err != nil {
+	opts := session.ServiceOptions{Name: req.Name, Argv: req.Argv, Command: req.Command, Cwd: req.Cwd, Env: req.Env, Restart: req.Restart}
+	if req.Port != nil {
+		if err := session.CheckPort(*req.Port); err != nil {
 			return err
 		}
+		opts.Port = *req.Port
 	}
 	if req.Ready != nil {
 		if t := req.Ready.TimeoutSeconds; t < 0 || math.IsNaN(t) || t > 3600 {

@@ -21,7 +21,7 @@ type ServiceRequest struct {
 	Env     map[string]string `json:"env,omitempty"`
 	// Port is the port the service listens on (127.0.0.1 inside its
 	// sandbox), 1 to 65535; absent: none.
-	Port  int           `json:"port,omitempty"`
+	Port  *int          `json:"port,omitempty"`
 	Ready *ServiceReady `json:"ready,omitempty"`
 	// Restart is no (the default) or on-failure.
 	Restart string `json:"restart,omitempty"`

@@ -250,7 +250,7 @@ func New(cfg Config) *Server {
 		m: cfg.Manager, repos: cfg.Repos, events: cfg.Events, runner: cfg.Exec, cs: cfg.Changesets, auth: newAuth(cfg.AdminToken, cfg.TokenSecret, cfg.LocalUser), hosts: cfg.AllowedHosts,
 		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, writeTimeout: cfg.WriteTimeout, log: cfg.Logger, mcp: cfg.MCP,
 		storeSpace: cfg.Store, previewDomain: strings.TrimPrefix(cfg.PreviewDomain, "."),
-		mux:        http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
+		mux: http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
 	}
 	s.metrics = newMetrics(cfg.Registry, cfg.Manager)
 	for i := range routes {

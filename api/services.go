@@ -122,15 +122,16 @@ func (s *Server) stopService(w http.ResponseWriter, r *http.Request) error {
 }
 
 // serviceLogs serves GET /v1/sessions/{id}/services/{name}/logs: the
-// last tail lines (default 100), then each new line, as Server-Sent
-// Events (event line), until the service ends (event end) or the client
-// leaves.
+// last tail lines (default 100), then (unless follow=false) each new
+// line, as Server-Sent Events (event line), until the service ends
+// (event end) or the client leaves.
 func (s *Server) serviceLogs(w http.ResponseWriter, r *http.Request) error {
 	id, err := sessionID(r)
 	if err != nil {
 		return err
 	}
 	tail := 100
+	follow := r.URL.Query().Get("follow") != "false"
 	if t := r.URL.Query().Get("tail"); t != "" {
 		if tail, err = strconv.Atoi(t); err != nil {
 			return badRequest("tail %q: want a number of lines", t)
@@ -177,7 +178,7 @@ func (s *Server) serviceLogs(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}()
-	err = ex.ServiceLogs(ctx, id, r.PathValue("name"), tail, func(line string) error {
+	err = ex.ServiceLogs(ctx, id, r.PathValue("name"), tail, follow, func(line string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		begin()

@@ -672,10 +672,10 @@ func (e *Executor) StopService(ctx context.Context, id uuid.UUID, name string) (
 	return s.info, nil
 }
 
-// ServiceLogs follows the named service's output: the last tail lines
-// first, then what comes until the service ends or ctx does. Each line
-// is passed to out.
-func (e *Executor) ServiceLogs(ctx context.Context, id uuid.UUID, name string, tail int, out func(line string) error) error {
+// ServiceLogs passes the named service's output to out, line by line:
+// the last tail lines first, then, with follow, what comes until the
+// service ends or ctx does.
+func (e *Executor) ServiceLogs(ctx context.Context, id uuid.UUID, name string, tail int, follow bool, out func(line string) error) error {
 	if e.workdirs == nil {
 		return ErrNoWorkdir
 	}
@@ -689,7 +689,7 @@ func (e *Executor) ServiceLogs(ctx context.Context, id uuid.UUID, name string, t
 	if s == nil {
 		return fmt.Errorf("%w: service %q: the session has none by that name", record.ErrNotFound, name)
 	}
-	return s.logs.follow(ctx, tail, out)
+	return s.logs.follow(ctx, tail, follow, out)
 }
 
 // dialTarget notes a request through the session's port (the idle
@@ -1004,7 +1004,7 @@ func (l *logRing) tail(n int) string {
 
 // follow passes the last n lines, then each new one, until the log
 // closes or ctx ends.
-func (l *logRing) follow(ctx context.Context, n int, out func(string) error) error {
+func (l *logRing) follow(ctx context.Context, n int, follow bool, out func(string) error) error {
 	l.mu.Lock()
 	start := l.seq - int64(min(n, len(l.lines)))
 	l.mu.Unlock()
@@ -1024,7 +1024,7 @@ func (l *logRing) follow(ctx context.Context, n int, out func(string) error) err
 				return err
 			}
 		}
-		if closed {
+		if closed || !follow {
 			return nil
 		}
 		select {

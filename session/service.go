@@ -647,6 +647,9 @@ func (e *Executor) StopService(ctx context.Context, id uuid.UUID, name string) (
 	if e.workdirs == nil {
 		return ServiceInfo{}, ErrNoWorkdir
 	}
+	if _, err := e.Get(ctx, id); err != nil {
+		return ServiceInfo{}, err
+	}
 	e.svcs.mu.Lock()
 	ss := e.svcs.session(e, id)
 	s := ss.find(name)
@@ -681,6 +684,9 @@ func (e *Executor) ServiceLogs(ctx context.Context, id uuid.UUID, name string, t
 	}
 	if tail < 0 || tail > maxLogLines {
 		return fmt.Errorf("%w: tail %d: want 0 to %d", record.ErrInvalid, tail, maxLogLines)
+	}
+	if _, err := e.Get(ctx, id); err != nil {
+		return err
 	}
 	e.svcs.mu.Lock()
 	ss := e.svcs.session(e, id)

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +39,7 @@ const serverPy = `import base64, hashlib, http.server, socketserver, sys, time
 PORT, NAME = int(sys.argv[1]), sys.argv[2]
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
     def do_GET(self):
         if self.headers.get("Upgrade", "").lower() == "websocket":
             key = self.headers["Sec-WebSocket-Key"]
@@ -81,7 +84,7 @@ S(("127.0.0.1", PORT), H).serve_forever()
 // svcEnv is the daemon's handler over isolated commands (namespaces),
 // the embedded store and a data directory a second daemon can reopen.
 type svcEnv struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	repo  string
 	api   *Server
@@ -95,7 +98,7 @@ type svcEnv struct {
 
 const svcAdmin = "admin-token-for-services"
 
-func newSvcEnv(t *testing.T, dir, repo string) *svcEnv {
+func newSvcEnv(t testing.TB, dir, repo string) *svcEnv {
 	t.Helper()
 	st, err := db.OpenSQLiteDir(t.Context(), dir)
 	require.NoError(t, err)
@@ -475,3 +478,144 @@ func TestServiceLifecycle(t *testing.T) {
 	code, body = e2.call("GET", "/v1/sessions/"+a+"/files/late.txt", aTok, nil)
 	assert.Equal(t, 200, code, "%s", body)
 }
+
+// freePort is a port of the host's loopback nothing listens on now.
+func freePort(t testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// BenchmarkServicePort: a request through the port route (the daemon's
+// reverse proxy, the Unix socket, the sandbox's relay) against the same
+// server program run directly on the host, in the same run, as median
+// latencies of keep-alive GETs (ns/op is the port route's); and a
+// trivial server's start to ready through the daemon against the same
+// server's own start on the host.
+func BenchmarkServicePort(b *testing.B) {
+	e := newSvcEnv(b, b.TempDir(), testrepo.Build(b, "small"))
+	id, tok := e.newSession()
+	code, body := e.call("POST", "/v1/sessions/"+id+"/services", tok, pyServer(8080, "A"))
+	require.Equal(b, 201, code, "%s", body)
+
+	// The same program on the host.
+	dir := b.TempDir()
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "server.py"), []byte(serverPy), 0o644))
+	hostPort := freePort(b)
+	cmd := exec.Command("python3", "server.py", strconv.Itoa(hostPort), "H")
+	cmd.Dir = dir
+	require.NoError(b, cmd.Start())
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	direct := "http://127.0.0.1:" + strconv.Itoa(hostPort) + "/x"
+	require.Eventually(b, func() bool {
+		r, err := http.Get(direct)
+		if err == nil {
+			r.Body.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 5*time.Millisecond)
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	get := func(url, token string) time.Duration {
+		req, _ := http.NewRequest("GET", url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		start := time.Now()
+		r, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			b.Fatalf("%s: %d", url, r.StatusCode)
+		}
+		return time.Since(start)
+	}
+	routed := e.srv.URL + "/v1/sessions/" + id + "/ports/8080/x"
+	for range 20 { // warm both
+		get(routed, tok)
+		get(direct, "")
+	}
+	var viaRoute, viaDirect []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		viaRoute = append(viaRoute, get(routed, tok))
+		b.StopTimer()
+		viaDirect = append(viaDirect, get(direct, ""))
+		b.StartTimer()
+	}
+	b.StopTimer()
+	med := func(ds []time.Duration) float64 {
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2].Microseconds())
+	}
+	b.ReportMetric(med(viaRoute), "route-median-µs")
+	b.ReportMetric(med(viaDirect), "direct-median-µs")
+
+	// Start to ready, against the server's own start; and start alone (a
+	// service without a ready check answers once its sandbox started).
+	var toReady, own, ownInside, toRun []time.Duration
+	for i := range 5 {
+		start := time.Now()
+		code, body := e.call("POST", "/v1/sessions/"+id+"/services", tok, map[string]any{"name": "t" + strconv.Itoa(i),
+			"argv": []string{"/usr/bin/python3", "-m", "http.server", "--bind", "127.0.0.1", "9000"}, "port": 9000, "ready": map[string]any{"tcp": true}})
+		toReady = append(toReady, time.Since(start))
+		require.Equal(b, 201, code, "%s", body)
+		code, body = e.call("DELETE", "/v1/sessions/"+id+"/services/t"+strconv.Itoa(i), tok, nil)
+		require.Equal(b, 200, code, "%s", body)
+		start = time.Now()
+		code, body = e.call("POST", "/v1/sessions/"+id+"/services", tok, map[string]any{"name": "s" + strconv.Itoa(i), "argv": []string{"sleep", "600"}})
+		toRun = append(toRun, time.Since(start))
+		require.Equal(b, 201, code, "%s", body)
+		code, body = e.call("DELETE", "/v1/sessions/"+id+"/services/s"+strconv.Itoa(i), tok, nil)
+		require.Equal(b, 200, code, "%s", body)
+
+		p := freePort(b)
+		start = time.Now()
+		c := exec.Command("/usr/bin/python3", "-m", "http.server", "--bind", "127.0.0.1", strconv.Itoa(p))
+		c.Dir = dir
+		require.NoError(b, c.Start())
+		for {
+			conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err == nil {
+				conn.Close()
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		own = append(own, time.Since(start))
+		_ = c.Process.Kill()
+		_ = c.Wait()
+
+		// Its own start inside a sandbox of the session, timed there.
+		code, body = e.call("POST", "/v1/sessions/"+id+"/exec", tok, map[string]any{"argv": []string{"/usr/bin/python3", "-c", ownStartPy}})
+		require.Equal(b, 200, code, "%s", body)
+		var x apitypes.ExecResponse
+		require.NoError(b, json.Unmarshal(body, &x))
+		us, err := strconv.Atoi(strings.TrimSpace(x.Stdout))
+		require.NoError(b, err, "%s %s", x.Stdout, x.Stderr)
+		ownInside = append(ownInside, time.Duration(us)*time.Microsecond)
+	}
+	b.ReportMetric(med(toReady)/1000, "start-to-ready-ms")
+	b.ReportMetric(med(own)/1000, "server-own-start-ms")
+	b.ReportMetric(med(toRun)/1000, "start-no-check-ms")
+	b.ReportMetric(med(ownInside)/1000, "server-own-start-inside-ms")
+}
+
+// ownStartPy times python3 -m http.server from its start until it
+// accepts a connection, in microseconds.
+const ownStartPy = `import socket, subprocess, time
+t = time.monotonic()
+p = subprocess.Popen(["/usr/bin/python3", "-m", "http.server", "--bind", "127.0.0.1", "9100"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+while True:
+    try:
+        socket.create_connection(("127.0.0.1", 9100)).close()
+        break
+    except OSError:
+        time.sleep(0.001)
+print(int((time.monotonic() - t) * 1e6))
+p.kill()
+`

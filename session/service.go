@@ -489,7 +489,7 @@ func (e *Executor) ended(s *service) <-chan struct{} {
 func (e *Executor) awaitReady(ctx context.Context, ss *sessionServices, s *service, sv *workdir.Service) error {
 	deadline := time.NewTimer(s.opts.Ready.Timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
+	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	sock := ss.socket(s.opts.Port)
 	for {
@@ -514,18 +514,23 @@ func (e *Executor) readyOnce(ctx context.Context, sock string, opts ServiceOptio
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if opts.Ready.TCP {
-		c, err := dial(ctx)
+		if !e.workdirs.Isolated() {
+			c, err := dial(ctx)
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		}
+		// The relay accepts before it tries the port: its probe says.
+		c, err := workdir.DialSocket(ctx, filepath.Join(filepath.Dir(sock), workdir.ProbeSocket(filepath.Base(sock))))
 		if err != nil {
 			return false
 		}
 		defer c.Close()
-		// The relay accepts before it reaches the port: a refused
-		// connection inside shows as an end at once.
-		_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 		var b [1]byte
-		_, err = c.Read(b[:])
-		var ne net.Error
-		return err == nil || (errors.As(err, &ne) && ne.Timeout())
+		_, err = io.ReadFull(c, b[:])
+		return err == nil && b[0] == '1'
 	}
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) }, DisableKeepAlives: true}
 	defer tr.CloseIdleConnections()

@@ -59,6 +59,12 @@ func fdPath(fd int, name string) string {
 	return "/proc/self/fd/" + strconv.Itoa(fd) + "/" + name
 }
 
+// ProbeSocket is the name, beside an exposed port's socket called name,
+// of the socket that says whether the port accepts connections inside:
+// a connection there reads one byte, '1' or '0'. (A connection to the
+// port's own socket is accepted before the port is tried.)
+func ProbeSocket(name string) string { return name + ".probe" }
+
 // DialSocket connects to the Unix socket at path, of any length.
 func DialSocket(ctx context.Context, path string) (net.Conn, error) {
 	var d net.Dialer

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,9 +18,9 @@ import (
 // on the reached ports and relays every connection.
 func openPorts(specs []portSpec) (start func() error, err error) {
 	type opened struct {
-		spec portSpec
-		dir  int
-		ln   net.Listener
+		spec      portSpec
+		dir       int
+		ln, probe net.Listener
 	}
 	var all []opened
 	for _, p := range specs {
@@ -36,6 +37,12 @@ func openPorts(specs []portSpec) (start func() error, err error) {
 			}
 			ln.(*net.UnixListener).SetUnlinkOnClose(false)
 			o.ln = ln
+			probe := ProbeSocket(p.Name)
+			_ = unix.Unlink(fdPath(fd, probe))
+			if o.probe, err = net.Listen("unix", fdPath(fd, probe)); err != nil {
+				return nil, fmt.Errorf("port %d: listen: %w", p.Port, err)
+			}
+			o.probe.(*net.UnixListener).SetUnlinkOnClose(false)
 		}
 		all = append(all, o)
 	}
@@ -44,6 +51,7 @@ func openPorts(specs []portSpec) (start func() error, err error) {
 			target := "127.0.0.1:" + strconv.Itoa(o.spec.Port)
 			if o.ln != nil {
 				go relayAll(o.ln, func() (net.Conn, error) { return net.Dial("tcp", target) })
+				go probeAll(o.probe, target)
 				continue
 			}
 			ln, err := net.Listen("tcp", target)
@@ -80,7 +88,7 @@ func relayAll(ln net.Listener, dial func() (net.Conn, error)) {
 func relay(a, b net.Conn) {
 	done := make(chan struct{}, 2)
 	half := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+		copyQuick(dst, src)
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
 		} else {
@@ -94,4 +102,55 @@ func relay(a, b net.Conn) {
 	<-done
 	a.Close()
 	b.Close()
+}
+
+// copyQuick copies src to dst. From a TCP connection it asks for quick
+// acknowledgements before every read: a server that writes an answer in
+// two parts with Nagle's algorithm on (most do, the headers then the
+// body) would otherwise wait for the relay's delayed acknowledgement,
+// some 40 ms, on every answer.
+func copyQuick(dst, src net.Conn) {
+	tc, ok := src.(*net.TCPConn)
+	if !ok {
+		_, _ = io.Copy(dst, src)
+		return
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		_, _ = io.Copy(dst, src)
+		return
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		_ = raw.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_QUICKACK, 1) })
+		n, err := tc.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// probeAll answers each connection to a port's probe socket with one
+// byte: '1' when the port accepts a connection inside, '0' when not.
+func probeAll(ln net.Listener, target string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			answer := []byte{'0'}
+			if d, err := net.DialTimeout("tcp", target, time.Second); err == nil {
+				d.Close()
+				answer[0] = '1'
+			}
+			_, _ = c.Write(answer)
+		}()
+	}
 }

@@ -450,6 +450,16 @@ func TestServiceLifecycle(t *testing.T) {
 	code, _ = e.call("DELETE", "/v1/sessions/"+a+"/services/nope", aTok, nil)
 	assert.Equal(t, 404, code)
 
+	// A checkpoint is a capture point too.
+	e.start(a, aTok, map[string]any{"name": "cp", "command": "echo cp > cp.txt; exec sleep 600"})
+	require.Eventually(t, func() bool { return e.upperHas(a, "cp.txt") }, 10*time.Second, 10*time.Millisecond)
+	code, body = e.call("POST", "/v1/sessions/"+a+"/checkpoints", aTok, map[string]any{"label": "with cp"})
+	require.Equal(t, 201, code, "%s", body)
+	code, body = e.call("GET", "/v1/sessions/"+a+"/files/cp.txt", aTok, nil)
+	assert.Equal(t, 200, code, "the checkpoint recorded the service's file first: %s", body)
+	code, body = e.call("DELETE", "/v1/sessions/"+a+"/services/cp", aTok, nil)
+	require.Equal(t, 200, code, "%s", body)
+
 	// Idle: nothing through the port and no command for the period.
 	e.en.Exec.SetServiceIdle(200 * time.Millisecond)
 	e.start(a, aTok, map[string]any{"name": "idle", "argv": []string{"sleep", "600"}})
@@ -460,11 +470,7 @@ func TestServiceLifecycle(t *testing.T) {
 	// A daemon restart: the running service reads as stopped by it, what
 	// it wrote is recorded at the next command, and the session goes on.
 	e.start(a, aTok, map[string]any{"name": "late", "command": "echo late > late.txt; exec sleep 600"})
-	require.Eventually(t, func() bool {
-		_, err := os.Stat(filepath.Join(e.wd.ScratchDir(a), "upper", "late.txt"))
-		_, err2 := os.Stat(filepath.Join(e.wd.ScratchDir(a), "view", "late.txt"))
-		return err == nil || err2 == nil
-	}, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return e.upperHas(a, "late.txt") }, 10*time.Second, 10*time.Millisecond)
 	e.close()
 	e2 := newSvcEnv(t, dir, repo)
 	got := e2.services(a)
@@ -619,3 +625,14 @@ while True:
 print(int((time.monotonic() - t) * 1e6))
 p.kill()
 `
+
+// upperHas reports whether the session's scratch holds a file at p (the
+// overlay's upper directory, or copy mode's view).
+func (e *svcEnv) upperHas(id, p string) bool {
+	for _, d := range []string{"upper", "view"} {
+		if _, err := os.Stat(filepath.Join(e.wd.ScratchDir(id), d, p)); err == nil {
+			return true
+		}
+	}
+	return false
+}

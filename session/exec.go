@@ -79,6 +79,7 @@ func NewExecutor(m *Manager, cfg ExecConfig) *Executor {
 	e := &Executor{Manager: m, workdirs: m.workdirs, exec: cfg, svcs: &serviceRegistry{}}
 	// A session that ends stops its services.
 	m.recorder.ended = func(id uuid.UUID) { e.stopSession(id, ReasonEnded) }
+	m.services = e.CaptureServices
 	return e
 }
 

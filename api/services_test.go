@@ -460,6 +460,17 @@ func TestServiceLifecycle(t *testing.T) {
 	code, body = e.call("DELETE", "/v1/sessions/"+a+"/services/cp", aTok, nil)
 	require.Equal(t, 200, code, "%s", body)
 
+	// on-failure: started again, five times at most.
+	e.start(a, aTok, map[string]any{"name": "flaky", "command": "echo once more; exit 3", "restart": "on-failure"})
+	require.Eventually(t, func() bool {
+		f := e.services(a)["flaky"]
+		return f.Restarts == 5 && f.State == "failed"
+	}, 20*time.Second, 20*time.Millisecond)
+	f := e.services(a)["flaky"]
+	require.NotNil(t, f.ExitCode)
+	assert.Equal(t, 3, *f.ExitCode)
+	assert.Contains(t, f.LogTail, "once more")
+
 	// Idle: nothing through the port and no command for the period.
 	e.en.Exec.SetServiceIdle(200 * time.Millisecond)
 	e.start(a, aTok, map[string]any{"name": "idle", "argv": []string{"sleep", "600"}})
@@ -483,6 +494,13 @@ func TestServiceLifecycle(t *testing.T) {
 	assert.Equal(t, "late\n", x.Stdout)
 	code, body = e2.call("GET", "/v1/sessions/"+a+"/files/late.txt", aTok, nil)
 	assert.Equal(t, 200, code, "%s", body)
+
+	// The session's end stops its services.
+	e2.start(a, aTok, map[string]any{"name": "end", "argv": []string{"sleep", "600"}})
+	code, body = e2.call("DELETE", "/v1/sessions/"+a, aTok, nil)
+	require.Equal(t, 200, code, "%s", body)
+	assert.Equal(t, "stopped", e2.services(a)["end"].State)
+	assert.Equal(t, session.ReasonEnded, e2.services(a)["end"].Reason)
 }
 
 // freePort is a port of the host's loopback nothing listens on now.

@@ -93,6 +93,9 @@ type ServiceOptions struct {
 	Ready   ServiceReady
 	Restart string // "no" (default) or "on-failure"
 	Actor   string
+
+	// restarts counts the starts after failures before this one.
+	restarts int
 }
 
 // ServiceInfo is a service as GET …/services lists it.
@@ -349,7 +352,7 @@ func (e *Executor) StartService(ctx context.Context, id uuid.UUID, opts ServiceO
 		}
 		reach = append(reach, workdir.PortLink{Port: o.info.Port, Socket: ss.socket(o.info.Port)})
 	}
-	s := &service{opts: opts, logs: newLogRing(), info: ServiceInfo{Name: opts.Name, Argv: maskArgv(vars.Masker, argv), Port: opts.Port, State: ServiceStarting, Restart: opts.Restart, Started: time.Now().UTC()}}
+	s := &service{opts: opts, logs: newLogRing(), info: ServiceInfo{Name: opts.Name, Argv: maskArgv(vars.Masker, argv), Port: opts.Port, State: ServiceStarting, Restart: opts.Restart, Restarts: opts.restarts, Started: time.Now().UTC()}}
 	if old := ss.find(opts.Name); old != nil {
 		ss.list = slices.DeleteFunc(ss.list, func(x *service) bool { return x == old })
 	}
@@ -571,16 +574,8 @@ func (e *Executor) watch(id uuid.UUID, ss *sessionServices, s *service, sv *work
 	}
 	time.Sleep(time.Duration(n+1) * 200 * time.Millisecond)
 	opts := s.opts
-	info, err := e.StartService(context.Background(), id, opts)
-	if err != nil {
-		return
-	}
-	e.svcs.mu.Lock()
-	if ns := ss.find(info.Name); ns != nil {
-		ns.info.Restarts = n + 1
-		ss.save()
-	}
-	e.svcs.mu.Unlock()
+	opts.restarts = n + 1
+	_, _ = e.StartService(context.Background(), id, opts)
 }
 
 // serviceEnded records the end of s: how it ended, the state file, and

@@ -78,21 +78,24 @@ func helperOuter(specJSON string) int {
 	cmd.SysProcAttr.Setpgid = false
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{status, joinedR}
+	var term chan os.Signal
 	if spec.Term {
-		term := make(chan os.Signal, 1)
+		// Caught from before the start; passed on once started.
+		term = make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
 		defer signal.Stop(term)
-		go func() {
-			for range term {
-				if cmd.Process != nil {
-					_ = cmd.Process.Signal(syscall.SIGTERM)
-				}
-			}
-		}()
 	}
 	if err := cmd.Start(); err != nil {
 		_ = json.NewEncoder(status).Encode(helperStatus{Error: "start in new namespaces: " + err.Error()})
 		return 125
+	}
+	if term != nil {
+		p := cmd.Process
+		go func() {
+			for range term {
+				_ = p.Signal(syscall.SIGTERM)
+			}
+		}()
 	}
 	status.Close()
 	joinedR.Close()

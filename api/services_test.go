@@ -57,6 +57,18 @@ class H(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(b)
             self.close_connection = True
             return
+        if self.path.startswith("/append/"):
+            try:
+                with open(self.path[len("/append/"):], "a") as f:
+                    f.write("appended by the service\n")
+                body, code = b"ok\n", 200
+            except OSError as e:
+                body, code = (str(e) + "\n").encode(), 500
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if self.path.startswith("/stream"):
             self.send_response(200)
             self.send_header("Transfer-Encoding", "chunked")
@@ -436,6 +448,20 @@ func TestServiceLifecycle(t *testing.T) {
 	assert.Equal(t, 400, code)
 	assert.Contains(t, string(body), "still booting", "the log's tail")
 	assert.Equal(t, "failed", e.services(a)["slow"].State)
+
+	// After a command (its own mount of the view), the service still
+	// changes the base's files, and the next command records it.
+	for _, f := range []string{"a.txt", "a/b/c/deep.txt"} {
+		code, body = e.call("GET", "/v1/sessions/"+a+"/ports/8080/append/"+f, aTok, nil)
+		require.Equal(t, 200, code, "%s", body)
+		code, body = e.call("POST", "/v1/sessions/"+a+"/exec", aTok, map[string]any{"argv": []string{"tail", "-n", "1", f}})
+		require.Equal(t, 200, code, "%s", body)
+		require.NoError(t, json.Unmarshal(body, &x))
+		assert.Equal(t, "appended by the service\n", x.Stdout, f)
+		code, body = e.call("GET", "/v1/sessions/"+a+"/files/"+f, aTok, nil)
+		require.Equal(t, 200, code, "%s", body)
+		assert.True(t, strings.HasSuffix(string(body), "appended by the service\n"), "recorded: %s", body)
+	}
 
 	// Stop: the whole tree ends, the setsid'd sleep too.
 	code, body = e.call("DELETE", "/v1/sessions/"+a+"/services/web", aTok, nil)

@@ -2,6 +2,7 @@ package workdir
 
 import (
 	"context"
+	"os"
 	"sync"
 	"time"
 )
@@ -29,6 +30,17 @@ func (s *Scratch) Serve(c Command) (*Service, error) {
 	}
 	c.service = true
 	c.pres = s.newLayer(s.st.Mode, lower).present()
+	var work string
+	if c.pres.Overlay {
+		// A work directory of its own: overlayfs empties its work
+		// directory at every mount, and the session's commands mount
+		// the same upper directory meanwhile.
+		if work, err = os.MkdirTemp(s.dir, "work-"); err != nil {
+			release()
+			return nil, err
+		}
+		c.pres.Work = work
+	}
 	c.Timeout = 0
 	ctx, cancel := context.WithCancel(context.Background())
 	sv := &Service{cancel: cancel, term: make(chan struct{}), done: make(chan struct{})}
@@ -37,6 +49,9 @@ func (s *Scratch) Serve(c Command) (*Service, error) {
 		defer close(sv.done)
 		defer release()
 		sv.res, sv.err = s.m.run(ctx, s, c)
+		if work != "" {
+			_ = removeAll(work)
+		}
 	}()
 	return sv, nil
 }

@@ -69,6 +69,17 @@ class H(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
+        if self.path.startswith("/read/"):
+            try:
+                with open(self.path[len("/read/"):], "rb") as f:
+                    body, code = f.read(), 200
+            except OSError as e:
+                body, code = (str(e) + "\n").encode(), 404
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if self.path.startswith("/stream"):
             self.send_response(200)
             self.send_header("Transfer-Encoding", "chunked")
@@ -462,6 +473,21 @@ func TestServiceLifecycle(t *testing.T) {
 		require.Equal(t, 200, code, "%s", body)
 		assert.True(t, strings.HasSuffix(string(body), "appended by the service\n"), "recorded: %s", body)
 	}
+
+	// A write through the API reaches the running service's view at the
+	// next command (its scratch is brought in step then).
+	req, err := http.NewRequest("PUT", e.srv.URL+"/v1/sessions/"+a+"/files/a/top.txt", strings.NewReader("written through the API\n"))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+aTok)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Less(t, res.StatusCode, 300)
+	code, body = e.call("POST", "/v1/sessions/"+a+"/exec", aTok, map[string]any{"argv": []string{"true"}})
+	require.Equal(t, 200, code, "%s", body)
+	code, body = e.call("GET", "/v1/sessions/"+a+"/ports/8080/read/a/top.txt", aTok, nil)
+	assert.Equal(t, 200, code, "%s", body)
+	assert.Equal(t, "written through the API\n", string(body))
 
 	// Stop: the whole tree ends, the setsid'd sleep too.
 	code, body = e.call("DELETE", "/v1/sessions/"+a+"/services/web", aTok, nil)

@@ -58,7 +58,14 @@ func scheme(r *http.Request) string {
 	return "http"
 }
 
-func baseURL(r *http.Request) string { return scheme(r) + "://" + r.Host }
+// baseURL is the daemon's URL as r reached it; for a request of an
+// in-process client (MCP over HTTP), the daemon's own (Config.URL).
+func (s *Server) baseURL(r *http.Request) string {
+	if s.url != "" && (r.Host == "" || r.Host == "in-process") {
+		return s.url
+	}
+	return scheme(r) + "://" + r.Host
+}
 
 // splitPortPath matches the port route on the escaped path: the
 // session, the port's text, and the rest (escaped, from its "/").

@@ -74,6 +74,9 @@ type Config struct {
 	// request still waiting for a session's lock or the store when it
 	// passes fails with a timeout (503). Default DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// URL is the daemon's own, for the URLs answered to in-process
+	// clients (MCP over HTTP); empty: the request's host.
+	URL string
 	// PreviewDomain, when set, serves the ports of sessions' services
 	// at host names <port>-<short id>.<PreviewDomain> (api/ports.go).
 	PreviewDomain string
@@ -108,6 +111,7 @@ type Server struct {
 	// previewDomain is Config.PreviewDomain; ports the transports of
 	// the port route (api/ports.go).
 	previewDomain string
+	url           string
 	ports         portTransports
 
 	stopOnce sync.Once
@@ -249,7 +253,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		m: cfg.Manager, repos: cfg.Repos, events: cfg.Events, runner: cfg.Exec, cs: cfg.Changesets, auth: newAuth(cfg.AdminToken, cfg.TokenSecret, cfg.LocalUser), hosts: cfg.AllowedHosts,
 		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, writeTimeout: cfg.WriteTimeout, log: cfg.Logger, mcp: cfg.MCP,
-		storeSpace: cfg.Store, previewDomain: strings.TrimPrefix(cfg.PreviewDomain, "."),
+		storeSpace: cfg.Store, previewDomain: strings.TrimPrefix(cfg.PreviewDomain, "."), url: strings.TrimSuffix(cfg.URL, "/"),
 		mux: http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
 	}
 	s.metrics = newMetrics(cfg.Registry, cfg.Manager)

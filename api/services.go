@@ -73,7 +73,7 @@ func (s *Server) toService(r *http.Request, id uuid.UUID, info session.ServiceIn
 		out.Argv = []string{}
 	}
 	if info.Port != 0 {
-		out.URL = baseURL(r) + portPath(id, info.Port)
+		out.URL = s.baseURL(r) + portPath(id, info.Port)
 		if s.previewDomain != "" {
 			out.PreviewURL = scheme(r) + "://" + previewHost(id, info.Port, s.previewDomain) + "/"
 		}
@@ -235,7 +235,7 @@ func (s *Server) portLink(w http.ResponseWriter, r *http.Request) error {
 	}
 	exp := time.Now().Add(ttl).Truncate(time.Second)
 	tok := s.auth.linkToken(id, port, exp)
-	out := apitypes.PortLink{URL: baseURL(r) + "/v1/links/" + tok + "/", ExpiresAt: exp.UTC()}
+	out := apitypes.PortLink{URL: s.baseURL(r) + "/v1/links/" + tok + "/", ExpiresAt: exp.UTC()}
 	if s.previewDomain != "" {
 		out.URL = scheme(r) + "://" + previewHost(id, port, s.previewDomain) + "/?" + linkParam + "=" + tok
 	}

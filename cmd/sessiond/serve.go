@@ -294,16 +294,16 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if c.AdminToken == "" && localUser == "" {
 		localUser = defaultLocalUser(ctx)
 	}
-	srvAPI = api.New(api.Config{
-		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: tokenKey, LocalUser: localUser,
-		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
-		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, WriteTimeout: c.WriteTimeout, Logger: log, MCP: mcpHandler, Store: store,
-		PreviewDomain: c.PreviewDomain,
-	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
 	}
+	srvAPI = api.New(api.Config{
+		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: tokenKey, LocalUser: localUser,
+		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
+		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, WriteTimeout: c.WriteTimeout, Logger: log, MCP: mcpHandler, Store: store,
+		PreviewDomain: c.PreviewDomain, URL: "http://" + ln.Addr().String(),
+	})
 	srv := &http.Server{
 		// The browser rules (Host, Origin) hold for the page and the API;
 		// in-process clients (MCP's backend) reach srvAPI directly.

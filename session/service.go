@@ -151,6 +151,11 @@ type sessionServices struct {
 	dir string
 	// loaded: the state file was read (after a restart).
 	loaded bool
+	// gone: the session ended; its scratch is removed, nothing is saved.
+	gone bool
+	// open counts the connections through the port route now (a
+	// WebSocket held open is use, for the idle clock).
+	open int
 }
 
 func (ss *sessionServices) find(name string) *service {
@@ -231,6 +236,9 @@ func (ss *sessionServices) load() {
 // save writes the state file (best effort: it only tells a later daemon
 // which services it no longer runs).
 func (ss *sessionServices) save() {
+	if ss.gone {
+		return
+	}
 	infos := make([]ServiceInfo, 0, len(ss.list))
 	for _, s := range ss.list {
 		infos = append(infos, s.info)
@@ -814,6 +822,7 @@ func (e *Executor) stopSession(id uuid.UUID, reason string) {
 	ss := e.svcs.by[id]
 	var svs []*workdir.Service
 	if ss != nil {
+		ss.gone = true
 		for _, s := range ss.list {
 			if s.info.Running() && s.sv != nil {
 				s.stop = reason
@@ -884,7 +893,7 @@ func (e *Executor) janitor() {
 				continue
 			}
 			any = true
-			if time.Since(ss.used) > e.idleOf(id) {
+			if ss.open == 0 && time.Since(ss.used) > e.idleOf(id) {
 				idle = append(idle, id)
 			}
 		}
@@ -1080,5 +1089,42 @@ func (e *Executor) PortDialer(ctx context.Context, ref PortRef) (uuid.UUID, func
 		return uuid.Nil, nil, err
 	}
 	port := ref.Port
-	return id, func(ctx context.Context) (net.Conn, error) { return e.dialSocket(ctx, sock, port) }, nil
+	return id, func(ctx context.Context) (net.Conn, error) {
+		c, err := e.dialSocket(ctx, sock, port)
+		if err != nil {
+			return nil, err
+		}
+		return e.counted(id, c), nil
+	}, nil
+}
+
+// counted is c, counted among the session's open port connections
+// until it closes.
+func (e *Executor) counted(id uuid.UUID, c net.Conn) net.Conn {
+	e.svcs.mu.Lock()
+	ss := e.svcs.by[id]
+	if ss != nil {
+		ss.open++
+	}
+	e.svcs.mu.Unlock()
+	if ss == nil {
+		return c
+	}
+	return &countedConn{Conn: c, done: func() {
+		e.svcs.mu.Lock()
+		ss.open--
+		ss.used = time.Now()
+		e.svcs.mu.Unlock()
+	}}
+}
+
+type countedConn struct {
+	net.Conn
+	once sync.Once
+	done func()
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(c.done)
+	return c.Conn.Close()
 }

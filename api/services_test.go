@@ -524,11 +524,14 @@ func TestServiceLifecycle(t *testing.T) {
 	assert.Contains(t, f.LogTail, "once more")
 
 	// Idle: nothing through the port and no command for the period.
-	e.en.Exec.SetServiceIdle(200 * time.Millisecond)
+	// The repository's policy sets the period (1 s here).
+	code, body = e.call("PUT", "/v1/repos/r/policy", e.admin, map[string]any{"exec": map[string]any{"service_idle_seconds": 1}})
+	require.Equal(t, 200, code, "%s", body)
 	e.start(a, aTok, map[string]any{"name": "idle", "argv": []string{"sleep", "600"}})
-	require.Eventually(t, func() bool { return e.services(a)["idle"].State == "stopped" }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return e.services(a)["idle"].State == "stopped" }, 20*time.Second, 20*time.Millisecond)
 	assert.Equal(t, session.ReasonIdle, e.services(a)["idle"].Reason)
-	e.en.Exec.SetServiceIdle(0)
+	code, body = e.call("PUT", "/v1/repos/r/policy", e.admin, map[string]any{})
+	require.Equal(t, 200, code, "%s", body)
 
 	// A daemon restart: the running service reads as stopped by it, what
 	// it wrote is recorded at the next command, and the session goes on.

@@ -182,8 +182,6 @@ type serviceRegistry struct {
 	mu      sync.Mutex
 	by      map[uuid.UUID]*sessionServices
 	closing bool
-	// idle overrides the idle period (tests); zero: the policy's.
-	idle time.Duration
 	// janitor runs while any service runs.
 	janitor bool
 }
@@ -855,14 +853,6 @@ func (e *Executor) StopAllServices() {
 	}
 }
 
-// SetServiceIdle sets the idle period of every session's services,
-// over the repositories' policies (tests).
-func (e *Executor) SetServiceIdle(d time.Duration) {
-	e.svcs.mu.Lock()
-	e.svcs.idle = d
-	e.svcs.mu.Unlock()
-}
-
 // startJanitor starts the idle check while services run; e.svcs.mu must
 // be held.
 func (e *Executor) startJanitor() {
@@ -877,24 +867,19 @@ func (e *Executor) startJanitor() {
 // when no service runs.
 func (e *Executor) janitor() {
 	for {
-		e.svcs.mu.Lock()
-		period := e.svcs.idle
-		tick := time.Second
-		if period > 0 && period < 4*tick {
-			tick = max(period/4, 10*time.Millisecond)
-		}
-		e.svcs.mu.Unlock()
-		time.Sleep(tick)
+		// A policy's period is whole seconds: a check every 250 ms
+		// stops a service at most that late.
+		time.Sleep(250 * time.Millisecond)
 		e.svcs.mu.Lock()
 		any := false
-		var idle []uuid.UUID
+		unused := map[uuid.UUID]time.Duration{} // unused for so long
 		for id, ss := range e.svcs.by {
 			if ss.running() == 0 {
 				continue
 			}
 			any = true
-			if ss.open == 0 && time.Since(ss.used) > e.idleOf(id) {
-				idle = append(idle, id)
+			if ss.open == 0 {
+				unused[id] = time.Since(ss.used)
 			}
 		}
 		if !any || e.svcs.closing {
@@ -903,17 +888,17 @@ func (e *Executor) janitor() {
 			return
 		}
 		e.svcs.mu.Unlock()
-		for _, id := range idle {
-			e.stopIdle(id)
+		for id, d := range unused {
+			if d > e.idleOf(id) {
+				e.stopIdle(id)
+			}
 		}
 	}
 }
 
-// idleOf is the idle period of the session's services; e.svcs.mu held.
+// idleOf is the idle period of the session's services: its
+// repository's policy's.
 func (e *Executor) idleOf(id uuid.UUID) time.Duration {
-	if e.svcs.idle > 0 {
-		return e.svcs.idle
-	}
 	ctx := context.Background()
 	s, err := e.store.GetSession(ctx, id)
 	if err != nil {

@@ -326,7 +326,7 @@ func (e *Executor) StartService(ctx context.Context, id uuid.UUID, opts ServiceO
 			return ServiceInfo{}, fmt.Errorf("%w: cwd %q is not a directory of the view", record.ErrInvalid, opts.Cwd)
 		}
 	}
-	limits, err := e.limitsFor(ctx, ls.meta.Repo, false)
+	limits, _, err := e.limitsFor(ctx, ls.meta.Repo, false)
 	if err != nil {
 		ls.unlock()
 		return ServiceInfo{}, err

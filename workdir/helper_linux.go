@@ -78,6 +78,9 @@ func helperOuter(specJSON string) int {
 	cmd.SysProcAttr.Setpgid = false
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{status, joinedR}
+	if spec.Egress {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(4, "egress"))
+	}
 	var term chan os.Signal
 	if spec.Term {
 		// Caught from before the start; passed on once started.
@@ -121,7 +124,7 @@ func helperMain(specJSON string) int {
 	// The command must not inherit the status pipe, nor anything else.
 	unix.CloseOnExec(3)
 	unix.CloseOnExec(joinedFD)
-	closeExtraFiles(joinedFD + 1)
+	closeExtraFiles(joinedFD + 1) // egressFD among them
 	status := os.NewFile(3, "status")
 	enc := json.NewEncoder(status)
 	var spec helperSpec
@@ -153,6 +156,11 @@ func helperMain(specJSON string) int {
 	if startPorts != nil {
 		if err := startPorts(); err != nil {
 			return fail(err)
+		}
+	}
+	if spec.Egress && !spec.Probe {
+		if spec.Env, err = handOverEgress(spec.Env); err != nil {
+			return fail(fmt.Errorf("egress proxy: %w", err))
 		}
 	}
 	_ = unix.Sethostname([]byte("sessiond"))

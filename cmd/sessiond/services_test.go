@@ -2,7 +2,9 @@ package main
 
 import (
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,9 +21,25 @@ import (
 // port link prints a link a client without a token opens, and service
 // stop stops it.
 func TestServiceCLI(t *testing.T) {
+	for _, mode := range []string{"isolated", "unisolated"} {
+		t.Run(mode, func(t *testing.T) { testServiceCLI(t, mode) })
+	}
+}
+
+func testServiceCLI(t *testing.T, mode string) {
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
-	d := newDaemon(t, stores[0], "--repo", "r="+repo)
+	flags := []string{"--repo", "r=" + repo}
+	port := "8000"
+	if mode == "unisolated" {
+		// Services share the host's network there: a port free now.
+		flags = append(flags, "--workdir-no-namespaces")
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		ln.Close()
+	}
+	d := newDaemon(t, stores[0], flags...)
 	s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 	require.NoError(t, err)
 	_, err = d.C.WriteFile(ctx, s.ID, "index.html", []byte("hello from the service\n"), client.WriteOptions{})
@@ -30,22 +48,22 @@ func TestServiceCLI(t *testing.T) {
 		t.Helper()
 		return runCLI(t, "", append([]string{"--server", d.URL, "--token", d.Token, "--session", s.ID}, args...)...)
 	}
-	r := run("service", "start", "--name", "web", "--port", "8000", "--ready-http", "/", "--",
-		"python3", "-m", "http.server", "--bind", "127.0.0.1", "8000")
+	r := run("service", "start", "--name", "web", "--port", port, "--ready-http", "/", "--",
+		"python3", "-m", "http.server", "--bind", "127.0.0.1", port)
 	if r.code != 0 && strings.Contains(r.stderr, "isolated") {
 		t.Skip(r.stderr)
 	}
 	require.Equal(t, exitOK, r.code, "%s", r.stderr)
 	assert.Contains(t, r.stdout, "web running")
-	assert.Contains(t, r.stdout, d.URL+"/v1/sessions/"+s.ID+"/ports/8000/")
+	assert.Contains(t, r.stdout, d.URL+"/v1/sessions/"+s.ID+"/ports/"+port+"/")
 
 	r = run("service", "ls")
 	require.Equal(t, exitOK, r.code, "%s", r.stderr)
 	assert.Contains(t, r.stdout, "web")
 	assert.Contains(t, r.stdout, "running")
-	assert.Contains(t, r.stdout, "8000")
+	assert.Contains(t, r.stdout, port)
 
-	r = run("port", "link", "--ttl", "10m", "8000")
+	r = run("port", "link", "--ttl", "10m", port)
 	require.Equal(t, exitOK, r.code, "%s", r.stderr)
 	link := strings.TrimSpace(r.stdout)
 	res, err := http.Get(link + "index.html")
@@ -62,9 +80,9 @@ func TestServiceCLI(t *testing.T) {
 	r = run("service", "stop", "web")
 	require.Equal(t, exitOK, r.code, "%s", r.stderr)
 	assert.Contains(t, r.stdout, "web stopped")
-	r = run("port", "link", "8000")
+	r = run("port", "link", port)
 	assert.NotEqual(t, exitOK, r.code)
-	assert.Contains(t, r.stderr, "port 8000")
+	assert.Contains(t, r.stderr, "port "+port)
 
 	r = run("service", "start", "--name", "bad", "--port", "70000", "--", "true")
 	assert.NotEqual(t, exitOK, r.code)

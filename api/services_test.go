@@ -517,7 +517,7 @@ func TestServiceLifecycle(t *testing.T) {
 	require.Eventually(t, func() bool {
 		f := e.services(a)["flaky"]
 		return f.Restarts == 5 && f.State == "failed"
-	}, 20*time.Second, 20*time.Millisecond)
+	}, 90*time.Second, 20*time.Millisecond, "%+v", e.services(a)["flaky"])
 	f := e.services(a)["flaky"]
 	require.NotNil(t, f.ExitCode)
 	assert.Equal(t, 3, *f.ExitCode)

@@ -137,6 +137,8 @@ type service struct {
 	// stop is set once a stop was asked (reason), so the end is not a
 	// failure to restart after.
 	stop string
+	// started is closed once its process started (its sandbox built).
+	started chan struct{}
 }
 
 // sessionServices are one session's services.
@@ -358,7 +360,7 @@ func (e *Executor) StartService(ctx context.Context, id uuid.UUID, opts ServiceO
 		}
 		reach = append(reach, workdir.PortLink{Port: o.info.Port, Socket: ss.socket(o.info.Port)})
 	}
-	s := &service{opts: opts, logs: newLogRing(), info: ServiceInfo{Name: opts.Name, Argv: maskArgv(vars.Masker, argv), Port: opts.Port, State: ServiceStarting, Restart: opts.Restart, Restarts: opts.restarts, Started: time.Now().UTC()}}
+	s := &service{opts: opts, logs: newLogRing(), started: make(chan struct{}), info: ServiceInfo{Name: opts.Name, Argv: maskArgv(vars.Masker, argv), Port: opts.Port, State: ServiceStarting, Restart: opts.Restart, Restarts: opts.restarts, Started: time.Now().UTC()}}
 	if old := ss.find(opts.Name); old != nil {
 		ss.list = slices.DeleteFunc(ss.list, func(x *service) bool { return x == old })
 	}
@@ -398,6 +400,7 @@ func (e *Executor) StartService(ctx context.Context, id uuid.UUID, opts ServiceO
 		e.svcs.mu.Lock()
 		s.info.PID = pid
 		e.svcs.mu.Unlock()
+		close(s.started)
 	}
 	sv, err := e.serve(ctx, view, cmd)
 	e.unbusy(ls)
@@ -496,6 +499,15 @@ func (e *Executor) ended(s *service) <-chan struct{} {
 // awaitReady polls the service's ready check until it passes, the
 // service ends, or the check's timeout passes.
 func (e *Executor) awaitReady(ctx context.Context, ss *sessionServices, s *service, sv *workdir.Service) error {
+	// The check's time runs from the process's start: building its
+	// sandbox is the daemon's part.
+	select {
+	case <-s.started:
+	case <-sv.Done():
+		return errors.New("it exited before its ready check passed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	deadline := time.NewTimer(s.opts.Ready.Timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -581,7 +593,14 @@ func (e *Executor) watch(id uuid.UUID, ss *sessionServices, s *service, sv *work
 	time.Sleep(time.Duration(n+1) * 200 * time.Millisecond)
 	opts := s.opts
 	opts.restarts = n + 1
-	_, _ = e.StartService(context.Background(), id, opts)
+	if _, err := e.StartService(context.Background(), id, opts); err != nil {
+		e.svcs.mu.Lock()
+		if cur := ss.find(s.info.Name); cur == s {
+			s.info.Reason = "not restarted: " + err.Error()
+			ss.save()
+		}
+		e.svcs.mu.Unlock()
+	}
 }
 
 // serviceEnded records the end of s: how it ended, the state file, and

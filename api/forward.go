@@ -197,6 +197,21 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rt *Route) bool {
 	default:
 		return true
 	}
+	return s.dispatch(w, r, t, err)
+}
+
+// routeSession is route for a request of session id outside the route
+// table (a service's port, a port link): true when it is served here.
+func (s *Server) routeSession(w http.ResponseWriter, r *http.Request, id uuid.UUID) bool {
+	if s.fwd == nil {
+		return true
+	}
+	t, err := s.fwd.router.Session(r.Context(), id)
+	return s.dispatch(w, r, t, err)
+}
+
+// dispatch serves r here (true), or forwards it to t, or answers err.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, t cluster.Target, err error) bool {
 	if err != nil {
 		writeError(w, mapError(err))
 		return false

@@ -323,7 +323,6 @@ func TestDrain(t *testing.T) {
 	}
 }
 
-
 // TestOverlapAcrossNodes: two sessions on two nodes that change one file
 // are warned of each other, as two sessions on one node are.
 func TestOverlapAcrossNodes(t *testing.T) {

@@ -1,10 +1,12 @@
 package testcluster
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -399,4 +401,80 @@ func TestNodeCLI(t *testing.T) {
 	code, _, errOut = sessiond(t, d.URL, "node", "drain")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "no node of a cluster")
+}
+
+// echoPy answers GET with its path, and after a WebSocket upgrade (101)
+// echoes every byte back.
+const echoPy = `import http.server, socketserver
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        if self.headers.get("Upgrade", "").lower() == "websocket":
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.end_headers()
+            self.wfile.flush()
+            while True:
+                b = self.rfile.read1(4096)
+                if not b:
+                    break
+                self.wfile.write(b)
+                self.wfile.flush()
+            self.close_connection = True
+            return
+        body = ("echo %s\n" % self.path).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+S(("127.0.0.1", 8080), H).serve_forever()
+`
+
+// TestPortsAcrossNodes: a service started through a node that does not
+// own the session runs on the owner, and its port answers through any
+// node, a WebSocket upgrade included (bytes echoed through the two
+// proxies).
+func TestPortsAcrossNodes(t *testing.T) {
+	ctx := t.Context()
+	origin := NewOrigin(t, "small")
+	c := New(t, 2, "--repo", "app="+origin.URL)
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
+	require.NoError(t, err)
+	_, err = n2.C.WriteFile(ctx, s.ID, "echo.py", []byte(echoPy), client.WriteOptions{})
+	require.NoError(t, err)
+	port := 8080
+	_, err = n2.C.StartService(ctx, s.ID, apitypes.ServiceRequest{Name: "echo", Argv: []string{"python3", "echo.py"}, Port: &port,
+		Ready: &apitypes.ServiceReady{HTTP: "/"}})
+	require.NoError(t, err)
+
+	resp, err := http.Get(n2.URL + "/v1/sessions/" + s.ID + "/ports/8080/hello?x=1")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Equal(t, "echo /hello?x=1\n", string(body))
+
+	// A WebSocket upgrade through node-2 to node-1 to the service.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(n2.URL, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(conn, "GET /v1/sessions/%s/ports/8080/ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", s.ID, strings.TrimPrefix(n2.URL, "http://"))
+	br := bufio.NewReader(conn)
+	up, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusSwitchingProtocols, up.StatusCode)
+	_, err = conn.Write([]byte("ping through two nodes"))
+	require.NoError(t, err)
+	got := make([]byte, len("ping through two nodes"))
+	_, err = io.ReadFull(br, got)
+	require.NoError(t, err)
+	assert.Equal(t, "ping through two nodes", string(got))
 }

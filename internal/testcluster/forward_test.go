@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -477,4 +478,28 @@ func TestPortsAcrossNodes(t *testing.T) {
 	_, err = io.ReadFull(br, got)
 	require.NoError(t, err)
 	assert.Equal(t, "ping through two nodes", string(got))
+}
+
+// TestMCPAcrossNodes: an MCP client of a session's endpoint on a node
+// that does not own the session works the session on its owner (the
+// MCP session itself lives on the owner: every request of it is
+// forwarded there).
+func TestMCPAcrossNodes(t *testing.T) {
+	ctx := t.Context()
+	origin := NewOrigin(t, "small")
+	c := New(t, 2, "--repo", "app="+origin.URL)
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
+	require.NoError(t, err)
+	tr := &mcp.StreamableClientTransport{Endpoint: n2.URL + "/mcp/sessions/" + s.ID, MaxRetries: -1}
+	mc, err := mcp.NewClient(&mcp.Implementation{Name: "cluster-agent", Version: "1"}, nil).Connect(ctx, tr, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { mc.Close() })
+	res, err := mc.CallTool(ctx, &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": "by-mcp.txt", "content": "over two nodes\n"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%+v", res.Content)
+	b, _, err := n1.C.ReadFile(ctx, s.ID, "by-mcp.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "over two nodes\n", string(b))
+	assert.Equal(t, "node-1", c.owner(t, s.ID))
 }

@@ -104,9 +104,11 @@ func (r *Router) Session(ctx context.Context, id uuid.UUID) (Target, error) {
 	case o.Live && o.Node != r.Self():
 		return Target{Node: o.Node, URL: o.URL, Session: id}, nil
 	case r.draining.Load():
-		if t, err := r.pick(ctx, true); err != nil || !t.Local {
-			return t, err
+		t, err := r.pick(ctx, true)
+		if err == nil && t.Local {
+			err = fmt.Errorf("session %s: %w: node %q is draining and no other node is live to take it", id, record.ErrUnavailable, r.Self())
 		}
+		return t, err
 	}
 	// Ours by the row (a restart of this node) or expired: take it.
 	if _, err := r.owners.Take(ctx, id); err != nil {
@@ -184,6 +186,7 @@ func (r *Router) Draining() bool { return r != nil && r.draining.Load() }
 // it takes no session over and places new ones elsewhere.
 func (r *Router) StartDrain(ctx context.Context) error {
 	r.draining.Store(true)
+	r.owners.draining.Store(true)
 	return r.store.SetNodeDraining(ctx, r.Self(), r.c.Incarnation())
 }
 

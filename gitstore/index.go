@@ -24,6 +24,10 @@ import (
 type Index struct {
 	Version uint32
 	Entries []IndexEntry
+	// FSMonitorToken, when set, makes Encode write git's fsmonitor
+	// extension (version 2) with that token and every entry valid: git
+	// then stats only the paths its fsmonitor hook names.
+	FSMonitorToken string
 	// ModTime is the file's modification time when read (zero: no file):
 	// an entry whose file changed in that same instant is racy, as git
 	// calls it, and its content has to be compared.
@@ -296,6 +300,24 @@ func (ix *Index) Encode(w io.Writer) error {
 		bw.WriteString(e.Path)
 		pad := (head+len(e.Path)+8)&^7 - head - len(e.Path)
 		bw.Write(make([]byte, pad))
+	}
+	if ix.FSMonitorToken != "" {
+		// version, token, then an empty EWAH bitmap of the dirty
+		// entries: 0 bits, one run-length word (0), its position 0.
+		var ext []byte
+		ext = binary.BigEndian.AppendUint32(ext, 2)
+		ext = append(append(ext, ix.FSMonitorToken...), 0)
+		ewah := binary.BigEndian.AppendUint32(nil, 0)
+		ewah = binary.BigEndian.AppendUint32(ewah, 1)
+		ewah = binary.BigEndian.AppendUint64(ewah, 0)
+		ewah = binary.BigEndian.AppendUint32(ewah, 0)
+		ext = binary.BigEndian.AppendUint32(ext, uint32(len(ewah)))
+		ext = append(ext, ewah...)
+		bw.WriteString("FSMN")
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(ext)))
+		bw.Write(n[:])
+		bw.Write(ext)
 	}
 	if err := bw.Flush(); err != nil {
 		return err

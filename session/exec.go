@@ -159,6 +159,12 @@ type ExecResult struct {
 	Exceeded []string
 	// Landlock is the Landlock ABI that restricted the command (0: none).
 	Landlock int
+	// Checkpoints are those the commits the command made in the view's
+	// .git became, in order; GitNote says why commits did not (an amend,
+	// a reset, a refused change); GitAbsent why the view had no .git.
+	Checkpoints []Checkpoint
+	GitNote     string
+	GitAbsent   string
 	// ToStart is the time from the call to the command's start; Prepare
 	// the part of it until the scratch was ready, Setup the rest.
 	ToStart time.Duration
@@ -240,6 +246,11 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	if err := m.recorder.checkWritable(ctx, ls); err != nil {
 		notRecorded = err.Error()
 	}
+	git, noGit, err := m.gitFor(ctx, ls)
+	if err != nil {
+		ls.unlock()
+		return ExecResult{}, err
+	}
 	ls.busy = true
 	view := m.execView(ls, ls.ov.Clone())
 	ls.unlock()
@@ -285,6 +296,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		Network: opts.Network, OutputCap: m.exec.OutputCap, Output: output,
 		Workspace: workspaceOf(view), Limits: limits,
 		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: opts.Caches == CachesPrivate || ls.meta.Caches == CachesPrivate || ls.policy.limitsReads()},
+		Git:    git, NoGit: noGit,
 	})
 	flush()
 	if err != nil {
@@ -338,6 +350,16 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 				res.Mutation = &rec
 			}
 		}
+	}
+	res.GitAbsent = run.Git.Absent
+	if notRecorded == "" {
+		cps, note, err := m.gitCommits(cctx, ls, sc, run.Git, vars.Masker)
+		if err != nil {
+			note = "commits made in the view did not become checkpoints: " + err.Error()
+		}
+		res.Checkpoints, res.GitNote = cps, note
+	} else if run.Git.Present && run.Git.After != run.Git.Before {
+		res.GitNote = "commits made in the view did not become checkpoints: nothing of the command was recorded"
 	}
 	res.Seq = view.Seq
 	if res.Mutation != nil {

@@ -582,6 +582,11 @@ func (m *Manager) writeIndex(ctx context.Context, s *Scratch, g *Git, lower stri
 	if len(g.Stages) > 0 {
 		ix = withStages(ix, g.Stages)
 	}
+	if lower != "" {
+		// Every entry valid: the fsmonitor hook names all the session
+		// changed (the upper directory), whatever the token.
+		ix.FSMonitorToken = "sessiond"
+	}
 	var buf bytes.Buffer
 	if err := ix.Encode(&buf); err != nil {
 		return err

@@ -3,6 +3,8 @@ package workdir
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,6 +122,9 @@ type gitState struct {
 	BaseTree gitstore.OID
 	Branch   string
 	Staged   bool
+	// Refs is a digest of the base branch, the remote-tracking refs and
+	// the tags last written, and of the configuration.
+	Refs string
 }
 
 const gitStateFile = "sessiond-state"
@@ -153,41 +158,47 @@ func (m *Manager) prepareGit(ctx context.Context, s *Scratch, g *Git, spec *help
 	if b, err := readBeneath(dir, gitStateFile); err == nil {
 		_ = json.Unmarshal(b, &st)
 	}
-	// What sessiond owns is written again before every command: a
-	// command may have changed it.
-	if err := writeBeneath(dir, "config", gitConfig(g, m.mode == ModeOverlay)); err != nil {
-		return err
-	}
-	if err := writeBeneath(dir, "objects/info/alternates", []byte(GitObjectsInside+"\n")); err != nil {
-		return err
-	}
-	if m.mode == ModeOverlay {
-		if err := writeBeneath(dir, "sessiond-fsmonitor", []byte(fsmonitorHook)); err != nil {
+	// What sessiond owns is written again before a command when it
+	// changed: the configuration (the command may change it for
+	// itself: sessiond's own is kept in the command's environment), the
+	// alternates, the hook, the base branch, origin's branches, the tags.
+	config := gitConfig(g, m.mode == ModeOverlay)
+	refs := refsDigest(g, config)
+	if fresh || st.Refs != refs {
+		if err := writeBeneath(dir, "config", config); err != nil {
 			return err
 		}
-		if err := os.Chmod(filepath.Join(dir, "sessiond-fsmonitor"), 0o755); err != nil {
+		if err := writeBeneath(dir, "objects/info/alternates", []byte(GitObjectsInside+"\n")); err != nil {
+			return err
+		}
+		if m.mode == ModeOverlay {
+			if err := writeBeneath(dir, "sessiond-fsmonitor", []byte(fsmonitorHook)); err != nil {
+				return err
+			}
+			if err := os.Chmod(filepath.Join(dir, "sessiond-fsmonitor"), 0o755); err != nil {
+				return err
+			}
+		}
+		if g.BaseRef != "" && g.BaseRef != g.Branch {
+			if err := writeBeneath(dir, "refs/heads/"+g.BaseRef, []byte(g.BaseCommit.String()+"\n")); err != nil {
+				return err
+			}
+		}
+		if err := writeRefDir(dir, "refs/remotes/origin", g.Branches); err != nil {
+			return err
+		}
+		if err := writeRefDir(dir, "refs/tags", g.Tags); err != nil {
 			return err
 		}
 	}
 	moved := fresh || st.Head != g.Head || st.Branch != g.Branch
 	if moved {
-		if err := m.packOwn(ctx, s, g, pub); err != nil {
+		if err := m.packOwn(ctx, s, g, pub, st.Head); err != nil {
 			return err
 		}
 		if err := writeBeneath(dir, "refs/heads/"+g.Branch, []byte(g.Head.String()+"\n")); err != nil {
 			return err
 		}
-	}
-	if g.BaseRef != "" && g.BaseRef != g.Branch {
-		if err := writeBeneath(dir, "refs/heads/"+g.BaseRef, []byte(g.BaseCommit.String()+"\n")); err != nil {
-			return err
-		}
-	}
-	if err := writeRefDir(dir, "refs/remotes/origin", g.Branches); err != nil {
-		return err
-	}
-	if err := writeRefDir(dir, "refs/tags", g.Tags); err != nil {
-		return err
 	}
 	onBranch := false
 	if b, err := readBeneath(dir, "HEAD"); err == nil && strings.TrimSpace(string(b)) == "ref: refs/heads/"+g.Branch {
@@ -203,7 +214,7 @@ func (m *Manager) prepareGit(ctx context.Context, s *Scratch, g *Git, spec *help
 			return err
 		}
 	}
-	st = gitState{Head: g.Head, BaseTree: base, Branch: g.Branch, Staged: len(g.Stages) > 0}
+	st = gitState{Head: g.Head, BaseTree: base, Branch: g.Branch, Staged: len(g.Stages) > 0, Refs: refs}
 	b, _ := json.Marshal(st)
 	if err := writeBeneath(dir, gitStateFile, b); err != nil {
 		return err
@@ -217,6 +228,20 @@ func (m *Manager) prepareGit(ctx context.Context, s *Scratch, g *Git, spec *help
 	}
 	spec.Env = append(spec.Env, gitEnv()...)
 	return nil
+}
+
+// refsDigest digests what prepareGit writes when it changed.
+func refsDigest(g *Git, config []byte) string {
+	h := sha256.New()
+	h.Write(config)
+	fmt.Fprintf(h, "%s %s %s\n", fsmonitorHook, g.BaseRef, g.BaseCommit)
+	for _, r := range g.Branches {
+		fmt.Fprintf(h, "b %s %s\n", r.Name, r.OID)
+	}
+	for _, r := range g.Tags {
+		fmt.Fprintf(h, "t %s %s\n", r.Name, r.OID)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // gitEnv keeps the host's git configuration out (hooks, helpers) and lets
@@ -410,6 +435,9 @@ func (m *Manager) publicDir(repo string) string {
 	return filepath.Join(m.dir, "gitobjects", instanceName(repo))
 }
 
+// maxPublicPacks bounds the packs of a public object directory.
+const maxPublicPacks = 32
+
 // publicLocks serializes the updates of each repository's public object
 // directory.
 var publicLocks sync.Map
@@ -442,7 +470,9 @@ func (m *Manager) publicObjects(ctx context.Context, g *Git) (string, error) {
 	if slices.Equal(old, tips) {
 		return dir, nil
 	}
-	full := false
+	// Past maxPublicPacks packs, one pack of everything again.
+	packs, _ := filepath.Glob(filepath.Join(packDir, "*.pack"))
+	full := len(packs) >= maxPublicPacks
 	for _, o := range old {
 		if _, found := slices.BinarySearch(tips, o); found {
 			continue
@@ -530,8 +560,11 @@ func gitOutput(ctx context.Context, gitDir, stdin string, args ...string) ([]byt
 // packOwn writes into the view's object directory a pack of what the
 // session's head reaches and the public objects lack (its checkpoints,
 // and its base when no branch reaches it).
-func (m *Manager) packOwn(ctx context.Context, s *Scratch, g *Git, pub string) error {
+func (m *Manager) packOwn(ctx context.Context, s *Scratch, g *Git, pub string, packed gitstore.OID) error {
 	in := g.Head.String() + "\n"
+	if !packed.IsZero() {
+		in += "^" + packed.String() + "\n"
+	}
 	if b, err := os.ReadFile(filepath.Join(pub, "tips")); err == nil {
 		for _, t := range strings.Fields(string(b)) {
 			in += "^" + t + "\n"

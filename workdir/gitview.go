@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -172,7 +173,7 @@ func (m *Manager) prepareGit(ctx context.Context, s *Scratch, g *Git, spec *help
 			return err
 		}
 		if m.mode == ModeOverlay {
-			if err := writeBeneath(dir, "sessiond-fsmonitor", []byte(fsmonitorHook)); err != nil {
+			if err := writeBeneath(dir, "sessiond-fsmonitor", []byte(fsmonitorHook())); err != nil {
 				return err
 			}
 			if err := os.Chmod(filepath.Join(dir, "sessiond-fsmonitor"), 0o755); err != nil {
@@ -234,7 +235,7 @@ func (m *Manager) prepareGit(ctx context.Context, s *Scratch, g *Git, spec *help
 func refsDigest(g *Git, config []byte) string {
 	h := sha256.New()
 	h.Write(config)
-	fmt.Fprintf(h, "%s %s %s\n", fsmonitorHook, g.BaseRef, g.BaseCommit)
+	fmt.Fprintf(h, "%s %s %s\n", fsmonitorHook(), g.BaseRef, g.BaseCommit)
 	for _, r := range g.Branches {
 		fmt.Fprintf(h, "b %s %s\n", r.Name, r.OID)
 	}
@@ -277,17 +278,49 @@ func configValue(v string) string {
 	return `"` + strings.ReplaceAll(v, `"`, `\"`) + `"`
 }
 
-// fsmonitorHook answers git's fsmonitor protocol (version 2) with every
-// path of the overlay's upper directory: all the session changed since
-// the base, whiteouts (deletions) and opaque directories included. The
-// answer is the same whatever token git gives, a superset of what changed
-// since it, which fsmonitor allows.
-const fsmonitorHook = `#!/bin/sh
+// fsmonitorHook answers git's fsmonitor protocol (version 2) with what
+// the overlay's upper directory holds: every path the session changed
+// since the base. Its files, symlinks and whiteouts (deletions) are
+// named, and its opaque directories (whose base content is hidden), never
+// the directories copied up only to hold a changed file (git would take
+// such a name as everything below it changed). The answer is the same
+// whatever token git gives, a superset of what changed since it, which
+// fsmonitor allows. Opaque directories are told by their xattr, read by
+// perl's syscall (the number is this platform's); without perl every
+// directory is named (slower, as correct).
+func fsmonitorHook() string {
+	return `#!/bin/sh
 [ "$1" = 2 ] || exit 1
+if [ -x /usr/bin/perl ]; then
+	exec /usr/bin/perl -e '
+printf "sessiond\0";
+chdir "` + GitUpperInside + `" or do { print "/\0"; exit 0 };
+sub opaque { my ($f, $x, $b) = ($_[0], "` + opaqueXattr + `", "\0" x 4); my $r = syscall(` + strconv.Itoa(unix.SYS_LGETXATTR) + `, $f, $x, $b, 4); return $r == 1 && substr($b, 0, 1) eq "y"; }
+sub walk {
+	my ($d, $p) = @_;
+	opendir(my $h, $d) or return;
+	my @n = grep { $_ ne "." && $_ ne ".." } readdir($h);
+	closedir($h);
+	for my $n (@n) {
+		next if $p eq "" && $n eq ".git";
+		my $rel = $p eq "" ? $n : "$p/$n";
+		my $full = "$d/$n";
+		if (-d $full && ! -l $full) {
+			print "$rel\0" if opaque($full);
+			walk($full, $rel);
+		} else {
+			print "$rel\0";
+		}
+	}
+}
+walk(".", "");
+'
+fi
 printf 'sessiond\0'
 cd ` + GitUpperInside + ` 2>/dev/null || { printf '/\0'; exit 0; }
 find . -mindepth 1 \( -name .git -prune -o -print0 \) | sed -z 's|^\./||'
 `
+}
 
 // writeRefDir makes dir hold exactly refs (each a loose ref file).
 func writeRefDir(gitDir, dir string, refs []GitRef) error {
@@ -600,7 +633,18 @@ func (m *Manager) writeIndex(ctx context.Context, s *Scratch, g *Git, lower stri
 	var err error
 	if lower != "" {
 		path := filepath.Join(m.dir, "gitbase", base.String()+".index")
-		ix, err = m.baseIndex(ctx, repo, base, lower, path)
+		if err := m.baseIndex(ctx, repo, base, lower, path); err != nil {
+			return err
+		}
+		if (g.HeadTree.IsZero() || g.HeadTree == base) && len(g.Stages) == 0 {
+			// The shared index as it is: a copy of its file.
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			return writeBeneath(s.gitDir(), "index", data)
+		}
+		ix, err = gitstore.ReadIndex(path)
 	} else {
 		ix, err = statIndex(ctx, repo, base, s.layer.present().Src, s.layer.cacheState())
 	}
@@ -627,38 +671,72 @@ func (m *Manager) writeIndex(ctx context.Context, s *Scratch, g *Git, lower stri
 	return writeBeneath(s.gitDir(), "index", buf.Bytes())
 }
 
-// baseIndex is the index of tree checked out at lower, built once and
-// kept at path.
-func (m *Manager) baseIndex(ctx context.Context, repo Repo, tree gitstore.OID, lower, path string) (*gitstore.Index, error) {
+// baseIndex makes sure path holds the index of tree checked out at
+// lower (built once, then shared): the checkout's stat data, the
+// cache-tree, and the fsmonitor extension with every entry valid (the
+// hook names all the session changed, the upper directory).
+func (m *Manager) baseIndex(ctx context.Context, repo Repo, tree gitstore.OID, lower, path string) error {
 	mu, _ := baseIndexes.LoadOrStore(path, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
-	if ix, err := gitstore.ReadIndex(path); err == nil && len(ix.Entries) > 0 {
-		return ix, nil
+	if _, err := os.Stat(path); err == nil {
+		return nil
 	}
 	ix, err := statIndex(ctx, repo, tree, lower, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	ix.FSMonitorToken = "sessiond"
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+		return err
 	}
 	var buf bytes.Buffer
 	if err := ix.Encode(&buf); err != nil {
-		return nil, err
+		return err
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
-		return nil, err
+		return err
 	}
-	return ix, os.Rename(tmp, path)
+	return os.Rename(tmp, path)
+}
+
+// cacheTrees builds the cache-tree of tree from its listing (pre-order,
+// each directory before its children): add is called with every entry.
+type cacheTrees struct {
+	root  *gitstore.CacheTree
+	nodes map[string]*gitstore.CacheTree
+}
+
+func newCacheTrees(tree gitstore.OID) *cacheTrees {
+	root := &gitstore.CacheTree{OID: tree}
+	return &cacheTrees{root: root, nodes: map[string]*gitstore.CacheTree{"": root}}
+}
+
+func (c *cacheTrees) add(e gitstore.Entry) {
+	dir := parentOf(e.Path)
+	if e.Mode.IsDir() {
+		n := &gitstore.CacheTree{Name: e.Path[strings.LastIndexByte(e.Path, '/')+1:], OID: e.OID}
+		c.nodes[e.Path] = n
+		c.nodes[dir].Subtrees = append(c.nodes[dir].Subtrees, n)
+		return
+	}
+	for d := dir; ; d = parentOf(d) {
+		c.nodes[d].Entries++
+		if d == "" {
+			break
+		}
+	}
 }
 
 // statIndex lists tree's files with the stat data of root's copies
-// (cache's when it has the file, else an lstat).
+// (cache's when it has the file, else an lstat), and its cache-tree.
 func statIndex(ctx context.Context, repo Repo, tree gitstore.OID, root string, cache map[string]statEntry) (*gitstore.Index, error) {
 	ix := &gitstore.Index{Version: 4}
+	ct := newCacheTrees(tree)
+	ix.Tree = ct.root
 	err := repo.List(ctx, tree, "", true, func(e gitstore.Entry) error {
+		ct.add(e)
 		if !e.Mode.IsBlob() {
 			return nil
 		}
@@ -686,7 +764,10 @@ func withTree(ctx context.Context, repo Repo, ix *gitstore.Index, tree gitstore.
 		old[e.Path] = e
 	}
 	out := &gitstore.Index{Version: ix.Version}
+	ct := newCacheTrees(tree)
+	out.Tree = ct.root
 	err := repo.List(ctx, tree, "", true, func(e gitstore.Entry) error {
+		ct.add(e)
 		if !e.Mode.IsBlob() {
 			return nil
 		}
@@ -706,6 +787,7 @@ func withStages(ix *gitstore.Index, stages []StageEntry) *gitstore.Index {
 	for _, s := range stages {
 		drop[s.Path] = true
 	}
+	// No cache-tree: the conflicted paths have no tree yet.
 	out := &gitstore.Index{Version: ix.Version}
 	for _, e := range ix.Entries {
 		if !drop[e.Path] {

@@ -66,6 +66,10 @@ chmod +x run.sh
 echo staged > dir/sub/d.txt
 git add dir/sub/d.txt
 echo more >> dir/sub/d.txt
+mkdir -p fresh/deep && echo n > fresh/deep/n.txt
+rm -r gone
+mkdir -p gone && echo back > gone/again.txt
+echo log > x.log
 `
 
 const gitReport = `set -e
@@ -93,6 +97,13 @@ func TestGitInViewMatchesCheckout(t *testing.T) {
 				assert.False(t, strings.HasPrefix(c.Path, ".git"), c.Path)
 			}
 			require.NoError(t, s.Settle(t.Context(), f.view(), f.record(cs)))
+
+			// Again in the next command (the index as git left it, the
+			// fsmonitor hook naming what the upper directory holds).
+			res, _, s = f.runGit(m, g, gitReport)
+			require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+			assert.Equal(t, want[strings.Index(want, "STATUS"):], string(res.Stdout)+string(res.Stderr))
+			require.NoError(t, s.Settle(t.Context(), f.view(), nil))
 
 			// The index and the staged state persist between commands.
 			res, _, s = f.runGit(m, g, "git diff --cached --name-only; git rev-parse --abbrev-ref HEAD; git rev-parse origin/main main")

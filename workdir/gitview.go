@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -404,6 +405,33 @@ func writeBeneath(root, rel string, data []byte) error {
 	return os.Rename(tmp, full)
 }
 
+// copyBeneath copies the file src to rel below root, as writeBeneath
+// writes.
+func copyBeneath(src, root, rel string) error {
+	if err := writeBeneath(root, rel, nil); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	full := filepath.Join(root, rel)
+	tmp := full + ".sessiond-tmp"
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, full)
+}
+
 // ReadGitHead reads what HEAD names in the view's .git: the commit and
 // the branch ("" when detached). Read without following any link the
 // command planted; zero when unreadable.
@@ -599,7 +627,11 @@ func (m *Manager) packOwn(ctx context.Context, s *Scratch, g *Git, pub string, p
 		in += "^" + packed.String() + "\n"
 	}
 	if b, err := os.ReadFile(filepath.Join(pub, "tips")); err == nil {
-		for _, t := range strings.Fields(string(b)) {
+		tips := strings.Fields(string(b))
+		if slices.Contains(tips, g.Head.String()) {
+			return nil // a branch or tag is there: the public objects have it all
+		}
+		for _, t := range tips {
 			in += "^" + t + "\n"
 		}
 	}
@@ -637,12 +669,10 @@ func (m *Manager) writeIndex(ctx context.Context, s *Scratch, g *Git, lower stri
 			return err
 		}
 		if (g.HeadTree.IsZero() || g.HeadTree == base) && len(g.Stages) == 0 {
-			// The shared index as it is: a copy of its file.
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			return writeBeneath(s.gitDir(), "index", data)
+			// The shared index as it is: a copy of its file (in the
+			// kernel, copy_file_range, a reflink where the file system
+			// has them).
+			return copyBeneath(path, s.gitDir(), "index")
 		}
 		ix, err = gitstore.ReadIndex(path)
 	} else {

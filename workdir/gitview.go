@@ -759,8 +759,11 @@ func (c *cacheTrees) add(e gitstore.Entry) {
 	}
 }
 
-// statIndex lists tree's files with the stat data of root's copies
-// (cache's when it has the file, else an lstat), and its cache-tree.
+// statIndex lists tree's files with the stat data of root's copies, and
+// its cache-tree. With a stat cache (a copy mode view, which may differ
+// from tree) only the files the cache knows hold tree's content get stat
+// data (the others none: git compares their content); without one root
+// is tree's own checkout and every file is lstat'ed.
 func statIndex(ctx context.Context, repo Repo, tree gitstore.OID, root string, cache map[string]statEntry) (*gitstore.Index, error) {
 	ix := &gitstore.Index{Version: 4}
 	ct := newCacheTrees(tree)
@@ -773,7 +776,8 @@ func statIndex(ctx context.Context, repo Repo, tree gitstore.OID, root string, c
 		ie := gitstore.IndexEntry{Path: e.Path, Mode: e.Mode, OID: e.OID}
 		if c, ok := cache[e.Path]; ok && c.OID == e.OID {
 			ie.Stat = gitstore.IndexStat{MTime: time.Unix(0, c.Mtime), CTime: time.Unix(0, c.Ctime), Size: uint32(c.Size)}
-		} else {
+		} else if cache == nil {
+			// root is the tree's own checkout.
 			var st unix.Stat_t
 			if unix.Lstat(filepath.Join(root, e.Path), &st) == nil && gitModeOf(&st) == e.Mode {
 				mt, ct := statTimes(&st)

@@ -114,6 +114,24 @@ func TestGitInViewMatchesCheckout(t *testing.T) {
 	}
 }
 
+// Changes made through the API before a session's first command show in
+// git status.
+func TestGitStatusSeesAPIChanges(t *testing.T) {
+	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
+		t.Run(string(mode), func(t *testing.T) {
+			m := newManager(t, mode)
+			f := newFixture(t)
+			f.write("a.txt", "from the api\n", gitstore.ModeFile)
+			f.write("dir/c.txt", "charlie\n", gitstore.ModeExec)
+			f.remove("gone")
+			res, _, s := f.runGit(m, f.gitFor(t), "git status --porcelain")
+			require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+			assert.Equal(t, " M a.txt\n M dir/c.txt\n D gone/e.txt\n D gone/f.txt\n", string(res.Stdout))
+			s.Abort()
+		})
+	}
+}
+
 func TestGitAbsentWithoutGit(t *testing.T) {
 	m := newManager(t, workdir.ModeOverlay)
 	f := newFixture(t)

@@ -649,7 +649,12 @@ func (m *Manager) packOwn(ctx context.Context, s *Scratch, g *Git, pub string, p
 			}
 		}
 	}
-	return packInto(ctx, g.RepoGitDir, in, packDir, filepath.Join(s.dir, "gitpack.tmp"), false)
+	err := packInto(ctx, g.RepoGitDir, in, packDir, filepath.Join(s.dir, "gitpack.tmp"), false)
+	if err != nil && !packed.IsZero() {
+		// What was packed before may be gone (a pruned checkpoint).
+		return m.packOwn(ctx, s, g, pub, gitstore.ZeroOID)
+	}
+	return err
 }
 
 // baseIndexes builds each base tree's index once.

@@ -197,7 +197,9 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		res.Git.Absent = "commands run without namespaces here (isolated false), where a .git could not be kept to what the session may read"
 	default:
 		if err := m.prepareGit(ctx, s, c.Git, &spec); err != nil {
-			return Result{}, fmt.Errorf("workdir: the view's .git: %w", err)
+			// The command runs, without a .git, and is told why.
+			res.Git.Absent = "the view's .git could not be prepared: " + err.Error()
+			break
 		}
 		res.Git.Present = true
 		res.Git.Before, _ = s.ReadGitHead()

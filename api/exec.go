@@ -98,6 +98,7 @@ func toExecResponse(res session.ExecResult) apitypes.ExecResponse {
 		Recorded: res.Recorded, NotRecorded: res.NotRecorded, Isolated: res.Isolated,
 		Limits: make([]apitypes.ExecLimit, 0, len(res.Limits)), LimitExceeded: res.Exceeded, LandlockABI: res.Landlock,
 		Checkpoints: make([]apitypes.Checkpoint, 0, len(res.Checkpoints)), GitNote: res.GitNote, GitAbsent: res.GitAbsent,
+		NetworkRefused: res.NetworkRefused,
 	}
 	for _, c := range res.Checkpoints {
 		out.Checkpoints = append(out.Checkpoints, toCheckpoint(c))

@@ -640,7 +640,9 @@ func (m *Manager) packOwn(ctx context.Context, s *Scratch, g *Git, pub string, p
 	for _, d := range []string{filepath.Join(s.gitDir(), "objects"), packDir} {
 		fi, err := os.Lstat(d)
 		if err == nil && !fi.IsDir() {
-			err = removeAll(d)
+			if err := removeAll(d); err != nil {
+				return err
+			}
 			fi = nil
 		}
 		if fi == nil {

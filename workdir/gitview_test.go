@@ -132,6 +132,17 @@ func TestGitStatusSeesAPIChanges(t *testing.T) {
 	}
 }
 
+// Without namespaces a command gets no .git, and is told why.
+func TestGitAbsentUnisolated(t *testing.T) {
+	m := newManager(t, workdir.ModeAuto, true)
+	f := newFixture(t)
+	res, _, s := f.runGit(m, f.gitFor(t), "git status")
+	assert.Equal(t, 128, res.ExitCode)
+	assert.False(t, res.Git.Present)
+	assert.Contains(t, res.Git.Absent, "without namespaces")
+	s.Abort()
+}
+
 func TestGitAbsentWithoutGit(t *testing.T) {
 	m := newManager(t, workdir.ModeOverlay)
 	f := newFixture(t)
@@ -149,7 +160,12 @@ func TestGitAbsentWithoutGit(t *testing.T) {
 // Objects only another session's refs reach are neither listed nor
 // readable from a view.
 func TestGitViewHidesUnreachableObjects(t *testing.T) {
-	m := newManager(t, workdir.ModeOverlay)
+	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
+		t.Run(string(mode), func(t *testing.T) { testGitViewHides(t, newManager(t, mode)) })
+	}
+}
+
+func testGitViewHides(t *testing.T, m *workdir.Manager) {
 	f := newFixture(t)
 	secret, err := f.repo.WriteBlob(t.Context(), []byte("another session's uncheckpointed file\n"))
 	require.NoError(t, err)

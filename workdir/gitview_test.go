@@ -105,6 +105,19 @@ func TestGitInViewMatchesCheckout(t *testing.T) {
 			assert.Equal(t, want[strings.Index(want, "STATUS"):], string(res.Stdout)+string(res.Stderr))
 			require.NoError(t, s.Settle(t.Context(), f.view(), nil))
 
+			// Files made after git built its untracked cache show too.
+			res, cs2, s2 := f.runGit(m, g, "git status --porcelain >/dev/null; echo l > dir/sub/later.txt; mkdir brandnew; echo x > brandnew/x; rm dir/c.txt; git status --porcelain")
+			require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+			assert.Contains(t, string(res.Stdout), "?? brandnew/\n")
+			assert.Contains(t, string(res.Stdout), "?? dir/sub/later.txt\n")
+			assert.Contains(t, string(res.Stdout), " D dir/c.txt\n")
+			require.NoError(t, s2.Settle(t.Context(), f.view(), f.record(cs2)))
+			res, _, s2 = f.runGit(m, g, "git status --porcelain")
+			assert.Contains(t, string(res.Stdout), "?? brandnew/\n")
+			assert.Contains(t, string(res.Stdout), "?? dir/sub/later.txt\n")
+			assert.Contains(t, string(res.Stdout), " D dir/c.txt\n")
+			require.NoError(t, s2.Settle(t.Context(), f.view(), nil))
+
 			// The index and the staged state persist between commands.
 			res, _, s = f.runGit(m, g, "git diff --cached --name-only; git rev-parse --abbrev-ref HEAD; git rev-parse origin/main main")
 			require.Equal(t, 0, res.ExitCode, string(res.Stderr))

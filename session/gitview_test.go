@@ -195,3 +195,32 @@ func hashOf(t *testing.T, content string) string {
 	require.NoError(t, err)
 	return string(out)
 }
+
+// A commit naming another session's blob, with alternates and a link
+// planted to lead the daemon into the repository's objects, becomes no
+// checkpoint: the daemon reads the view's objects alone.
+func TestGitCommitCannotBorrowObjects(t *testing.T) {
+	e := newExecEnv(t, "overlay")
+	other := e.create(session.CreateOptions{})
+	e.write(other.ID, "secret.txt", "the other session's own words\n")
+	secret := strings.TrimSpace(hashOf(t, "the other session's own words\n"))
+	s := e.create(session.CreateOptions{})
+	objects := e.repoDir + "/.git/objects"
+	res := e.sh(s.ID, `set -e
+echo `+objects+` >> .git/objects/info/alternates
+rm -rf .git/objects/pack && ln -s `+objects+`/pack .git/objects/pack
+git update-index --add --cacheinfo 100644,`+secret+`,stolen.txt
+tree=$(git write-tree --missing-ok)
+commit=$(echo steal | git commit-tree $tree -p HEAD)
+git update-ref HEAD $commit`)
+	require.Equal(t, 0, res.ExitCode, string(res.Stdout)+string(res.Stderr))
+	assert.Empty(t, res.Checkpoints)
+	assert.Contains(t, res.GitNote, "not readable in the view")
+	cps, err := e.m.Checkpoints(t.Context(), s.ID)
+	require.NoError(t, err)
+	assert.Empty(t, cps)
+	// The next command gets a working .git again.
+	res = e.sh(s.ID, "git status --porcelain >/dev/null && git cat-file -e "+s.BaseCommit.String()+" && echo fine")
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	assert.Equal(t, "fine\n", string(res.Stdout))
+}

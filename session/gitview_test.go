@@ -150,7 +150,10 @@ git commit -q -m "redone"`)
 
 // go build stamps VCS information from the view's .git.
 func TestGitGoBuildStampsVCS(t *testing.T) {
-	e := newExecEnv(t, "overlay")
+	forExecModes(t, testGoBuildStamps)
+}
+
+func testGoBuildStamps(t *testing.T, e *execEnv) {
 	s := e.create(session.CreateOptions{})
 	e.write(s.ID, "cmd/m/main.go", "package main\n\nfunc main() {}\n")
 	env := goEnv(t)

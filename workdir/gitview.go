@@ -228,7 +228,7 @@ func (m *Manager) prepareGit(ctx context.Context, s *Scratch, g *Git, spec *help
 	if p := s.layer.present(); p.Overlay {
 		spec.Binds = append(spec.Binds, bindSpec{Src: p.Upper, Dst: GitUpperInside})
 	}
-	spec.Env = append(spec.Env, gitEnv()...)
+	spec.Env = withDefaults(spec.Env, gitEnv())
 	return nil
 }
 

@@ -309,7 +309,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		Workspace: workspaceOf(view), Limits: limits,
 		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: opts.Caches == CachesPrivate || ls.meta.Caches == CachesPrivate || ls.policy.limitsReads()},
 		Git:    git, NoGit: noGit,
-		Reach:  m.servicePorts(id),
+		Reach: m.servicePorts(id),
 	}
 	network.Apply(&cmd)
 	run, err := sc.Run(ctx, cmd)

@@ -52,6 +52,16 @@ type Config struct {
 	// process's own lock; nil: this process's lock only (a store served
 	// by one daemon).
 	BranchLocks BranchLocker
+	// Objects brings a changeset's commits into this node's repository
+	// when another node wrote them (a cluster's store of sessions'
+	// objects); nil: they are in this node's repository.
+	Objects Filler
+}
+
+// Filler makes objects ids, and everything they reach, present in r, the
+// repository named repo.
+type Filler interface {
+	Fill(ctx context.Context, repo string, r *gitstore.Repo, ids []gitstore.OID) error
 }
 
 // BranchLocker is a lock of a branch shared by the processes that share a
@@ -77,6 +87,7 @@ type Service struct {
 	now       func() time.Time
 	summaries Summarizer   // nil: no symbols in views
 	shared    BranchLocker // nil: this process's branch locks only
+	objects   Filler       // nil: not a cluster's
 
 	mu       sync.Mutex // guards branches
 	branches map[string]*branchLock
@@ -90,7 +101,7 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: cfg.Store, sessions: cfg.Sessions, repos: cfg.Repos, events: cfg.Events, summaries: cfg.Summaries, shared: cfg.BranchLocks,
+	return &Service{store: cfg.Store, sessions: cfg.Sessions, repos: cfg.Repos, events: cfg.Events, summaries: cfg.Summaries, shared: cfg.BranchLocks, objects: cfg.Objects,
 		now: func() time.Time { return now().UTC().Truncate(time.Microsecond) }}
 }
 

@@ -90,6 +90,21 @@ func (m *memory) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	if err != nil {
 		return err
 	}
+	if m.objects != nil {
+		// Another node may have written the session: what it names comes
+		// from the cluster's store (and its base from the origin).
+		ids := make([]gitstore.OID, 0, len(stored)+2)
+		ids = append(ids, s.BaseCommit)
+		if s.Checkpoints > 0 {
+			ids = append(ids, s.Head)
+		}
+		for _, e := range stored {
+			ids = append(ids, e.Blob)
+		}
+		if err := m.objects.Fill(ctx, s.Repo, r, ids); err != nil {
+			return fmt.Errorf("session %s: %w", id, err)
+		}
+	}
 	c, err := r.Commit(ctx, s.BaseCommit)
 	if err != nil {
 		return fmt.Errorf("session %s: base commit: %w", id, err)

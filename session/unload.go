@@ -30,8 +30,9 @@ const DefaultIdleUnload = 10 * time.Minute
 // hands it to the janitor's goroutine, which saves its read set and
 // unloads it under its lock, so a lock release is only a release.
 type memory struct {
-	store  Store
-	repos  *repos.Registry
+	store   Store
+	repos   *repos.Registry
+	objects Filler // nil: not a cluster's
 	ovOpts overlay.Options
 	now    func() time.Time
 

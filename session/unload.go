@@ -33,8 +33,8 @@ type memory struct {
 	store   Store
 	repos   *repos.Registry
 	objects Filler // nil: not a cluster's
-	ovOpts overlay.Options
-	now    func() time.Time
+	ovOpts  overlay.Options
+	now     func() time.Time
 
 	mu sync.Mutex // guards live
 	// live holds the sessions in memory: loaded ones, and entries being

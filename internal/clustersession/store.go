@@ -92,7 +92,7 @@ type fencedTx struct {
 	session.Tx
 	owners  *cluster.Owners
 	objects *objects
-	epochs map[uuid.UUID]int64 // checked in this transaction
+	epochs  map[uuid.UUID]int64 // checked in this transaction
 }
 
 func (t *fencedTx) fence(ctx context.Context, id uuid.UUID) error {

@@ -183,6 +183,11 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	if err != nil {
 		return AcceptResult{}, err
 	}
+	if !opts.DryRun {
+		if err := s.sessions.Claim(ctx, c.Session); err != nil {
+			return AcceptResult{}, fmt.Errorf("changeset %s: %w", id, err)
+		}
+	}
 	if s.objects != nil {
 		// Written on another node, perhaps: the cluster's store has it.
 		err := s.objects.Fill(ctx, c.Repo, r, []gitstore.OID{c.HeadCommit, c.BaseCommit})

@@ -44,6 +44,13 @@ func (s *Store) InTx(ctx context.Context, fn func(session.Tx) error) error {
 	})
 }
 
+// Claim takes session id's lease for this node (or keeps the one it
+// holds): a *cluster.OwnedError when another node's is live.
+func (s *Store) Claim(ctx context.Context, id uuid.UUID) error {
+	_, err := s.owners.Take(ctx, id)
+	return err
+}
+
 // The writes called on the Store itself run in a fenced transaction of
 // their own.
 

@@ -366,6 +366,7 @@ func TestClusterCrash(t *testing.T) {
 		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
 		victim := c.Nodes[rng.IntN(len(c.Nodes))]
 		victim.Kill()
+		killed := time.Now()
 		stop()
 		<-done
 		w.acknowledged = w.count()
@@ -376,6 +377,9 @@ func TestClusterCrash(t *testing.T) {
 			}
 		}
 		w.check(victim, func(int) *Node { return live[rng.IntN(len(live))] })
+		// Its id is taken again once the others see it dead (the lease
+		// past its last heartbeat).
+		time.Sleep(time.Until(killed.Add(2500 * time.Millisecond)))
 		victim.Start()
 		fmt.Printf("cluster-crash: round=%d/%d killed=%s acknowledged=%d lost=%d unreadable=%d half-applied=%d\n",
 			round+1, rounds, victim.ID, w.acknowledged, w.lost, w.unreadable, w.halves)

@@ -188,12 +188,8 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 			return AcceptResult{}, fmt.Errorf("changeset %s: %w", id, err)
 		}
 	}
-	if s.objects != nil {
-		// Written on another node, perhaps: the cluster's store has it.
-		err := s.objects.Fill(ctx, c.Repo, r, []gitstore.OID{c.HeadCommit, c.BaseCommit})
-		if err != nil && !errors.Is(err, gitstore.ErrMissingObject) {
-			return AcceptResult{}, fmt.Errorf("changeset %s: %w", id, err)
-		}
+	if err := s.fill(ctx, c, r); err != nil && !errors.Is(err, gitstore.ErrMissingObject) {
+		return AcceptResult{}, fmt.Errorf("changeset %s: %w", id, err)
 	}
 	headCommit, err := r.Commit(ctx, c.HeadCommit)
 	if errors.Is(err, gitstore.ErrMissingObject) && r.Origin() != "" {

@@ -2,6 +2,7 @@ package changeset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -103,6 +104,28 @@ func New(cfg Config) *Service {
 	}
 	return &Service{store: cfg.Store, sessions: cfg.Sessions, repos: cfg.Repos, events: cfg.Events, summaries: cfg.Summaries, shared: cfg.BranchLocks, objects: cfg.Objects,
 		now: func() time.Time { return now().UTC().Truncate(time.Microsecond) }}
+}
+
+// openChangeset opens c's repository with c's commits in it: in a
+// cluster, brought from the store when another node wrote them (one it
+// cannot bring is left for the read to report).
+func (s *Service) openChangeset(ctx context.Context, c Changeset) (*gitstore.Repo, error) {
+	r, err := s.repos.Open(ctx, c.Repo)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fill(ctx, c, r); err != nil && !errors.Is(err, gitstore.ErrMissingObject) {
+		return nil, fmt.Errorf("changeset %s: %w", c.ID, err)
+	}
+	return r, nil
+}
+
+// fill brings c's commits into r (see Config.Objects).
+func (s *Service) fill(ctx context.Context, c Changeset, r *gitstore.Repo) error {
+	if s.objects == nil {
+		return nil
+	}
+	return s.objects.Fill(ctx, c.Repo, r, []gitstore.OID{c.HeadCommit, c.BaseCommit})
 }
 
 // branchLock serializes this process's accepts and undos on one branch.

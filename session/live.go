@@ -115,6 +115,15 @@ func (m *memory) load(ctx context.Context, id uuid.UUID, ls *live) error {
 		if err := m.objects.Fill(ctx, s.Repo, r, ids); err != nil {
 			return fmt.Errorf("session %s: %w", id, err)
 		}
+		// Its base kept from gc here too (its live and head refs are
+		// set below).
+		if !s.State.Terminal() {
+			if b, err := r.ReadRef(ctx, baseRef(id)); errors.Is(err, gitstore.ErrNotFound) || (err == nil && b != s.BaseCommit) {
+				if err := setRef(ctx, r, baseRef(id), s.BaseCommit); err != nil {
+					return fmt.Errorf("session %s: %w", id, err)
+				}
+			}
+		}
 	}
 	c, err := r.Commit(ctx, s.BaseCommit)
 	if err != nil {

@@ -71,6 +71,11 @@ func TestOriginAcceptsPushed(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, ae.Status)
 	assert.Contains(t, ae.Message, `"node-1"`)
 	assert.Equal(t, base, origin.Head(t, "main"))
+	// A changeset's diff reads on any node: its commits come from the
+	// store.
+	d, err := n2.C.ChangesetDiff(ctx, cs1.ID)
+	require.NoError(t, err)
+	assert.Contains(t, string(d), "+one")
 
 	a1, err := n1.C.Accept(ctx, cs1.ID, apitypes.AcceptRequest{})
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -236,14 +237,25 @@ func TestOwnerKilledUnderWriters(t *testing.T) {
 
 // TestAcceptAfterTakeover: a session written, checkpointed and submitted
 // on one node, which is then killed, is read and accepted on another:
-// the changeset's commits come from the store, and the origin's branch
-// gets exactly the session's tree.
+// the changeset's commits come from the store, its base (a branch pushed
+// to the origin after the second node last fetched) from the origin, and
+// the origin's branch gets exactly the session's tree.
 func TestAcceptAfterTakeover(t *testing.T) {
 	ctx := t.Context()
 	origin := NewOrigin(t, "small")
-	c := New(t, 2, append([]string{"--repo", "app=" + origin.URL}, fastLeases...)...)
+	c := New(t, 2, append([]string{"--repo", "app=" + origin.URL, "--fetch-interval", "0"}, fastLeases...)...)
 	n1, n2 := c.Nodes[0], c.Nodes[1]
-	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main", AgentName: "taken"})
+	for _, n := range c.Nodes { // each opens its clone (and fetches) now, before the push
+		_, err := n.C.Branches(ctx, "app")
+		require.NoError(t, err)
+	}
+	work := t.TempDir()
+	testrepo.Git(t, work, "clone", "-q", origin.URL, ".")
+	require.NoError(t, os.WriteFile(filepath.Join(work, "fresh.txt"), []byte("fresh\n"), 0o644))
+	testrepo.Git(t, work, "add", "fresh.txt")
+	testrepo.Git(t, work, "commit", "-q", "-m", "fresh")
+	testrepo.Git(t, work, "push", "-q", "origin", "HEAD:refs/heads/fresh")
+	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "fresh", AgentName: "taken"})
 	require.NoError(t, err)
 	files := map[string]string{"new/deep/one.txt": "one\n", "new/two.txt": "two\n", "README.md": "rewritten\n"}
 	for p, content := range files {
@@ -255,7 +267,7 @@ func TestAcceptAfterTakeover(t *testing.T) {
 	_, err = n1.C.WriteFile(ctx, s.ID, "new/three.txt", []byte("three\n"), client.WriteOptions{})
 	require.NoError(t, err)
 	files["new/three.txt"] = "three\n"
-	cs, err := n1.C.Submit(ctx, s.ID, apitypes.SubmitRequest{Intent: "taken over", TargetBranch: "main"})
+	cs, err := n1.C.Submit(ctx, s.ID, apitypes.SubmitRequest{Intent: "taken over", TargetBranch: "fresh"})
 	require.NoError(t, err)
 	n1.Kill()
 
@@ -275,13 +287,17 @@ func TestAcceptAfterTakeover(t *testing.T) {
 
 	a, err := n2.C.Accept(ctx, cs.ID, apitypes.AcceptRequest{})
 	require.NoError(t, err)
-	assert.Equal(t, a.Commit, origin.Head(t, "main"), "the accept is on the origin")
+	assert.False(t, a.Rebased)
+	assert.Equal(t, a.Commit, origin.Head(t, "fresh"), "the accept is on the origin")
 	for p, want := range files {
-		got, err := origin.Run("show", "main:"+p)
+		got, err := origin.Run("show", "fresh:"+p)
 		require.NoError(t, err)
 		assert.Equal(t, want, got, p)
 	}
-	diff, err := origin.Run("diff", "--name-only", cs.BaseCommit, "main")
+	got, err := origin.Run("show", "fresh:fresh.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "fresh\n", got)
+	diff, err := origin.Run("diff", "--name-only", cs.BaseCommit, "fresh")
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"README.md", "new/deep/one.txt", "new/three.txt", "new/two.txt"}, strings.Fields(diff))
 	_, err = origin.Run("fsck", "--strict", "--no-dangling")

@@ -63,10 +63,15 @@ func TestOriginAcceptsPushed(t *testing.T) {
 	cs1 := change(t, n1.C, "from-one.txt", "one\n")
 	cs2 := change(t, n2.C, "from-two.txt", "two\n")
 
-	// Asked of the other node, the accept runs on the session's node,
-	// which has its objects (forwarded).
+	// Asked of the other node while the session's owner lives, the
+	// accept is forwarded to the owner.
 	a1, err := n2.C.Accept(ctx, cs1.ID, apitypes.AcceptRequest{})
 	require.NoError(t, err)
+	// A changeset's diff reads on any node: its commits come from the
+	// store.
+	d, err := n2.C.ChangesetDiff(ctx, cs1.ID)
+	require.NoError(t, err)
+	assert.Contains(t, string(d), "+one")
 	assert.Equal(t, a1.Commit, origin.Head(t, "main"), "the accept is on the origin")
 	_, err = origin.Run("fsck", "--strict", "--no-dangling")
 	require.NoError(t, err)

@@ -281,19 +281,23 @@ func TestBalancedPlacement(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-// TestDrain: draining a node (asked of another node) hands its sessions
-// off at once, without waiting for their leases: the next request for
-// each is served by another node, which owns it from then on; the
-// drained node places new sessions elsewhere and shows draining.
-func TestDrain(t *testing.T) {
+// TestDrainRollingRestart: draining a node (asked of another node)
+// hands its sessions off at once, without waiting for their leases: the
+// next request for each is served by another node, which owns it from
+// then on, with the files the drained node wrote; the drained node
+// places new sessions elsewhere and shows draining. A rolling restart
+// (drain, stop, start, for each node) loses nothing acknowledged.
+func TestDrainRollingRestart(t *testing.T) {
 	ctx := t.Context()
 	origin := NewOrigin(t, "small")
 	// A lease far longer than the test: only a hand-off can move them.
 	c := New(t, 2, "--repo", "app="+origin.URL, "--node-lease", "10m")
 	n1, n2 := c.Nodes[0], c.Nodes[1]
 	var ids []string
-	for range 3 {
+	for k := range 3 {
 		s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
+		require.NoError(t, err)
+		_, err = n1.C.WriteFile(ctx, s.ID, "before.txt", []byte(fmt.Sprintf("before %d\n", k)), client.WriteOptions{})
 		require.NoError(t, err)
 		ids = append(ids, s.ID)
 	}
@@ -317,12 +321,22 @@ func TestDrain(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "node-2", c.owner(t, s.ID), "a drained node places new sessions elsewhere")
 
-	// The drained node stops; nothing is lost, everything answers.
+	// The rolling restart: node-1 stops and starts (undrained), then
+	// node-2 is drained and stopped; everything reads back on node-1.
 	n1.Stop()
-	for _, id := range ids {
-		b, _, err := n2.C.ReadFile(ctx, id, "moved.txt")
+	n1.Start()
+	res, err = n1.C.DrainNode(ctx, "node-2", apitypes.DrainRequest{TimeoutSeconds: 10})
+	require.NoError(t, err)
+	assert.Len(t, res.HandedOff, len(ids)+1)
+	n2.Stop()
+	for k, id := range ids {
+		b, _, err := n1.C.ReadFile(ctx, id, "before.txt")
 		require.NoError(t, err)
-		assert.Equal(t, "moved\n", string(b))
+		assert.Equal(t, fmt.Sprintf("before %d\n", k), string(b), "written before the first drain")
+		b, _, err = n1.C.ReadFile(ctx, id, "moved.txt")
+		require.NoError(t, err)
+		assert.Equal(t, "moved\n", string(b), "written between the drains")
+		assert.Equal(t, "node-1", c.owner(t, id))
 	}
 }
 

@@ -234,7 +234,9 @@ func (s Step) Describe() string {
 	}
 	q := make([]string, len(s.Argv))
 	for i, a := range s.Argv {
-		if a != "" && strings.IndexFunc(a, func(r rune) bool { return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '=' || r == ':' || r == '@' || r == ',' || r == '+' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')) }) < 0 {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '=' || r == ':' || r == '@' || r == ',' || r == '+' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
+		}) < 0 {
 			q[i] = a
 		} else {
 			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"

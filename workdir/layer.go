@@ -113,11 +113,11 @@ type presentation struct {
 	Overlay bool `json:"overlay,omitempty"`
 	// Env is a lower directory stacked over Lower (an environment
 	// layer); "" for none.
-	Env     string `json:"env,omitempty"`
-	Lower   string `json:"lower,omitempty"`
-	Upper   string `json:"upper,omitempty"`
-	Work    string `json:"work,omitempty"`
-	Src     string `json:"src,omitempty"`
+	Env   string `json:"env,omitempty"`
+	Lower string `json:"lower,omitempty"`
+	Upper string `json:"upper,omitempty"`
+	Work  string `json:"work,omitempty"`
+	Src   string `json:"src,omitempty"`
 }
 
 // statEntry is what the stat cache knows of one file, as git's index

@@ -13,46 +13,20 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/secret"
 )
 
-// Config is a repository's environment configuration, as the API takes it
-// and as .sessiond/environment.json (or .yaml) holds it.
-type Config struct {
-	// Setup are the commands run in order, in a view of the base, to
-	// build the layer.
-	Setup []Step `json:"setup,omitempty" yaml:"setup,omitempty"`
-	// Key are globs (doublestar, relative to the repository's root) of
-	// the files whose content decides the layer; empty: DefaultKey.
-	Key []string `json:"key,omitempty" yaml:"key,omitempty"`
-	// Include are files every view gets that are not in git.
-	Include []Include `json:"include,omitempty" yaml:"include,omitempty"`
-	// Auto derives a setup from the key files when Setup is empty; nil
-	// is true.
-	Auto *bool `json:"auto,omitempty" yaml:"auto,omitempty"`
-}
+// Config is a repository's environment configuration, as the API takes
+// it and as .sessiond/environment.json (or .yaml) holds it.
+type Config = apitypes.EnvironmentConfig
 
-// Step is one setup command: Argv, or Command run by /bin/sh -c. In a
-// file or a request it may also be given as a plain string (shell text)
-// or an array of strings (argv).
-type Step struct {
-	Argv    []string `json:"argv,omitempty"`
-	Command string   `json:"command,omitempty"`
-	// Network: nil is true (setup gets the network the repository's
-	// policy allows; commands do not).
-	Network        *bool             `json:"network,omitempty"`
-	TimeoutSeconds int               `json:"timeout_seconds,omitempty"`
-	Env            map[string]string `json:"env,omitempty"`
-}
+// Step is one setup command (Args is its argv).
+type Step = apitypes.EnvironmentStep
 
-// Include is one file every view has: Content, or the value of the
-// repository's secret named Secret.
-type Include struct {
-	Path    string  `json:"path"`
-	Content *string `json:"content,omitempty"`
-	Secret  string  `json:"secret,omitempty"`
-}
+// Include is one file every view has.
+type Include = apitypes.EnvironmentInclude
 
 // DefaultKey are the lock files of the ecosystems sessiond knows, the key
 // of a configuration that names none.
@@ -71,38 +45,16 @@ const MaxTimeout = 2 * time.Hour
 // DefaultTimeout is a setup step's timeout when it names none.
 const DefaultTimeout = 30 * time.Minute
 
-// UnmarshalJSON takes a step as shell text, an argv array or an object.
-func (s *Step) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	switch {
-	case len(b) > 0 && b[0] == '"':
-		*s = Step{}
-		return json.Unmarshal(b, &s.Command)
-	case len(b) > 0 && b[0] == '[':
-		*s = Step{}
-		return json.Unmarshal(b, &s.Argv)
-	}
-	type plain Step
-	var p plain
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&p); err != nil {
-		return err
-	}
-	*s = Step(p)
-	return nil
-}
+// Enabled says whether c's Auto is on (nil is true).
+func Enabled(c Config) bool { return c.Auto == nil || *c.Auto }
 
-// Enabled says whether Auto is on.
-func (c Config) Enabled() bool { return c.Auto == nil || *c.Auto }
-
-// Empty: nothing is configured.
-func (c Config) Empty() bool {
+// Empty: c configures nothing.
+func Empty(c Config) bool {
 	return len(c.Setup) == 0 && len(c.Key) == 0 && len(c.Include) == 0 && c.Auto == nil
 }
 
 // Timeout is the step's timeout.
-func (s Step) Timeout() time.Duration {
+func Timeout(s Step) time.Duration {
 	if s.TimeoutSeconds <= 0 {
 		return DefaultTimeout
 	}
@@ -110,10 +62,10 @@ func (s Step) Timeout() time.Duration {
 }
 
 // NetworkWanted says whether the step asks for the network (the default).
-func (s Step) NetworkWanted() bool { return s.Network == nil || *s.Network }
+func NetworkWanted(s Step) bool { return s.Network == nil || *s.Network }
 
 // Args is the step's argv.
-func (s Step) Args() []string {
+func Args(s Step) []string {
 	if s.Command != "" {
 		return []string{"/bin/sh", "-c", s.Command}
 	}
@@ -140,13 +92,13 @@ func Parse(name string, data []byte) (Config, error) {
 		if err != nil {
 			return Config{}, fmt.Errorf("%w: %s: %s", record.ErrInvalid, name, jsonProblem(nil, err))
 		}
-		return c, prefixed(name, c.Check())
+		return c, prefixed(name, Check(c))
 	}
 	c, err := decodeJSON(data)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %s: %s", record.ErrInvalid, name, jsonProblem(data, err))
 	}
-	return c, prefixed(name, c.Check())
+	return c, prefixed(name, Check(c))
 }
 
 func prefixed(name string, err error) error {
@@ -213,7 +165,7 @@ func position(data []byte, off int64) string {
 
 // Check validates a configuration; the error wraps record.ErrInvalid and
 // names the field (setup[1].argv, key[0], include[2].secret).
-func (c Config) Check() error {
+func Check(c Config) error {
 	for i, s := range c.Setup {
 		f := fmt.Sprintf("setup[%d]", i)
 		switch {
@@ -226,7 +178,7 @@ func (c Config) Check() error {
 		case s.TimeoutSeconds < 0 || time.Duration(s.TimeoutSeconds)*time.Second > MaxTimeout:
 			return fmt.Errorf("%w: %s.timeout_seconds: %d is not between 0 and %d", record.ErrInvalid, f, s.TimeoutSeconds, int(MaxTimeout.Seconds()))
 		}
-		for j, a := range s.Args() {
+		for j, a := range Args(s) {
 			if strings.IndexByte(a, 0) >= 0 {
 				return fmt.Errorf("%w: %s.argv[%d]: holds a NUL byte", record.ErrInvalid, f, j)
 			}

@@ -110,7 +110,7 @@ func Resolve(ctx context.Context, t Tree, tree gitstore.OID, api *Config) (Plan,
 	}
 	p.KeyFiles = files
 	p.Steps, p.Include = cfg.Setup, cfg.Include
-	if len(p.Steps) == 0 && cfg.Enabled() {
+	if len(p.Steps) == 0 && Enabled(cfg) {
 		if auto := AutoSetup(files); len(auto) > 0 {
 			p.Steps = auto
 			if p.Source == SourceNone {
@@ -219,7 +219,7 @@ func AutoSetup(files map[string]gitstore.OID) []Step {
 		if _, ok := files[a.file]; !ok {
 			continue
 		}
-		if slices.ContainsFunc(out, func(s Step) bool { return slices.Equal(s.Args(), a.step.Args()) }) {
+		if slices.ContainsFunc(out, func(s Step) bool { return slices.Equal(Args(s), Args(a.step)) }) {
 			continue
 		}
 		out = append(out, a.step)
@@ -228,7 +228,7 @@ func AutoSetup(files map[string]gitstore.OID) []Step {
 }
 
 // Describe is a step as a shell reads it, for logs.
-func (s Step) Describe() string {
+func Describe(s Step) string {
 	if s.Command != "" {
 		return s.Command
 	}

@@ -806,6 +806,27 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 	return out.Close()
 }
 
+// BuildEnvironment builds the environment layer v asks for (v.Env), if
+// it is not there yet, without preparing a session's view: a session
+// created with prepare. A setup that fails is not an error: the result
+// says failed, with the log.
+func (m *Manager) BuildEnvironment(ctx context.Context, v View) (EnvResult, error) {
+	if v.Env == nil {
+		return EnvResult{}, nil
+	}
+	lower, release, err := m.cache.Acquire(ctx, v.Repo, v.BaseTree)
+	if err != nil {
+		return EnvResult{}, err
+	}
+	defer release()
+	_, res, rel, err := m.envs.acquire(ctx, v, lower, v.Env)
+	if err != nil {
+		return EnvResult{}, err
+	}
+	rel()
+	return res, nil
+}
+
 // Environments lists the environment layers of repo ("" for all).
 func (m *Manager) Environments(repo string) []EnvInfo { return m.envs.list(repo) }
 

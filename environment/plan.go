@@ -13,6 +13,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
 )
 
 // Tree is what resolving a configuration reads of a repository.
@@ -95,7 +96,7 @@ func Resolve(ctx context.Context, t Tree, tree gitstore.OID, api *Config) (Plan,
 		if name != "" {
 			c, err := Parse(name, data)
 			if err != nil {
-				return Plan{Problem: strings.TrimPrefix(err.Error(), "invalid: ")}, nil
+				return Plan{Problem: strings.TrimPrefix(err.Error(), record.ErrInvalid.Error()+": ")}, nil
 			}
 			cfg, p.Source, p.File = c, SourceFile, name
 		}

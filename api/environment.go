@@ -38,6 +38,12 @@ func (s *Server) putEnvironment(w http.ResponseWriter, r *http.Request) error {
 	c := req.EnvironmentConfig
 	u := repos.EnvironmentUpdate{Env: req.Env, Secrets: req.Secrets, Config: c,
 		SetConfig: c.Setup != nil || c.Key != nil || c.Include != nil || c.Auto != nil}
+	if req.File != nil {
+		if u.SetConfig {
+			return badRequest("give the configuration's fields or file, not both")
+		}
+		u.SetConfig, u.File = true, &repos.ConfigFile{Name: req.File.Name, Content: []byte(req.File.Content)}
+	}
 	v, err := s.repos.SetEnvironment(ctxWithoutCancel(r), r.PathValue("repo"), u)
 	if err != nil {
 		return err

@@ -25,10 +25,21 @@ type RepoEnvironment struct {
 // When any of setup, key, include or auto is present, the configuration
 // is replaced by exactly what is given (all of them empty removes it, so
 // the file at the base applies again); when none is, it is kept.
+//
+// File, instead, gives the configuration as a file's text (JSON, or YAML
+// when its name ends in .yaml or .yml); a file that does not parse is
+// refused naming the file, the line and the column.
 type RepoEnvironmentRequest struct {
 	Env     map[string]string  `json:"env"`
 	Secrets map[string]*string `json:"secrets,omitempty"`
 	EnvironmentConfig
+	File *EnvironmentFile `json:"file,omitempty"`
+}
+
+// EnvironmentFile is an environment configuration as a file's text.
+type EnvironmentFile struct {
+	Name    string `json:"name"`
+	Content string `json:"content"`
 }
 
 // EnvironmentConfig is a repository's environment configuration (SPEC

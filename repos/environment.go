@@ -39,6 +39,15 @@ type EnvironmentUpdate struct {
 	// removes it); otherwise it is kept.
 	SetConfig bool
 	Config    environment.Config
+	// File, when set, is the configuration as a file's text, parsed
+	// instead of Config (its errors name the file, line and column).
+	File *ConfigFile
+}
+
+// ConfigFile is an environment configuration as a file's text.
+type ConfigFile struct {
+	Name    string
+	Content []byte
 }
 
 // EnvironmentView is what may be shown of an environment: the plain
@@ -119,6 +128,17 @@ func (g *Registry) SetEnvironment(ctx context.Context, repo string, u Environmen
 		if len(*v) > secret.MaxValueBytes {
 			return EnvironmentView{}, fmt.Errorf("%w: secrets.%s: %d bytes, the limit is %d", ErrSecretTooLarge, n, len(*v), secret.MaxValueBytes)
 		}
+	}
+	if u.File != nil {
+		name := u.File.Name
+		if name == "" {
+			name = "environment.json"
+		}
+		c, err := environment.Parse(name, u.File.Content)
+		if err != nil {
+			return EnvironmentView{}, err
+		}
+		u.Config = c
 	}
 	if u.SetConfig {
 		if err := environment.Check(u.Config); err != nil {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sessiond/sessiond/environment"
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/workdir"
 )
@@ -107,11 +109,6 @@ func (m *Executor) environmentFor(ctx context.Context, t envTarget, vars repos.V
 	if plan.Empty() {
 		return nil, res, stale, nil
 	}
-	pol, err := m.repos.Policy(ctx, t.repoName)
-	if err != nil {
-		return nil, EnvironmentResult{}, false, err
-	}
-	network := m.exec.HostNetwork && pol.Exec.Network
 	env := &workdir.Env{Key: plan.Key, Repo: t.repoName, Commit: t.commit.String(), Workspace: workspace, Limits: limits}
 	if !vars.Masker.Empty() {
 		env.Mask = vars.Masker.Bytes
@@ -121,10 +118,19 @@ func (m *Executor) environmentFor(ctx context.Context, t envTarget, vars repos.V
 		if timeout > m.exec.MaxTimeout {
 			timeout = m.exec.MaxTimeout
 		}
-		env.Steps = append(env.Steps, workdir.EnvStep{
-			Argv: environment.Args(s), Env: commandEnv(vars, nil, s.Env),
-			Network: network && environment.NetworkWanted(s), Timeout: timeout,
-		})
+		step := workdir.EnvStep{Argv: environment.Args(s), Env: commandEnv(vars, nil, s.Env), Timeout: timeout}
+		if environment.NetworkWanted(s) {
+			// What the repository's commands may reach, and no more; none
+			// where the policy or the daemon gives commands none.
+			if n, err := m.NetworkFor(ctx, t.repoName, true); err == nil {
+				var c workdir.Command
+				n.Apply(&c)
+				step.Network, step.Egress = c.Network, c.Egress
+			} else if !errors.Is(err, record.ErrForbidden) {
+				return nil, EnvironmentResult{}, false, err
+			}
+		}
+		env.Steps = append(env.Steps, step)
 	}
 	for i, in := range plan.Include {
 		f := workdir.EnvFile{Path: in.Path}
@@ -170,7 +176,7 @@ func (m *Executor) PrepareEnvironment(ctx context.Context, id uuid.UUID) (Enviro
 	if err != nil {
 		return EnvironmentResult{}, err
 	}
-	limits, err := m.limitsFor(ctx, t.repoName, false)
+	limits, _, err := m.limitsFor(ctx, t.repoName, false)
 	if err != nil {
 		return EnvironmentResult{}, err
 	}

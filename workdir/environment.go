@@ -65,6 +65,8 @@ type EnvStep struct {
 	Argv    []string
 	Env     []string
 	Network bool
+	// Egress, when set, is the step's egress proxy (Command.Egress).
+	Egress  Egress
 	Timeout time.Duration
 }
 
@@ -472,7 +474,7 @@ func (e *envLayers) build(ctx context.Context, v View, base string, env *Env) (E
 	for _, st := range env.Steps {
 		fmt.Fprintf(&log, "$ %s\n", describeArgv(st.Argv))
 		res, err := s.Run(ctx, Command{
-			Argv: st.Argv, Env: st.Env, Network: st.Network, Timeout: st.Timeout,
+			Argv: st.Argv, Env: st.Env, Network: st.Network, Egress: st.Egress, Timeout: st.Timeout,
 			Workspace: env.Workspace, Limits: env.Limits, Caches: Caches{Repo: env.Repo},
 			Output: func(_ string, p []byte) { log.Write(p) },
 		})

@@ -90,6 +90,16 @@ func TestEnvironmentsOverHTTP(t *testing.T) {
 			require.NoError(t, err)
 			assert.True(t, res.EnvironmentStale)
 
+			// MCP run: the same exec, its result carrying the layer.
+			var logs lockedBuffer
+			cs := mcpClient(t, &logs, "--server", d.URL, "--token", s1.Token, "--session", s1.ID)
+			text, data := toolOK(t, cs, "run", map[string]any{"command": "cat deps/installed"})
+			assert.Contains(t, text, "v1")
+			envOut, _ := data["environment"].(map[string]any)
+			require.NotNil(t, envOut, "%v", data)
+			assert.Equal(t, "ready", envOut["status"])
+			assert.Equal(t, s1.Environment.Key, envOut["key"])
+
 			ls, err := d.C.Environments(ctx, "r")
 			require.NoError(t, err)
 			require.Len(t, ls.Layers, 1)

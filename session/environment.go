@@ -82,10 +82,12 @@ type envTarget struct {
 	commit   gitstore.OID
 	// changed are the paths the session changed (for staleness).
 	changed []string
+	// limitedReads: the session's policy hides files; it gets no layer.
+	limitedReads bool
 }
 
 func targetOf(ls *live) envTarget {
-	t := envTarget{repoName: ls.meta.Repo, repo: ls.repo, tree: ls.baseTree, commit: ls.meta.BaseCommit}
+	t := envTarget{repoName: ls.meta.Repo, repo: ls.repo, tree: ls.baseTree, commit: ls.meta.BaseCommit, limitedReads: ls.policy.limitsReads()}
 	for _, e := range ls.ov.Entries() {
 		t.changed = append(t.changed, e.Path)
 	}
@@ -107,6 +109,12 @@ func (m *Executor) environmentFor(ctx context.Context, t envTarget, vars repos.V
 	stale := plan.Stale(t.changed)
 	res := EnvironmentResult{Status: EnvNone, Source: plan.Source, Key: plan.Key, Problem: plan.Problem}
 	if plan.Empty() {
+		return nil, res, stale, nil
+	}
+	if t.limitedReads {
+		// The setup reads the whole base: what it derives from files
+		// the session may not read must not reach the session's view.
+		res.Problem = "the session's policy limits reads: it runs without the repository's shared environment layer"
 		return nil, res, stale, nil
 	}
 	env := &workdir.Env{Key: plan.Key, Repo: t.repoName, Commit: t.commit.String(), Workspace: workspace, Limits: limits}

@@ -242,3 +242,23 @@ func goModuleFiles(t *testing.T, proxy string) map[string]string {
 	files["add.go"] = "package m\n"
 	return files
 }
+
+// TestEnvironmentNotForReadLimitedSessions: a session whose policy hides
+// files runs without the layer (its setup read the whole base), and says
+// why; another session gets it.
+func TestEnvironmentNotForReadLimitedSessions(t *testing.T) {
+	e := newExecEnv(t, workdir.ModeAuto)
+	e.setConfig(environment.Config{Setup: []environment.Step{{Command: "mkdir -p build && cat docs/read.txt > build/copy"}}}, nil)
+	limited := e.create(session.CreateOptions{Policy: session.Policy{Deny: []string{"docs/**"}}})
+	res := e.run(limited.ID, session.ExecOptions{Command: "test ! -e build/copy && echo none"})
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	assert.Equal(t, "none\n", string(res.Stdout))
+	assert.Equal(t, session.EnvNone, res.Environment.Status)
+	assert.Contains(t, res.Environment.Problem, "limits reads")
+
+	open := e.create(session.CreateOptions{})
+	res = e.run(open.ID, session.ExecOptions{Command: "cat build/copy"})
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	assert.Equal(t, "read me\n", string(res.Stdout))
+	assert.Equal(t, workdir.EnvReady, res.Environment.Status)
+}

@@ -259,6 +259,13 @@ func (c *sessionNewCmd) Run(ctx context.Context, x *cli) error {
 		if s.Token != "" {
 			fmt.Fprintf(w, "export SESSIOND_TOKEN=%s\n", s.Token)
 		}
+		if e := s.Environment; e != nil {
+			// Commented, so the printed lines can still be pasted in a shell.
+			fmt.Fprintf(w, "# environment %s %s\n", e.Status, e.Key)
+			if e.Error != "" || e.Problem != "" {
+				fmt.Fprintf(w, "# %s%s\n", e.Error, e.Problem)
+			}
+		}
 	})
 }
 

@@ -18,10 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/environment"
 	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
-	"github.com/sessiond/sessiond/environment"
 	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"

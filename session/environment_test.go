@@ -85,6 +85,9 @@ func nodeProject(version, integrity string) map[string]string {
 // one that does builds another, and a session that edits the lock file
 // is told its layer is stale.
 func TestEnvironmentNodeProject(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short (the race run): npm in namespaces, minutes under the detector; the plain run does it")
+	}
 	if _, err := exec.LookPath("npm"); err != nil {
 		t.Skip("no npm")
 	}
@@ -153,6 +156,9 @@ func TestEnvironmentNodeProject(t *testing.T) {
 // proxy directory, once: the modules land in the shared cache, and the
 // sessions build offline.
 func TestEnvironmentAutoGoSum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short (the race run): the go command in namespaces; the plain run does it")
+	}
 	proxy := goProxy(t)
 	e := newExecEnvWith(t, workdir.Config{Show: []string{proxy}})
 	e.commitFiles(goModuleFiles(t, proxy), "needs example.com/dep")

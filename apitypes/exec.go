@@ -71,6 +71,13 @@ type ExecResponse struct {
 	// layer is the base's (run the install in the session if needed).
 	Environment      *ExecEnvironment `json:"environment,omitempty"`
 	EnvironmentStale bool             `json:"environment_stale,omitempty"`
+	// Checkpoints are those the commits the command made in the view's
+	// .git became, in order; GitNote says why commits did not (an amend
+	// or a reset rewrites nothing recorded, a refused change); GitAbsent
+	// why the view had no .git.
+	Checkpoints []Checkpoint `json:"checkpoints"`
+	GitNote     string       `json:"git_note,omitempty"`
+	GitAbsent   string       `json:"git_absent,omitempty"`
 	// NetworkRefused lists the destinations (host names or addresses, as
 	// the command asked for them) the egress proxy refused, where the
 	// command's network was the repository's allowlist.
@@ -98,6 +105,8 @@ type Exec struct {
 	Argv       []string `json:"argv"`
 	ExitCode   int      `json:"exit_code"`
 	DurationMS int64    `json:"duration_ms"`
+	// Service names the service(s) of a mutation with op service.
+	Service string `json:"service,omitempty"`
 }
 
 // ExecFollowEvent is one event of GET /v1/sessions/{id}/exec, the

@@ -88,7 +88,7 @@ func TestStreamableHTTPAuth(t *testing.T) {
 		require.NoError(t, err)
 		res, err := cs.ListTools(t.Context(), nil)
 		require.NoError(t, err)
-		assert.Len(t, res.Tools, 16)
+		assert.Len(t, res.Tools, 19)
 		text, _ := ok(t, cs, "write_file", map[string]any{"path": "from-http.txt", "content": "hi\n"})
 		assert.Contains(t, text, "Wrote from-http.txt")
 		_, _, err = e.admin.ReadFile(t.Context(), b.ID, "from-http.txt")

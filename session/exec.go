@@ -69,6 +69,7 @@ type Executor struct {
 	exec     ExecConfig
 	live     liveRegistry // the running commands, for FollowExec
 	plans    planCache    // resolved environment plans (environment.go)
+	svcs     *serviceRegistry
 }
 
 // NewExecutor returns the command runner over m's sessions, bounded by
@@ -76,7 +77,11 @@ type Executor struct {
 // ErrNoWorkdir.
 func NewExecutor(m *Manager, cfg ExecConfig) *Executor {
 	cfg.fill()
-	return &Executor{Manager: m, workdirs: m.workdirs, exec: cfg}
+	e := &Executor{Manager: m, workdirs: m.workdirs, exec: cfg, svcs: &serviceRegistry{}}
+	// A session that ends stops its services.
+	m.recorder.ended = func(id uuid.UUID) { e.stopSession(id, ReasonEnded) }
+	m.services = e.CaptureServices
+	return e
 }
 
 // RecordMode says when an exec's changes are recorded.
@@ -162,6 +167,12 @@ type ExecResult struct {
 	Exceeded []string
 	// Landlock is the Landlock ABI that restricted the command (0: none).
 	Landlock int
+	// Checkpoints are those the commits the command made in the view's
+	// .git became, in order; GitNote says why commits did not (an amend,
+	// a reset, a refused change); GitAbsent why the view had no .git.
+	Checkpoints []Checkpoint
+	GitNote     string
+	GitAbsent   string
 	// NetworkRefused lists the destinations the egress proxy refused the
 	// command, where its network was an allowlist (network.go).
 	NetworkRefused []string
@@ -208,6 +219,11 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	if err != nil {
 		return ExecResult{}, err
 	}
+	// What the session's services changed is theirs, recorded before
+	// the command runs.
+	if err := m.CaptureServices(ctx, id); err != nil {
+		return ExecResult{}, err
+	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
 		return ExecResult{}, err
@@ -246,6 +262,11 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	notRecorded := ""
 	if err := m.recorder.checkWritable(ctx, ls); err != nil {
 		notRecorded = err.Error()
+	}
+	git, noGit, err := m.gitFor(ctx, ls)
+	if err != nil {
+		ls.unlock()
+		return ExecResult{}, err
 	}
 	ls.busy = true
 	view := m.execView(ls, ls.ov.Clone())
@@ -302,6 +323,8 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		OutputCap: m.exec.OutputCap, Output: output,
 		Workspace: workspaceOf(view), Limits: limits,
 		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: opts.Caches == CachesPrivate || ls.meta.Caches == CachesPrivate || ls.policy.limitsReads()},
+		Git:    git, NoGit: noGit,
+		Reach: m.servicePorts(id),
 	}
 	network.Apply(&cmd)
 	run, err := sc.Run(ctx, cmd)
@@ -359,6 +382,16 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 				res.Mutation = &rec
 			}
 		}
+	}
+	res.GitAbsent = run.Git.Absent
+	if notRecorded == "" {
+		cps, note, err := m.gitCommits(cctx, ls, sc, run.Git, vars.Masker)
+		if err != nil {
+			note = "commits made in the view did not become checkpoints: " + err.Error()
+		}
+		res.Checkpoints, res.GitNote = cps, note
+	} else if run.Git.Present && run.Git.After != run.Git.Before {
+		res.GitNote = "commits made in the view did not become checkpoints: nothing of the command was recorded"
 	}
 	res.Seq = view.Seq
 	if res.Mutation != nil {
@@ -574,6 +607,13 @@ func (m *Executor) execView(ls *live, ov *overlay.Overlay) workdir.View {
 // change checked by the rules every write follows; those refused come
 // back as rejections. ls.mu must be held.
 func (m *Executor) recordExec(ctx context.Context, ls *live, actor string, argv []string, run workdir.Result, changes []workdir.Change) (MutationRecord, []ExecChange, []ExecRejection, error) {
+	return m.recordChanges(ctx, ls, OpExec, actor, &ExecInfo{Argv: argv, ExitCode: run.ExitCode, DurationMS: run.Duration.Milliseconds()}, changes)
+}
+
+// recordChanges records captured changes as one mutation of op (exec, or
+// service), each checked by the rules every write follows; those refused
+// come back as rejections. ls.mu must be held.
+func (m *Executor) recordChanges(ctx context.Context, ls *live, op Op, actor string, info *ExecInfo, changes []workdir.Change) (MutationRecord, []ExecChange, []ExecRejection, error) {
 	// Deletions first, so a file may replace a directory and the reverse.
 	cs := slices.Clone(changes)
 	slices.SortStableFunc(cs, func(a, b workdir.Change) int {
@@ -587,8 +627,8 @@ func (m *Executor) recordExec(ctx context.Context, ls *live, actor string, argv 
 	})
 	var applied []ExecChange
 	var rejected []ExecRejection
-	rec, _, err := m.recorder.mutate(ctx, ls, OpExec, actorOf(ls, actor), false, func(mu *draft) error {
-		mu.exec = &ExecInfo{Argv: argv, ExitCode: run.ExitCode, DurationMS: run.Duration.Milliseconds()}
+	rec, _, err := m.recorder.mutate(ctx, ls, op, actorOf(ls, actor), false, func(mu *draft) error {
+		mu.exec = info
 		for _, c := range cs {
 			status := statusOf(ctx, m.execView(ls, mu.ov), mu.ov, c)
 			err := m.applyExecChange(ctx, ls, mu, c)

@@ -65,6 +65,17 @@ type Config struct {
 	// used): DefaultIdleUnload when zero, never when negative. Finished
 	// sessions are unloaded at once.
 	IdleUnload time.Duration
+	// Objects brings into this node's repository the objects a session
+	// names (its base, its checkpoints, its overlay's blobs) when another
+	// node wrote them: a cluster's. Nil: they are in this node's
+	// repository.
+	Objects Filler
+}
+
+// Filler makes objects ids, and everything they reach, present in r, the
+// repository named repo (from wherever the cluster keeps them).
+type Filler interface {
+	Fill(ctx context.Context, repo string, r *gitstore.Repo, ids []gitstore.OID) error
 }
 
 // Manager is the session engine: it owns sessions, their lifecycle and
@@ -85,6 +96,22 @@ type Manager struct {
 
 	mem      *memory
 	recorder *recorder
+	// services, when set, records what the session's services changed
+	// (a capture point: checkpoint, submit; the Executor sets it).
+	services func(ctx context.Context, id uuid.UUID) error
+}
+
+// captureServices records what the session's services changed, before
+// a checkpoint or a submit takes the session's state. A command running
+// meanwhile records it with its own changes.
+func (m *Manager) captureServices(ctx context.Context, id uuid.UUID) error {
+	if m.services == nil {
+		return nil
+	}
+	if err := m.services(ctx, id); err != nil && !errors.Is(err, ErrBusy) {
+		return err
+	}
+	return nil
 }
 
 // NewManager returns an engine over cfg.Store.
@@ -104,7 +131,7 @@ func NewManager(cfg Config) *Manager {
 		now:      clock,
 		ovOpts:   ovOpts,
 		workdirs: cfg.Workdirs,
-		mem: &memory{store: cfg.Store, repos: cfg.Repos, ovOpts: ovOpts, now: clock,
+		mem: &memory{store: cfg.Store, repos: cfg.Repos, objects: cfg.Objects, ovOpts: ovOpts, now: clock,
 			live: make(map[uuid.UUID]*live), finished: make(map[*live]struct{})},
 		recorder: &recorder{store: cfg.Store, events: cfg.Events, observers: cfg.Observers,
 			limits: cfg.Limits, now: clock, ovOpts: ovOpts, workdirs: cfg.Workdirs, repos: cfg.Repos},
@@ -399,6 +426,9 @@ func (m *recorder) setState(ctx context.Context, ls *live, to State) error {
 	m.events.Notify()
 	if to.Terminal() {
 		m.observeClosed(ctx, ls.meta)
+		if m.ended != nil {
+			m.ended(ls.meta.ID)
+		}
 		m.removeScratch(ls)
 	}
 	if to.Terminal() && to != StateAccepted {

@@ -30,10 +30,11 @@ const DefaultIdleUnload = 10 * time.Minute
 // hands it to the janitor's goroutine, which saves its read set and
 // unloads it under its lock, so a lock release is only a release.
 type memory struct {
-	store  Store
-	repos  *repos.Registry
-	ovOpts overlay.Options
-	now    func() time.Time
+	store   Store
+	repos   *repos.Registry
+	objects Filler // nil: not a cluster's
+	ovOpts  overlay.Options
+	now     func() time.Time
 
 	mu sync.Mutex // guards live
 	// live holds the sessions in memory: loaded ones, and entries being
@@ -233,7 +234,7 @@ func (m *memory) UnloadIdle(idle time.Duration) int {
 		if !ls.mu.TryLock() {
 			continue
 		}
-		if !ls.dead && ls.loaded && !ls.busy && !ls.used.After(cutoff) {
+		if !ls.dead && ls.loaded && !ls.busy && ls.serving == 0 && !ls.used.After(cutoff) {
 			if m.unload(ls); ls.dead {
 				n++
 			}

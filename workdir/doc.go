@@ -65,6 +65,15 @@
 //     cancellation, shutdown or a crash of the daemon (the helper has a
 //     parent-death signal).
 //
+// It gives each view a real .git (gitview.go): the session's own, in
+// its scratch, bound over the view's ".git" (which capture never
+// reports), whose objects are a per-repository directory of exactly what
+// branches and tags reach plus the session's own pack, never the
+// repository's object directory; an index built once per base checkout
+// and copied in; an fsmonitor hook that names what the upper directory
+// holds. What a command commits there is read back (ReadGitHead,
+// GitObjects) through no link and no alternate it planted.
+//
 // A command with an egress proxy (Command.Egress, egress.go) keeps its
 // network namespace of its own; the helper opens a listener on its
 // loopback and hands it to the daemon, which serves the proxy on it, so
@@ -119,7 +128,17 @@
 // package builds and view directories are unisolated copies: auto and
 // copy work, overlay is ErrUnsupported. Windows is not supported.
 //
+// Services (serve.go, ports.go): Scratch.Serve starts a command that
+// outlives the scratch's commands, in namespaces of its own on the view
+// as it was prepared, holding its base checkout until it ends; Stop
+// sends its process group SIGTERM (passed on by both stages of the
+// helper) and kills the whole namespace after a grace period. The
+// helper joins ports of a command's own loopback to Unix sockets of the
+// host (PortLink: Expose, the daemon reaching a service; Reach, a
+// command reaching one), relaying bytes in the helper itself, PID 1 of
+// the namespace; nothing is put on the host's network.
+//
 // Concurrency: a Manager and its Cache are safe for concurrent use. A
-// Scratch belongs to one command at a time; the session engine runs one
-// command per session.
+// Scratch belongs to one command at a time (services beside it leave its
+// state alone); the session engine runs one command per session.
 package workdir

@@ -283,6 +283,25 @@ func readFailed(p string) (EnvInfo, error) {
 	return info, nil
 }
 
+// hold holds the layer whose tree is at tree ("": none) until release,
+// as acquire does, for a service that outlives the command that prepared
+// its view.
+func (e *envLayers) hold(tree string) (release func()) {
+	if tree == "" {
+		return func() {}
+	}
+	key := filepath.Base(filepath.Dir(tree))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l := e.layers[key]
+	if l == nil {
+		return func() {}
+	}
+	l.refs++
+	var once sync.Once
+	return func() { once.Do(func() { e.release(key) }) }
+}
+
 func (e *envLayers) release(key string) {
 	e.mu.Lock()
 	if l := e.layers[key]; l != nil {

@@ -47,6 +47,24 @@ type Command struct {
 	// Output, when set, is called with each chunk of output as it comes
 	// ("stdout" or "stderr"), from one goroutine at a time.
 	Output func(stream string, p []byte)
+	// Git, when set, gives the view a .git (gitview.go); NoGit says why
+	// the view has none when it is not.
+	Git   *Git
+	NoGit string
+	// Expose and Reach join ports of the command's loopback to Unix
+	// sockets of the host (ports.go); isolated, without Network, only.
+	Expose, Reach []PortLink
+	// Term, when closed, sends the command's process group SIGTERM
+	// (the end of Timeout or of the context still kills its tree).
+	Term <-chan struct{}
+	// Started, when set, learns the command's process id (inside its
+	// PID namespace, isolated) once it started.
+	Started func(pid int)
+
+	// service: the command outlives the scratch's commands (Serve): it
+	// shows pres, and leaves the scratch's state alone.
+	service bool
+	pres    presentation
 }
 
 // DefaultWorkspace is where a view appears inside a command's namespace
@@ -88,6 +106,8 @@ type Result struct {
 	Landlock int
 	// Setup is where the time before the command's start went.
 	Setup Setup
+	// Git is what became of the view's .git.
+	Git GitResult
 }
 
 // Setup splits the time from Run to the command's start (for
@@ -163,12 +183,27 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	}
 	res := Result{Isolated: m.isolated}
 	spec := helperSpec{Argv: c.Argv}
+	pres := c.pres
+	if !c.service {
+		pres = s.layer.present()
+	} else {
+		// Each service builds its root on a stage of its own.
+		var err error
+		if stage, err = os.MkdirTemp(s.dir, "mnt-"); err != nil {
+			return Result{}, err
+		}
+		defer os.Remove(stage)
+	}
 	if m.isolated {
 		target := c.Workspace
 		if target == "" {
 			target = DefaultWorkspace
 		}
-		spec.View, spec.Stage, spec.Target = s.layer.present(), stage, target
+		spec.View, spec.Stage, spec.Target = pres, stage, target
+		if !c.Network {
+			spec.Ports = portSpecs(c.Expose, c.Reach)
+		}
+		spec.Term = c.Term != nil
 		spec.Home, spec.HomeSrc = HomeInside, home
 		spec.Hide, spec.Show = m.hidden(), m.shown()
 		spec.Cwd = filepath.Join(target, c.Cwd)
@@ -181,9 +216,31 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			res.Limits = append(res.Limits, AppliedLimit{Name: LimitTmp, Value: limits.TmpBytes, Via: ViaTmpfs})
 		}
 	} else {
-		view := s.layer.present().Src
+		view := pres.Src
 		spec.Cwd = filepath.Join(view, c.Cwd)
 		spec.Env = minimalEnv(home, view, c.Env)
+	}
+	if !c.service {
+		// A service leaves the scratch alone: it gets no .git.
+		if err := s.gitMountPoint(m.isolated && c.Git != nil); err != nil {
+			return Result{}, err
+		}
+	}
+	switch {
+	case c.service:
+		res.Git.Absent = "a service has no .git"
+	case c.Git == nil:
+		res.Git.Absent = c.NoGit
+	case !m.isolated:
+		res.Git.Absent = "commands run without namespaces here (isolated false), where a .git could not be kept to what the session may read"
+	default:
+		if err := m.prepareGit(ctx, s, c.Git, &spec); err != nil {
+			// The command runs, without a .git, and is told why.
+			res.Git.Absent = "the view's .git could not be prepared: " + err.Error()
+			break
+		}
+		res.Git.Present = true
+		res.Git.Before, _ = s.ReadGitHead()
 	}
 	cachesDone, err := m.tools.use(s, c.Caches, m.isolated, &spec)
 	if err != nil {
@@ -284,6 +341,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	spawn := time.Now()
 	var spawned time.Time
 	scratchFree, watchScratch := freeBytes(s.dir)
+	watchScratch = watchScratch && !c.service
 	go func() {
 		runtime.LockOSThread()
 		err := cmd.Start()
@@ -336,6 +394,9 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			setupErr = st.Error
 		case st.Started != 0:
 			res.Started = time.Unix(0, st.Started)
+			if c.Started != nil && st.PID != 0 {
+				c.Started(st.PID)
+			}
 			began = time.Unix(0, st.Began)
 			res.Landlock = st.Landlock
 		case st.Exited:
@@ -360,6 +421,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			cg.kill()
 		}
 	}
+	term := c.Term
 	var tick <-chan time.Time
 	var ticks int
 	if watchScratch && limits.ScratchBytes > 0 {
@@ -390,6 +452,13 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		case <-grace:
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			grace = nil
+		case <-term:
+			term = nil
+			if m.isolated {
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			} else {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			}
 		case <-tick:
 			if killed {
 				continue
@@ -433,7 +502,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	}
 	outR.Close()
 	errR.Close()
-	if p := s.layer.present(); p.Overlay {
+	if p := pres; p.Overlay {
 		// overlayfs leaves its work/work directory with mode 0, which a
 		// daemon without privilege could not remove with the scratch.
 		_ = os.Chmod(filepath.Join(p.Work, "work"), 0o755)
@@ -450,6 +519,9 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		res.Setup = Setup{Spawn: spawned.Sub(spawn), Init: began.Sub(spawned), Mounts: res.Started.Sub(began)}
 	}
 	res.Stdout, res.Stderr = stdout.buf, stderr.buf
+	if res.Git.Present {
+		res.Git.After, res.Git.Branch = s.ReadGitHead()
+	}
 	res.OutputTruncated = stdout.dropped || stderr.dropped
 	if cg != nil {
 		res.Exceeded = append(res.Exceeded, cg.exceeded()...)
@@ -458,10 +530,13 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		res.Exceeded = append(res.Exceeded, final.Full...)
 	}
 	// Setid bits and file capabilities go, and the scratch is measured.
-	if s.st.Usage = sweep(s.dir); limits.ScratchBytes > 0 && s.st.Usage > limits.ScratchBytes && !slices.Contains(res.Exceeded, LimitScratch) {
-		res.Exceeded = append(res.Exceeded, LimitScratch)
+	// (A service leaves that to the next command's settling.)
+	if !c.service {
+		if s.st.Usage = sweep(s.dir); limits.ScratchBytes > 0 && s.st.Usage > limits.ScratchBytes && !slices.Contains(res.Exceeded, LimitScratch) {
+			res.Exceeded = append(res.Exceeded, LimitScratch)
+		}
 	}
-	if slices.Contains(res.Exceeded, LimitScratch) {
+	if slices.Contains(res.Exceeded, LimitScratch) && !c.service {
 		s.overLimit = true
 	}
 	switch {

@@ -293,6 +293,8 @@ type Scratch struct {
 	id    string
 	dir   string
 	layer layer
+	// layerRepo is the repository of the view last prepared.
+	layerRepo Repo
 	// st is what the layer reflects; base is the checkout held while a
 	// command is prepared or running.
 	st      scratchState
@@ -304,6 +306,8 @@ type Scratch struct {
 	// releaseEnv lets go of the layer it holds.
 	env        EnvResult
 	releaseEnv func()
+	// repo is the repository of the view last prepared (for Serve).
+	repo Repo
 	// overLimit: the last command outgrew the scratch's bound; Settle
 	// drops the scratch's ignored outputs and home.
 	overLimit bool
@@ -368,6 +372,7 @@ func (m *Manager) Prepare(ctx context.Context, v View) (*Scratch, error) {
 		return nil, fmt.Errorf("workdir: prepare %s: %w", v.Session, err)
 	}
 	s.release, s.releaseEnv, s.env = release, releaseEnv, envRes
+	s.repo = v.Repo
 	return s, nil
 }
 
@@ -389,6 +394,7 @@ func (s *Scratch) prepare(ctx context.Context, v View, lower, env string) error 
 	if !s.loaded {
 		s.load()
 	}
+	s.layerRepo = v.Repo
 	_, err := os.Lstat(filepath.Join(s.dir, runningMarker))
 	crashed := err == nil
 	full := crashed || s.overLimit || s.layer == nil || s.st.Mode != s.m.mode || s.st.BaseTree != v.BaseTree || s.st.Seq > v.Seq || s.st.Env != env
@@ -521,6 +527,10 @@ func (s *Scratch) releaseBase() {
 		s.release = nil
 	}
 }
+
+// ScratchDir is the scratch directory of session id (made by its first
+// Prepare).
+func (m *Manager) ScratchDir(id string) string { return filepath.Join(m.dir, "sessions", id) }
 
 // Dir is the scratch directory (for disk accounting).
 func (s *Scratch) Dir() string { return s.dir }

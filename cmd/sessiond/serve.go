@@ -75,6 +75,7 @@ type serveConfig struct {
 	WorkdirCacheBytes byteSize      `help:"Disk for shared base checkouts; least recently used ones beyond it are removed." env:"SESSIOND_WORKDIR_CACHE_BYTES" default:"20GiB" placeholder:"SIZE"`
 	WorkdirNoNS       bool          `help:"Run commands without namespaces, as where the kernel refuses them: copy mode, unisolated (answers say isolated false). For tests of that path." name:"workdir-no-namespaces" env:"SESSIOND_WORKDIR_NO_NAMESPACES"`
 	ExecMaxTimeout    time.Duration `help:"Longest timeout a command may ask for." env:"SESSIOND_EXEC_MAX_TIMEOUT" default:"1h" placeholder:"DURATION"`
+	PreviewDomain     string        `help:"Serve the ports of sessions' services at host names PORT-SHORTID.DOMAIN too (a wildcard DNS name pointing at the daemon), each its own web origin." name:"preview-domain" env:"SESSIOND_PREVIEW_DOMAIN" placeholder:"DOMAIN"`
 	execFlags         `embed:""`
 	LogLevel          slog.Level `help:"debug, info, warn or error." env:"SESSIOND_LOG_LEVEL" default:"info" placeholder:"LEVEL"`
 	LogFormat         logFormat  `help:"text or json." env:"SESSIOND_LOG_FORMAT" default:"text" placeholder:"FORMAT"`
@@ -300,6 +301,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	var (
 		sessStore session.Store = store
 		owners    *cluster.Owners
+		objects   *cluster.Filler // nil: not a cluster
 		m         *session.Manager
 	)
 	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
@@ -309,12 +311,16 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 				defer cancel()
 				m.Forget(fctx, id)
 			}})
-		sessStore = clustersession.New(store, owners)
+		sessStore = clustersession.New(store, owners, reg)
+		// The objects of sessions' writes are in the store too: a node
+		// that takes a session over, or accepts it, brings them from there.
+		objects = &cluster.Filler{Store: pg}
 	}
 	m = session.NewManager(session.Config{
 		Store: sessStore, Repos: reg, Events: evs, Workdirs: wd,
 		Limits:    session.Limits{MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MaxOverlayBytes: int64(c.MaxOverlayBytes), MaxLifetime: c.MaxLifetime},
 		Observers: []session.Observer{graphsession.Observer(g)}, IdleUnload: c.IdleUnload,
+		Objects: filler(objects),
 	})
 	defer m.Close()
 	// Changesets over the same store, acting on sessions through the engine.
@@ -323,7 +329,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
 		branchLocks = pg
 	}
-	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g, BranchLocks: branchLocks})
+	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g, BranchLocks: branchLocks, Objects: filler(objects)})
 	// Every command run is kept for the checks of changesets.
 	runner := session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork,
 		Ran: checkruns.Keeper(cs, log)})
@@ -362,16 +368,16 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if c.AdminToken == "" && localUser == "" {
 		localUser = defaultLocalUser(ctx)
 	}
-	srvAPI = api.New(api.Config{
-		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: tokenKey, LocalUser: localUser,
-		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
-		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, WriteTimeout: c.WriteTimeout, Logger: log, MCP: mcpHandler, Store: store,
-		Cluster: node,
-	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
 	}
+	srvAPI = api.New(api.Config{
+		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: tokenKey, LocalUser: localUser,
+		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
+		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, WriteTimeout: c.WriteTimeout, Logger: log, MCP: mcpHandler, Store: store,
+		PreviewDomain: c.PreviewDomain, URL: "http://" + ln.Addr().String(), Cluster: node,
+	})
 	srv := &http.Server{
 		// The browser rules (Host, Origin) hold for the page and the API;
 		// in-process clients (MCP's backend) reach srvAPI directly.
@@ -463,7 +469,9 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	}
 	log.Info("shutting down: finishing in-flight requests")
 	// Running commands are killed (their whole process trees); their
-	// requests then answer and nothing of them is recorded.
+	// requests then answer and nothing of them is recorded. Services
+	// stop too; the next daemon reports them stopped by its restart.
+	runner.StopAllServices()
 	wd.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
@@ -717,4 +725,15 @@ func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, ex e
 	}
 	log.Info("view directories", "mode", wd.Mode(), "isolated", wd.Isolated(), "limits", limits)
 	return wd, nil
+}
+
+// filler is f, or no Filler at all (not a nil pointer in an interface)
+// outside a cluster.
+func filler(f *cluster.Filler) interface {
+	Fill(ctx context.Context, repo string, r *gitstore.Repo, ids []gitstore.OID) error
+} {
+	if f == nil {
+		return nil
+	}
+	return f
 }

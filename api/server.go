@@ -240,6 +240,8 @@ var routes = []Route{
 	// written and never read back (api/environment.go).
 	{"GET", "/v1/repos/{repo}/environment", scopeReader, (*Server).getEnvironment},
 	{"PUT", "/v1/repos/{repo}/environment", scopeAdmin, (*Server).putEnvironment},
+	{"GET", "/v1/repos/{repo}/environments", scopeReader, (*Server).listEnvironments},
+	{"POST", "/v1/repos/{repo}/environments/rebuild", scopeAdmin, (*Server).rebuildEnvironments},
 	{"POST", "/v1/reviewers", scopeAdmin, (*Server).createReviewer},
 	{"GET", "/v1/cluster", scopeAdmin, (*Server).clusterStatus},
 	{"POST", "/v1/cluster/nodes/{node}/drain", scopeAdmin, (*Server).drainNode},

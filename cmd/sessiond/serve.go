@@ -94,6 +94,7 @@ type execFlags struct {
 	ExecHostNetwork  bool     `help:"Let commands that ask for it (network: true) share the host's network even without an admin token (any process on the host network can then use the API)." env:"SESSIOND_EXEC_HOST_NETWORK"`
 	ExecShow         []string `help:"A host path commands see read-only though it would be hidden (a toolchain in a home directory, say); repeatable, comma-separated in the variable." name:"exec-show" env:"SESSIOND_EXEC_SHOW" placeholder:"PATH"`
 	CacheBytes       byteSize `help:"Disk for each repository's shared tool caches (Go, npm, pip, uv, cargo); beyond it the least recently used entries are trimmed between commands (0: no bound)." name:"cache-bytes" env:"SESSIOND_CACHE_BYTES" default:"10GiB" placeholder:"SIZE"`
+	EnvironmentBytes byteSize `help:"Disk for the environment layers (installed dependencies shared by sessions); beyond it the least recently used layers no command uses are removed (0: no bound)." name:"environment-bytes" env:"SESSIOND_ENVIRONMENT_BYTES" default:"20GiB" placeholder:"SIZE"`
 }
 
 func (f execFlags) validate() error {
@@ -745,7 +746,7 @@ func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, ex e
 		Hide:         func() []string { return append([]string{abs}, reg.Hidden(context.Background())...) },
 		Logf:         func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
 		NoNamespaces: noNamespaces, Limits: ex.limits(), Show: ex.ExecShow,
-		ToolCacheBytes: int64(ex.CacheBytes),
+		ToolCacheBytes: int64(ex.CacheBytes), EnvironmentBytes: int64(ex.EnvironmentBytes),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("view directories: %w", err)

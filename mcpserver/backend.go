@@ -28,6 +28,10 @@ type Backend interface {
 	// Exec runs a command on the session's view; with output set, the
 	// output streams to it as the command writes it.
 	Exec(ctx context.Context, id string, in apitypes.ExecRequest, output func(stream string, data []byte)) (apitypes.ExecResponse, error)
+	// RebaseWith and Conflicts: rebase with a conflicts mode, and the
+	// session's unresolved conflicts (tools_conflicts.go).
+	RebaseWith(ctx context.Context, id, onto, conflicts string) (apitypes.MutationResult, error)
+	Conflicts(ctx context.Context, id string) (apitypes.SessionConflicts, error)
 }
 
 var _ Backend = (*client.Client)(nil)

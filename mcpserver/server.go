@@ -89,13 +89,14 @@ const (
 	toolLog        = "log"
 	toolRun        = "run"
 	toolSubmit     = "submit"
+	toolRebase     = "rebase"
 )
 
 // ToolNames lists the tools every server has, in the order of SPEC
 // section 10.
 func ToolNames() []string {
 	return []string{toolReadFile, toolReadFiles, toolWriteFile, toolEditFile, toolDeletePath, toolMovePath,
-		toolListDir, toolGlob, toolGrep, toolDiff, toolStatus, toolCheckpoint, toolRollback, toolLog, toolRun, toolSubmit}
+		toolListDir, toolGlob, toolGrep, toolDiff, toolStatus, toolCheckpoint, toolRollback, toolLog, toolRun, toolSubmit, toolRebase}
 }
 
 // SessionArg is the `session` argument of every tool on an unbound server

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 
 	"github.com/sessiond/sessiond/apitypes"
 )
@@ -15,11 +17,28 @@ func (c *Client) RebaseWith(ctx context.Context, session, onto, conflicts string
 	return out, err
 }
 
-// MergeWith is Merge with a conflicts mode, as RebaseWith.
-func (c *Client) MergeWith(ctx context.Context, session, from, conflicts string) (apitypes.MutationResult, error) {
+// MergeWith is Merge with a conflicts mode, as RebaseWith; fromToken,
+// when set, is session from's token (see MergeWithToken).
+func (c *Client) MergeWith(ctx context.Context, session, from, fromToken, conflicts string) (apitypes.MutationResult, error) {
 	var out apitypes.MutationResult
-	err := c.do(ctx, "POST", sessionPath(session, "merge"), nil, apitypes.MergeRequest{From: from, Conflicts: conflicts}, &out)
-	return out, err
+	data, err := json.Marshal(apitypes.MergeRequest{From: from, Conflicts: conflicts})
+	if err != nil {
+		return out, err
+	}
+	req, err := c.newRequest(ctx, "POST", sessionPath(session, "merge"), nil, bytes.NewReader(data))
+	if err != nil {
+		return out, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if fromToken != "" {
+		req.Header.Set(apitypes.FromTokenHeader, fromToken)
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	return out, json.NewDecoder(resp.Body).Decode(&out)
 }
 
 // Conflicts lists a session's unresolved conflicts.

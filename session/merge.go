@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -62,14 +63,30 @@ func (m *Manager) RebaseWith(ctx context.Context, id uuid.UUID, onto, actor stri
 	if err != nil {
 		return MoveResult{}, err
 	}
-	res, err := merge.Rebase(ctx, ls.repo, ls.baseTree, ls.tree, c.Tree, merge.MergeOptions{
+	opts := merge.MergeOptions{
 		OursLabel: onto, TheirsLabel: "session " + id.String()[:8], BaseLabel: "base " + ls.meta.BaseCommit.String()[:12],
 		Render: true, Diff3: mode != ConflictsRefuse, KeepConflicts: mode != ConflictsRefuse,
+	}
+	res, err := keptOrRefused(opts, func(o merge.MergeOptions) (*merge.MergeResult, error) {
+		return merge.Rebase(ctx, ls.repo, ls.baseTree, ls.tree, c.Tree, o)
 	})
 	if err != nil {
 		return MoveResult{}, err
 	}
 	return m.applyMove(ctx, ls, OpRebase, actor, res, mode, &newBase{commit: commit, tree: c.Tree})
+}
+
+// keptOrRefused runs a merge; when its conflicts cannot be kept as a tree
+// (a few directory-rename cases where a kept file and a directory meet),
+// it runs it again refusing them, so the answer is the conflicts (409)
+// and nothing changes.
+func keptOrRefused(opts merge.MergeOptions, run func(merge.MergeOptions) (*merge.MergeResult, error)) (*merge.MergeResult, error) {
+	res, err := run(opts)
+	if opts.KeepConflicts && errors.Is(err, gitstore.ErrCollision) {
+		opts.KeepConflicts = false
+		return run(opts)
+	}
+	return res, err
 }
 
 // applyMove makes a rebase's or merge's result the session's view, with
@@ -127,9 +144,12 @@ func (m *Manager) MergeFromWith(ctx context.Context, id, from uuid.UUID, actor s
 	if err := m.checkResolved(ctx, ls, "merge"); err != nil {
 		return MoveResult{}, err
 	}
-	res, err := merge.Merge(ctx, ls.repo, theirBase, ls.tree, theirs, merge.MergeOptions{
+	opts := merge.MergeOptions{
 		OursLabel: "session " + id.String()[:8], TheirsLabel: "session " + from.String()[:8], BaseLabel: "base of session " + from.String()[:8],
 		Render: true, Diff3: mode != ConflictsRefuse, KeepConflicts: mode != ConflictsRefuse,
+	}
+	res, err := keptOrRefused(opts, func(o merge.MergeOptions) (*merge.MergeResult, error) {
+		return merge.Merge(ctx, ls.repo, theirBase, ls.tree, theirs, o)
 	})
 	if err != nil {
 		return MoveResult{}, err

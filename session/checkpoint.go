@@ -312,6 +312,11 @@ func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string)
 	if err != nil {
 		return Checkpoint{}, MutationRecord{}, err
 	}
+	// Conflicts whose markers the rollback took away are gone, with no
+	// resolution to remember.
+	if _, err := m.dropResolved(ctx, ls, false); err != nil {
+		return Checkpoint{}, MutationRecord{}, err
+	}
 	next, err := m.recorder.checkpoint(ctx, ls, what, "")
 	return next, rec, err
 }

@@ -208,13 +208,20 @@ func (m *Manager) keepConflicts(ctx context.Context, ls *live, op Op, res *merge
 // rewritten or deleted) and remembering the resolutions of text
 // conflicts. ls.mu must be held.
 func (m *Manager) refreshConflicts(ctx context.Context, ls *live) ([]KeptConflict, error) {
+	return m.dropResolved(ctx, ls, true)
+}
+
+// dropResolved drops the conflicts ls's view resolved; with remember, the
+// resolutions of text conflicts are remembered (not after a rollback,
+// which did not resolve anything: it took the files back).
+func (m *Manager) dropResolved(ctx context.Context, ls *live, remember bool) ([]KeptConflict, error) {
 	cs, err := m.store.ListConflicts(ctx, ls.meta.ID)
 	if err != nil || len(cs) == 0 {
 		return nil, err
 	}
 	var open []KeptConflict
 	var resolved []string
-	var remember []Resolution
+	var remembered []Resolution
 	now := m.now()
 	for _, c := range cs {
 		done, post, err := m.resolvedInView(ctx, ls, c)
@@ -226,8 +233,8 @@ func (m *Manager) refreshConflicts(ctx context.Context, ls *live) ([]KeptConflic
 			continue
 		}
 		resolved = append(resolved, c.Path)
-		if post != nil && c.Rerere != "" {
-			remember = append(remember, Resolution{Repo: ls.meta.Repo, ID: c.Rerere, Preimage: c.Preimage, Postimage: post, CreatedAt: now})
+		if remember && post != nil && c.Rerere != "" {
+			remembered = append(remembered, Resolution{Repo: ls.meta.Repo, ID: c.Rerere, Preimage: c.Preimage, Postimage: post, CreatedAt: now})
 		}
 	}
 	if len(resolved) > 0 {
@@ -235,7 +242,7 @@ func (m *Manager) refreshConflicts(ctx context.Context, ls *live) ([]KeptConflic
 			if err := tx.DeleteConflicts(ctx, ls.meta.ID, resolved); err != nil {
 				return err
 			}
-			for _, r := range remember {
+			for _, r := range remembered {
 				if err := tx.PutResolution(ctx, r); err != nil {
 					return err
 				}
@@ -407,6 +414,11 @@ func (m *Manager) ConflictStages(ctx context.Context, id uuid.UUID) ([]StageEntr
 		return nil, err
 	}
 	defer ls.unlock()
+	return m.conflictStages(ctx, ls)
+}
+
+// conflictStages is ConflictStages for a session whose lock is held.
+func (m *Manager) conflictStages(ctx context.Context, ls *live) ([]StageEntry, error) {
 	cs, err := m.refreshConflicts(ctx, ls)
 	if err != nil {
 		return nil, err

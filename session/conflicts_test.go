@@ -308,3 +308,28 @@ func TestRerereReuse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, list)
 }
+
+// TestRollbackDropsConflictsUnremembered: a rollback that takes the
+// markers away ends the conflict, and remembers no resolution: another
+// session with the same conflict is offered none.
+func TestRollbackDropsConflictsUnremembered(t *testing.T) {
+	e, a, base := conflictRepo(t, nil, false)
+	ctx := t.Context()
+	b := e.create(session.CreateOptions{Base: base.String()})
+	for p, content := range sessionEdits {
+		e.write(b.ID, p, content)
+	}
+	_, err := e.m.RebaseWith(ctx, a.ID, "main", "", session.ConflictsKeep)
+	require.NoError(t, err)
+	_, _, err = e.m.Rollback(ctx, a.ID, session.RollbackBase, "")
+	require.NoError(t, err)
+	list, err := e.m.Conflicts(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Empty(t, list)
+	_, err = e.m.RebaseWith(ctx, b.ID, "main", "", session.ConflictsKeep)
+	require.NoError(t, err)
+	list, err = e.m.Conflicts(ctx, b.ID)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Nil(t, list[0].Offered, "nothing was resolved")
+}

@@ -68,6 +68,7 @@ func gitRebase(t *testing.T, e *env, base gitstore.OID, edits map[string]string,
 	git := func(args ...string) string { return testrepo.Git(t, dir, args...) }
 	git("checkout", "-q", "-b", "work", base.String())
 	for p, c := range edits {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644))
 		git("add", p)
 	}
@@ -167,6 +168,7 @@ func TestRebaseKeepConflictsAsGit(t *testing.T) {
 	gitView := workFiles(t, clone)
 	got := e.view(s.ID)
 	require.Contains(t, got["c.txt"], "|||||||", "diff3 style: the base's section")
+	assert.Contains(t, got["c.txt"], "\n<<<<<<< HEAD\n", "ours is HEAD, as git rebase labels it")
 	assert.Equal(t, unlabelled(gitView["c.txt"]), unlabelled(got["c.txt"]), "the markers git rebase writes")
 	assert.NotEqual(t, got["c.txt"], unlabelled(got["c.txt"]), "labelled")
 	kept := got["c.txt"]
@@ -332,4 +334,50 @@ func TestRollbackDropsConflictsUnremembered(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	assert.Nil(t, list[0].Offered, "nothing was resolved")
+}
+
+// TestKeepFileDirectory: upstream added a file where the session made a
+// directory. git moves the file aside to x~HEAD (stage 2 there); so does
+// sessiond, and deleting it resolves the conflict, as git rm does.
+func TestKeepFileDirectory(t *testing.T) {
+	e, s, base := conflictRepo(t, map[string]string{"x/y.txt": "the session's x/y\n"}, false)
+	ctx := t.Context()
+	e.git("checkout", "-q", "main")
+	writeWorkFile(t, e, "x", "upstream's file x\n")
+	e.git("add", "x")
+	e.git("commit", "-qm", "upstream's x")
+	edits := map[string]string{"x/y.txt": "the session's x/y\n"}
+	for p, c := range sessionEdits {
+		edits[p] = c
+	}
+	clone := gitRebase(t, e, base, edits)
+	res, err := e.m.RebaseWith(ctx, s.ID, "main", "", session.ConflictsKeep)
+	require.NoError(t, err)
+	kinds := map[string]merge.ConflictKind{}
+	for _, c := range res.Conflicts {
+		kinds[c.Path] = c.Kind
+	}
+	assert.Equal(t, map[string]merge.ConflictKind{"c.txt": merge.ConflictContent, "x": merge.ConflictFileDirectory}, kinds)
+	got, gitView := e.view(s.ID), workFiles(t, clone)
+	got["c.txt"], gitView["c.txt"] = unlabelled(got["c.txt"]), unlabelled(gitView["c.txt"])
+	assert.Equal(t, gitView, got, "x~HEAD beside the directory x, as git leaves them")
+	stages, err := e.m.ConflictStages(ctx, s.ID)
+	require.NoError(t, err)
+	assert.Equal(t, gitStages(t, clone), stageLines(stages))
+
+	_, err = e.m.Delete(ctx, s.ID, "x~HEAD", false, "")
+	require.NoError(t, err)
+	e.write(s.ID, "c.txt", sessionEdits["c.txt"])
+	list, err := e.m.Conflicts(ctx, s.ID)
+	require.NoError(t, err)
+	assert.Empty(t, list)
+	testrepo.Git(t, clone, "rm", "-q", "x~HEAD")
+	testrepo.Git(t, clone, "checkout", "--theirs", "c.txt")
+	testrepo.Git(t, clone, "add", "c.txt")
+	testrepo.Git(t, clone, "-c", "core.editor=true", "rebase", "--continue")
+	cs, err := e.cs().Submit(ctx, s.ID, changeset.SubmitOptions{Intent: "x"})
+	require.NoError(t, err)
+	acc, err := e.cs().Accept(ctx, cs.ID, changeset.AcceptOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, testrepo.Git(t, clone, "rev-parse", "HEAD^{tree}"), e.git("rev-parse", acc.Commit.String()+"^{tree}"))
 }

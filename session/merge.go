@@ -67,6 +67,9 @@ func (m *Manager) RebaseWith(ctx context.Context, id uuid.UUID, onto, actor stri
 		OursLabel: onto, TheirsLabel: "session " + id.String()[:8], BaseLabel: "base " + ls.meta.BaseCommit.String()[:12],
 		Render: true, Diff3: mode != ConflictsRefuse, KeepConflicts: mode != ConflictsRefuse,
 	}
+	if opts.KeepConflicts {
+		opts.OursLabel = keptOursLabel
+	}
 	res, err := keptOrRefused(opts, func(o merge.MergeOptions) (*merge.MergeResult, error) {
 		return merge.Rebase(ctx, ls.repo, ls.baseTree, ls.tree, c.Tree, o)
 	})
@@ -75,6 +78,11 @@ func (m *Manager) RebaseWith(ctx context.Context, id uuid.UUID, onto, actor stri
 	}
 	return m.applyMove(ctx, ls, OpRebase, actor, res, mode, &newBase{commit: commit, tree: c.Tree})
 }
+
+// keptOursLabel labels ours in kept conflicts as git rebase and git merge
+// do: HEAD, the side the operation is on (the new base in a rebase, this
+// session in a merge); it also names files moved aside ("path~HEAD").
+const keptOursLabel = "HEAD"
 
 // keptOrRefused runs a merge; when its conflicts cannot be kept as a tree
 // (a few directory-rename cases where a kept file and a directory meet),
@@ -147,6 +155,9 @@ func (m *Manager) MergeFromWith(ctx context.Context, id, from uuid.UUID, actor s
 	opts := merge.MergeOptions{
 		OursLabel: "session " + id.String()[:8], TheirsLabel: "session " + from.String()[:8], BaseLabel: "base of session " + from.String()[:8],
 		Render: true, Diff3: mode != ConflictsRefuse, KeepConflicts: mode != ConflictsRefuse,
+	}
+	if opts.KeepConflicts {
+		opts.OursLabel = keptOursLabel
 	}
 	res, err := keptOrRefused(opts, func(o merge.MergeOptions) (*merge.MergeResult, error) {
 		return merge.Merge(ctx, ls.repo, theirBase, ls.tree, theirs, o)

@@ -21,7 +21,7 @@ type RebaseIn struct {
 
 func (s *server) rebaseTool(ms *mcp.Server) {
 	addTool[apitypes.MutationResult](s, ms, toolSpec{name: toolRebase, title: "Rebase", kind: destructive, description: "Move the session onto the current state of its branch (or onto a given revision), re-applying its changes by three-way merge. " +
-		"With conflicts keep, conflicted files get git's markers (<<<<<<< the branch, ||||||| the base, =======, >>>>>>> the session); edit them until no marker is left, then status shows what remains. Submit waits until every conflict is resolved."}, (*server).rebase)
+		"With conflicts keep, conflicted files get git's markers (<<<<<<< HEAD: the branch, ||||||| the base, =======, >>>>>>> the session); edit them until no marker is left, then status shows what remains. Submit waits until every conflict is resolved."}, (*server).rebase)
 }
 
 func (s *server) rebase(ctx context.Context, _ *mcp.CallToolRequest, sid string, in RebaseIn) (result, error) {

@@ -358,14 +358,18 @@ type RepoPolicy struct {
 
 // ExecPolicy is what commands on a repository's sessions may use: the
 // host's network when they ask for it (where the daemon allows that at
-// all), and limits narrower than the daemon's (0: the daemon's).
+// all), or the destinations of an allowlist through the daemon's egress
+// proxy (network.go), and limits narrower than the daemon's (0: the
+// daemon's).
 type ExecPolicy struct {
-	Network      bool  `json:"network"`
-	MemoryBytes  int64 `json:"memory_bytes,omitempty"`
-	Pids         int64 `json:"pids,omitempty"`
-	CPUWeight    int64 `json:"cpu_weight,omitempty"`
-	ScratchBytes int64 `json:"scratch_bytes,omitempty"`
-	TmpBytes     int64 `json:"tmp_bytes,omitempty"`
+	Network bool `json:"network"`
+	// NetworkAllow, non-nil, is network's allowlist ({"allow": [...]}).
+	NetworkAllow []string `json:"-"`
+	MemoryBytes  int64    `json:"memory_bytes,omitempty"`
+	Pids         int64    `json:"pids,omitempty"`
+	CPUWeight    int64    `json:"cpu_weight,omitempty"`
+	ScratchBytes int64    `json:"scratch_bytes,omitempty"`
+	TmpBytes     int64    `json:"tmp_bytes,omitempty"`
 }
 
 // RebaseRequest rebases a session onto a branch, tag or commit (its base

@@ -13,9 +13,11 @@ type ExecRequest struct {
 	// TimeoutSeconds: 0 takes the default (600); over the daemon's limit
 	// is refused.
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
-	// Network true shares the host's network, where the daemon and the
-	// repository's policy allow it; false or absent gives the command a
-	// network namespace of its own with only its loopback.
+	// Network true asks for the network the repository's policy gives:
+	// the host's (where the daemon allows it too), or the destinations
+	// of its allowlist through the daemon's egress proxy; false or
+	// absent gives the command a network namespace of its own with only
+	// its loopback.
 	Network *bool `json:"network,omitempty"`
 	// Record is always (the default), on_success or never.
 	Record string `json:"record,omitempty"`
@@ -64,6 +66,10 @@ type ExecResponse struct {
 	// writes, signals and sockets besides its mounts; 0 where the kernel
 	// has none.
 	LandlockABI int `json:"landlock_abi,omitempty"`
+	// NetworkRefused lists the destinations (host names or addresses, as
+	// the command asked for them) the egress proxy refused, where the
+	// command's network was the repository's allowlist.
+	NetworkRefused []string `json:"network_refused,omitempty"`
 }
 
 // ExecLimit is one limit a command ran under: memory (bytes), pids,

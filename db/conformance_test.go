@@ -729,6 +729,11 @@ func testRepoPolicy(t *testing.T, _ backend, s Store) {
 	got, err = cst.GetRepoPolicy(ctx, "r")
 	require.NoError(t, err)
 	assert.Equal(t, p, got, "a second set replaces")
+	p = repos.Policy{Repo: "r", Exec: repos.ExecPolicy{NetworkAllow: []string{"proxy.golang.org", "*.npmjs.org", "10.0.0.0/8"}}}
+	require.NoError(t, cst.SetRepoPolicy(ctx, p))
+	got, err = cst.GetRepoPolicy(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, p, got, "an allowlist round-trips")
 	assert.ErrorIs(t, cst.SetRepoPolicy(ctx, repos.Policy{Repo: "nope"}), record.ErrNotFound)
 }
 

@@ -19,6 +19,7 @@ type RunIn struct {
 	Argv           []string `json:"argv,omitempty" jsonschema:"The program and its arguments, run without a shell, e.g. [\"go\", \"test\", \"./...\"] (give command or argv)."`
 	Cwd            string   `json:"cwd,omitempty" sessiond:"path" jsonschema:"The directory to run in, relative to the repository root (default the root)."`
 	TimeoutSeconds int      `json:"timeout_seconds,omitempty" jsonschema:"Stop the command after this many seconds (default 600)."`
+	Network        bool     `json:"network,omitempty" jsonschema:"Give the command the network the repository's policy allows (for example an allowlist of package registries); without it the command has no network."`
 }
 
 // RunOut is what run did.
@@ -45,6 +46,9 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, sid string, 
 		return result{}, badRequest("give exactly one of command and argv")
 	}
 	ereq := apitypes.ExecRequest{Argv: in.Argv, Command: in.Command, Cwd: in.Cwd, TimeoutSeconds: float64(in.TimeoutSeconds)}
+	if in.Network {
+		ereq.Network = &in.Network
+	}
 	var output func(string, []byte)
 	if token := progressToken(req); token != nil {
 		p := &progress{ss: req.Session, token: token, start: time.Now()}
@@ -104,6 +108,9 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, sid string, 
 		fmt.Fprintf(&b, "Nothing recorded: %s.\n", res.NotRecorded)
 	default:
 		b.WriteString("The command changed no files of the session.\n")
+	}
+	if len(res.NetworkRefused) > 0 {
+		fmt.Fprintf(&b, "The network allowlist refused: %s (only the repository's policy can add them).\n", strings.Join(res.NetworkRefused, ", "))
 	}
 	if len(res.Rejected) > 0 {
 		fmt.Fprintf(&b, "Refused and undone (%d):\n", len(res.Rejected))

@@ -83,12 +83,16 @@ func checkRequired(checks [][]string) error {
 type ExecPolicy struct {
 	// Network lets a command that asks for it share the host's network
 	// (where the daemon allows that at all).
-	Network      bool  `json:"network,omitempty"`
-	MemoryBytes  int64 `json:"memory_bytes,omitempty"`
-	Pids         int64 `json:"pids,omitempty"`
-	CPUWeight    int64 `json:"cpu_weight,omitempty"`
-	ScratchBytes int64 `json:"scratch_bytes,omitempty"`
-	TmpBytes     int64 `json:"tmp_bytes,omitempty"`
+	Network bool `json:"network,omitempty"`
+	// NetworkAllow, non-nil, lets a command that asks for the network
+	// reach the destinations it lists (host names, wildcards, CIDRs)
+	// through the daemon's egress proxy, and nothing else (network.go).
+	NetworkAllow []string `json:"-"`
+	MemoryBytes  int64    `json:"memory_bytes,omitempty"`
+	Pids         int64    `json:"pids,omitempty"`
+	CPUWeight    int64    `json:"cpu_weight,omitempty"`
+	ScratchBytes int64    `json:"scratch_bytes,omitempty"`
+	TmpBytes     int64    `json:"tmp_bytes,omitempty"`
 }
 
 // check refuses a policy no command could run under.
@@ -101,7 +105,7 @@ func (e ExecPolicy) check() error {
 	if e.CPUWeight < 0 || e.CPUWeight > 10000 {
 		return fmt.Errorf("%w: exec.cpu_weight %d: want 1 to 10000, or 0 for the daemon's", record.ErrInvalid, e.CPUWeight)
 	}
-	return nil
+	return e.checkNetwork()
 }
 
 // Store keeps the registry's records (package db implements it). Errors

@@ -101,9 +101,11 @@ type ExecOptions struct {
 	Stdin []byte
 	// Timeout: zero takes the default; over the daemon's limit is refused.
 	Timeout time.Duration
-	// Network shares the host's network with the command, where the
-	// daemon allows it (ExecConfig.HostNetwork); without it the command
-	// has a network namespace of its own with only its loopback.
+	// Network asks for the network the repository's policy gives
+	// (network.go): the host's, where the daemon allows it
+	// (ExecConfig.HostNetwork), or an allowlist's destinations through
+	// an egress proxy; without it the command has a network namespace of
+	// its own with only its loopback.
 	Network bool
 	Record  RecordMode
 	Actor   string
@@ -159,6 +161,9 @@ type ExecResult struct {
 	Exceeded []string
 	// Landlock is the Landlock ABI that restricted the command (0: none).
 	Landlock int
+	// NetworkRefused lists the destinations the egress proxy refused the
+	// command, where its network was an allowlist (network.go).
+	NetworkRefused []string
 	// ToStart is the time from the call to the command's start; Prepare
 	// the part of it until the scratch was ready, Setup the rest.
 	ToStart time.Duration
@@ -198,9 +203,6 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	if err != nil {
 		return ExecResult{}, err
 	}
-	if opts.Network && !m.exec.HostNetwork {
-		return ExecResult{}, fmt.Errorf("%w: network: this daemon does not let commands share the host's network (without an admin token, any process there could drive its API; start it with --exec-host-network to allow it)", record.ErrForbidden)
-	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
 		return ExecResult{}, err
@@ -209,7 +211,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		ls.unlock()
 		return ExecResult{}, fmt.Errorf("session %s: %w", id, ErrBusy)
 	}
-	limits, err := m.limitsFor(ctx, ls.meta.Repo, opts.Network)
+	limits, network, err := m.limitsFor(ctx, ls.meta.Repo, opts.Network)
 	if err != nil {
 		ls.unlock()
 		return ExecResult{}, err
@@ -280,12 +282,14 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 			opts.Output(stream, p)
 		}
 	})
-	run, err := sc.Run(ctx, workdir.Command{
+	cmd := workdir.Command{
 		Argv: argv, Cwd: cwd, Env: env, Stdin: opts.Stdin, Timeout: timeout,
-		Network: opts.Network, OutputCap: m.exec.OutputCap, Output: output,
+		OutputCap: m.exec.OutputCap, Output: output,
 		Workspace: workspaceOf(view), Limits: limits,
 		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: opts.Caches == CachesPrivate || ls.meta.Caches == CachesPrivate || ls.policy.limitsReads()},
-	})
+	}
+	network.Apply(&cmd)
+	run, err := sc.Run(ctx, cmd)
 	flush()
 	if err != nil {
 		end.Error = err.Error()
@@ -300,6 +304,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		Stdout: maskKept(vars.Masker, run.Stdout, run.OutputTruncated), Stderr: maskKept(vars.Masker, run.Stderr, run.OutputTruncated), OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,
 		Limits: run.Limits, Exceeded: run.Exceeded, Landlock: run.Landlock,
 		ToStart: run.Started.Sub(begin), Prepare: prepared.Sub(begin), Setup: run.Setup,
+		NetworkRefused: network.Refused(),
 	}
 	// The view is the record's while busy: capture needs no lock. A
 	// cancelled request still captures, so the scratch is settled.
@@ -416,21 +421,21 @@ func maskKept(m *secret.Masker, p []byte, truncated bool) []byte {
 }
 
 // limitsFor is what a command on a session of repo runs under: the
-// daemon's limits narrowed by the repository's exec policy. A command
-// that asks for the host's network needs the repository's policy to
-// allow it.
-func (m *Executor) limitsFor(ctx context.Context, repo string, network bool) (workdir.Limits, error) {
+// daemon's limits narrowed by the repository's exec policy, and the
+// network the policy gives a command that asks for one (network.go).
+func (m *Executor) limitsFor(ctx context.Context, repo string, wantNetwork bool) (workdir.Limits, Network, error) {
 	p, err := m.repos.Policy(ctx, repo)
 	if err != nil {
-		return workdir.Limits{}, err
+		return workdir.Limits{}, Network{}, err
 	}
-	if network && !p.Exec.Network {
-		return workdir.Limits{}, fmt.Errorf("%w: network: the policy of repository %q does not let commands share the host's network (an admin sets exec.network in PUT /v1/repos/%s/policy)", record.ErrForbidden, repo, repo)
+	network, err := m.networkOf(p.Exec, repo, wantNetwork)
+	if err != nil {
+		return workdir.Limits{}, Network{}, err
 	}
 	e := p.Exec
 	return m.exec.Limits.Fill(workdir.DefaultLimits).Narrow(workdir.Limits{
 		MemoryBytes: e.MemoryBytes, Pids: e.Pids, CPUWeight: e.CPUWeight, ScratchBytes: e.ScratchBytes, TmpBytes: e.TmpBytes,
-	}), nil
+	}), network, nil
 }
 
 // workspaceOf is where a view appears inside its command's namespace:

@@ -65,6 +65,11 @@
 //     cancellation, shutdown or a crash of the daemon (the helper has a
 //     parent-death signal).
 //
+// A command with an egress proxy (Command.Egress, egress.go) keeps its
+// network namespace of its own; the helper opens a listener on its
+// loopback and hands it to the daemon, which serves the proxy on it, so
+// the proxy is the only way out.
+//
 // It also owns the repositories' shared tool caches (caches.go):
 // <data>/workdir/caches/<repo>, mounted read-write at /cache in every
 // command of the repository's sessions (or the session's own, in its

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/sessiond/sessiond/egress"
 	"github.com/sessiond/sessiond/workdir"
 )
 
@@ -38,6 +39,14 @@ type escape struct {
 	// want is in the output (stdout and stderr) when the attempt failed
 	// as it should; empty: only that it failed.
 	want string
+}
+
+// escapeEgress: the rows named here run with an egress proxy admitting
+// the allowlist (egress.go), as a command does whose repository's policy
+// names one.
+var escapeEgress = map[string][]string{
+	"the host's loopback through the egress proxy": {"10.0.0.0/8", "*.example.com"},
+	"around the egress proxy":                      {"127.0.0.0/8"},
 }
 
 var escapes = []escape{
@@ -130,6 +139,24 @@ var escapes = []escape{
 		// Without Landlock, a root daemon's command is the host's uid 0
 		// to the sysctl files' own check, which asks no capability.
 		return `echo 1 > /proc/sys/kernel/sysrq && echo ESCAPED; echo x > /proc/sys/kernel/hostname && echo ESCAPED; v=$(cat /proc/sys/vm/swappiness) && echo $v > /proc/sys/vm/swappiness && echo ESCAPED; echo h > /proc/sysrq-trigger && echo ESCAPED; echo TRIED`
+	}, ""},
+	{"the host's loopback through the egress proxy", func(h escapeHost) string {
+		// Every spelling of the host's loopback, the metadata address,
+		// and a name resolving to loopback: the list holds none of them.
+		// (A connection to the host's port would hang: no 403, ESCAPED.)
+		port := strconv.Itoa(h.port)
+		return `for u in http://127.0.0.1:` + port + `/ http://localhost:` + port + `/ 'http://[::ffff:127.0.0.1]:` + port + `/' http://127.1:` + port + `/ http://2130706433:` + port + `/ http://0.0.0.0:` + port + `/ 'http://[::1]:` + port + `/' http://169.254.169.254/; do
+  for tunnel in "" -p; do
+    code=$(curl -s $tunnel --max-time 5 --noproxy '' --proxy "$HTTP_PROXY" -o /dev/null -w '%{http_code}/%{http_connect}' "$u")
+    case "$code" in *403*) ;; *) echo "ESCAPED $u $tunnel $code";; esac
+  done
+done
+[ -n "$HTTP_PROXY" ] && echo TRIED`
+	}, ""},
+	{"around the egress proxy", func(h escapeHost) string {
+		return `curl -s --max-time 5 --noproxy '*' http://127.0.0.1:` + strconv.Itoa(h.port) + `/ && echo ESCAPED
+curl -s --max-time 5 --noproxy '*' http://192.0.2.1/ && echo ESCAPED
+[ -n "$HTTP_PROXY" ] && echo TRIED`
 	}, ""},
 	{"setuid files", func(h escapeHost) string {
 		return `cp /bin/sh "$HOME/suid" && chmod 4755 "$HOME/suid" && mkdir -p build && cp /bin/sh build/suid && chmod 6755 build/suid && echo TRIED`
@@ -244,7 +271,13 @@ func TestEscapes(t *testing.T) {
 					t.Run(e.name, func(t *testing.T) {
 						s, err := m.Prepare(t.Context(), f.view())
 						require.NoError(t, err)
-						res, err := s.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c", e.script(h)}, Timeout: time.Minute})
+						c := workdir.Command{Argv: []string{"/bin/sh", "-c", e.script(h)}, Timeout: time.Minute}
+						if list, ok := escapeEgress[e.name]; ok {
+							allow, err := egress.ParseAllowlist(list)
+							require.NoError(t, err)
+							c.Egress = egress.New(allow, nil)
+						}
+						res, err := s.Run(t.Context(), c)
 						require.NoError(t, err)
 						cs, err := s.Capture(t.Context(), f.view(), 0)
 						require.NoError(t, err)

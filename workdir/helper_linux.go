@@ -78,6 +78,9 @@ func helperOuter(specJSON string) int {
 	cmd.SysProcAttr.Setpgid = false
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{status, joinedR}
+	if spec.Egress {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(4, "egress"))
+	}
 	if err := cmd.Start(); err != nil {
 		_ = json.NewEncoder(status).Encode(helperStatus{Error: "start in new namespaces: " + err.Error()})
 		return 125
@@ -106,7 +109,7 @@ func helperMain(specJSON string) int {
 	// The command must not inherit the status pipe, nor anything else.
 	unix.CloseOnExec(3)
 	unix.CloseOnExec(joinedFD)
-	closeExtraFiles(joinedFD + 1)
+	closeExtraFiles(joinedFD + 1) // egressFD among them
 	status := os.NewFile(3, "status")
 	enc := json.NewEncoder(status)
 	var spec helperSpec
@@ -125,6 +128,11 @@ func helperMain(specJSON string) int {
 	if spec.NewNet {
 		if err := loopbackUp(); err != nil {
 			return fail(fmt.Errorf("loopback: %w", err))
+		}
+	}
+	if spec.Egress && !spec.Probe {
+		if spec.Env, err = handOverEgress(spec.Env); err != nil {
+			return fail(fmt.Errorf("egress proxy: %w", err))
 		}
 	}
 	_ = unix.Sethostname([]byte("sessiond"))

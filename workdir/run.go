@@ -31,6 +31,9 @@ type Command struct {
 	// Network false runs the command in a network namespace of its own,
 	// with only its own loopback; true shares the host's network.
 	Network bool
+	// Egress, when set, is the only thing the command reaches beyond its
+	// own loopback: its egress proxy (egress.go; Network is then ignored).
+	Egress Egress
 	// Workspace is where the view appears inside the command's namespace
 	// (DefaultWorkspace when empty); unisolated, the command runs in the
 	// scratch's copy itself.
@@ -170,7 +173,8 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		spec.Hide, spec.Show = m.hidden(), m.shown()
 		spec.Cwd = filepath.Join(target, c.Cwd)
 		spec.Env = minimalEnv(HomeInside, target, c.Env)
-		spec.NewNet = !c.Network
+		spec.NewNet = !c.Network || c.Egress != nil
+		spec.Egress = c.Egress != nil
 		spec.NoLandlock = m.noLandlock
 		if limits.TmpBytes > 0 {
 			spec.TmpBytes = limits.TmpBytes
@@ -214,6 +218,29 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	}
 	defer statusR.Close()
 	cmd.ExtraFiles = []*os.File{statusW}
+	var egressHelper *os.File
+	if c.Egress != nil {
+		var env []string
+		var stop func()
+		egressHelper, env, stop, err = serveEgress(c.Egress, m.isolated)
+		if err != nil {
+			statusW.Close()
+			return Result{}, err
+		}
+		defer stop()
+		if egressHelper != nil {
+			defer egressHelper.Close()
+			cmd.ExtraFiles = append(cmd.ExtraFiles, egressHelper)
+		}
+		if env != nil {
+			spec.Env = withEnv(spec.Env, env)
+			if b, err = json.Marshal(spec); err != nil {
+				statusW.Close()
+				return Result{}, err
+			}
+			cmd.Env[0] = helperEnv + "=" + string(b)
+		}
+	}
 	cmd.Stdin = bytes.NewReader(c.Stdin)
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -278,6 +305,9 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	m.track(cmd, true)
 	defer m.track(cmd, false)
 	statusW.Close()
+	if egressHelper != nil {
+		egressHelper.Close()
+	}
 	outW.Close()
 	errW.Close()
 	readers.Add(2)

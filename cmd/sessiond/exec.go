@@ -23,7 +23,7 @@ import (
 type execCmd struct {
 	Cwd       string        `help:"Directory of the view to run in (default: its root)." placeholder:"DIR"`
 	Timeout   time.Duration `help:"Kill the command and everything it started after this long (default 10m; the daemon caps it)." placeholder:"D"`
-	Network   bool          `help:"Share the host's network (where the daemon and the repository's policy allow it; by default a command has only its own loopback)."`
+	Network   bool          `help:"Ask for the network the repository's policy gives: the host's (where the daemon allows it too) or its allowlist through the daemon's egress proxy (by default a command has only its own loopback)."`
 	NoNetwork bool          `help:"Run with only the command's own loopback (the default; kept for scripts)." hidden:""`
 	Env       []string      `help:"KEY=VALUE added to the command's minimal environment (repeatable)." short:"e" sep:"none" placeholder:"KEY=VALUE"`
 	Record    string        `help:"When to record what the command changed: always, on_success or never." enum:"always,on_success,never" default:"always"`
@@ -117,6 +117,9 @@ func printExecSummary(w io.Writer, res apitypes.ExecResponse) {
 				fmt.Fprintf(w, "sessiond: the command ran into its %s limit (%s, by %s)\n", l, limitValue(al), al.Via)
 			}
 		}
+	}
+	if len(res.NetworkRefused) > 0 {
+		fmt.Fprintf(w, "sessiond: the network allowlist refused: %s\n", strings.Join(res.NetworkRefused, ", "))
 	}
 	letters := map[string]string{"added": "A", "modified": "M", "deleted": "D"}
 	switch {

@@ -41,6 +41,7 @@ type repoPolicySetCmd struct {
 	RefuseStaleReads  *bool `help:"Refuse an accept when a file its session read changed on the branch since its base (=false: only report it)."`
 
 	ExecNetwork      *bool     `help:"Let a command that asks for the network share the host's (where the daemon allows it at all; =false: only its own loopback)."`
+	ExecNetworkAllow []string  `help:"Let a command that asks for the network reach only these host names, wildcards (*.npmjs.org) and CIDRs (10.0.0.0/8), through the daemon's egress proxy (comma-separated or repeated; --exec-network or --exec-network=false ends the list)." sep:"," placeholder:"DEST"`
 	ExecMemory       *byteSize `help:"Memory a command may use, narrower than the daemon's (0: the daemon's)." placeholder:"SIZE"`
 	ExecPids         *int64    `help:"Processes a command may run (0: the daemon's limit)." placeholder:"N"`
 	ExecCPUWeight    *int64    `name:"exec-cpu-weight" help:"A command's CPU weight, 1 to 10000 (0: the daemon's)." placeholder:"N"`
@@ -57,7 +58,7 @@ func (c *repoPolicySetCmd) Run(ctx context.Context, x *cli) error {
 		}
 		text = string(data)
 	}
-	flags := c.RequiredApprovals != nil || c.AllowCheckedOut != nil || c.RefuseStaleReads != nil || c.ExecNetwork != nil ||
+	flags := c.RequiredApprovals != nil || c.AllowCheckedOut != nil || c.RefuseStaleReads != nil || c.ExecNetwork != nil || c.ExecNetworkAllow != nil ||
 		c.ExecMemory != nil || c.ExecPids != nil || c.ExecCPUWeight != nil || c.ExecScratchBytes != nil || c.ExecTmpBytes != nil
 	if strings.TrimSpace(text) == "" && !flags {
 		return usagef("repo policy set %s: nothing to change: give flags (see --help) or the fields as JSON", c.Repo)
@@ -95,8 +96,14 @@ func (c *repoPolicySetCmd) Run(ctx context.Context, x *cli) error {
 	if c.RefuseStaleReads != nil {
 		p.RefuseStaleReads = *c.RefuseStaleReads
 	}
+	if c.ExecNetwork != nil && c.ExecNetworkAllow != nil {
+		return usagef("repo policy set %s: --exec-network and --exec-network-allow: give one", c.Repo)
+	}
 	if c.ExecNetwork != nil {
-		p.Exec.Network = *c.ExecNetwork
+		p.Exec.Network, p.Exec.NetworkAllow = *c.ExecNetwork, nil
+	}
+	if c.ExecNetworkAllow != nil {
+		p.Exec.Network, p.Exec.NetworkAllow = false, c.ExecNetworkAllow
 	}
 	set(&p.Exec.MemoryBytes, size(c.ExecMemory))
 	set(&p.Exec.Pids, c.ExecPids)
@@ -190,7 +197,12 @@ func printPolicy(w io.Writer, repo string, p apitypes.RepoPolicy) {
 			ex = *p.Exec
 		}
 		network := "own loopback only"
-		if ex.Network {
+		switch {
+		case ex.NetworkAllow != nil && len(ex.NetworkAllow) == 0:
+			network = "an empty allowlist: nothing through the egress proxy, when a command asks for it"
+		case ex.NetworkAllow != nil:
+			network = "only " + strings.Join(ex.NetworkAllow, ", ") + ", through the egress proxy, when a command asks for it"
+		case ex.Network:
 			network = "the host's, when a command asks for it"
 		}
 		fmt.Fprintf(tw, "  exec network\t%s\n", network)

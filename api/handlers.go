@@ -74,15 +74,17 @@ func (s *Server) createRepo(w http.ResponseWriter, r *http.Request) error {
 		rp  repos.Repo
 		err error
 	)
-	switch {
-	case req.Init && req.Path != "":
-		return badRequest("give either path or init, not both")
+	switch given := btoi(req.Init) + btoi(req.Path != "") + btoi(req.Origin != ""); {
+	case given > 1:
+		return badRequest("give one of path, origin and init")
 	case req.Init:
 		rp, err = s.repos.Init(ctxWithoutCancel(r), req.Name)
+	case req.Origin != "":
+		rp, err = s.repos.RegisterOrigin(ctxWithoutCancel(r), req.Name, req.Origin)
 	case req.Path != "":
 		rp, err = s.repos.Register(ctxWithoutCancel(r), req.Name, req.Path)
 	default:
-		return badRequest("give the path of an existing repository, or init: true")
+		return badRequest("give the path of an existing repository, the origin URL of one at a git remote, or init: true")
 	}
 	if err != nil {
 		return err
@@ -484,4 +486,11 @@ func parseFileMode(text string) (gitstore.Mode, error) {
 			Details: map[string]any{"rule": "badFilemode"}}
 	}
 	return m, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/overlay"
 	"github.com/sessiond/sessiond/repos"
@@ -68,6 +69,9 @@ type Config struct {
 	// Store is probed by /readyz once a write found it full; nil: the
 	// store is reported ready again at once.
 	Store StoreSpace
+	// Cluster is this node's membership, for GET /v1/cluster and the
+	// nodes' metrics; nil: a single node, reported as itself alone.
+	Cluster *cluster.Cluster
 	// WriteTimeout bounds every request that writes (Route.writes): it
 	// runs under its own deadline, detached from the client's connection
 	// so that a client that leaves does not cut a write short, and a
@@ -86,6 +90,7 @@ type Server struct {
 	events    *events.Log
 	runner    *session.Executor
 	cs        *changeset.Service
+	cluster   *cluster.Cluster
 	auth      *auth
 	hosts     []string // Config.AllowedHosts
 	maxBody   int64
@@ -203,6 +208,7 @@ var routes = []Route{
 	{"GET", "/v1/repos/{repo}/environment", scopeReader, (*Server).getEnvironment},
 	{"PUT", "/v1/repos/{repo}/environment", scopeAdmin, (*Server).putEnvironment},
 	{"POST", "/v1/reviewers", scopeAdmin, (*Server).createReviewer},
+	{"GET", "/v1/cluster", scopeAdmin, (*Server).clusterStatus},
 
 	// MCP over streamable HTTP (package mcpserver, wired by Config.MCP).
 	{"POST", "/mcp", scopeAdmin, (*Server).serveMCP},
@@ -234,6 +240,11 @@ func New(cfg Config) *Server {
 		mux:        http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
 	}
 	s.metrics = newMetrics(cfg.Registry, cfg.Manager)
+	if s.cluster = cfg.Cluster; s.cluster == nil {
+		s.cluster = cluster.Single(cluster.Config{})
+	} else {
+		s.metrics.reg.MustRegister(newClusterCollector(s.cluster))
+	}
 	for i := range routes {
 		rt := &routes[i]
 		if rt.Pattern == filesPattern {

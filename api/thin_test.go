@@ -20,7 +20,7 @@ import (
 // why the composition belongs at the edge. Keep it short: a new entry is
 // a sign the engine lacks a method.
 var composes = map[string]string{
-	"createRepo":    "Init or Register, whichever the request asks for: one call at run time",
+	"createRepo":    "Init, Register or RegisterOrigin, whichever the request asks for: one call at run time",
 	"sessionEvents": "looks the session up (404, and the repository the log is filtered by), then lists the log (JSON) or subscribes to it (a stream)",
 	"repoEvents":    "looks the repository up (404, and its name), then subscribes to the log",
 	"readyz":        "the readiness probe reports on every part: the store, each repository, what a write found full",
@@ -121,7 +121,7 @@ func engineCalls(t *testing.T) map[string][]string {
 
 // enginePackages are the packages whose types are the engines a Server is
 // handed.
-var enginePackages = []string{"session", "changeset", "repos", "events", "graph", "gitstore", "merge", "workdir"}
+var enginePackages = []string{"session", "changeset", "repos", "events", "graph", "gitstore", "merge", "workdir", "cluster"}
 
 // handlerName is the method a route's handler is, e.g. "edits".
 func handlerName(rt Route) string {

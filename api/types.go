@@ -26,7 +26,7 @@ func oidTexts(os []gitstore.OID) []string {
 }
 
 func toRepo(r repos.Repo) apitypes.Repo {
-	return apitypes.Repo{Name: r.Name, Path: r.Path, CreatedAt: r.CreatedAt}
+	return apitypes.Repo{Name: r.Name, Path: r.Path, Origin: r.Origin, CreatedAt: r.CreatedAt}
 }
 
 func toSession(s session.Session) apitypes.Session {

@@ -8,17 +8,24 @@ import (
 
 // Repo is a registered repository.
 type Repo struct {
-	Name      string    `json:"name"`
-	Path      string    `json:"path"`
+	Name string `json:"name"`
+	// Path is where the repository is on the node answering: for one with
+	// an Origin, that node's own clone.
+	Path string `json:"path"`
+	// Origin is the git URL the repository comes from and accepts go to;
+	// omitted for a local repository.
+	Origin    string    `json:"origin,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// CreateRepoRequest registers an existing repository (Path) or creates a
-// bare one under the data directory (Init).
+// CreateRepoRequest registers an existing repository (Path), one at a git
+// remote (Origin: each node clones it, accepts are pushed to it) or
+// creates a bare one under the data directory (Init).
 type CreateRepoRequest struct {
-	Name string `json:"name"`
-	Path string `json:"path,omitempty"`
-	Init bool   `json:"init,omitempty"`
+	Name   string `json:"name"`
+	Path   string `json:"path,omitempty"`
+	Origin string `json:"origin,omitempty"`
+	Init   bool   `json:"init,omitempty"`
 }
 
 // Branch is a branch and its commit.

@@ -151,7 +151,10 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		}
 		opts.ExpectedHead = &h
 	}
-	release := s.lockBranch(c.Repo, c.TargetBranch)
+	release, err := s.lockBranch(ctx, c.Repo, c.TargetBranch)
+	if err != nil {
+		return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
+	}
 	defer release()
 	if !opts.DryRun {
 		settled, err := s.reconcileBranch(ctx, r, c.Repo, c.TargetBranch)
@@ -184,6 +187,12 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 		return AcceptResult{}, err
 	}
 	headCommit, err := r.Commit(ctx, c.HeadCommit)
+	if errors.Is(err, gitstore.ErrMissingObject) && r.Origin() != "" {
+		// A cluster node's own clone: the session's objects are in the
+		// clone of the node that holds it (they are not in the store yet).
+		return AcceptResult{}, fmt.Errorf("%w: changeset %s: its commit %s is not in this node's clone of %s: accept it on the node that holds session %s",
+			record.ErrUnavailable, id, c.HeadCommit, c.Repo, c.Session)
+	}
 	if err != nil {
 		return AcceptResult{}, fmt.Errorf("changeset %s head: %w", id, err)
 	}
@@ -280,7 +289,7 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 			return AcceptResult{}, fmt.Errorf("accept %s: %w", id, err)
 		}
 		failpoint.Hit(failpoint.IntentRecorded)
-		err = r.UpdateRef(ctx, ref, commit, head)
+		err = r.Publish(ctx, ref, commit, head)
 		if err == nil {
 			failpoint.Hit(failpoint.RefMoved)
 			res.Commit = commit

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/record"
 )
 
 // Settled is what settling one branch found in flight and did with it.
@@ -38,7 +39,8 @@ type Settled struct {
 // joined; the others are settled regardless.
 //
 // It relies on the flight's writer being gone: in this process the lock of
-// the branch ensures that, and a store is served by one daemon at a time.
+// the branch ensures that, and across the processes sharing the store (the
+// nodes of a cluster) the shared lock of Config.BranchLocks does.
 func (s *Service) Reconcile(ctx context.Context) ([]Settled, error) {
 	branches, err := s.store.InFlight(ctx)
 	if err != nil {
@@ -65,7 +67,10 @@ func (s *Service) reconcile(ctx context.Context, b BranchName) (Settled, error) 
 	if err != nil {
 		return Settled{}, err
 	}
-	release := s.lockBranch(b.Repo, b.Branch)
+	release, err := s.lockBranch(ctx, b.Repo, b.Branch)
+	if err != nil {
+		return Settled{}, err
+	}
 	defer release()
 	return s.reconcileBranch(ctx, r, b.Repo, b.Branch)
 }
@@ -91,6 +96,11 @@ func (s *Service) settleSession(ctx context.Context, session uuid.UUID) error {
 // holds the branch's lock.
 func (s *Service) reconcileBranch(ctx context.Context, r *gitstore.Repo, repo, branch string) (Settled, error) {
 	st := Settled{Repo: repo, Branch: branch}
+	// A repository with an origin: the branch as the origin has it, so
+	// that what is settled and what is merged onto is the shared head.
+	if err := r.Fetch(ctx); err != nil {
+		return st, fmt.Errorf("%w: branch %s: %w", record.ErrUnavailable, branch, err)
+	}
 	inFlight, err := s.store.InFlight(ctx)
 	if err != nil {
 		return st, err

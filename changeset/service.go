@@ -47,6 +47,18 @@ type Config struct {
 	// Summaries gives a view the symbols its changeset adds, modifies and
 	// removes (the session graph); nil: views carry no symbols.
 	Summaries Summarizer
+	// BranchLocks serializes accepts and undos on one branch across the
+	// processes sharing the store (the nodes of a cluster), beside this
+	// process's own lock; nil: this process's lock only (a store served
+	// by one daemon).
+	BranchLocks BranchLocker
+}
+
+// BranchLocker is a lock of a branch shared by the processes that share a
+// store: held, no other process's accept or undo of that branch runs, and
+// what one left in flight is its own until it releases (or dies).
+type BranchLocker interface {
+	LockBranch(ctx context.Context, repo, branch string) (release func(), err error)
 }
 
 // Summarizer is the session graph as a view uses it: the files that
@@ -63,7 +75,8 @@ type Service struct {
 	repos     *repos.Registry
 	events    *events.Log
 	now       func() time.Time
-	summaries Summarizer // nil: no symbols in views
+	summaries Summarizer   // nil: no symbols in views
+	shared    BranchLocker // nil: this process's branch locks only
 
 	mu       sync.Mutex // guards branches
 	branches map[string]*branchLock
@@ -77,7 +90,7 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: cfg.Store, sessions: cfg.Sessions, repos: cfg.Repos, events: cfg.Events, summaries: cfg.Summaries,
+	return &Service{store: cfg.Store, sessions: cfg.Sessions, repos: cfg.Repos, events: cfg.Events, summaries: cfg.Summaries, shared: cfg.BranchLocks,
 		now: func() time.Time { return now().UTC().Truncate(time.Microsecond) }}
 }
 
@@ -87,8 +100,11 @@ type branchLock struct {
 	refs int // holders and waiters; guarded by Service.mu
 }
 
-// lockBranch takes the lock of repo's branch and returns its release.
-func (s *Service) lockBranch(repo, branch string) func() {
+// lockBranch takes the lock of repo's branch and returns its release:
+// this process's, then the one shared with the other processes of the
+// store (Config.BranchLocks), whose error (ctx ended, the store
+// unreachable) releases the first.
+func (s *Service) lockBranch(ctx context.Context, repo, branch string) (func(), error) {
 	key := repo + "\x00" + branch
 	s.mu.Lock()
 	if s.branches == nil {
@@ -102,7 +118,7 @@ func (s *Service) lockBranch(repo, branch string) func() {
 	l.refs++
 	s.mu.Unlock()
 	l.mu.Lock()
-	return func() {
+	local := func() {
 		l.mu.Unlock()
 		s.mu.Lock()
 		if l.refs--; l.refs == 0 {
@@ -110,6 +126,15 @@ func (s *Service) lockBranch(repo, branch string) func() {
 		}
 		s.mu.Unlock()
 	}
+	if s.shared == nil {
+		return local, nil
+	}
+	shared, err := s.shared.LockBranch(ctx, repo, branch)
+	if err != nil {
+		local()
+		return nil, err
+	}
+	return func() { shared(); local() }, nil
 }
 
 func cmpOr(a, b string) string {

@@ -111,7 +111,10 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 			return UndoResult{}, err
 		}
 	}
-	release := s.lockBranch(first.Repo, first.TargetBranch)
+	release, err := s.lockBranch(ctx, first.Repo, first.TargetBranch)
+	if err != nil {
+		return UndoResult{}, fmt.Errorf("undo: %w", err)
+	}
 	defer release()
 	if !opts.DryRun {
 		settled, err := s.reconcileBranch(ctx, r, first.Repo, first.TargetBranch)
@@ -200,7 +203,7 @@ func (s *Service) Undo(ctx context.Context, opts UndoOptions) (UndoResult, error
 				return UndoResult{}, fmt.Errorf("undo: %w", err)
 			}
 			failpoint.Hit(failpoint.IntentRecorded)
-			err := r.UpdateRef(ctx, ref, tip, head)
+			err := r.Publish(ctx, ref, tip, head)
 			if err == nil {
 				res.WorkTreeUpdated, res.WorkTreeError = finishWorkTree(wt)
 			} else {

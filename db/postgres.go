@@ -24,6 +24,11 @@ const migrateLockKey int64 = 0x73657373696f6e64
 type Postgres struct {
 	store
 	pool *pgxpool.Pool
+	// locks holds the connections of cluster-wide branch locks
+	// (LockBranch) and runs the statements of session leases, apart from
+	// pool so that neither ever waits for a connection the holder's
+	// transactions need.
+	locks *pgxpool.Pool
 }
 
 var _ session.Store = (*Postgres)(nil)
@@ -52,10 +57,17 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 		pool.Close()
 		return nil, connectError(ctx, cfg.ConnConfig, err)
 	}
-	p := &Postgres{pool: pool}
+	lcfg := cfg.Copy()
+	lcfg.MaxConns, lcfg.MinConns = 16, 0
+	locks, err := pgxpool.NewWithConfig(ctx, lcfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("db: open postgres: %w", pgError(ctx, err))
+	}
+	p := &Postgres{pool: pool, locks: locks}
 	p.store = store{r: pgRunner{q: pool}, begin: p.begin}
 	if err := p.migrate(ctx); err != nil {
-		pool.Close()
+		p.Close()
 		return nil, err
 	}
 	return p, nil
@@ -80,6 +92,7 @@ func parseURL(url string) (*pgxpool.Config, error) {
 
 // Close closes the pool, waiting for connections in use to be returned.
 func (p *Postgres) Close() error {
+	p.locks.Close()
 	p.pool.Close()
 	return nil
 }

@@ -234,8 +234,8 @@ func (f *filter) limit(n int) string {
 // Repositories.
 
 func (s *store) CreateRepo(ctx context.Context, r repos.Repo) error {
-	_, err := s.r.exec(ctx, `INSERT INTO repos (name, path, created_at) VALUES ($1, $2, $3)`,
-		r.Name, r.Path, timeArg(r.CreatedAt))
+	_, err := s.r.exec(ctx, `INSERT INTO repos (name, path, origin, created_at) VALUES ($1, $2, $3, $4)`,
+		r.Name, r.Path, r.Origin, timeArg(r.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("repository %q: %w", r.Name, err)
 	}
@@ -244,12 +244,12 @@ func (s *store) CreateRepo(ctx context.Context, r repos.Repo) error {
 
 func scanRepo(sc scanner) (repos.Repo, error) {
 	var r repos.Repo
-	err := sc.Scan(&r.Name, &r.Path, timeCol{&r.CreatedAt})
+	err := sc.Scan(&r.Name, &r.Path, &r.Origin, timeCol{&r.CreatedAt})
 	return r, err
 }
 
 func (s *store) GetRepo(ctx context.Context, name string) (repos.Repo, error) {
-	r, err := scanRepo(s.r.queryRow(ctx, `SELECT name, path, created_at FROM repos WHERE name = $1`, name))
+	r, err := scanRepo(s.r.queryRow(ctx, `SELECT name, path, origin, created_at FROM repos WHERE name = $1`, name))
 	if err != nil {
 		return r, fmt.Errorf("repository %q: %w", name, err)
 	}
@@ -257,7 +257,7 @@ func (s *store) GetRepo(ctx context.Context, name string) (repos.Repo, error) {
 }
 
 func (s *store) ListRepos(ctx context.Context) ([]repos.Repo, error) {
-	rs, err := s.r.query(ctx, `SELECT name, path, created_at FROM repos ORDER BY name`)
+	rs, err := s.r.query(ctx, `SELECT name, path, origin, created_at FROM repos ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list repos: %w", err)
 	}

@@ -60,6 +60,10 @@ type Options struct {
 	// Logger reports what housekeeping could not do; slog.Default() when
 	// nil.
 	Logger *slog.Logger
+	// Origin, when not "", is the git URL the repository is a clone of
+	// (remote.go): Fetch brings its branches and tags, Publish moves a
+	// branch there first, by compare-and-swap.
+	Origin string
 
 	runHook func() // for tests: called as each housekeeping run starts
 }
@@ -122,6 +126,10 @@ type Repo struct {
 	// alternates are the object directories of objects/info/alternates,
 	// opened read-only (alternates.go).
 	alternates alternateSet
+
+	// fetchMu serializes the fetches from the origin (remote.go), so two
+	// never race for the same ref locks.
+	fetchMu sync.Mutex
 }
 
 // Open opens the repository at path: a work tree with a .git directory (or

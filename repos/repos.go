@@ -20,8 +20,14 @@ import (
 // What a repository is configured with beside its path (its origin, its
 // environment) joins it here.
 type Repo struct {
-	Name      string
-	Path      string
+	Name string
+	// Path is where the repository is on this node: the registered path,
+	// or for a repository with an Origin this node's own clone of it
+	// (under the data directory; the store keeps "" for it).
+	Path string
+	// Origin is the git URL a repository registered from a remote comes
+	// from and its accepts and undos go to; "" for a local repository.
+	Origin    string
 	CreatedAt time.Time
 }
 
@@ -144,6 +150,9 @@ type Config struct {
 	// Secrets seals and opens the repositories' secrets; nil: no secrets
 	// can be set.
 	Secrets *secret.Box
+	// FetchTimeout bounds the clone of an origin at registration (default
+	// 2 minutes).
+	FetchTimeout time.Duration
 }
 
 // Registry is the registry of repositories.
@@ -155,6 +164,12 @@ type Registry struct {
 
 	mu   sync.Mutex // guards open
 	open map[string]*gitstore.Repo
+	// cloneMu serializes the making of clones of origins (RegisterOrigin,
+	// and Open on a node that has none yet), so two never write one
+	// directory.
+	cloneMu sync.Mutex
+	// fetchTimeout bounds the fetch of an origin at registration.
+	fetchTimeout time.Duration
 
 	box   *secret.Box
 	envMu sync.Mutex // serializes SetEnvironment
@@ -170,7 +185,10 @@ func New(cfg Config) *Registry {
 	if now == nil {
 		now = time.Now
 	}
-	return &Registry{store: cfg.Store, dataDir: cfg.DataDir, defaults: cfg.Defaults,
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = 2 * time.Minute
+	}
+	return &Registry{store: cfg.Store, dataDir: cfg.DataDir, defaults: cfg.Defaults, fetchTimeout: cfg.FetchTimeout,
 		now:  func() time.Time { return now().UTC().Truncate(time.Microsecond) },
 		open: make(map[string]*gitstore.Repo), box: cfg.Secrets, vars: make(map[string]Variables)}
 }
@@ -187,8 +205,13 @@ func (g *Registry) Close() error {
 	return errors.Join(errs...)
 }
 
-// Register registers the existing repository at path under name.
+// Register registers the existing repository at path under name; a path
+// that is a git URL (https://, ssh://, git://, file://) registers that
+// origin (RegisterOrigin).
 func (g *Registry) Register(ctx context.Context, name, path string) (Repo, error) {
+	if gitstore.IsOriginURL(path) {
+		return g.RegisterOrigin(ctx, name, path)
+	}
 	if err := validateName(name); err != nil {
 		return Repo{}, err
 	}
@@ -227,8 +250,12 @@ func (g *Registry) Init(ctx context.Context, name string) (Repo, error) {
 }
 
 func (g *Registry) add(ctx context.Context, name, path string, r *gitstore.Repo) (Repo, error) {
-	rec := Repo{Name: name, Path: path, CreatedAt: g.now()}
-	if err := g.store.CreateRepo(ctx, rec); err != nil {
+	rec := Repo{Name: name, Path: path, Origin: r.Origin(), CreatedAt: g.now()}
+	stored := rec
+	if rec.Origin != "" {
+		stored.Path = "" // each node's clone is its own
+	}
+	if err := g.store.CreateRepo(ctx, stored); err != nil {
 		r.Close()
 		return Repo{}, err // the store's error names the repository
 	}
@@ -239,6 +266,100 @@ func (g *Registry) add(ctx context.Context, name, path string, r *gitstore.Repo)
 	g.open[name] = r
 	g.mu.Unlock()
 	return rec, nil
+}
+
+// RegisterOrigin registers the repository at the git URL origin under
+// name: this node clones it under its data directory (clones/NAME.git)
+// and fetches it again when it needs (Fetch, FetchAll); accepts and
+// undos are pushed to it (gitstore.Repo.Publish). An origin that cannot
+// be cloned is record.ErrInvalid naming the URL (without credentials),
+// and nothing is registered nor left on disk.
+func (g *Registry) RegisterOrigin(ctx context.Context, name, origin string) (Repo, error) {
+	if err := validateName(name); err != nil {
+		return Repo{}, err
+	}
+	if err := gitstore.CheckOriginURL(origin); err != nil {
+		return Repo{}, fmt.Errorf("%w: %v", record.ErrInvalid, err)
+	}
+	if g.dataDir == "" {
+		return Repo{}, fmt.Errorf("%w: no data directory to clone repositories in", record.ErrInvalid)
+	}
+	g.cloneMu.Lock()
+	defer g.cloneMu.Unlock()
+	if _, err := g.store.GetRepo(ctx, name); err == nil {
+		return Repo{}, fmt.Errorf("repository %q: %w", name, record.ErrDuplicate)
+	}
+	path := g.clonePath(name)
+	// A directory left by a registration that never reached the store is
+	// no one's: start afresh.
+	if err := os.RemoveAll(path); err != nil {
+		return Repo{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, g.fetchTimeout)
+	defer cancel()
+	r, err := gitstore.Clone(cctx, origin, path, g.options(name, origin))
+	if err != nil {
+		return Repo{}, fmt.Errorf("%w: repository %q: %v", record.ErrInvalid, name, err)
+	}
+	rec, err := g.add(ctx, name, path, r)
+	if err != nil {
+		os.RemoveAll(path)
+		return Repo{}, err
+	}
+	return rec, nil
+}
+
+// clonePath is where this node keeps its clone of the origin of the
+// repository registered as name.
+func (g *Registry) clonePath(name string) string {
+	return filepath.Join(g.dataDir, "clones", name+".git")
+}
+
+// local is a stored record as this node sees it: a repository with an
+// origin is at this node's clone.
+func (g *Registry) local(r Repo) Repo {
+	if r.Origin != "" {
+		r.Path = g.clonePath(r.Name)
+	}
+	return r
+}
+
+// Fetch brings the origin of the repository registered as name into this
+// node's clone (nothing for a local repository).
+func (g *Registry) Fetch(ctx context.Context, name string) error {
+	r, err := g.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	return r.Fetch(ctx)
+}
+
+// FetchAll fetches the origin of every repository that has one, for the
+// daemon's periodic refresh; the errors of single repositories are
+// joined, the others fetched regardless.
+func (g *Registry) FetchAll(ctx context.Context) error {
+	rs, err := g.store.ListRepos(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rec := range rs {
+		if rec.Origin == "" {
+			continue
+		}
+		if err := g.Fetch(ctx, rec.Name); err != nil {
+			errs = append(errs, fmt.Errorf("repository %q: %w", rec.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// options are the options the repository registered as name (with
+// origin, "" for none) is opened with.
+func (g *Registry) options(name, origin string) gitstore.Options {
+	o := repoOptions(name)
+	o.Origin = origin
+	return o
 }
 
 // repoOptions are the options the repository registered as name is
@@ -260,12 +381,17 @@ func validateName(name string) error {
 
 // Get returns a registered repository's record.
 func (g *Registry) Get(ctx context.Context, name string) (Repo, error) {
-	return g.store.GetRepo(ctx, name)
+	r, err := g.store.GetRepo(ctx, name)
+	return g.local(r), err
 }
 
 // List returns the registered repositories.
 func (g *Registry) List(ctx context.Context) ([]Repo, error) {
-	return g.store.ListRepos(ctx)
+	rs, err := g.store.ListRepos(ctx)
+	for i := range rs {
+		rs[i] = g.local(rs[i])
+	}
+	return rs, err
 }
 
 // Probe is one repository's state for a readiness probe: Err is why it
@@ -313,7 +439,12 @@ func (g *Registry) Open(ctx context.Context, name string) (*gitstore.Repo, error
 	if err != nil {
 		return nil, err // the store's error names the repository
 	}
-	opened, err := gitstore.Open(rec.Path, repoOptions(name))
+	var opened *gitstore.Repo
+	if rec.Origin != "" {
+		opened, err = g.openClone(ctx, rec)
+	} else {
+		opened, err = gitstore.Open(rec.Path, repoOptions(name))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("repository %q: %w", name, err)
 	}
@@ -325,6 +456,32 @@ func (g *Registry) Open(ctx context.Context, name string) (*gitstore.Repo, error
 	}
 	g.open[name] = opened
 	return opened, nil
+}
+
+// openClone opens this node's clone of a repository with an origin,
+// cloning it first when this node has none (a node that joined after the
+// registration, or whose data directory is new), and fetching it when it
+// had one: it may have been down while the origin moved.
+func (g *Registry) openClone(ctx context.Context, rec Repo) (*gitstore.Repo, error) {
+	g.cloneMu.Lock()
+	defer g.cloneMu.Unlock()
+	path := g.clonePath(rec.Name)
+	if _, err := os.Stat(filepath.Join(path, "HEAD")); err == nil {
+		r, err := gitstore.Open(path, g.options(rec.Name, rec.Origin))
+		if err != nil {
+			return nil, err
+		}
+		// Best effort: a clone a little behind its origin still serves
+		// (the periodic fetch and every accept catch up), an origin down
+		// must not make the repository unusable here.
+		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = r.Fetch(fctx)
+		return r, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, g.fetchTimeout)
+	defer cancel()
+	return gitstore.Clone(cctx, rec.Origin, path, g.options(rec.Name, rec.Origin))
 }
 
 // Hidden lists what a command run on a session's view must not see: the
@@ -340,6 +497,7 @@ func (g *Registry) Hidden(ctx context.Context) []string {
 		return out
 	}
 	for _, r := range repos {
+		r = g.local(r)
 		out = append(out, path.Clean(r.Path))
 		g.mu.Lock()
 		if o := g.open[r.Name]; o != nil {

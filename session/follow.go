@@ -77,8 +77,9 @@ type sessionLive struct {
 
 // liveRegistry holds the sessions that run a command or have followers.
 type liveRegistry struct {
-	mu       sync.Mutex // guards sessions and every sessionLive's fields
+	mu       sync.Mutex // guards sessions, running and every sessionLive's fields
 	sessions map[uuid.UUID]*sessionLive
+	running  int // commands started and not finished
 }
 
 func (r *liveRegistry) get(id uuid.UUID) *sessionLive {
@@ -101,6 +102,7 @@ func (r *liveRegistry) start(id uuid.UUID, argv []string) *liveExec {
 	sl := r.get(id)
 	sl.last = l
 	sl.started++
+	r.running++
 	close(sl.next)
 	sl.next = make(chan struct{})
 	return l
@@ -111,9 +113,18 @@ func (r *liveRegistry) finish(id uuid.UUID, l *liveExec, end ExecChunk) {
 	l.finish(end)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.running--
 	if sl := r.sessions[id]; sl != nil && sl.refs == 0 && sl.last == l {
 		delete(r.sessions, id)
 	}
+}
+
+// Running is the number of commands running on the sessions of this
+// process.
+func (e *Executor) Running() int {
+	e.live.mu.Lock()
+	defer e.live.mu.Unlock()
+	return e.live.running
 }
 
 // ExecFollower follows the commands of one session: the one running when

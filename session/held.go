@@ -94,7 +94,20 @@ func (h *held) Freeze(ctx context.Context, message string) (gitstore.OID, map[st
 	return head, ls.reads.snapshot(), nil
 }
 
+// stateFence is what a fenced store adds (a cluster node's,
+// internal/clustersession): the check, inside a transaction of another
+// engine (an accept's), that this node still owns the session whose
+// state it moves.
+type stateFence interface {
+	FenceState(ctx context.Context, tx record.StateTx, id uuid.UUID) error
+}
+
 func (h *held) MoveState(ctx context.Context, tx record.StateTx, to State, at time.Time) error {
+	if f, ok := h.m.store.(stateFence); ok {
+		if err := f.FenceState(ctx, tx, h.ls.meta.ID); err != nil {
+			return err
+		}
+	}
 	from := h.ls.meta.State
 	if err := tx.SetSessionState(ctx, h.ls.meta.ID, from, to, at); err != nil {
 		return err

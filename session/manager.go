@@ -231,7 +231,16 @@ func (m *Manager) create(ctx context.Context, opts CreateOptions, parent uuid.UU
 	}
 	commit := opts.forkBase
 	if commit.IsZero() {
-		if commit, err = m.ResolveRevision(ctx, r, "base", base); err != nil {
+		commit, err = m.ResolveRevision(ctx, r, "base", base)
+		if errors.Is(err, record.ErrNotFound) && r.Origin() != "" {
+			// A commit or branch this node's clone lacks yet: fetch the
+			// origin once and look again.
+			if ferr := r.Fetch(ctx); ferr != nil {
+				return Session{}, fmt.Errorf("%w: base %q: not in this node's clone, and fetching the origin failed: %w", record.ErrUnavailable, base, ferr)
+			}
+			commit, err = m.ResolveRevision(ctx, r, "base", base)
+		}
+		if err != nil {
 			return Session{}, err
 		}
 	}
@@ -335,7 +344,13 @@ func (m *Manager) ExpireDue(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, s := range due {
-		if err := m.expire(ctx, s); err != nil && !errors.Is(err, record.ErrConflict) {
+		err := m.expire(ctx, s)
+		if errors.Is(err, record.ErrUnavailable) {
+			// Served by another node of a cluster (its owner expires it),
+			// or unreachable now: a later round.
+			continue
+		}
+		if err != nil && !errors.Is(err, record.ErrConflict) {
 			return n, err
 		}
 		n++

@@ -363,3 +363,29 @@ func (m *Manager) closeSession(ctx context.Context, id uuid.UUID, to State, ok f
 	}
 	return nil
 }
+
+// Forget drops session id from memory without saving anything (its next
+// operation loads it again from the store), for a node that lost the
+// session's ownership: what it holds may be behind what the new owner
+// wrote, and it may write nothing more (the store's fence refuses it). A
+// session running a command is left loaded (its command's end is refused
+// by the fence); false then, or when ctx ended first.
+func (m *Manager) Forget(ctx context.Context, id uuid.UUID) bool {
+	m.mem.mu.Lock()
+	ls := m.mem.live[id]
+	m.mem.mu.Unlock()
+	if ls == nil {
+		return true
+	}
+	if ls.mu.LockCtx(ctx) != nil {
+		return false
+	}
+	defer ls.mu.Unlock()
+	if ls.busy {
+		return false
+	}
+	if !ls.dead {
+		m.mem.drop(ls)
+	}
+	return true
+}

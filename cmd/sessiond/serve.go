@@ -14,19 +14,25 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/sessiond/sessiond/api"
 	"github.com/sessiond/sessiond/changeset"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/events"
+	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/checkruns"
+	"github.com/sessiond/sessiond/internal/clustersession"
 	"github.com/sessiond/sessiond/internal/durable"
 	"github.com/sessiond/sessiond/internal/graphsession"
 	"github.com/sessiond/sessiond/mcpserver"
@@ -46,7 +52,12 @@ type serveConfig struct {
 	Addr              string        `help:"Listen address host:port (port 0 picks one)." env:"SESSIOND_ADDR" default:"127.0.0.1:7420" placeholder:"HOST:PORT"`
 	DataDir           string        `help:"Data directory: embedded store, created repositories, token key." env:"SESSIOND_DATA_DIR" default:"sessiond-data" placeholder:"DIR"`
 	DatabaseURL       string        `help:"Postgres URL; empty uses the embedded store in the data directory." name:"database-url" env:"SESSIOND_DATABASE_URL" placeholder:"URL"`
-	Repos             []string      `help:"Register the repository at PATH as NAME (repeatable; comma-separated in the variable)." name:"repo" env:"SESSIOND_REPOS" placeholder:"NAME=PATH"`
+	Repos             []string      `help:"Register the repository at PATH as NAME, or the one at a git URL (https://, ssh://, git://, file://), which this node clones and pushes accepts to (repeatable; comma-separated in the variable)." name:"repo" env:"SESSIOND_REPOS" placeholder:"NAME=PATH|URL"`
+	FetchInterval     time.Duration `help:"How often the origins of repositories registered from a git URL are fetched (0: only when needed)." env:"SESSIOND_FETCH_INTERVAL" default:"1m" placeholder:"DURATION"`
+	NodeID            string        `help:"Join the cluster of the nodes on --database-url (PostgreSQL) as this node: letters, digits, '-', '_', '.'." name:"node-id" env:"SESSIOND_NODE_ID" placeholder:"ID"`
+	AdvertiseURL      string        `help:"With --node-id: the URL the other nodes reach this one at (http://HOST:PORT)." name:"advertise-url" env:"SESSIOND_ADVERTISE_URL" placeholder:"URL"`
+	NodeHeartbeat     time.Duration `help:"With --node-id: how often the node renews its row in the nodes table." env:"SESSIOND_NODE_HEARTBEAT" default:"2s" placeholder:"DURATION"`
+	NodeLease         time.Duration `help:"With --node-id: how old a node's heartbeat may be (on the database's clock) before the others hold it dead." env:"SESSIOND_NODE_LEASE" default:"15s" placeholder:"DURATION"`
 	AdminToken        string        `help:"Admin bearer token; turns auth on and allows non-loopback addresses." env:"SESSIOND_ADMIN_TOKEN" placeholder:"T"`
 	AllowedHosts      []string      `help:"Another name of the daemon that requests may carry in Host (repeatable; comma-separated in the variable): NAME for any port, NAME:PORT for one. The listen address, localhost and loopback addresses need none." name:"allowed-host" env:"SESSIOND_ALLOWED_HOSTS" placeholder:"NAME[:PORT]"`
 	CommitURL         string        `help:"Template of a repository's commit view, for the review page's commit links: {repo} and {commit} are replaced (https://forge.example/{repo}/commit/{commit}); empty: commits are not linked." name:"commit-url" env:"SESSIOND_COMMIT_URL" placeholder:"TEMPLATE"`
@@ -164,6 +175,27 @@ func (c *serveConfig) Validate() error {
 			return fmt.Errorf("--database-url (SESSIOND_DATABASE_URL): %w", err)
 		}
 	}
+	return c.validateNode()
+}
+
+// validateNode checks the cluster flags: a node id needs PostgreSQL and
+// an advertised URL, and an advertised URL a node id.
+func (c *serveConfig) validateNode() error {
+	switch {
+	case c.NodeID == "" && c.AdvertiseURL != "":
+		return errors.New("--advertise-url (SESSIOND_ADVERTISE_URL) is only for a node of a cluster: give --node-id too")
+	case c.NodeID == "":
+		return nil
+	case c.DatabaseURL == "":
+		return fmt.Errorf("--node-id (SESSIOND_NODE_ID) %q: a cluster needs PostgreSQL (--database-url); the embedded store is one node's", c.NodeID)
+	case c.AdvertiseURL == "":
+		return fmt.Errorf("--node-id (SESSIOND_NODE_ID) %q: give --advertise-url (SESSIOND_ADVERTISE_URL), the URL the other nodes reach this one at", c.NodeID)
+	case c.NodeHeartbeat <= 0 || c.NodeLease <= c.NodeHeartbeat:
+		return fmt.Errorf("--node-heartbeat %s and --node-lease %s: want a positive heartbeat shorter than the lease", c.NodeHeartbeat, c.NodeLease)
+	}
+	if err := cluster.CheckConfig(c.NodeID, c.AdvertiseURL); err != nil {
+		return fmt.Errorf("--node-id (SESSIOND_NODE_ID), --advertise-url (SESSIOND_ADVERTISE_URL): %w", err)
+	}
 	return nil
 }
 
@@ -262,17 +294,53 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if c.AdminToken == "" {
 		log.Warn("no admin token: the daemon listens on loopback only, and any local process can use its API")
 	}
-	m := session.NewManager(session.Config{
-		Store: store, Repos: reg, Events: evs, Workdirs: wd,
+	// In a cluster the engine's writes of a session are fenced by this
+	// node's lease of it (taken on first use, renewed with the heartbeat).
+	var (
+		sessStore session.Store = store
+		owners    *cluster.Owners
+		m         *session.Manager
+	)
+	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
+		owners = cluster.NewOwners(cluster.OwnersConfig{Store: pg, Node: c.NodeID, Lease: c.NodeLease, Renew: c.NodeHeartbeat, Logger: log,
+			Lost: func(id uuid.UUID) {
+				fctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				m.Forget(fctx, id)
+			}})
+		sessStore = clustersession.New(store, owners)
+	}
+	m = session.NewManager(session.Config{
+		Store: sessStore, Repos: reg, Events: evs, Workdirs: wd,
 		Limits:    session.Limits{MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MaxOverlayBytes: int64(c.MaxOverlayBytes), MaxLifetime: c.MaxLifetime},
 		Observers: []session.Observer{graphsession.Observer(g)}, IdleUnload: c.IdleUnload,
 	})
 	defer m.Close()
 	// Changesets over the same store, acting on sessions through the engine.
-	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g})
+	// The nodes of a cluster share each branch's lock through the store.
+	var branchLocks changeset.BranchLocker
+	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
+		branchLocks = pg
+	}
+	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g, BranchLocks: branchLocks})
 	// Every command run is kept for the checks of changesets.
 	runner := session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork,
 		Ran: checkruns.Keeper(cs, log)})
+	node, err := joinCluster(ctx, c, store, func() cluster.Stats {
+		return cluster.Stats{Sessions: m.Loaded(), RunningCommands: runner.Running()}
+	}, log)
+	if err != nil {
+		return err
+	}
+	if node != nil {
+		defer func() {
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := node.Leave(lctx); err != nil {
+				log.Warn("leave the cluster", "node", c.NodeID, "error", err)
+			}
+		}()
+	}
 	if err := registerRepos(ctx, reg, c.Repos, log); err != nil {
 		return err
 	}
@@ -297,6 +365,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: tokenKey, LocalUser: localUser,
 		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
 		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, WriteTimeout: c.WriteTimeout, Logger: log, MCP: mcpHandler, Store: store,
+		Cluster: node,
 	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
@@ -326,6 +395,14 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		ready(url)
 	}
 
+	// stopRun ends the background loops below when the node stops for a
+	// reason of its own (its place in the cluster lost).
+	ctx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	fctx, fcancel := context.WithCancel(ctx)
+	fetched := make(chan struct{})
+	go func() { defer close(fetched); fetchOrigins(fctx, reg, c.FetchInterval, log) }()
+	defer func() { fcancel(); <-fetched }()
 	done := make(chan struct{})
 	go func() { // expire idle sessions
 		defer close(done)
@@ -345,6 +422,33 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		}
 	}()
 
+	// The node's heartbeat; a node whose id another process took (it
+	// missed its heartbeats past the lease) stops.
+	lost := make(chan error, 1)
+	var stopErr error
+	if node != nil {
+		hctx, hcancel := context.WithCancel(ctx)
+		beat := make(chan struct{})
+		go func() {
+			defer close(beat)
+			if err := node.Run(hctx); err != nil {
+				lost <- err
+			}
+		}()
+		defer func() { hcancel(); <-beat }()
+		leases := make(chan struct{})
+		go func() { defer close(leases); owners.Run(hctx) }()
+		defer func() {
+			hcancel()
+			<-leases
+			// Hand the sessions over at once (after the requests ended).
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := owners.ReleaseAll(rctx); err != nil {
+				log.Warn("release session leases", "error", err)
+			}
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -352,6 +456,9 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		<-done
 		return err
 	case <-ctx.Done():
+	case stopErr = <-lost:
+		log.Error("stopping: this node lost its place in the cluster", "node", c.NodeID, "error", stopErr)
+		stopRun()
 	}
 	log.Info("shutting down: finishing in-flight requests")
 	// Running commands are killed (their whole process trees); their
@@ -365,7 +472,45 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	log.Info("stopped")
-	return nil
+	return stopErr
+}
+
+// joinCluster joins the cluster as c.NodeID when it is set (nil
+// otherwise): a row in the store's nodes table, refused while another
+// live process has the id.
+func joinCluster(ctx context.Context, c serveConfig, store db.Store, stats func() cluster.Stats, log *slog.Logger) (*cluster.Cluster, error) {
+	if c.NodeID == "" {
+		return nil, nil
+	}
+	pg, ok := store.(*db.Postgres)
+	if !ok {
+		return nil, fmt.Errorf("--node-id %q: a cluster needs PostgreSQL (--database-url); the embedded store is one node's", c.NodeID)
+	}
+	node, err := cluster.Join(ctx, cluster.Config{Store: pg, ID: c.NodeID, AdvertiseURL: c.AdvertiseURL, Version: version(),
+		Stats: stats, Heartbeat: c.NodeHeartbeat, Lease: c.NodeLease, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("joined the cluster", "node", c.NodeID, "advertise_url", c.AdvertiseURL, "lease", c.NodeLease)
+	return node, nil
+}
+
+// version is the binary's version as the build recorded it: the module's
+// version, else the commit it was built from, else "devel".
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return s.Value[:12]
+		}
+	}
+	return "devel"
 }
 
 // daemonNames are the names requests may carry in Host beside those the
@@ -455,12 +600,18 @@ func registerRepos(ctx context.Context, reg *repos.Registry, specs []string, log
 		if !ok || name == "" || path == "" {
 			return fmt.Errorf("--repo %q: want NAME=PATH", spec)
 		}
+		if gitstore.IsOriginURL(path) {
+			if err := registerOrigin(ctx, reg, name, path, log); err != nil {
+				return err
+			}
+			continue
+		}
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return err
 		}
 		if have, err := reg.Get(ctx, name); err == nil {
-			if filepath.Clean(have.Path) != abs {
+			if have.Origin != "" || filepath.Clean(have.Path) != abs {
 				return fmt.Errorf("--repo %s: already registered at another path", name)
 			}
 			continue
@@ -473,6 +624,49 @@ func registerRepos(ctx context.Context, reg *repos.Registry, specs []string, log
 		log.Info("registered repository", "name", name)
 	}
 	return nil
+}
+
+// registerOrigin registers the repository at the git URL origin as name
+// unless it is registered already, from that origin.
+func registerOrigin(ctx context.Context, reg *repos.Registry, name, origin string, log *slog.Logger) error {
+	if have, err := reg.Get(ctx, name); err == nil {
+		if have.Origin != origin {
+			return fmt.Errorf("--repo %s: already registered from another origin or path", name)
+		}
+		return nil
+	} else if !errors.Is(err, record.ErrNotFound) {
+		return err
+	}
+	if _, err := reg.RegisterOrigin(ctx, name, origin); err != nil {
+		// Another node of the cluster, starting at the same time, may
+		// have registered it first: the same origin is no error.
+		if have, gerr := reg.Get(ctx, name); errors.Is(err, record.ErrDuplicate) && gerr == nil && have.Origin == origin {
+			return nil
+		}
+		return fmt.Errorf("--repo %s: %w", name, err)
+	}
+	log.Info("registered repository", "name", name, "origin", gitstore.RedactURL(origin))
+	return nil
+}
+
+// fetchOrigins fetches the origin of every repository that has one, every
+// interval, until ctx ends.
+func fetchOrigins(ctx context.Context, reg *repos.Registry, interval time.Duration, log *slog.Logger) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := reg.FetchAll(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("fetch origins", "error", err)
+			}
+		}
+	}
 }
 
 // loadSecret reads the key of the session tokens, creating it on first

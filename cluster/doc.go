@@ -1,0 +1,33 @@
+// Package cluster is what makes several sessiond nodes over one
+// PostgreSQL one cluster (SPEC section 16). What exists now: nodes. Each
+// node joins with an id and the URL the others reach it at, keeps a row
+// in the store's nodes table and renews it by a heartbeat (every 2 s by
+// default) carrying what it holds (sessions in memory, running commands);
+// a node whose heartbeat is older than the lease (15 s by default) is
+// dead to the others. Session ownership: Owners holds this node's session
+// leases (a row per session with node_id, epoch and lease_expires_at,
+// taken and renewed by conditional upserts, the epoch up on every take),
+// renews them together and trusts each only until its own monotonic
+// deadline (lease minus a margin, counted from before the statement was
+// sent); the store's CheckSessionEpoch is the fence a transaction that
+// records a session's durable state runs (the session engine's store is
+// fenced by internal/clustersession in a cluster). Forwarding of session
+// requests to their owner, rebuilding a session from the store on a new
+// owner and drain are not built yet.
+//
+// Invariants:
+//   - Liveness is judged on the database's clock (now() in the store's
+//     statements), never by comparing two machines' clocks.
+//   - One live process per node id: Join refuses (ErrNodeLive) while the
+//     id's row is live and not stopped; a process's heartbeat renews only
+//     the row of its own incarnation, and one that finds its id taken by
+//     another (it was dead past the lease, and a new process joined) gets
+//     ErrIdentityLost and must stop.
+//   - A node that stops cleanly marks its row stopped, so its id can join
+//     again at once.
+//   - A session lease is trusted only before its deadline by this
+//     process's monotonic clock; a renewal fenced by another owner, or
+//     none before the deadline, drops it and reports it to Lost.
+//
+// Concurrency: a Cluster is safe for concurrent use; Run is called once.
+package cluster

@@ -8,7 +8,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -30,9 +32,16 @@ import (
 // principalOf is the one check of every token; reviewerOf is the one place
 // that turns a request's credentials into the identity a review is by.
 
+//
+// A port link (POST …/ports/{port}/link) opens one port of one session
+// until it expires: "spl." + session id + "." + port + "." + expiry (Unix
+// seconds) + "." + base64url(HMAC-SHA256(secret, "port-link\x00" + the
+// three)). linkOf is its one check; it is never a bearer token.
+
 const (
 	sessionTokenPrefix  = "sst."
 	reviewerTokenPrefix = "srt."
+	linkTokenPrefix     = "spl."
 )
 
 // scope says who may call a route.
@@ -236,4 +245,39 @@ func (p principal) authorize(sc scope, sessionID string) *apitypes.Error {
 		return newError(http.StatusForbidden, apitypes.CodeForbidden, "a reviewer token reads and reviews changesets; it cannot call this route")
 	}
 	return newError(http.StatusForbidden, apitypes.CodeForbidden, "a session token cannot call this route")
+}
+
+// linkToken is the token of a link to port of session id until exp.
+func (a *auth) linkToken(id uuid.UUID, port int, exp time.Time) string {
+	payload := id.String() + "." + strconv.Itoa(port) + "." + strconv.FormatInt(exp.Unix(), 10)
+	mac := hmac.New(sha256.New, a.secret)
+	mac.Write([]byte("port-link\x00" + payload))
+	return linkTokenPrefix + payload + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// linkOf checks a port link's token at now: the session and port it
+// opens; 401 when it is not one of this daemon's or has expired.
+func (a *auth) linkOf(tok string, now time.Time) (uuid.UUID, int, *apitypes.Error) {
+	invalid := newError(http.StatusUnauthorized, apitypes.CodeUnauthorized, "invalid port link")
+	rest, ok := strings.CutPrefix(tok, linkTokenPrefix)
+	if !ok {
+		return uuid.Nil, 0, invalid
+	}
+	parts := strings.Split(rest, ".")
+	if len(parts) != 4 {
+		return uuid.Nil, 0, invalid
+	}
+	id, err := uuid.Parse(parts[0])
+	port, perr := strconv.Atoi(parts[1])
+	exp, eerr := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil || perr != nil || eerr != nil || id.String() != parts[0] {
+		return uuid.Nil, 0, invalid
+	}
+	if subtle.ConstantTimeCompare([]byte(a.linkToken(id, port, time.Unix(exp, 0))), []byte(tok)) != 1 {
+		return uuid.Nil, 0, invalid
+	}
+	if !now.Before(time.Unix(exp, 0)) {
+		return uuid.Nil, 0, newError(http.StatusUnauthorized, apitypes.CodeUnauthorized, "this port link expired at %s", time.Unix(exp, 0).UTC().Format(time.RFC3339))
+	}
+	return id, port, nil
 }

@@ -39,12 +39,21 @@ import (
 func (s *Server) Guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if _, _, ok := s.previewOf(r.Host); ok {
+			// A preview host is the service's own origin: its pages
+			// call it (api/ports.go has its auth).
+			s.ServeHTTP(w, r)
+			return
+		}
 		if !s.ownHost(r.Host, local, r.TLS != nil) {
 			s.refuse(w, r, newError(http.StatusForbidden, apitypes.CodeForbidden,
 				"Host %q is not a name of this daemon (name it with --allowed-host)", r.Host))
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && !s.ownOrigin(origin, local) {
+		// The port route and links answer pages of the services (in an
+		// opaque origin): no cookie or token of the daemon's pages
+		// reaches them, so their origin needs no check.
+		if origin := r.Header.Get("Origin"); origin != "" && !portRequest(r) && !s.ownOrigin(origin, local) {
 			s.refuse(w, r, newError(http.StatusForbidden, apitypes.CodeForbidden,
 				"requests from the web origin %q are refused: only the daemon's own pages may call it", origin))
 			return

@@ -78,6 +78,12 @@ type Config struct {
 	// request still waiting for a session's lock or the store when it
 	// passes fails with a timeout (503). Default DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// URL is the daemon's own, for the URLs answered to in-process
+	// clients (MCP over HTTP); empty: the request's host.
+	URL string
+	// PreviewDomain, when set, serves the ports of sessions' services
+	// at host names <port>-<short id>.<PreviewDomain> (api/ports.go).
+	PreviewDomain string
 }
 
 // DefaultWriteTimeout is Config.WriteTimeout's default.
@@ -106,6 +112,12 @@ type Server struct {
 	storeSpace StoreSpace
 	mux        *http.ServeMux
 	files      map[string]*Route // by method: the files route, dispatched by hand
+
+	// previewDomain is Config.PreviewDomain; ports the transports of
+	// the port route (api/ports.go).
+	previewDomain string
+	url           string
+	ports         portTransports
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed by Shutdown: ends event streams
@@ -183,6 +195,19 @@ var routes = []Route{
 	{"GET", "/v1/sessions/{id}/runs", scopeSession, (*Server).sessionRuns},
 	{"GET", "/v1/sessions/{id}/exec", scopeSession, (*Server).followExec},
 
+	// Services and their ports (api/services.go, api/ports.go). The port
+	// route and links take every method; they are served outside the
+	// ServeMux, and listed here under GET and POST for the document.
+	{"POST", "/v1/sessions/{id}/services", scopeSession, (*Server).startService},
+	{"GET", "/v1/sessions/{id}/services", scopeSession, (*Server).listServices},
+	{"DELETE", "/v1/sessions/{id}/services/{name}", scopeSession, (*Server).stopService},
+	{"GET", "/v1/sessions/{id}/services/{name}/logs", scopeSession, (*Server).serviceLogs},
+	{"POST", "/v1/sessions/{id}/ports/{port}/link", scopeSession, (*Server).portLink},
+	{"GET", portsPattern, scopeSession, nil},
+	{"POST", portsPattern, scopeSession, nil},
+	{"GET", linksPattern, scopePublic, nil},
+	{"POST", linksPattern, scopePublic, nil},
+
 	// Changesets (api/changesets.go).
 	{"POST", "/v1/sessions/{id}/changesets", scopeSession, (*Server).submitChangeset},
 	// A reviewer token reads changesets, their diffs, revisions and
@@ -236,8 +261,8 @@ func New(cfg Config) *Server {
 	s := &Server{
 		m: cfg.Manager, repos: cfg.Repos, events: cfg.Events, runner: cfg.Exec, cs: cfg.Changesets, auth: newAuth(cfg.AdminToken, cfg.TokenSecret, cfg.LocalUser), hosts: cfg.AllowedHosts,
 		maxBody: cfg.MaxBodyBytes, heartbeat: cfg.Heartbeat, writeTimeout: cfg.WriteTimeout, log: cfg.Logger, mcp: cfg.MCP,
-		storeSpace: cfg.Store,
-		mux:        http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
+		storeSpace: cfg.Store, previewDomain: strings.TrimPrefix(cfg.PreviewDomain, "."), url: strings.TrimSuffix(cfg.URL, "/"),
+		mux: http.NewServeMux(), files: map[string]*Route{}, stop: make(chan struct{}),
 	}
 	s.metrics = newMetrics(cfg.Registry, cfg.Manager)
 	if s.cluster = cfg.Cluster; s.cluster == nil {
@@ -250,6 +275,9 @@ func New(cfg Config) *Server {
 		if rt.Pattern == filesPattern {
 			s.files[rt.Method] = rt
 			continue
+		}
+		if rt.Pattern == portsPattern || rt.Pattern == linksPattern {
+			continue // servePorts
 		}
 		if rt.Pattern == "/metrics" {
 			s.mux.Handle("GET /metrics", s.metrics.handler())
@@ -296,7 +324,12 @@ func (s *Server) Shutdown() { s.stopOnce.Do(func() { close(s.stop) }) }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-	if id, p, ok := splitFilesPath(r.URL.EscapedPath()); ok {
+	if port, short, ok := s.previewOf(r.Host); ok {
+		r.Pattern = "preview"
+		s.servePreview(rec, r, port, short)
+	} else if portRequest(r) {
+		s.servePorts(rec, r)
+	} else if id, p, ok := splitFilesPath(r.URL.EscapedPath()); ok {
 		r.Pattern = filesPattern
 		if rt := s.files[r.Method]; rt != nil {
 			r.SetPathValue("id", id)

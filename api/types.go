@@ -61,7 +61,7 @@ func toMutation(m session.MutationRecord) apitypes.Mutation {
 		out.Paths = []string{}
 	}
 	if m.Exec != nil {
-		out.Exec = &apitypes.Exec{Argv: m.Exec.Argv, ExitCode: m.Exec.ExitCode, DurationMS: m.Exec.DurationMS}
+		out.Exec = &apitypes.Exec{Argv: m.Exec.Argv, ExitCode: m.Exec.ExitCode, DurationMS: m.Exec.DurationMS, Service: m.Exec.Service}
 	}
 	return out
 }

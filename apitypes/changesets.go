@@ -370,6 +370,9 @@ type ExecPolicy struct {
 	CPUWeight    int64    `json:"cpu_weight,omitempty"`
 	ScratchBytes int64    `json:"scratch_bytes,omitempty"`
 	TmpBytes     int64    `json:"tmp_bytes,omitempty"`
+	// ServiceIdleSeconds stops a session's services after this long
+	// with no request through their ports and no command (0: 30 min).
+	ServiceIdleSeconds int64 `json:"service_idle_seconds,omitempty"`
 }
 
 // RebaseRequest rebases a session onto a branch, tag or commit (its base

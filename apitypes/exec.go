@@ -93,6 +93,8 @@ type Exec struct {
 	Argv       []string `json:"argv"`
 	ExitCode   int      `json:"exit_code"`
 	DurationMS int64    `json:"duration_ms"`
+	// Service names the service(s) of a mutation with op service.
+	Service string `json:"service,omitempty"`
 }
 
 // ExecFollowEvent is one event of GET /v1/sessions/{id}/exec, the

@@ -28,6 +28,10 @@ type Backend interface {
 	// Exec runs a command on the session's view; with output set, the
 	// output streams to it as the command writes it.
 	Exec(ctx context.Context, id string, in apitypes.ExecRequest, output func(stream string, data []byte)) (apitypes.ExecResponse, error)
+	// Services (SPEC §15).
+	StartService(ctx context.Context, id string, in apitypes.ServiceRequest) (apitypes.Service, error)
+	ServiceLogs(ctx context.Context, id, name string, tail int, follow bool, line func(string)) error
+	StopService(ctx context.Context, id, name string) (apitypes.Service, error)
 	// RebaseWith and Conflicts: rebase with a conflicts mode, and the
 	// session's unresolved conflicts (tools_conflicts.go).
 	RebaseWith(ctx context.Context, id, onto, conflicts string) (apitypes.MutationResult, error)

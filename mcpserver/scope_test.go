@@ -25,6 +25,7 @@ import (
 var toolRevisionInputs = map[string]map[string]string{
 	"read_file": nil, "read_files": nil, "write_file": nil, "edit_file": nil, "delete_path": nil, "move_path": nil,
 	"list_dir": nil, "glob": nil, "grep": nil, "status": nil, "log": nil, "run": nil,
+	"service_start": nil, "service_logs": nil, "service_stop": nil,
 	"checkpoint": nil, // a label
 	"submit":     nil, // target_branch names a branch to write, not a revision to read
 	"diff":       {"against": "revision"},

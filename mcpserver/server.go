@@ -41,7 +41,7 @@ type server struct {
 	boundPer bool
 }
 
-// New returns an MCP server with the sixteen tools over b.
+// New returns an MCP server with the nineteen tools over b.
 func New(b Backend, opts Options) *mcp.Server { return newServer(&server{b: b}, opts) }
 
 func newServer(s *server, opts Options) *mcp.Server {
@@ -89,14 +89,20 @@ const (
 	toolLog        = "log"
 	toolRun        = "run"
 	toolSubmit     = "submit"
-	toolRebase     = "rebase"
+	// Services (SPEC §15).
+	toolServiceStart = "service_start"
+	toolServiceLogs  = "service_logs"
+	toolServiceStop  = "service_stop"
+	// Conflicts (SPEC §14).
+	toolRebase = "rebase"
 )
 
 // ToolNames lists the tools every server has, in the order of SPEC
 // section 10.
 func ToolNames() []string {
 	return []string{toolReadFile, toolReadFiles, toolWriteFile, toolEditFile, toolDeletePath, toolMovePath,
-		toolListDir, toolGlob, toolGrep, toolDiff, toolStatus, toolCheckpoint, toolRollback, toolLog, toolRun, toolSubmit, toolRebase}
+		toolListDir, toolGlob, toolGrep, toolDiff, toolStatus, toolCheckpoint, toolRollback, toolLog, toolRun, toolSubmit,
+		toolServiceStart, toolServiceLogs, toolServiceStop, toolRebase}
 }
 
 // SessionArg is the `session` argument of every tool on an unbound server

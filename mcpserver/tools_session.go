@@ -92,6 +92,7 @@ func (s *server) sessionTools(ms *mcp.Server) {
 	addTool[apitypes.RollbackResult](s, ms, toolSpec{name: toolRollback, title: "Roll back", kind: destructive, idempotent: true, description: "Return the session's files to a checkpoint, dropping the changes made after it (they stay in the log, and a later checkpoint can still be restored)."}, (*server).rollback)
 	addTool[LogOut](s, ms, toolSpec{name: toolLog, title: "Change log", kind: readOnly, description: "The session's latest changes, newest first: each write, edit, delete, move, command run and rollback, with its paths."}, (*server).log)
 	s.runTool(ms)
+	s.serviceTools(ms)
 	addTool[apitypes.Changeset](s, ms, toolSpec{name: toolSubmit, title: "Submit for review", kind: additive, description: "Open the session's changes as a changeset for review, to land on a branch when accepted. Submitting again updates the changeset with a new revision."}, (*server).submit)
 	s.rebaseTool(ms)
 }

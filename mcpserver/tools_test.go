@@ -672,7 +672,7 @@ func TestOverlapCleanMerge(t *testing.T) {
 	assert.Empty(t, ovs[0].(map[string]any)["symbols"], "no function changed on both sides")
 }
 
-// TestEveryToolErrorIsAToolError: each of the sixteen tools, asked about a
+// TestEveryToolErrorIsAToolError: each of the nineteen tools, asked about a
 // session that does not exist and about one that was abandoned, answers
 // with a tool error carrying the API's code, not a protocol failure.
 func TestEveryToolErrorIsAToolError(t *testing.T) {
@@ -689,6 +689,7 @@ func TestEveryToolErrorIsAToolError(t *testing.T) {
 		"delete_path": {"path": "go.mod"}, "move_path": {"from": "go.mod", "to": "mod/go.mod"},
 		"list_dir": {}, "glob": {"pattern": "*.go"}, "grep": {"pattern": "func"}, "diff": {}, "status": {},
 		"checkpoint": {"label": "x"}, "rollback": {"checkpoint": "1"}, "log": {}, "run": {"command": "true"}, "submit": {},
+		"service_start": {"name": "web", "command": "true"}, "service_logs": {"name": "web"}, "service_stop": {"name": "web"},
 		"rebase": {},
 	}
 	require.ElementsMatch(t, mcpserver.ToolNames(), func() []string {
@@ -703,7 +704,7 @@ func TestEveryToolErrorIsAToolError(t *testing.T) {
 	// What changes the session is refused on a closed one (run runs, as
 	// SPEC section 9's exec does, and records nothing).
 	writes := map[string]bool{"write_file": true, "edit_file": true, "delete_path": true, "move_path": true,
-		"checkpoint": true, "rollback": true, "submit": true, "rebase": true}
+		"checkpoint": true, "rollback": true, "submit": true, "service_start": true, "rebase": true}
 	for _, name := range mcpserver.ToolNames() {
 		t.Run(name, func(t *testing.T) {
 			a := map[string]any{"session": "00000000-0000-0000-0000-000000000000"}

@@ -99,11 +99,14 @@ type ExecPolicy struct {
 	CPUWeight    int64    `json:"cpu_weight,omitempty"`
 	ScratchBytes int64    `json:"scratch_bytes,omitempty"`
 	TmpBytes     int64    `json:"tmp_bytes,omitempty"`
+	// ServiceIdleSeconds stops a session's services after this long
+	// with no request through their ports and no command (0: 30 min).
+	ServiceIdleSeconds int64 `json:"service_idle_seconds,omitempty"`
 }
 
 // check refuses a policy no command could run under.
 func (e ExecPolicy) check() error {
-	for name, v := range map[string]int64{"memory_bytes": e.MemoryBytes, "pids": e.Pids, "scratch_bytes": e.ScratchBytes, "tmp_bytes": e.TmpBytes} {
+	for name, v := range map[string]int64{"memory_bytes": e.MemoryBytes, "pids": e.Pids, "scratch_bytes": e.ScratchBytes, "tmp_bytes": e.TmpBytes, "service_idle_seconds": e.ServiceIdleSeconds} {
 		if v < 0 {
 			return fmt.Errorf("%w: exec.%s %d: want a positive number, or 0 for the daemon's", record.ErrInvalid, name, v)
 		}

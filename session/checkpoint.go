@@ -42,6 +42,9 @@ func committer(s Session, now gitstore.Signature) gitstore.Signature {
 // base), kept under refs/sessions/<id>/checkpoints/<n> and
 // refs/sessions/<id>/head.
 func (m *Manager) Checkpoint(ctx context.Context, id uuid.UUID, label, message string) (Checkpoint, error) {
+	if err := m.captureServices(ctx, id); err != nil {
+		return Checkpoint{}, err
+	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
 		return Checkpoint{}, err

@@ -91,6 +91,20 @@
 //     session's scratch is removed when it ends (or, if a command still
 //     runs, when that command ends); Executor.RemoveFinishedScratches, which the
 //     daemon calls at start, removes those a crash left.
+//   - Services (service.go, SPEC §15) are commands that outlive their
+//     request, each in a sandbox of its own on the session's scratch
+//     (workdir.Scratch.Serve), started between a Prepare and a Settle
+//     like a command (busy meanwhile). Their ports are reached through
+//     Unix sockets in the scratch (PortDialer; later commands get them
+//     on their own loopback, workdir.PortLink). What they change is
+//     recorded by CaptureServices as one mutation with op service at the
+//     next capture point: the session's next command, a checkpoint, a
+//     Hold (submit, accept), a service's stop. The registry of services
+//     has its own lock, never taken while holding a session's; a session
+//     that ends kills its services (recorder.ended), and one with a
+//     running service is not unloaded for idleness. Their state is
+//     written to the scratch, so that a later daemon reports them
+//     stopped by its restart.
 //   - A command's environment is the repository's plain variables and
 //     secrets (repos.Registry.Variables), then the session's own Env,
 //     then the request's, each winning over the one before. The

@@ -68,6 +68,7 @@ type Executor struct {
 	workdirs *workdir.Manager
 	exec     ExecConfig
 	live     liveRegistry // the running commands, for FollowExec
+	svcs     *serviceRegistry
 }
 
 // NewExecutor returns the command runner over m's sessions, bounded by
@@ -75,7 +76,11 @@ type Executor struct {
 // ErrNoWorkdir.
 func NewExecutor(m *Manager, cfg ExecConfig) *Executor {
 	cfg.fill()
-	return &Executor{Manager: m, workdirs: m.workdirs, exec: cfg}
+	e := &Executor{Manager: m, workdirs: m.workdirs, exec: cfg, svcs: &serviceRegistry{}}
+	// A session that ends stops its services.
+	m.recorder.ended = func(id uuid.UUID) { e.stopSession(id, ReasonEnded) }
+	m.services = e.CaptureServices
+	return e
 }
 
 // RecordMode says when an exec's changes are recorded.
@@ -203,6 +208,11 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	if err != nil {
 		return ExecResult{}, err
 	}
+	// What the session's services changed is theirs, recorded before
+	// the command runs.
+	if err := m.CaptureServices(ctx, id); err != nil {
+		return ExecResult{}, err
+	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
 		return ExecResult{}, err
@@ -287,6 +297,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		OutputCap: m.exec.OutputCap, Output: output,
 		Workspace: workspaceOf(view), Limits: limits,
 		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: opts.Caches == CachesPrivate || ls.meta.Caches == CachesPrivate || ls.policy.limitsReads()},
+		Reach:  m.servicePorts(id),
 	}
 	network.Apply(&cmd)
 	run, err := sc.Run(ctx, cmd)
@@ -558,6 +569,13 @@ func (m *Executor) execView(ls *live, ov *overlay.Overlay) workdir.View {
 // change checked by the rules every write follows; those refused come
 // back as rejections. ls.mu must be held.
 func (m *Executor) recordExec(ctx context.Context, ls *live, actor string, argv []string, run workdir.Result, changes []workdir.Change) (MutationRecord, []ExecChange, []ExecRejection, error) {
+	return m.recordChanges(ctx, ls, OpExec, actor, &ExecInfo{Argv: argv, ExitCode: run.ExitCode, DurationMS: run.Duration.Milliseconds()}, changes)
+}
+
+// recordChanges records captured changes as one mutation of op (exec, or
+// service), each checked by the rules every write follows; those refused
+// come back as rejections. ls.mu must be held.
+func (m *Executor) recordChanges(ctx context.Context, ls *live, op Op, actor string, info *ExecInfo, changes []workdir.Change) (MutationRecord, []ExecChange, []ExecRejection, error) {
 	// Deletions first, so a file may replace a directory and the reverse.
 	cs := slices.Clone(changes)
 	slices.SortStableFunc(cs, func(a, b workdir.Change) int {
@@ -571,8 +589,8 @@ func (m *Executor) recordExec(ctx context.Context, ls *live, actor string, argv 
 	})
 	var applied []ExecChange
 	var rejected []ExecRejection
-	rec, _, err := m.recorder.mutate(ctx, ls, OpExec, actorOf(ls, actor), false, func(mu *draft) error {
-		mu.exec = &ExecInfo{Argv: argv, ExitCode: run.ExitCode, DurationMS: run.Duration.Milliseconds()}
+	rec, _, err := m.recorder.mutate(ctx, ls, op, actorOf(ls, actor), false, func(mu *draft) error {
+		mu.exec = info
 		for _, c := range cs {
 			status := statusOf(ctx, m.execView(ls, mu.ov), mu.ov, c)
 			err := m.applyExecChange(ctx, ls, mu, c)

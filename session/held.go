@@ -22,6 +22,9 @@ import (
 // Hold loads session id and takes its lock for a changeset operation;
 // the caller must Release it.
 func (m *Manager) Hold(ctx context.Context, id uuid.UUID) (record.Held, error) {
+	if err := m.captureServices(ctx, id); err != nil {
+		return nil, err
+	}
 	ls, err := m.lockLive(ctx, id)
 	if err != nil {
 		return nil, err

@@ -58,6 +58,9 @@ type live struct {
 	// refused (ErrBusy) so the view the command started from stays the
 	// record until its changes are captured.
 	busy bool
+	// serving counts the session's running services (service.go): the
+	// session is not unloaded while any runs.
+	serving int
 }
 
 // lockLive returns the loaded session id with its lock held, loading it
@@ -261,6 +264,9 @@ type recorder struct {
 	// commits are the group committers of mutations, one per repository
 	// (commit.go).
 	commits committers
+	// ended, when set, learns of every session that ended (the
+	// Executor stops its services).
+	ended func(id uuid.UUID)
 }
 
 // removeScratch deletes a finished session's scratch directory at once

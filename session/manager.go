@@ -85,6 +85,22 @@ type Manager struct {
 
 	mem      *memory
 	recorder *recorder
+	// services, when set, records what the session's services changed
+	// (a capture point: checkpoint, submit; the Executor sets it).
+	services func(ctx context.Context, id uuid.UUID) error
+}
+
+// captureServices records what the session's services changed, before
+// a checkpoint or a submit takes the session's state. A command running
+// meanwhile records it with its own changes.
+func (m *Manager) captureServices(ctx context.Context, id uuid.UUID) error {
+	if m.services == nil {
+		return nil
+	}
+	if err := m.services(ctx, id); err != nil && !errors.Is(err, ErrBusy) {
+		return err
+	}
+	return nil
 }
 
 // NewManager returns an engine over cfg.Store.
@@ -399,6 +415,9 @@ func (m *recorder) setState(ctx context.Context, ls *live, to State) error {
 	m.events.Notify()
 	if to.Terminal() {
 		m.observeClosed(ctx, ls.meta)
+		if m.ended != nil {
+			m.ended(ls.meta.ID)
+		}
 		m.removeScratch(ls)
 	}
 	if to.Terminal() && to != StateAccepted {

@@ -268,6 +268,9 @@ type ExecInfo struct {
 	Argv       []string `json:"argv"`
 	ExitCode   int      `json:"exit_code"`
 	DurationMS int64    `json:"duration_ms"`
+	// Service names the services whose changes a service mutation
+	// records (op service; comma-separated when several ran).
+	Service string `json:"service,omitempty"`
 }
 
 // Checkpoint is a commit of base tree plus overlay at mutation Seq.

@@ -233,7 +233,7 @@ func (m *memory) UnloadIdle(idle time.Duration) int {
 		if !ls.mu.TryLock() {
 			continue
 		}
-		if !ls.dead && ls.loaded && !ls.busy && !ls.used.After(cutoff) {
+		if !ls.dead && ls.loaded && !ls.busy && ls.serving == 0 && !ls.used.After(cutoff) {
 			if m.unload(ls); ls.dead {
 				n++
 			}

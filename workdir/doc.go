@@ -110,7 +110,17 @@
 // package builds and view directories are unisolated copies: auto and
 // copy work, overlay is ErrUnsupported. Windows is not supported.
 //
+// Services (serve.go, ports.go): Scratch.Serve starts a command that
+// outlives the scratch's commands, in namespaces of its own on the view
+// as it was prepared, holding its base checkout until it ends; Stop
+// sends its process group SIGTERM (passed on by both stages of the
+// helper) and kills the whole namespace after a grace period. The
+// helper joins ports of a command's own loopback to Unix sockets of the
+// host (PortLink: Expose, the daemon reaching a service; Reach, a
+// command reaching one), relaying bytes in the helper itself, PID 1 of
+// the namespace; nothing is put on the host's network.
+//
 // Concurrency: a Manager and its Cache are safe for concurrent use. A
-// Scratch belongs to one command at a time; the session engine runs one
-// command per session.
+// Scratch belongs to one command at a time (services beside it leave its
+// state alone); the session engine runs one command per session.
 package workdir

@@ -71,6 +71,12 @@ type helperSpec struct {
 	// Nice is the command's scheduling niceness (the fallback for a CPU
 	// weight without cgroups).
 	Nice int `json:"nice,omitempty"`
+	// Ports join ports of the command's loopback to Unix sockets of the
+	// host (ports.go); with NewNet only.
+	Ports []portSpec `json:"ports,omitempty"`
+	// Term: SIGTERM to the helper is passed on to the command's process
+	// group (a service asked to stop), instead of being ignored.
+	Term bool `json:"term,omitempty"`
 }
 
 // bindSpec shows the host path Src at Dst inside, read-only unless
@@ -91,6 +97,8 @@ type rlimitSpec struct {
 type helperStatus struct {
 	Error   string `json:"error,omitempty"`
 	Started int64  `json:"started,omitempty"`
+	// PID is the command's process id (with Started).
+	PID int `json:"pid,omitempty"`
 	// Began is when the helper's own code began (with Started).
 	Began int64 `json:"began,omitempty"`
 	// Landlock is the Landlock ABI the command is restricted by (with

@@ -81,9 +81,24 @@ func helperOuter(specJSON string) int {
 	if spec.Egress {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(4, "egress"))
 	}
+	var term chan os.Signal
+	if spec.Term {
+		// Caught from before the start; passed on once started.
+		term = make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		defer signal.Stop(term)
+	}
 	if err := cmd.Start(); err != nil {
 		_ = json.NewEncoder(status).Encode(helperStatus{Error: "start in new namespaces: " + err.Error()})
 		return 125
+	}
+	if term != nil {
+		p := cmd.Process
+		go func() {
+			for range term {
+				_ = p.Signal(syscall.SIGTERM)
+			}
+		}()
 	}
 	status.Close()
 	joinedR.Close()
@@ -121,6 +136,14 @@ func helperMain(specJSON string) int {
 		_ = enc.Encode(helperStatus{Error: err.Error()})
 		return 125
 	}
+	var startPorts func() error
+	if spec.NewNet && len(spec.Ports) > 0 {
+		start, err := openPorts(spec.Ports)
+		if err != nil {
+			return fail(err)
+		}
+		startPorts = start
+	}
 	writable, err := buildRoot(spec)
 	if err != nil {
 		return fail(err)
@@ -128,6 +151,11 @@ func helperMain(specJSON string) int {
 	if spec.NewNet {
 		if err := loopbackUp(); err != nil {
 			return fail(fmt.Errorf("loopback: %w", err))
+		}
+	}
+	if startPorts != nil {
+		if err := startPorts(); err != nil {
+			return fail(err)
 		}
 	}
 	if spec.Egress && !spec.Probe {
@@ -145,7 +173,15 @@ func helperMain(specJSON string) int {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fail(fmt.Errorf("undumpable: %w", err))
 	}
-	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+	if spec.Term {
+		// A service: the daemon's SIGTERM (passed on by the first
+		// stage) goes to the command's process group.
+		serviceTerm = make(chan os.Signal, 1)
+		signal.Notify(serviceTerm, syscall.SIGTERM)
+	} else {
+		signal.Ignore(syscall.SIGTERM)
+	}
 	if spec.NoLandlock {
 		writable = nil
 	}
@@ -158,6 +194,10 @@ func helperMain(specJSON string) int {
 	}
 	return runAsChild(spec, enc, began, abi, false)
 }
+
+// serviceTerm receives the SIGTERM a service's helper passes on to the
+// command's process group (helperSpec.Term).
+var serviceTerm chan os.Signal
 
 // helperPlain runs a command where the kernel gives no namespaces: as a
 // child subreaper in the command's cgroups, so that every descendant,
@@ -328,7 +368,14 @@ func runAsChild(spec helperSpec, enc *json.Encoder, began int64, abi int, plain 
 		_ = enc.Encode(helperStatus{Exited: true, Code: code})
 		return 0
 	}
-	_ = enc.Encode(helperStatus{Started: started, Began: began, Landlock: abi})
+	_ = enc.Encode(helperStatus{Started: started, Began: began, Landlock: abi, PID: pid})
+	if serviceTerm != nil {
+		go func() {
+			for range serviceTerm {
+				_ = syscall.Kill(-pid, syscall.SIGTERM)
+			}
+		}()
+	}
 	st := helperStatus{Exited: true}
 	done := make(chan struct{})
 	if plain {

@@ -47,6 +47,20 @@ type Command struct {
 	// Output, when set, is called with each chunk of output as it comes
 	// ("stdout" or "stderr"), from one goroutine at a time.
 	Output func(stream string, p []byte)
+	// Expose and Reach join ports of the command's loopback to Unix
+	// sockets of the host (ports.go); isolated, without Network, only.
+	Expose, Reach []PortLink
+	// Term, when closed, sends the command's process group SIGTERM
+	// (the end of Timeout or of the context still kills its tree).
+	Term <-chan struct{}
+	// Started, when set, learns the command's process id (inside its
+	// PID namespace, isolated) once it started.
+	Started func(pid int)
+
+	// service: the command outlives the scratch's commands (Serve): it
+	// shows pres, and leaves the scratch's state alone.
+	service bool
+	pres    presentation
 }
 
 // DefaultWorkspace is where a view appears inside a command's namespace
@@ -163,12 +177,27 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	}
 	res := Result{Isolated: m.isolated}
 	spec := helperSpec{Argv: c.Argv}
+	pres := c.pres
+	if !c.service {
+		pres = s.layer.present()
+	} else {
+		// Each service builds its root on a stage of its own.
+		var err error
+		if stage, err = os.MkdirTemp(s.dir, "mnt-"); err != nil {
+			return Result{}, err
+		}
+		defer os.Remove(stage)
+	}
 	if m.isolated {
 		target := c.Workspace
 		if target == "" {
 			target = DefaultWorkspace
 		}
-		spec.View, spec.Stage, spec.Target = s.layer.present(), stage, target
+		spec.View, spec.Stage, spec.Target = pres, stage, target
+		if !c.Network {
+			spec.Ports = portSpecs(c.Expose, c.Reach)
+		}
+		spec.Term = c.Term != nil
 		spec.Home, spec.HomeSrc = HomeInside, home
 		spec.Hide, spec.Show = m.hidden(), m.shown()
 		spec.Cwd = filepath.Join(target, c.Cwd)
@@ -181,7 +210,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			res.Limits = append(res.Limits, AppliedLimit{Name: LimitTmp, Value: limits.TmpBytes, Via: ViaTmpfs})
 		}
 	} else {
-		view := s.layer.present().Src
+		view := pres.Src
 		spec.Cwd = filepath.Join(view, c.Cwd)
 		spec.Env = minimalEnv(home, view, c.Env)
 	}
@@ -284,6 +313,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	spawn := time.Now()
 	var spawned time.Time
 	scratchFree, watchScratch := freeBytes(s.dir)
+	watchScratch = watchScratch && !c.service
 	go func() {
 		runtime.LockOSThread()
 		err := cmd.Start()
@@ -336,6 +366,9 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			setupErr = st.Error
 		case st.Started != 0:
 			res.Started = time.Unix(0, st.Started)
+			if c.Started != nil && st.PID != 0 {
+				c.Started(st.PID)
+			}
 			began = time.Unix(0, st.Began)
 			res.Landlock = st.Landlock
 		case st.Exited:
@@ -360,6 +393,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			cg.kill()
 		}
 	}
+	term := c.Term
 	var tick <-chan time.Time
 	var ticks int
 	if watchScratch && limits.ScratchBytes > 0 {
@@ -390,6 +424,13 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		case <-grace:
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			grace = nil
+		case <-term:
+			term = nil
+			if m.isolated {
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			} else {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			}
 		case <-tick:
 			if killed {
 				continue
@@ -433,7 +474,7 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	}
 	outR.Close()
 	errR.Close()
-	if p := s.layer.present(); p.Overlay {
+	if p := pres; p.Overlay {
 		// overlayfs leaves its work/work directory with mode 0, which a
 		// daemon without privilege could not remove with the scratch.
 		_ = os.Chmod(filepath.Join(p.Work, "work"), 0o755)
@@ -458,10 +499,13 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		res.Exceeded = append(res.Exceeded, final.Full...)
 	}
 	// Setid bits and file capabilities go, and the scratch is measured.
-	if s.st.Usage = sweep(s.dir); limits.ScratchBytes > 0 && s.st.Usage > limits.ScratchBytes && !slices.Contains(res.Exceeded, LimitScratch) {
-		res.Exceeded = append(res.Exceeded, LimitScratch)
+	// (A service leaves that to the next command's settling.)
+	if !c.service {
+		if s.st.Usage = sweep(s.dir); limits.ScratchBytes > 0 && s.st.Usage > limits.ScratchBytes && !slices.Contains(res.Exceeded, LimitScratch) {
+			res.Exceeded = append(res.Exceeded, LimitScratch)
+		}
 	}
-	if slices.Contains(res.Exceeded, LimitScratch) {
+	if slices.Contains(res.Exceeded, LimitScratch) && !c.service {
 		s.overLimit = true
 	}
 	switch {

@@ -293,6 +293,8 @@ type Scratch struct {
 	release func()
 	// ranAt is when the last Run began (wall clock, ns); zero before one.
 	ranAt int64
+	// repo is the repository of the view last prepared (for Serve).
+	repo Repo
 	// overLimit: the last command outgrew the scratch's bound; Settle
 	// drops the scratch's ignored outputs and home.
 	overLimit bool
@@ -346,6 +348,7 @@ func (m *Manager) Prepare(ctx context.Context, v View) (*Scratch, error) {
 		return nil, fmt.Errorf("workdir: prepare %s: %w", v.Session, err)
 	}
 	s.release = release
+	s.repo = v.Repo
 	return s, nil
 }
 
@@ -491,6 +494,10 @@ func (s *Scratch) releaseBase() {
 		s.release = nil
 	}
 }
+
+// ScratchDir is the scratch directory of session id (made by its first
+// Prepare).
+func (m *Manager) ScratchDir(id string) string { return filepath.Join(m.dir, "sessions", id) }
 
 // Dir is the scratch directory (for disk accounting).
 func (s *Scratch) Dir() string { return s.dir }

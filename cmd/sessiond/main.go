@@ -71,6 +71,8 @@ type cliRoot struct {
 
 	Exec     execCmd     `cmd:"" help:"Run a command on the session's view (after --); what it changes is recorded. Exits with the command's code." group:"run"`
 	Checkout checkoutCmd `cmd:"" help:"Write the session's view into a new directory." group:"run"`
+	Service  serviceCmd  `cmd:"" help:"Services: start, ls, logs, stop (long-running processes, their ports reached through the daemon)." group:"run"`
+	Port     portCmd     `cmd:"" help:"Ports of the session's services: link." group:"run"`
 
 	Checkpoint checkpointCmd `cmd:"" help:"Take a checkpoint (checkpoint ls lists them)." group:"history"`
 	Rollback   rollbackCmd   `cmd:"" help:"Roll the session back to a checkpoint or to its base." group:"history"`

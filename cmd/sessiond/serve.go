@@ -75,6 +75,7 @@ type serveConfig struct {
 	WorkdirCacheBytes byteSize      `help:"Disk for shared base checkouts; least recently used ones beyond it are removed." env:"SESSIOND_WORKDIR_CACHE_BYTES" default:"20GiB" placeholder:"SIZE"`
 	WorkdirNoNS       bool          `help:"Run commands without namespaces, as where the kernel refuses them: copy mode, unisolated (answers say isolated false). For tests of that path." name:"workdir-no-namespaces" env:"SESSIOND_WORKDIR_NO_NAMESPACES"`
 	ExecMaxTimeout    time.Duration `help:"Longest timeout a command may ask for." env:"SESSIOND_EXEC_MAX_TIMEOUT" default:"1h" placeholder:"DURATION"`
+	PreviewDomain     string        `help:"Serve the ports of sessions' services at host names PORT-SHORTID.DOMAIN too (a wildcard DNS name pointing at the daemon), each its own web origin." name:"preview-domain" env:"SESSIOND_PREVIEW_DOMAIN" placeholder:"DOMAIN"`
 	execFlags         `embed:""`
 	LogLevel          slog.Level `help:"debug, info, warn or error." env:"SESSIOND_LOG_LEVEL" default:"info" placeholder:"LEVEL"`
 	LogFormat         logFormat  `help:"text or json." env:"SESSIOND_LOG_FORMAT" default:"text" placeholder:"FORMAT"`
@@ -361,16 +362,16 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if c.AdminToken == "" && localUser == "" {
 		localUser = defaultLocalUser(ctx)
 	}
-	srvAPI = api.New(api.Config{
-		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: tokenKey, LocalUser: localUser,
-		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
-		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, WriteTimeout: c.WriteTimeout, Logger: log, MCP: mcpHandler, Store: store,
-		Cluster: node,
-	})
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
 	}
+	srvAPI = api.New(api.Config{
+		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: tokenKey, LocalUser: localUser,
+		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
+		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, WriteTimeout: c.WriteTimeout, Logger: log, MCP: mcpHandler, Store: store,
+		PreviewDomain: c.PreviewDomain, URL: "http://" + ln.Addr().String(), Cluster: node,
+	})
 	srv := &http.Server{
 		// The browser rules (Host, Origin) hold for the page and the API;
 		// in-process clients (MCP's backend) reach srvAPI directly.
@@ -462,7 +463,9 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	}
 	log.Info("shutting down: finishing in-flight requests")
 	// Running commands are killed (their whole process trees); their
-	// requests then answer and nothing of them is recorded.
+	// requests then answer and nothing of them is recorded. Services
+	// stop too; the next daemon reports them stopped by its restart.
+	runner.StopAllServices()
 	wd.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()

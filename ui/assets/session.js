@@ -1,9 +1,10 @@
 // One session (/ui/sessions/{id}): what it is, its changesets, its
-// unresolved conflicts (each hunk's three sides), overlap warnings, the
+// unresolved conflicts (each hunk's three sides), overlap warnings, its
+// running services (with links that open their ports), the
 // command it ran last, its checkpoints and its mutations
 // (op, paths, when; a command with its argv and exit code), kept current
 // by the session's event stream.
-import { get, getList, stream, token, askToken, readEvents } from "./api.js";
+import { get, getList, post, stream, token, askToken, readEvents } from "./api.js";
 import { h, clear, age, badge, errorBox, agentLabel } from "./dom.js";
 import { shortId, commitLink, sessionLink, changesetLink, cutList } from "./links.js";
 
@@ -50,6 +51,7 @@ export async function sessionPage(sid) {
     overlaps: h("div", { id: "session-overlaps", "aria-live": "polite" }),
     live: h("section", { id: "exec-live", "aria-labelledby": "exec-live-title", "aria-live": "polite", dataset: { state: "idle" } },
       h("h2", { id: "exec-live-title" }, "Running now"), h("p", { class: "muted" }, "No command is running.")),
+    services: h("section", { id: "services", "aria-labelledby": "services-title" }),
     exec: h("section", { id: "exec-latest", "aria-labelledby": "exec-title", "aria-live": "polite" }),
     checkpoints: h("section", { id: "checkpoints", "aria-labelledby": "checkpoints-title" }),
     mutations: h("section", { id: "mutations", "aria-labelledby": "mutations-title" }),
@@ -75,12 +77,14 @@ export async function sessionPage(sid) {
   };
 
   const load = async () => {
-    const [s, cps, muts, css, rs, kept] = await Promise.all([
+    const [s, cps, muts, css, rs, svcs, kept] = await Promise.all([
       get(`/v1/sessions/${id}`),
       get(`/v1/sessions/${id}/checkpoints`),
       allMutations(id),
       get(`/v1/changesets?session=${id}`).catch(() => ({ changesets: [] })),
       get(`/v1/sessions/${id}/runs`),
+      // The admin's: a reviewer's token lists no services.
+      get(`/v1/sessions/${id}/services`).catch(() => ({ services: [] })),
       get(`/v1/sessions/${id}/conflicts`).catch(() => ({ conflicts: [] }))]);
     renderConflicts(parts.conflicts, kept.conflicts || []);
     document.title = `Session ${sid.slice(0, 10)} · sessiond`;
@@ -99,6 +103,23 @@ export async function sessionPage(sid) {
           h("ul", { class: "paths" }, changesets.map((c) => h("li", {}, changesetLink(c.id, c.intent || undefined), " ", badge(c.status),
             h("span", { class: "muted" }, ` revision ${c.revision}`), c.accepted_commit ? [" → ", commitLink(c.repo, c.accepted_commit)] : null))) : "none"),
         h("dt", {}, "Started"), h("dd", {}, when(s.created_at), ", last active ", when(s.last_active_at))));
+
+    // Running services, each port opened by a signed link in a new tab
+    // (no opener: the page there cannot reach this one).
+    const up = (svcs.services || []).filter((v) => v.state === "running" || v.state === "starting");
+    clear(parts.services, up.length ? [h("h2", { id: "services-title" }, `Services (${up.length})`),
+      h("ul", { class: "checks services" }, up.map((v) => h("li", { class: "service", dataset: { name: v.name } },
+        h("strong", {}, v.name), " ", badge(v.state), " ", h("code", { class: "argv" }, argvText(v.argv)),
+        v.port ? [" ", h("span", { class: "muted" }, `port ${v.port} `),
+          h("a", { class: "service-link", href: v.preview_url || v.url, target: "_blank", rel: "noopener noreferrer",
+            onclick: async (ev) => {
+              ev.preventDefault();
+              try {
+                const l = await post(`/v1/sessions/${id}/ports/${v.port}/link`, { ttl_seconds: 3600 });
+                window.open(l.url, "_blank", "noopener,noreferrer");
+              } catch (err) { ev.target.after(errorBox(err)); }
+            } }, "open")] : null,
+        h("span", { class: "muted" }, " started ", when(v.started)))))] : null);
 
     // Every command, a command that changed no file too (the mutation
     // log has only those that did), newest first.
@@ -128,7 +149,7 @@ export async function sessionPage(sid) {
     const rows = muts.slice().reverse().map((m) => h("tr", { class: "mutation op-" + m.op, dataset: { seq: m.seq, op: m.op } },
       h("td", { "data-label": "Seq" }, String(m.seq)),
       h("td", { "data-label": "Op" }, m.op),
-      h("td", { "data-label": "What" }, m.exec ? [h("code", { class: "argv" }, argvText(m.exec.argv)), " ",
+      h("td", { "data-label": "What" }, m.op === "service" && m.exec ? [h("span", {}, "service "), h("code", {}, m.exec.service), " "] : m.exec ? [h("code", { class: "argv" }, argvText(m.exec.argv)), " ",
         h("span", { class: "exit-code badge " + (m.exec.exit_code === 0 ? "check-passed" : "check-failed") }, `exit ${m.exec.exit_code}`)] : null,
       m.paths.length ? cutList("ul", { class: "paths" }, m.paths.map((p) => h("li", {}, h("code", {}, p))), 10) : null),
       h("td", { "data-label": "When" }, when(m.at))));
@@ -175,7 +196,7 @@ export async function sessionPage(sid) {
   const old = await getList(`/v1/sessions/${id}/events?type=overlap.detected`).catch(() => null);
   for (const ev of (old && old.events) || []) if (ev.payload) overlaps.set(ev.payload.other + "\0" + ev.payload.path, ev.payload);
   renderOverlaps();
-  return clear(root, parts.meta, parts.conflicts, parts.overlaps, parts.live, parts.exec, parts.checkpoints, parts.mutations);
+  return clear(root, parts.meta, parts.conflicts, parts.overlaps, parts.live, parts.services, parts.exec, parts.checkpoints, parts.mutations);
 }
 
 // renderConflicts shows the conflicts a rebase or merge kept in the

@@ -138,4 +138,8 @@ type Sessions interface {
 	// 409 listing them) while the session has unresolved conflicts; what
 	// names the operation they stop.
 	CheckResolved(ctx context.Context, id uuid.UUID, what string) error
+	// Claim makes this node the session's owner before an accept moves
+	// its branch (a cluster's; record.ErrUnavailable naming the live
+	// node that owns it), so that the accept can record what it pushed.
+	Claim(ctx context.Context, id uuid.UUID) error
 }

@@ -66,6 +66,7 @@ func TestConformance(t *testing.T) {
 		{"ContextCanceled", testContextCanceled},
 		{"Reopen", testReopen},
 		{"Migrations", testMigrations},
+		{"Objects", testObjects},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {

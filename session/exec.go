@@ -166,6 +166,12 @@ type ExecResult struct {
 	Exceeded []string
 	// Landlock is the Landlock ABI that restricted the command (0: none).
 	Landlock int
+	// Checkpoints are those the commits the command made in the view's
+	// .git became, in order; GitNote says why commits did not (an amend,
+	// a reset, a refused change); GitAbsent why the view had no .git.
+	Checkpoints []Checkpoint
+	GitNote     string
+	GitAbsent   string
 	// NetworkRefused lists the destinations the egress proxy refused the
 	// command, where its network was an allowlist (network.go).
 	NetworkRefused []string
@@ -252,6 +258,11 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	if err := m.recorder.checkWritable(ctx, ls); err != nil {
 		notRecorded = err.Error()
 	}
+	git, noGit, err := m.gitFor(ctx, ls)
+	if err != nil {
+		ls.unlock()
+		return ExecResult{}, err
+	}
 	ls.busy = true
 	view := m.execView(ls, ls.ov.Clone())
 	ls.unlock()
@@ -297,7 +308,8 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		OutputCap: m.exec.OutputCap, Output: output,
 		Workspace: workspaceOf(view), Limits: limits,
 		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: opts.Caches == CachesPrivate || ls.meta.Caches == CachesPrivate || ls.policy.limitsReads()},
-		Reach:  m.servicePorts(id),
+		Git:    git, NoGit: noGit,
+		Reach: m.servicePorts(id),
 	}
 	network.Apply(&cmd)
 	run, err := sc.Run(ctx, cmd)
@@ -354,6 +366,16 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 				res.Mutation = &rec
 			}
 		}
+	}
+	res.GitAbsent = run.Git.Absent
+	if notRecorded == "" {
+		cps, note, err := m.gitCommits(cctx, ls, sc, run.Git, vars.Masker)
+		if err != nil {
+			note = "commits made in the view did not become checkpoints: " + err.Error()
+		}
+		res.Checkpoints, res.GitNote = cps, note
+	} else if run.Git.Present && run.Git.After != run.Git.Before {
+		res.GitNote = "commits made in the view did not become checkpoints: nothing of the command was recorded"
 	}
 	res.Seq = view.Seq
 	if res.Mutation != nil {

@@ -151,6 +151,9 @@ func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, s
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		if dir == "" && name == ".git" {
+			continue // the view's .git, never part of a capture
+		}
 		p := join(dir, name)
 		fp := filepath.Join(full, name)
 		now := time.Now().UnixNano()

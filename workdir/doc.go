@@ -65,6 +65,15 @@
 //     cancellation, shutdown or a crash of the daemon (the helper has a
 //     parent-death signal).
 //
+// It gives each view a real .git (gitview.go): the session's own, in
+// its scratch, bound over the view's ".git" (which capture never
+// reports), whose objects are a per-repository directory of exactly what
+// branches and tags reach plus the session's own pack, never the
+// repository's object directory; an index built once per base checkout
+// and copied in; an fsmonitor hook that names what the upper directory
+// holds. What a command commits there is read back (ReadGitHead,
+// GitObjects) through no link and no alternate it planted.
+//
 // A command with an egress proxy (Command.Egress, egress.go) keeps its
 // network namespace of its own; the helper opens a listener on its
 // loopback and hands it to the daemon, which serves the proxy on it, so

@@ -344,6 +344,9 @@ func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, dir string
 		}
 	}
 	for _, name := range names {
+		if dir == "" && name == ".git" {
+			continue // the view's .git, never part of a capture
+		}
 		p := join(dir, name)
 		seenPaths[p] = true
 		fp := filepath.Join(full, name)

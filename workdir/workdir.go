@@ -286,6 +286,8 @@ type Scratch struct {
 	id    string
 	dir   string
 	layer layer
+	// layerRepo is the repository of the view last prepared.
+	layerRepo Repo
 	// st is what the layer reflects; base is the checkout held while a
 	// command is prepared or running.
 	st      scratchState
@@ -366,6 +368,7 @@ func (s *Scratch) prepare(ctx context.Context, v View, lower string) error {
 	if !s.loaded {
 		s.load()
 	}
+	s.layerRepo = v.Repo
 	_, err := os.Lstat(filepath.Join(s.dir, runningMarker))
 	crashed := err == nil
 	full := crashed || s.overLimit || s.layer == nil || s.st.Mode != s.m.mode || s.st.BaseTree != v.BaseTree || s.st.Seq > v.Seq

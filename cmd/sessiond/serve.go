@@ -300,6 +300,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	var (
 		sessStore session.Store = store
 		owners    *cluster.Owners
+		objects   *cluster.Filler // nil: not a cluster
 		m         *session.Manager
 	)
 	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
@@ -309,12 +310,16 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 				defer cancel()
 				m.Forget(fctx, id)
 			}})
-		sessStore = clustersession.New(store, owners)
+		sessStore = clustersession.New(store, owners, reg)
+		// The objects of sessions' writes are in the store too: a node
+		// that takes a session over, or accepts it, brings them from there.
+		objects = &cluster.Filler{Store: pg}
 	}
 	m = session.NewManager(session.Config{
 		Store: sessStore, Repos: reg, Events: evs, Workdirs: wd,
 		Limits:    session.Limits{MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MaxOverlayBytes: int64(c.MaxOverlayBytes), MaxLifetime: c.MaxLifetime},
 		Observers: []session.Observer{graphsession.Observer(g)}, IdleUnload: c.IdleUnload,
+		Objects: filler(objects),
 	})
 	defer m.Close()
 	// Changesets over the same store, acting on sessions through the engine.
@@ -323,7 +328,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
 		branchLocks = pg
 	}
-	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g, BranchLocks: branchLocks})
+	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g, BranchLocks: branchLocks, Objects: filler(objects)})
 	// Every command run is kept for the checks of changesets.
 	runner := session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork,
 		Ran: checkruns.Keeper(cs, log)})
@@ -719,4 +724,15 @@ func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, ex e
 	}
 	log.Info("view directories", "mode", wd.Mode(), "isolated", wd.Isolated(), "limits", limits)
 	return wd, nil
+}
+
+// filler is f, or no Filler at all (not a nil pointer in an interface)
+// outside a cluster.
+func filler(f *cluster.Filler) interface {
+	Fill(ctx context.Context, repo string, r *gitstore.Repo, ids []gitstore.OID) error
+} {
+	if f == nil {
+		return nil
+	}
+	return f
 }

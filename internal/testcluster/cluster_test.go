@@ -63,13 +63,19 @@ func TestOriginAcceptsPushed(t *testing.T) {
 	cs1 := change(t, n1.C, "from-one.txt", "one\n")
 	cs2 := change(t, n2.C, "from-two.txt", "two\n")
 
-	// Another node has not the session's objects: a clear 503, nothing moved.
+	// Another node while the session's owner lives: a clear 503 naming
+	// the owner, nothing moved (nothing pushed).
 	_, err := n2.C.Accept(ctx, cs1.ID, apitypes.AcceptRequest{})
 	var ae *client.Error
 	require.True(t, errors.As(err, &ae), "%v", err)
 	assert.Equal(t, http.StatusServiceUnavailable, ae.Status)
-	assert.Contains(t, ae.Message, "accept it on the node that holds session "+cs1.Session)
+	assert.Contains(t, ae.Message, `"node-1"`)
 	assert.Equal(t, base, origin.Head(t, "main"))
+	// A changeset's diff reads on any node: its commits come from the
+	// store.
+	d, err := n2.C.ChangesetDiff(ctx, cs1.ID)
+	require.NoError(t, err)
+	assert.Contains(t, string(d), "+one")
 
 	a1, err := n1.C.Accept(ctx, cs1.ID, apitypes.AcceptRequest{})
 	require.NoError(t, err)

@@ -120,6 +120,8 @@ func toExecResponse(res session.ExecResult) apitypes.ExecResponse {
 		m := toMutation(*res.Mutation)
 		out.Mutation = &m
 	}
+	env := toExecEnvironment(res.Environment)
+	out.Environment, out.EnvironmentStale = &env, res.EnvironmentStale
 	return out
 }
 

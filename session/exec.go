@@ -68,6 +68,7 @@ type Executor struct {
 	workdirs *workdir.Manager
 	exec     ExecConfig
 	live     liveRegistry // the running commands, for FollowExec
+	plans    planCache    // resolved environment plans (environment.go)
 	svcs     *serviceRegistry
 }
 
@@ -180,6 +181,10 @@ type ExecResult struct {
 	ToStart time.Duration
 	Prepare time.Duration
 	Setup   workdir.Setup
+	// Environment is the environment layer the command ran on;
+	// EnvironmentStale: the session changed a key file of it.
+	Environment      EnvironmentResult
+	EnvironmentStale bool
 }
 
 // Values of ExecOptions.Caches.
@@ -265,6 +270,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	}
 	ls.busy = true
 	view := m.execView(ls, ls.ov.Clone())
+	target := targetOf(ls)
 	ls.unlock()
 	unbusy := func() {
 		ls.mu.Lock()
@@ -272,10 +278,19 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		ls.unlock()
 	}
 
+	envLayer, envRes, envStale, err := m.environmentFor(ctx, target, vars, limits, workspaceOf(view))
+	if err != nil {
+		unbusy()
+		return ExecResult{}, err
+	}
+	view.Env = envLayer
 	sc, err := m.workdirs.Prepare(ctx, view)
 	if err != nil {
 		unbusy()
 		return ExecResult{}, err
+	}
+	if envLayer != nil {
+		envRes.fill(sc.Environment())
 	}
 	prepared := time.Now()
 	env := commandEnv(vars, sessionEnv, opts.Env)
@@ -327,6 +342,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		Stdout: maskKept(vars.Masker, run.Stdout, run.OutputTruncated), Stderr: maskKept(vars.Masker, run.Stderr, run.OutputTruncated), OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,
 		Limits: run.Limits, Exceeded: run.Exceeded, Landlock: run.Landlock,
 		ToStart: run.Started.Sub(begin), Prepare: prepared.Sub(begin), Setup: run.Setup,
+		Environment: envRes, EnvironmentStale: envStale,
 		NetworkRefused: network.Refused(),
 	}
 	// The view is the record's while busy: capture needs no lock. A

@@ -86,6 +86,15 @@
 // and cargo at them, trimmed least recently used within a budget after a
 // command ends and never while one of that repository runs.
 //
+// And it owns the environment layers (environment.go): a repository's
+// setup run once per key in a view of the base with the shared caches,
+// what it produced that .gitignore ignores kept read-only under
+// <data>/workdir/environments/<key> (built under a temporary name and
+// renamed; a failure kept with its log), stacked between the base
+// checkout and the session's layer (overlay: a second lower directory;
+// copy: copied into the view), evicted least recently used within a
+// budget and never while a command holds it.
+//
 // Invariants:
 //   - A scratch directory reflects the record at its saved sequence
 //     number, or carries a "running" marker: a command may have changed

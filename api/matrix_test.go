@@ -260,7 +260,10 @@ func matrix() map[string][]call {
 		},
 		"GET /v1/sessions/{id}/events": {{variant: "allowed", path: sess("/events"), status: 200,
 			header: func(*world, string) []string { return []string{"Accept", "application/json"} }}},
-		"POST /v1/sessions/{id}/rebase": {{variant: "allowed", path: sess("/rebase"), body: jsonBody(map[string]any{}), status: 200}},
+		"POST /v1/sessions/{id}/rebase":   {{variant: "allowed", path: sess("/rebase"), body: jsonBody(map[string]any{}), status: 200}},
+		"GET /v1/sessions/{id}/conflicts": {{variant: "allowed", path: sess("/conflicts"), status: 200}},
+		// No conflict at the path: past the auth check, a 400.
+		"POST /v1/sessions/{id}/resolve": {{variant: "allowed", path: sess("/resolve"), body: jsonBody(map[string]any{"paths": []string{"README.md"}}), status: 400}},
 		"POST /v1/sessions/{id}/merge": {
 			{variant: "allowed", path: sess("/merge"), body: func(w *world) any { return map[string]any{"from": w.c.ID.String()} },
 				header: func(w *world, who string) []string { return fromToken(w.c.ID, who) }, status: 200},

@@ -75,6 +75,8 @@ var revisionInputs = map[string][]revisionInput{
 	"GET /v1/sessions/{id}/events":             nil,
 	"POST /v1/sessions/{id}/rebase":            {{"body", "onto", kindRevision}},
 	"POST /v1/sessions/{id}/merge":             nil, // a session id, read with its token (TestMergeNeedsReadOnFrom)
+	"GET /v1/sessions/{id}/conflicts":          nil,
+	"POST /v1/sessions/{id}/resolve":           nil, // paths of the session
 	"POST /v1/sessions/{id}/exec":              nil,
 	"POST /v1/sessions/{id}/changesets":        nil, // target_branch names a branch to write, not a revision to read
 	"GET /v1/changesets":                       nil,

@@ -299,8 +299,9 @@ func matrix() map[string][]call {
 		"PUT /v1/repos/{repo}/environment": {{variant: "allowed", path: fixed("/v1/repos/r/environment"),
 			body: jsonBody(map[string]any{"env": map[string]string{"A": "1"}, "secrets": map[string]string{"TOKEN": "matrix-secret"}}), status: 200}},
 		// No workdir and no cluster here: services, their ports and
-		// environments are unavailable, a link not made here opens nothing and there is no
-		// node to drain; what is shown is the auth in front of each.
+		// environments are unavailable, a link not made here opens
+		// nothing and there is no node to drain; what is shown is the
+		// auth in front of each.
 		"POST /v1/sessions/{id}/services": {{variant: "allowed", path: sess("/services"),
 			body: jsonBody(map[string]any{"name": "web", "argv": []string{"true"}, "port": 8080}), status: mapError(session.ErrNoWorkdir).Status}},
 		"GET /v1/sessions/{id}/services":             {{variant: "allowed", path: sess("/services"), status: mapError(session.ErrNoWorkdir).Status}},

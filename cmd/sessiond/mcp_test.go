@@ -21,6 +21,7 @@ import (
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/internal/testdaemon"
 	"github.com/sessiond/sessiond/internal/testrepo"
+	"github.com/sessiond/sessiond/mcpserver"
 )
 
 // The MCP command: a real `sessiond mcp` subprocess driven by the SDK's
@@ -95,7 +96,7 @@ func agentLoop(t *testing.T, cs *mcp.ClientSession) string {
 	t.Helper()
 	res, err := cs.ListTools(t.Context(), nil)
 	require.NoError(t, err)
-	assert.Len(t, res.Tools, 16)
+	assert.Len(t, res.Tools, len(mcpserver.ToolNames()))
 
 	text, _ := toolOK(t, cs, "read_file", map[string]any{"path": "calc.go"})
 	require.Contains(t, text, "     5\t\treturn a - b\n")
@@ -185,7 +186,7 @@ func TestMCPStdioAgainstDaemon(t *testing.T) {
 	t.Cleanup(func() { hs.Close() })
 	res, err := hs.ListTools(t.Context(), nil)
 	require.NoError(t, err)
-	assert.Len(t, res.Tools, 16)
+	assert.Len(t, res.Tools, len(mcpserver.ToolNames()))
 	toolOK(t, hs, "write_file", map[string]any{"path": "over-http.txt", "content": "hi\n"})
 	got, _, err := d.C.ReadFile(t.Context(), s2.ID, "over-http.txt")
 	require.NoError(t, err)

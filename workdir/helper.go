@@ -68,7 +68,7 @@ type helperSpec struct {
 	// weight without cgroups).
 	Nice int `json:"nice,omitempty"`
 	// Ports join ports of the command's loopback to Unix sockets of the
-	// host (ports.go); with NewNet only.
+	// host (ports.go); without NewNet, exposed ones only.
 	Ports []portSpec `json:"ports,omitempty"`
 	// Term: SIGTERM to the helper is passed on to the command's process
 	// group (a service asked to stop), instead of being ignored.

@@ -134,7 +134,7 @@ func helperMain(specJSON string) int {
 		return 125
 	}
 	var startPorts func() (int, error)
-	if spec.NewNet && len(spec.Ports) > 0 {
+	if len(spec.Ports) > 0 {
 		start, err := openPorts(spec.Ports)
 		if err != nil {
 			return fail(err)

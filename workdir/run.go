@@ -48,7 +48,8 @@ type Command struct {
 	// ("stdout" or "stderr"), from one goroutine at a time.
 	Output func(stream string, p []byte)
 	// Expose and Reach join ports of the command's loopback to Unix
-	// sockets of the host (ports.go); isolated, without Network, only.
+	// sockets of the host (ports.go); isolated only, and Reach without
+	// Network (with it, Expose joins the host's loopback).
 	Expose, Reach []PortLink
 	// Term, when closed, sends the command's process group SIGTERM
 	// (the end of Timeout or of the context still kills its tree).
@@ -202,6 +203,8 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		spec.NewNet = !c.Network || c.Egress != nil
 		if spec.NewNet {
 			spec.Ports = portSpecs(c.Expose, c.Reach)
+		} else {
+			spec.Ports = portSpecs(c.Expose, nil)
 		}
 		spec.NoLandlock = m.noLandlock
 		if limits.TmpBytes > 0 {

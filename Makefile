@@ -18,7 +18,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 BENCHCOUNT ?= 5
 
-.PHONY: build run test test-race test-elsewhere bench fuzz lint tidy-check clean crash
+.PHONY: build run test test-race test-elsewhere bench fuzz lint tidy-check clean crash cluster-crash
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sessiond
@@ -68,6 +68,17 @@ crash:
 	SESSIOND_CRASH_ROUNDS=$(CRASH_ROUNDS) SESSIOND_CRASH_LOAD=$(CRASH_LOAD) $(GO) test -count=1 -run '^TestCrash$$' -v -timeout 120m ./cmd/sessiond/ > crash.out 2>&1; \
 	  status=$$?; grep -E '^(crash:|--- FAIL|FAIL|ok|panic)' crash.out; exit $$status
 
+# The cluster's kill -9 test: three nodes on one PostgreSQL, 16 writers on
+# sessions spread over them; CLUSTER_ROUNDS rounds each kill a random node
+# under load, read every acknowledged write back through the survivors
+# (which take the dead node's sessions over) and start the node again.
+# Prints acknowledged, lost, unreadable and half-applied. Not part of
+# `make test`.
+CLUSTER_ROUNDS ?= 50
+cluster-crash:
+	CLUSTER_ROUNDS=$(CLUSTER_ROUNDS) $(GO) test -count=1 -run '^TestClusterCrash$$' -v -timeout 120m ./internal/testcluster/ > cluster-crash.out 2>&1; \
+	  status=$$?; grep -E '^(cluster-crash:|--- FAIL|FAIL|ok|panic)' cluster-crash.out; exit $$status
+
 # Each fuzz target in turn, FUZZTIME each: the path validator, the
 # .gitmodules parser and rules, the three-way line merge, a partial
 # accept's selection, a diff driver's funcname pattern as RE2, the glob
@@ -93,4 +104,4 @@ lint:
 	$(GO) run $(STATICCHECK) $(PKGS)
 
 clean:
-	rm -rf bin bench.out crash.out
+	rm -rf bin bench.out crash.out cluster-crash.out

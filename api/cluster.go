@@ -27,7 +27,7 @@ func toClusterStatus(st cluster.Status) apitypes.ClusterStatus {
 	for _, n := range st.Nodes {
 		cn := apitypes.ClusterNode{ID: n.ID, AdvertiseURL: n.AdvertiseURL, Version: n.Version, StartedAt: n.StartedAt,
 			HeartbeatAt: n.HeartbeatAt, HeartbeatAgeSeconds: n.HeartbeatAge.Seconds(), Health: health(n),
-			Sessions: n.Sessions, RunningCommands: n.RunningCommands}
+			Sessions: n.Sessions, RunningCommands: n.RunningCommands, Draining: n.Draining}
 		if !n.StoppedAt.IsZero() {
 			t := n.StoppedAt
 			cn.StoppedAt = &t
@@ -92,4 +92,42 @@ func (cc *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(cc.sessions, prometheus.GaugeValue, float64(n.Sessions), n.ID)
 		ch <- prometheus.MustNewConstMetric(cc.running, prometheus.GaugeValue, float64(n.RunningCommands), n.ID)
 	}
+}
+
+// Drainer hands this node's sessions to the other nodes
+// (internal/clustersession implements it).
+type Drainer interface {
+	Drain(ctx context.Context, timeout time.Duration) (cluster.DrainReport, error)
+}
+
+// drainNode drains the node named in the path: this one (a request for
+// another was forwarded to it by route).
+func (s *Server) drainNode(w http.ResponseWriter, r *http.Request) error {
+	var req apitypes.DrainRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.TimeoutSeconds < 0 || req.TimeoutSeconds > 3600 {
+		return badRequest("timeout_seconds %v: want 0 to 3600", req.TimeoutSeconds)
+	}
+	if s.drainer == nil {
+		return newError(http.StatusServiceUnavailable, apitypes.CodeUnavailable, "this daemon is no node of a cluster: there is nothing to drain to")
+	}
+	timeout := time.Duration(req.TimeoutSeconds * float64(time.Second))
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	rep, err := s.drainer.Drain(r.Context(), timeout)
+	if err != nil {
+		return err
+	}
+	out := apitypes.DrainResult{Node: s.cluster.ID(), HandedOff: []string{}, Kept: []string{}, WaitedSecs: rep.Waited.Seconds()}
+	for _, id := range rep.HandedOff {
+		out.HandedOff = append(out.HandedOff, id.String())
+	}
+	for _, id := range rep.Kept {
+		out.Kept = append(out.Kept, id.String())
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
 }

@@ -97,7 +97,11 @@ func toExecResponse(res session.ExecResult) apitypes.ExecResponse {
 		Changes: make([]apitypes.ExecChange, 0, len(res.Changes)), Rejected: make([]apitypes.ExecRejection, 0, len(res.Rejected)),
 		Recorded: res.Recorded, NotRecorded: res.NotRecorded, Isolated: res.Isolated,
 		Limits: make([]apitypes.ExecLimit, 0, len(res.Limits)), LimitExceeded: res.Exceeded, LandlockABI: res.Landlock,
+		Checkpoints: make([]apitypes.Checkpoint, 0, len(res.Checkpoints)), GitNote: res.GitNote, GitAbsent: res.GitAbsent,
 		NetworkRefused: res.NetworkRefused,
+	}
+	for _, c := range res.Checkpoints {
+		out.Checkpoints = append(out.Checkpoints, toCheckpoint(c))
 	}
 	for _, l := range res.Limits {
 		out.Limits = append(out.Limits, apitypes.ExecLimit{Name: l.Name, Value: l.Value, Via: l.Via})
@@ -116,6 +120,8 @@ func toExecResponse(res session.ExecResult) apitypes.ExecResponse {
 		m := toMutation(*res.Mutation)
 		out.Mutation = &m
 	}
+	env := toExecEnvironment(res.Environment)
+	out.Environment, out.EnvironmentStale = &env, res.EnvironmentStale
 	return out
 }
 

@@ -189,7 +189,15 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, s.withToken(ss))
+	out := s.withToken(ss)
+	if req.Prepare {
+		env, err := s.prepareEnvironment(r.Context(), ss.ID)
+		if err != nil {
+			return err
+		}
+		out.Environment = &env
+	}
+	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 

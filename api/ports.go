@@ -130,6 +130,9 @@ func (s *Server) servePorts(w http.ResponseWriter, r *http.Request) {
 			writeError(w, mapError(err))
 			return
 		}
+		if !s.routeSession(w, r, id) {
+			return // forwarded to the node that serves the session
+		}
 		if rest == "/" && !strings.HasSuffix(p, "/") {
 			// Relative links resolve against the port's root.
 			http.Redirect(w, r, p+"/"+query(r), http.StatusTemporaryRedirect)
@@ -143,6 +146,9 @@ func (s *Server) servePorts(w http.ResponseWriter, r *http.Request) {
 	id, port, aerr := s.auth.linkOf(tok, time.Now())
 	if aerr != nil {
 		writeError(w, aerr)
+		return
+	}
+	if !s.routeSession(w, r, id) {
 		return
 	}
 	if rest == "/" && !strings.HasSuffix(p, "/") {

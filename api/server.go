@@ -78,6 +78,13 @@ type Config struct {
 	// request still waiting for a session's lock or the store when it
 	// passes fails with a timeout (503). Default DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// Router, in a cluster, sends session-scoped requests that this node
+	// does not serve to the node that does, and places new sessions
+	// (api/forward.go); nil: everything is served here.
+	Router *cluster.Router
+	// Drainer hands this node's sessions off (POST
+	// /v1/cluster/nodes/{node}/drain); nil: the route is unavailable.
+	Drainer Drainer
 	// URL is the daemon's own, for the URLs answered to in-process
 	// clients (MCP over HTTP); empty: the request's host.
 	URL string
@@ -112,6 +119,8 @@ type Server struct {
 	storeSpace StoreSpace
 	mux        *http.ServeMux
 	files      map[string]*Route // by method: the files route, dispatched by hand
+	fwd        *forwarder        // nil: not a cluster
+	drainer    Drainer
 
 	// previewDomain is Config.PreviewDomain; ports the transports of
 	// the port route (api/ports.go).
@@ -141,7 +150,8 @@ func (rt *Route) writes() bool {
 	case rt.Method == http.MethodGet || rt.Method == http.MethodHead:
 		return false
 	case strings.HasPrefix(rt.Pattern, "/mcp"),
-		strings.HasSuffix(rt.Pattern, "/search"), strings.HasSuffix(rt.Pattern, "/exec"):
+		strings.HasSuffix(rt.Pattern, "/search"), strings.HasSuffix(rt.Pattern, "/exec"),
+		strings.HasSuffix(rt.Pattern, "/drain"): // waits for commands, bounded by its own timeout
 		return false
 	}
 	return true
@@ -230,8 +240,11 @@ var routes = []Route{
 	// written and never read back (api/environment.go).
 	{"GET", "/v1/repos/{repo}/environment", scopeReader, (*Server).getEnvironment},
 	{"PUT", "/v1/repos/{repo}/environment", scopeAdmin, (*Server).putEnvironment},
+	{"GET", "/v1/repos/{repo}/environments", scopeReader, (*Server).listEnvironments},
+	{"POST", "/v1/repos/{repo}/environments/rebuild", scopeAdmin, (*Server).rebuildEnvironments},
 	{"POST", "/v1/reviewers", scopeAdmin, (*Server).createReviewer},
 	{"GET", "/v1/cluster", scopeAdmin, (*Server).clusterStatus},
+	{"POST", "/v1/cluster/nodes/{node}/drain", scopeAdmin, (*Server).drainNode},
 
 	// MCP over streamable HTTP (package mcpserver, wired by Config.MCP).
 	{"POST", "/mcp", scopeAdmin, (*Server).serveMCP},
@@ -268,6 +281,10 @@ func New(cfg Config) *Server {
 	} else {
 		s.metrics.reg.MustRegister(newClusterCollector(s.cluster))
 	}
+	if cfg.Router != nil {
+		s.fwd = newForwarder(cfg.Router)
+	}
+	s.drainer = cfg.Drainer
 	for i := range routes {
 		rt := &routes[i]
 		if rt.Pattern == filesPattern {
@@ -394,6 +411,9 @@ func (s *Server) handlerFor(rt *Route) http.Handler {
 				return
 			}
 			r = r.WithContext(withPrincipal(r.Context(), p))
+		}
+		if !s.route(w, r, rt) {
+			return // forwarded to the node that serves it, or refused
 		}
 		if e := checkContentType(r); e != nil {
 			writeError(w, e)

@@ -24,6 +24,7 @@ var composes = map[string]string{
 	"sessionEvents": "looks the session up (404, and the repository the log is filtered by), then lists the log (JSON) or subscribes to it (a stream)",
 	"repoEvents":    "looks the repository up (404, and its name), then subscribes to the log",
 	"readyz":        "the readiness probe reports on every part: the store, each repository, what a write found full",
+	"createSession": "creates the session, then (prepare: true) builds its environment layer: two steps a client may also take apart",
 }
 
 // engineCalls lists, for each method of *Server, the engine calls it makes

@@ -30,4 +30,28 @@ type ClusterNode struct {
 	StoppedAt       *time.Time `json:"stopped_at,omitempty"`
 	Sessions        int        `json:"sessions"`
 	RunningCommands int        `json:"running_commands"`
+	// Draining: the node hands its sessions to the others and takes no
+	// new ones (sessiond node drain).
+	Draining bool `json:"draining"`
+}
+
+// CodeLoopDetected is the error code of a request forwarded between the
+// nodes of a cluster in a loop (508); the message names the hops.
+const CodeLoopDetected = "loop_detected"
+
+// DrainRequest is POST /v1/cluster/nodes/{node}/drain.
+type DrainRequest struct {
+	// TimeoutSeconds bounds the wait for the node's running commands to
+	// finish before their sessions are handed off (default 60).
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+}
+
+// DrainResult is what a drain did: the sessions handed off, and those it
+// could not hand off (a session still busy at the timeout: it stays with
+// the node until the node stops, which releases it).
+type DrainResult struct {
+	Node       string   `json:"node"`
+	HandedOff  []string `json:"handed_off"`
+	Kept       []string `json:"kept"`
+	WaitedSecs float64  `json:"waited_seconds"`
 }

@@ -66,6 +66,18 @@ type ExecResponse struct {
 	// writes, signals and sockets besides its mounts; 0 where the kernel
 	// has none.
 	LandlockABI int `json:"landlock_abi,omitempty"`
+	// Environment is the environment layer the command ran on;
+	// EnvironmentStale: the session changed a key file since, so the
+	// layer is the base's (run the install in the session if needed).
+	Environment      *ExecEnvironment `json:"environment,omitempty"`
+	EnvironmentStale bool             `json:"environment_stale,omitempty"`
+	// Checkpoints are those the commits the command made in the view's
+	// .git became, in order; GitNote says why commits did not (an amend
+	// or a reset rewrites nothing recorded, a refused change); GitAbsent
+	// why the view had no .git.
+	Checkpoints []Checkpoint `json:"checkpoints"`
+	GitNote     string       `json:"git_note,omitempty"`
+	GitAbsent   string       `json:"git_absent,omitempty"`
 	// NetworkRefused lists the destinations (host names or addresses, as
 	// the command asked for them) the egress proxy refused, where the
 	// command's network was the repository's allowlist.

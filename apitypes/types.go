@@ -70,6 +70,9 @@ type Session struct {
 	LastActiveAt time.Time         `json:"last_active_at"`
 	ExpiresAt    *time.Time        `json:"expires_at,omitempty"`
 	Token        string            `json:"token,omitempty"`
+	// Environment is set in the answer to a create with prepare: the
+	// environment layer built ahead of the first command.
+	Environment *ExecEnvironment `json:"environment,omitempty"`
 }
 
 // CreateSessionRequest starts a session.
@@ -88,6 +91,9 @@ type CreateSessionRequest struct {
 	// Env are the session's own plain variables: every command gets
 	// them, over the repository's (a request's own win over both).
 	Env map[string]string `json:"env,omitempty"`
+	// Prepare builds the repository's environment layer before the
+	// answer, so the first command does not wait for it.
+	Prepare bool `json:"prepare,omitempty"`
 }
 
 // ForkRequest forks a session from its current view or a checkpoint.

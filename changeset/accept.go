@@ -183,10 +183,18 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	if err != nil {
 		return AcceptResult{}, err
 	}
+	if !opts.DryRun {
+		if err := s.sessions.Claim(ctx, c.Session); err != nil {
+			return AcceptResult{}, fmt.Errorf("changeset %s: %w", id, err)
+		}
+	}
+	if err := s.fill(ctx, c, r); err != nil && !errors.Is(err, gitstore.ErrMissingObject) {
+		return AcceptResult{}, fmt.Errorf("changeset %s: %w", id, err)
+	}
 	headCommit, err := r.Commit(ctx, c.HeadCommit)
 	if errors.Is(err, gitstore.ErrMissingObject) && r.Origin() != "" {
-		// A cluster node's own clone: the session's objects are in the
-		// clone of the node that holds it (they are not in the store yet).
+		// Not in this node's clone, nor anywhere this node can bring it
+		// from.
 		return AcceptResult{}, fmt.Errorf("%w: changeset %s: its commit %s is not in this node's clone of %s: accept it on the node that holds session %s",
 			record.ErrUnavailable, id, c.HeadCommit, c.Repo, c.Session)
 	}

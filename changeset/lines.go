@@ -55,7 +55,7 @@ func (s *Service) RevisionLines(ctx context.Context, id uuid.UUID, n int, side S
 	if err != nil {
 		return FileLines{}, err
 	}
-	r, err := s.repos.Open(ctx, c.Repo)
+	r, err := s.openChangeset(ctx, c)
 	if err != nil {
 		return FileLines{}, err
 	}

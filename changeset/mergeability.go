@@ -77,7 +77,7 @@ func (s *Service) Mergeability(ctx context.Context, id uuid.UUID) (Mergeability,
 	if err != nil {
 		return Mergeability{}, err
 	}
-	r, err := s.repos.Open(ctx, c.Repo)
+	r, err := s.openChangeset(ctx, c)
 	if err != nil {
 		return Mergeability{}, err
 	}

@@ -48,7 +48,7 @@ func (s *Service) view(ctx context.Context, c Changeset) (View, error) {
 	if c.Stats != nil {
 		v.Stats = *c.Stats
 	} else {
-		r, err := s.repos.Open(ctx, c.Repo)
+		r, err := s.openChangeset(ctx, c)
 		if err != nil {
 			return View{}, err
 		}
@@ -75,7 +75,7 @@ func (s *Service) symbols(ctx context.Context, c Changeset) ([]graph.FileSummary
 	if s.summaries == nil {
 		return nil, nil
 	}
-	repo, err := s.repos.Open(ctx, c.Repo)
+	repo, err := s.openChangeset(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (s *Service) RevisionDiff(ctx context.Context, id uuid.UUID, n int) (Change
 	if err != nil {
 		return Changeset{}, nil, err
 	}
-	r, err := s.repos.Open(ctx, c.Repo)
+	r, err := s.openChangeset(ctx, c)
 	if err != nil {
 		return Changeset{}, nil, err
 	}

@@ -47,7 +47,7 @@ func (s *Service) Review(ctx context.Context, id uuid.UUID, in ReviewInput) (Rev
 	if in.Verdict, err = countedVerdict(in.Reviewer, in.Verdict, c.Session); err != nil {
 		return Review{}, View{}, fmt.Errorf("review changeset %s: %w", id, err)
 	}
-	r, err := s.repos.Open(ctx, c.Repo)
+	r, err := s.openChangeset(ctx, c)
 	if err != nil {
 		return Review{}, View{}, err
 	}

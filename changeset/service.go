@@ -2,6 +2,7 @@ package changeset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -52,6 +53,16 @@ type Config struct {
 	// process's own lock; nil: this process's lock only (a store served
 	// by one daemon).
 	BranchLocks BranchLocker
+	// Objects brings a changeset's commits into this node's repository
+	// when another node wrote them (a cluster's store of sessions'
+	// objects); nil: they are in this node's repository.
+	Objects Filler
+}
+
+// Filler makes objects ids, and everything they reach, present in r, the
+// repository named repo.
+type Filler interface {
+	Fill(ctx context.Context, repo string, r *gitstore.Repo, ids []gitstore.OID) error
 }
 
 // BranchLocker is a lock of a branch shared by the processes that share a
@@ -77,6 +88,7 @@ type Service struct {
 	now       func() time.Time
 	summaries Summarizer   // nil: no symbols in views
 	shared    BranchLocker // nil: this process's branch locks only
+	objects   Filler       // nil: not a cluster's
 
 	mu       sync.Mutex // guards branches
 	branches map[string]*branchLock
@@ -90,8 +102,30 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: cfg.Store, sessions: cfg.Sessions, repos: cfg.Repos, events: cfg.Events, summaries: cfg.Summaries, shared: cfg.BranchLocks,
+	return &Service{store: cfg.Store, sessions: cfg.Sessions, repos: cfg.Repos, events: cfg.Events, summaries: cfg.Summaries, shared: cfg.BranchLocks, objects: cfg.Objects,
 		now: func() time.Time { return now().UTC().Truncate(time.Microsecond) }}
+}
+
+// openChangeset opens c's repository with c's commits in it: in a
+// cluster, brought from the store when another node wrote them (one it
+// cannot bring is left for the read to report).
+func (s *Service) openChangeset(ctx context.Context, c Changeset) (*gitstore.Repo, error) {
+	r, err := s.repos.Open(ctx, c.Repo)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fill(ctx, c, r); err != nil && !errors.Is(err, gitstore.ErrMissingObject) {
+		return nil, fmt.Errorf("changeset %s: %w", c.ID, err)
+	}
+	return r, nil
+}
+
+// fill brings c's commits into r (see Config.Objects).
+func (s *Service) fill(ctx context.Context, c Changeset, r *gitstore.Repo) error {
+	if s.objects == nil {
+		return nil
+	}
+	return s.objects.Fill(ctx, c.Repo, r, []gitstore.OID{c.HeadCommit, c.BaseCommit})
 }
 
 // branchLock serializes this process's accepts and undos on one branch.

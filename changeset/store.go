@@ -134,4 +134,8 @@ type Sessions interface {
 	// to a commit of repo, within the caller's reach (record.Reach): the
 	// one resolver of callers' revisions.
 	ResolveRevision(ctx context.Context, repo *gitstore.Repo, field, rev string) (gitstore.OID, error)
+	// Claim makes this node the session's owner before an accept moves
+	// its branch (a cluster's; record.ErrUnavailable naming the live
+	// node that owns it), so that the accept can record what it pushed.
+	Claim(ctx context.Context, id uuid.UUID) error
 }

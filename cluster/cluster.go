@@ -37,6 +37,9 @@ type Node struct {
 	HeartbeatAge time.Duration
 	// Live: heartbeat younger than the lease, and not stopped.
 	Live bool
+	// Draining: the node is handing its sessions to the others and takes
+	// no new ones (sessiond node drain).
+	Draining bool
 	Stats
 }
 
@@ -201,6 +204,9 @@ func (c *Cluster) Leave(ctx context.Context) error {
 	})
 	return err
 }
+
+// Incarnation is this process's identity in the nodes table.
+func (c *Cluster) Incarnation() uuid.UUID { return c.incarnation }
 
 // ID is this node's id ("" for a single node).
 func (c *Cluster) ID() string {

@@ -11,9 +11,14 @@
 // deadline (lease minus a margin, counted from before the statement was
 // sent); the store's CheckSessionEpoch is the fence a transaction that
 // records a session's durable state runs (the session engine's store is
-// fenced by internal/clustersession in a cluster). Forwarding of session
-// requests to their owner, rebuilding a session from the store on a new
-// owner and drain are not built yet.
+// fenced by internal/clustersession in a cluster). Objects: the objects
+// of sessions' writes are kept in the store too (ObjectTx, content-
+// addressed per repository), saved by SaveObjects in the transaction
+// that records what names them; FillObjects (and Filler, which fetches
+// the origin for what the store lacks, a session's base) brings them
+// into a node's clone when it takes a session over or reads a changeset
+// another node wrote. Forwarding of session requests to their owner and
+// drain are not built yet.
 //
 // Invariants:
 //   - Liveness is judged on the database's clock (now() in the store's
@@ -25,6 +30,10 @@
 //     ErrIdentityLost and must stop.
 //   - A node that stops cleanly marks its row stopped, so its id can join
 //     again at once.
+//   - An object is written into a clone only with everything it reaches
+//     (FillObjects writes what it brings in one durable step, after
+//     finding all of it), so a clone's objects stay whole and a walk may
+//     stop at any object the clone holds.
 //   - A session lease is trusted only before its deadline by this
 //     process's monotonic clock; a renewal fenced by another owner, or
 //     none before the deadline, drops it and reports it to Lost.

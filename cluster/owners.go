@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/sessiond/sessiond/record"
 )
 
 // Lease is a session's ownership as the store granted it.
@@ -62,6 +65,8 @@ type Owners struct {
 
 	mu   sync.Mutex // guards held
 	held map[uuid.UUID]held
+	// draining: take no lease not held already (a drain hands them off).
+	draining atomic.Bool
 }
 
 type held struct {
@@ -95,6 +100,9 @@ func NewOwners(cfg OwnersConfig) *Owners {
 func (o *Owners) Take(ctx context.Context, session uuid.UUID) (int64, error) {
 	if e, ok := o.Epoch(session); ok {
 		return e, nil
+	}
+	if o.draining.Load() {
+		return 0, fmt.Errorf("session %s: %w: node %q is draining and takes no session", session, record.ErrUnavailable, o.cfg.Node)
 	}
 	start := o.now()
 	l, err := o.cfg.Store.TakeSession(ctx, session, o.cfg.Node, o.cfg.Lease)
@@ -212,4 +220,15 @@ func (o *Owners) ReleaseAll(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// HeldIDs lists the sessions whose leases the node holds.
+func (o *Owners) HeldIDs() []uuid.UUID {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]uuid.UUID, 0, len(o.held))
+	for id := range o.held {
+		out = append(out, id)
+	}
+	return out
 }

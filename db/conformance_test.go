@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/environment"
 	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
@@ -65,6 +66,7 @@ func TestConformance(t *testing.T) {
 		{"ContextCanceled", testContextCanceled},
 		{"Reopen", testReopen},
 		{"Migrations", testMigrations},
+		{"Objects", testObjects},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -753,6 +755,17 @@ func testRepoEnvironment(t *testing.T, _ backend, s Store) {
 	got, err = cst.GetRepoEnvironment(ctx, "r")
 	require.NoError(t, err)
 	assert.Equal(t, e, got, "a second set replaces")
+	// The environment configuration set through the API.
+	off := false
+	content := "X=1\n"
+	e.Config = &environment.Config{
+		Setup: []environment.Step{{Command: "npm ci"}, {Argv: []string{"go", "mod", "download"}, Network: &off, TimeoutSeconds: 60, Env: map[string]string{"A": "b"}}},
+		Key:   []string{"**/go.sum"}, Include: []environment.Include{{Path: ".env", Content: &content}, {Path: "t", Secret: "TOKEN"}}, Auto: &off,
+	}
+	require.NoError(t, cst.SetRepoEnvironment(ctx, e))
+	got, err = cst.GetRepoEnvironment(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, e, got, "the configuration round-trips")
 	assert.ErrorIs(t, cst.SetRepoEnvironment(ctx, repos.Environment{Repo: "nope"}), record.ErrNotFound)
 
 	// A session's own variables.

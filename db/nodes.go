@@ -27,7 +27,7 @@ INSERT INTO nodes (id, advertise_url, version, incarnation, started_at, heartbea
 VALUES ($1, $2, $3, $4, now(), now(), NULL, 0, 0)
 ON CONFLICT (id) DO UPDATE SET advertise_url = EXCLUDED.advertise_url, version = EXCLUDED.version,
     incarnation = EXCLUDED.incarnation, started_at = now(), heartbeat_at = now(), stopped_at = NULL,
-    sessions = 0, running_commands = 0
+    sessions = 0, running_commands = 0, draining = false
 WHERE nodes.stopped_at IS NOT NULL OR nodes.heartbeat_at < now() - $5 * interval '1 microsecond'`,
 		n.ID, n.AdvertiseURL, n.Version, incarnation.String(), lease.Microseconds())
 	if err != nil {
@@ -66,7 +66,7 @@ WHERE id = $1 AND incarnation = $2`, id, incarnation.String())
 func (p *Postgres) ListNodes(ctx context.Context, lease time.Duration) ([]cluster.Node, error) {
 	rs, err := p.r.query(ctx, `SELECT id, advertise_url, version, started_at, heartbeat_at, stopped_at, sessions, running_commands,
     (EXTRACT(EPOCH FROM now() - heartbeat_at) * 1000000)::bigint,
-    stopped_at IS NULL AND heartbeat_at >= now() - $1 * interval '1 microsecond'
+    stopped_at IS NULL AND heartbeat_at >= now() - $1 * interval '1 microsecond', draining
 FROM nodes ORDER BY id`, lease.Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
@@ -75,7 +75,7 @@ FROM nodes ORDER BY id`, lease.Microseconds())
 		var n cluster.Node
 		var ageMicros int64
 		err := sc.Scan(&n.ID, &n.AdvertiseURL, &n.Version, timeCol{&n.StartedAt}, timeCol{&n.HeartbeatAt}, timeCol{&n.StoppedAt},
-			&n.Sessions, &n.RunningCommands, &ageMicros, &n.Live)
+			&n.Sessions, &n.RunningCommands, &ageMicros, &n.Live, &n.Draining)
 		n.HeartbeatAge = time.Duration(ageMicros) * time.Microsecond
 		return n, err
 	})
@@ -193,4 +193,34 @@ func (s *store) CheckSessionEpoch(ctx context.Context, session uuid.UUID, node s
 		return fmt.Errorf("session %s, node %q at epoch %d: %w", session, node, epoch, cluster.ErrFenced)
 	}
 	return nil
+}
+
+// SetNodeDraining implements cluster.RouteStore: marks the row of id, if
+// it is incarnation's, as draining (placement skips it).
+func (p *Postgres) SetNodeDraining(ctx context.Context, id string, incarnation uuid.UUID) error {
+	k, err := p.r.exec(ctx, `UPDATE nodes SET draining = true WHERE id = $1 AND incarnation = $2 AND stopped_at IS NULL`,
+		id, incarnation.String())
+	if err != nil {
+		return fmt.Errorf("node %q drain: %w", id, err)
+	}
+	if k == 0 {
+		return fmt.Errorf("node %q drain: %w", id, cluster.ErrIdentityLost)
+	}
+	return nil
+}
+
+// SessionOwner implements cluster.RouteStore: the owner row of session
+// with its node's advertised URL, on the pool of leases; ok false when
+// the session has no owner row.
+func (p *Postgres) SessionOwner(ctx context.Context, session uuid.UUID) (o cluster.Owner, ok bool, err error) {
+	err = p.side().queryRow(ctx, `SELECT o.node_id, o.epoch, o.lease_expires_at > now(), COALESCE(n.advertise_url, '')
+FROM session_owners o LEFT JOIN nodes n ON n.id = o.node_id WHERE o.session_id = $1`, session.String()).
+		Scan(&o.Node, &o.Epoch, &o.Live, &o.URL)
+	if errors.Is(err, record.ErrNotFound) {
+		return cluster.Owner{}, false, nil
+	}
+	if err != nil {
+		return cluster.Owner{}, false, fmt.Errorf("owner of session %s: %w", session, err)
+	}
+	return o, true, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sessiond/sessiond/changeset"
+	"github.com/sessiond/sessiond/environment"
 	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/merge"
@@ -1352,8 +1353,14 @@ func (s *store) SetRepoEnvironment(ctx context.Context, e repos.Environment) err
 	if err != nil {
 		return fmt.Errorf("environment of repository %q: %w", e.Repo, err)
 	}
-	_, err = s.r.exec(ctx, `INSERT INTO repo_environments (repo, env, secrets) VALUES ($1, $2, $3)
-		ON CONFLICT (repo) DO UPDATE SET env = excluded.env, secrets = excluded.secrets`, e.Repo, env, sec)
+	cfg := ""
+	if e.Config != nil {
+		if cfg, err = jsonArg(e.Config); err != nil {
+			return fmt.Errorf("environment of repository %q: %w", e.Repo, err)
+		}
+	}
+	_, err = s.r.exec(ctx, `INSERT INTO repo_environments (repo, env, secrets, config) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (repo) DO UPDATE SET env = excluded.env, secrets = excluded.secrets, config = excluded.config`, e.Repo, env, sec, cfg)
 	if err != nil {
 		return fmt.Errorf("environment of repository %q: %w", e.Repo, err)
 	}
@@ -1364,8 +1371,8 @@ func (s *store) SetRepoEnvironment(ctx context.Context, e repos.Environment) err
 // none was set.
 func (s *store) GetRepoEnvironment(ctx context.Context, repo string) (repos.Environment, error) {
 	e := repos.Environment{Repo: repo}
-	var env, sec string
-	err := s.r.queryRow(ctx, `SELECT env, secrets FROM repo_environments WHERE repo = $1`, repo).Scan(&env, &sec)
+	var env, sec, cfg string
+	err := s.r.queryRow(ctx, `SELECT env, secrets, config FROM repo_environments WHERE repo = $1`, repo).Scan(&env, &sec, &cfg)
 	if err != nil {
 		return repos.Environment{}, fmt.Errorf("environment of repository %q: %w", repo, err)
 	}
@@ -1374,6 +1381,12 @@ func (s *store) GetRepoEnvironment(ctx context.Context, repo string) (repos.Envi
 	}
 	if err := json.Unmarshal([]byte(sec), &e.Secrets); err != nil {
 		return repos.Environment{}, fmt.Errorf("environment of repository %q: secrets: %w", repo, err)
+	}
+	if cfg != "" {
+		e.Config = new(environment.Config)
+		if err := json.Unmarshal([]byte(cfg), e.Config); err != nil {
+			return repos.Environment{}, fmt.Errorf("environment of repository %q: config: %w", repo, err)
+		}
 	}
 	if len(e.Env) == 0 {
 		e.Env = nil

@@ -24,10 +24,29 @@ import (
 type Index struct {
 	Version uint32
 	Entries []IndexEntry
+	// Tree, when set, is written as git's cache-tree extension (TREE):
+	// the tree ids of the directories whose entries are all in the index
+	// as that tree has them, so git compares the index with HEAD without
+	// walking those trees.
+	Tree *CacheTree
+	// FSMonitorToken, when set, makes Encode write git's fsmonitor
+	// extension (version 2) with that token and every entry valid: git
+	// then stats only the paths its fsmonitor hook names.
+	FSMonitorToken string
 	// ModTime is the file's modification time when read (zero: no file):
 	// an entry whose file changed in that same instant is racy, as git
 	// calls it, and its content has to be compared.
 	ModTime time.Time
+}
+
+// CacheTree is one directory of the cache-tree extension: its name (the
+// last component; "" at the root), how many index entries are below it
+// (-1: unknown, then OID is not written) and its tree id.
+type CacheTree struct {
+	Name     string
+	Entries  int
+	OID      OID
+	Subtrees []*CacheTree
 }
 
 // IndexEntry is one entry of an Index.
@@ -296,6 +315,45 @@ func (ix *Index) Encode(w io.Writer) error {
 		bw.WriteString(e.Path)
 		pad := (head+len(e.Path)+8)&^7 - head - len(e.Path)
 		bw.Write(make([]byte, pad))
+	}
+	if ix.Tree != nil {
+		var ext []byte
+		var put func(t *CacheTree)
+		put = func(t *CacheTree) {
+			ext = append(ext, t.Name...)
+			ext = append(ext, 0)
+			ext = fmt.Appendf(ext, "%d %d\n", t.Entries, len(t.Subtrees))
+			if t.Entries >= 0 {
+				ext = append(ext, t.OID[:]...)
+			}
+			for _, c := range t.Subtrees {
+				put(c)
+			}
+		}
+		put(ix.Tree)
+		bw.WriteString("TREE")
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(ext)))
+		bw.Write(n[:])
+		bw.Write(ext)
+	}
+	if ix.FSMonitorToken != "" {
+		// version, token, then an empty EWAH bitmap of the dirty
+		// entries: 0 bits, one run-length word (0), its position 0.
+		var ext []byte
+		ext = binary.BigEndian.AppendUint32(ext, 2)
+		ext = append(append(ext, ix.FSMonitorToken...), 0)
+		ewah := binary.BigEndian.AppendUint32(nil, 0)
+		ewah = binary.BigEndian.AppendUint32(ewah, 1)
+		ewah = binary.BigEndian.AppendUint64(ewah, 0)
+		ewah = binary.BigEndian.AppendUint32(ewah, 0)
+		ext = binary.BigEndian.AppendUint32(ext, uint32(len(ewah)))
+		ext = append(ext, ewah...)
+		bw.WriteString("FSMN")
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(ext)))
+		bw.Write(n[:])
+		bw.Write(ext)
 	}
 	if err := bw.Flush(); err != nil {
 		return err

@@ -38,7 +38,8 @@ const (
 func (s *server) runTool(ms *mcp.Server) {
 	addTool[RunOut](s, ms, toolSpec{name: toolRun, title: "Run a command", kind: destructive, openWorld: true, description: "Run a command (build, tests, linters, code generators) on the session's files as a real directory. " +
 		"Returns the exit code and the tail of stdout and stderr. Files the command changes (except those .gitignore ignores) are recorded in the session as one change; changes that break the session's rules are refused and listed. " +
-		"Long runs report progress; cancelling the call stops the command."}, (*server).run)
+		"Long runs report progress; cancelling the call stops the command. " +
+		"The files are a git checkout: git status, diff, log and blame work, and each git commit the command makes becomes a checkpoint of the session (listed in the result)."}, (*server).run)
 }
 
 func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, sid string, in RunIn) (result, error) {
@@ -118,6 +119,7 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, sid string, 
 			fmt.Fprintf(&b, "  %s: %s (%s)\n", r.Path, r.Message, r.Rule)
 		}
 	}
+	writeGitCheckpoints(&b, res)
 	return result{text: b.String(), data: out}, nil
 }
 
@@ -202,5 +204,16 @@ func (p *progress) tick(ctx context.Context, done <-chan struct{}) {
 				_ = p.ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: n, Message: msg})
 			}
 		}
+	}
+}
+
+// writeGitCheckpoints says which checkpoints the command's git commits
+// became, and why commits did not.
+func writeGitCheckpoints(b *strings.Builder, res apitypes.ExecResponse) {
+	for _, c := range res.Checkpoints {
+		fmt.Fprintf(b, "Commit became checkpoint %d (%s): %s\n", c.N, c.Commit[:min(12, len(c.Commit))], c.Label)
+	}
+	if res.GitNote != "" {
+		fmt.Fprintf(b, "Git: %s.\n", res.GitNote)
 	}
 }

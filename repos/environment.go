@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sessiond/sessiond/environment"
 	"github.com/sessiond/sessiond/record"
 	"github.com/sessiond/sessiond/secret"
 )
@@ -22,6 +23,9 @@ type Environment struct {
 	Repo    string
 	Env     map[string]string
 	Secrets map[string][]byte
+	// Config is the environment configuration set through the API; nil:
+	// none (the file at the base commit, or the defaults, apply).
+	Config *environment.Config
 }
 
 // EnvironmentUpdate changes a repository's environment.
@@ -31,6 +35,19 @@ type EnvironmentUpdate struct {
 	// Secrets sets the secrets named, each to its value; a nil value
 	// removes that secret. Secrets not named are kept.
 	Secrets map[string]*string
+	// SetConfig replaces the configuration by Config (an empty one
+	// removes it); otherwise it is kept.
+	SetConfig bool
+	Config    environment.Config
+	// File, when set, is the configuration as a file's text, parsed
+	// instead of Config (its errors name the file, line and column).
+	File *ConfigFile
+}
+
+// ConfigFile is an environment configuration as a file's text.
+type ConfigFile struct {
+	Name    string
+	Content []byte
 }
 
 // EnvironmentView is what may be shown of an environment: the plain
@@ -39,6 +56,7 @@ type EnvironmentView struct {
 	Repo    string
 	Env     map[string]string
 	Secrets []string
+	Config  *environment.Config
 }
 
 // Variables are a repository's variables as commands get them.
@@ -68,7 +86,7 @@ func (g *Registry) Environment(ctx context.Context, repo string) (EnvironmentVie
 	if err != nil {
 		return EnvironmentView{}, err
 	}
-	v := EnvironmentView{Repo: repo, Env: e.Env, Secrets: slices.Sorted(maps.Keys(e.Secrets))}
+	v := EnvironmentView{Repo: repo, Env: e.Env, Secrets: slices.Sorted(maps.Keys(e.Secrets)), Config: e.Config}
 	if v.Env == nil {
 		v.Env = map[string]string{}
 	}
@@ -111,6 +129,22 @@ func (g *Registry) SetEnvironment(ctx context.Context, repo string, u Environmen
 			return EnvironmentView{}, fmt.Errorf("%w: secrets.%s: %d bytes, the limit is %d", ErrSecretTooLarge, n, len(*v), secret.MaxValueBytes)
 		}
 	}
+	if u.File != nil {
+		name := u.File.Name
+		if name == "" {
+			name = "environment.json"
+		}
+		c, err := environment.Parse(name, u.File.Content)
+		if err != nil {
+			return EnvironmentView{}, err
+		}
+		u.Config = c
+	}
+	if u.SetConfig {
+		if err := environment.Check(u.Config); err != nil {
+			return EnvironmentView{}, err
+		}
+	}
 	if len(u.Secrets) > 0 && g.box == nil {
 		return EnvironmentView{}, fmt.Errorf("%w: secrets: this registry has no key to seal them with", record.ErrInvalid)
 	}
@@ -120,7 +154,14 @@ func (g *Registry) SetEnvironment(ctx context.Context, repo string, u Environmen
 	if err != nil {
 		return EnvironmentView{}, err
 	}
-	next := Environment{Repo: repo, Env: maps.Clone(u.Env), Secrets: maps.Clone(cur.Secrets)}
+	next := Environment{Repo: repo, Env: maps.Clone(u.Env), Secrets: maps.Clone(cur.Secrets), Config: cur.Config}
+	if u.SetConfig {
+		next.Config = nil
+		if !environment.Empty(u.Config) {
+			c := u.Config
+			next.Config = &c
+		}
+	}
 	if next.Secrets == nil {
 		next.Secrets = map[string][]byte{}
 	}
@@ -174,4 +215,14 @@ func (g *Registry) Variables(ctx context.Context, repo string) (Variables, error
 	g.vars[repo] = v
 	g.varsMu.Unlock()
 	return v, nil
+}
+
+// EnvironmentConfig returns the environment configuration set through the
+// API for repo; nil when none is.
+func (g *Registry) EnvironmentConfig(ctx context.Context, repo string) (*environment.Config, error) {
+	e, err := g.environment(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	return e.Config, nil
 }

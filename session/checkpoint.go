@@ -61,6 +61,12 @@ func (m *Manager) Checkpoint(ctx context.Context, id uuid.UUID, label, message s
 // session head by compare-and-swap). A crash between leaves refs ahead of
 // the store, which load repairs.
 func (m *recorder) checkpoint(ctx context.Context, ls *live, label, message string) (Checkpoint, error) {
+	return m.checkpointTree(ctx, ls, ls.tree, label, message)
+}
+
+// checkpointTree commits tree as the session's next checkpoint (a commit
+// made in the view holds only what it staged, not always ls.tree).
+func (m *recorder) checkpointTree(ctx context.Context, ls *live, tree gitstore.OID, label, message string) (Checkpoint, error) {
 	now := m.now()
 	n := ls.meta.Checkpoints + 1
 	if message == "" {
@@ -71,7 +77,7 @@ func (m *recorder) checkpoint(ctx context.Context, ls *live, label, message stri
 	}
 	sig := committer(ls.meta, gitstore.Signature{When: now})
 	commit, err := ls.repo.WriteCommit(ctx, gitstore.NewCommit{
-		Tree: ls.tree, Parents: []gitstore.OID{ls.meta.Head},
+		Tree: tree, Parents: []gitstore.OID{ls.meta.Head},
 		Author: sig, Committer: sig,
 		Message: message + "\n\nSessiond-Session: " + ls.meta.ID.String() + "\nSessiond-Seq: " + strconv.FormatInt(ls.meta.Seq, 10) +
 			"\n" + trailerBase + ls.meta.BaseCommit.String() + "\n",
@@ -85,7 +91,7 @@ func (m *recorder) checkpoint(ctx context.Context, ls *live, label, message stri
 	if err := setRef(ctx, ls.repo, headRef(ls.meta.ID), commit); err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
 	}
-	cp := Checkpoint{Session: ls.meta.ID, Commit: commit, Tree: ls.tree, Parent: ls.meta.Head, Seq: ls.meta.Seq, Label: label, Message: message, CreatedAt: now}
+	cp := Checkpoint{Session: ls.meta.ID, Commit: commit, Tree: tree, Parent: ls.meta.Head, Seq: ls.meta.Seq, Label: label, Message: message, CreatedAt: now}
 	reads := ls.reads.pending()
 	err = m.store.InTx(ctx, func(tx Tx) error {
 		var err error

@@ -68,6 +68,7 @@ type Executor struct {
 	workdirs *workdir.Manager
 	exec     ExecConfig
 	live     liveRegistry // the running commands, for FollowExec
+	plans    planCache    // resolved environment plans (environment.go)
 	svcs     *serviceRegistry
 }
 
@@ -166,6 +167,12 @@ type ExecResult struct {
 	Exceeded []string
 	// Landlock is the Landlock ABI that restricted the command (0: none).
 	Landlock int
+	// Checkpoints are those the commits the command made in the view's
+	// .git became, in order; GitNote says why commits did not (an amend,
+	// a reset, a refused change); GitAbsent why the view had no .git.
+	Checkpoints []Checkpoint
+	GitNote     string
+	GitAbsent   string
 	// NetworkRefused lists the destinations the egress proxy refused the
 	// command, where its network was an allowlist (network.go).
 	NetworkRefused []string
@@ -174,6 +181,10 @@ type ExecResult struct {
 	ToStart time.Duration
 	Prepare time.Duration
 	Setup   workdir.Setup
+	// Environment is the environment layer the command ran on;
+	// EnvironmentStale: the session changed a key file of it.
+	Environment      EnvironmentResult
+	EnvironmentStale bool
 }
 
 // Values of ExecOptions.Caches.
@@ -252,8 +263,14 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 	if err := m.recorder.checkWritable(ctx, ls); err != nil {
 		notRecorded = err.Error()
 	}
+	git, noGit, err := m.gitFor(ctx, ls)
+	if err != nil {
+		ls.unlock()
+		return ExecResult{}, err
+	}
 	ls.busy = true
 	view := m.execView(ls, ls.ov.Clone())
+	target := targetOf(ls)
 	ls.unlock()
 	unbusy := func() {
 		ls.mu.Lock()
@@ -261,10 +278,19 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		ls.unlock()
 	}
 
+	envLayer, envRes, envStale, err := m.environmentFor(ctx, target, vars, limits, workspaceOf(view))
+	if err != nil {
+		unbusy()
+		return ExecResult{}, err
+	}
+	view.Env = envLayer
 	sc, err := m.workdirs.Prepare(ctx, view)
 	if err != nil {
 		unbusy()
 		return ExecResult{}, err
+	}
+	if envLayer != nil {
+		envRes.fill(sc.Environment())
 	}
 	prepared := time.Now()
 	env := commandEnv(vars, sessionEnv, opts.Env)
@@ -297,7 +323,8 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		OutputCap: m.exec.OutputCap, Output: output,
 		Workspace: workspaceOf(view), Limits: limits,
 		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: opts.Caches == CachesPrivate || ls.meta.Caches == CachesPrivate || ls.policy.limitsReads()},
-		Reach:  m.servicePorts(id),
+		Git:    git, NoGit: noGit,
+		Reach: m.servicePorts(id),
 	}
 	network.Apply(&cmd)
 	run, err := sc.Run(ctx, cmd)
@@ -315,6 +342,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		Stdout: maskKept(vars.Masker, run.Stdout, run.OutputTruncated), Stderr: maskKept(vars.Masker, run.Stderr, run.OutputTruncated), OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,
 		Limits: run.Limits, Exceeded: run.Exceeded, Landlock: run.Landlock,
 		ToStart: run.Started.Sub(begin), Prepare: prepared.Sub(begin), Setup: run.Setup,
+		Environment: envRes, EnvironmentStale: envStale,
 		NetworkRefused: network.Refused(),
 	}
 	// The view is the record's while busy: capture needs no lock. A
@@ -354,6 +382,16 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 				res.Mutation = &rec
 			}
 		}
+	}
+	res.GitAbsent = run.Git.Absent
+	if notRecorded == "" {
+		cps, note, err := m.gitCommits(cctx, ls, sc, run.Git, vars.Masker)
+		if err != nil {
+			note = "commits made in the view did not become checkpoints: " + err.Error()
+		}
+		res.Checkpoints, res.GitNote = cps, note
+	} else if run.Git.Present && run.Git.After != run.Git.Before {
+		res.GitNote = "commits made in the view did not become checkpoints: nothing of the command was recorded"
 	}
 	res.Seq = view.Seq
 	if res.Mutation != nil {

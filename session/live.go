@@ -89,9 +89,44 @@ func (m *memory) load(ctx context.Context, id uuid.UUID, ls *live) error {
 	if err != nil {
 		return err
 	}
+	if c, ok := m.store.(claimer); ok && !s.State.Terminal() {
+		// A cluster's node holds in memory only the sessions it owns,
+		// so it never serves a copy another node goes on changing; read
+		// again as the owner (the old owner writes nothing more).
+		if err := c.Claim(ctx, id); err != nil {
+			return fmt.Errorf("session %s: %w", id, err)
+		}
+		if s, stored, err = m.readSession(ctx, id); err != nil {
+			return err
+		}
+	}
 	r, err := m.repos.Open(ctx, s.Repo)
 	if err != nil {
 		return err
+	}
+	if m.objects != nil {
+		// Another node may have written the session: what it names comes
+		// from the cluster's store (and its base from the origin).
+		ids := make([]gitstore.OID, 0, len(stored)+2)
+		ids = append(ids, s.BaseCommit)
+		if s.Checkpoints > 0 {
+			ids = append(ids, s.Head)
+		}
+		for _, e := range stored {
+			ids = append(ids, e.Blob)
+		}
+		if err := m.objects.Fill(ctx, s.Repo, r, ids); err != nil {
+			return fmt.Errorf("session %s: %w", id, err)
+		}
+		// Its base kept from gc here too (its live and head refs are
+		// set below).
+		if !s.State.Terminal() {
+			if b, err := r.ReadRef(ctx, baseRef(id)); errors.Is(err, gitstore.ErrNotFound) || (err == nil && b != s.BaseCommit) {
+				if err := setRef(ctx, r, baseRef(id), s.BaseCommit); err != nil {
+					return fmt.Errorf("session %s: %w", id, err)
+				}
+			}
+		}
 	}
 	c, err := r.Commit(ctx, s.BaseCommit)
 	if err != nil {
@@ -189,6 +224,24 @@ func (m *memory) readSession(ctx context.Context, id uuid.UUID) (Session, []Over
 			return Session{}, nil, fmt.Errorf("session %s: changing while it loads (sequence %d, then %d)", id, s.Seq, again.Seq)
 		}
 	}
+}
+
+// claimer is what a cluster's store adds (internal/clustersession): the
+// take of a session's ownership by this node, or record.ErrUnavailable
+// naming the live node that owns it.
+type claimer interface {
+	Claim(ctx context.Context, id uuid.UUID) error
+}
+
+// Claim makes this node the owner of session id before a change of it
+// another engine makes (an accept pushes before it records): in a
+// cluster, record.ErrUnavailable naming the live node that owns it; on
+// one daemon, nothing.
+func (m *Manager) Claim(ctx context.Context, id uuid.UUID) error {
+	if c, ok := m.store.(claimer); ok {
+		return c.Claim(ctx, id)
+	}
+	return nil
 }
 
 func fromStoreEntry(e OverlayEntry) overlay.Entry {

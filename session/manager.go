@@ -65,6 +65,17 @@ type Config struct {
 	// used): DefaultIdleUnload when zero, never when negative. Finished
 	// sessions are unloaded at once.
 	IdleUnload time.Duration
+	// Objects brings into this node's repository the objects a session
+	// names (its base, its checkpoints, its overlay's blobs) when another
+	// node wrote them: a cluster's. Nil: they are in this node's
+	// repository.
+	Objects Filler
+}
+
+// Filler makes objects ids, and everything they reach, present in r, the
+// repository named repo (from wherever the cluster keeps them).
+type Filler interface {
+	Fill(ctx context.Context, repo string, r *gitstore.Repo, ids []gitstore.OID) error
 }
 
 // Manager is the session engine: it owns sessions, their lifecycle and
@@ -120,7 +131,7 @@ func NewManager(cfg Config) *Manager {
 		now:      clock,
 		ovOpts:   ovOpts,
 		workdirs: cfg.Workdirs,
-		mem: &memory{store: cfg.Store, repos: cfg.Repos, ovOpts: ovOpts, now: clock,
+		mem: &memory{store: cfg.Store, repos: cfg.Repos, objects: cfg.Objects, ovOpts: ovOpts, now: clock,
 			live: make(map[uuid.UUID]*live), finished: make(map[*live]struct{})},
 		recorder: &recorder{store: cfg.Store, events: cfg.Events, observers: cfg.Observers,
 			limits: cfg.Limits, now: clock, ovOpts: ovOpts, workdirs: cfg.Workdirs, repos: cfg.Repos},

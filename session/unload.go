@@ -30,10 +30,11 @@ const DefaultIdleUnload = 10 * time.Minute
 // hands it to the janitor's goroutine, which saves its read set and
 // unloads it under its lock, so a lock release is only a release.
 type memory struct {
-	store  Store
-	repos  *repos.Registry
-	ovOpts overlay.Options
-	now    func() time.Time
+	store   Store
+	repos   *repos.Registry
+	objects Filler // nil: not a cluster's
+	ovOpts  overlay.Options
+	now     func() time.Time
 
 	mu sync.Mutex // guards live
 	// live holds the sessions in memory: loaded ones, and entries being

@@ -83,9 +83,9 @@ ls gone`)
 func TestSettleUndoesRefused(t *testing.T) {
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
-		res, cs, s := f.runSh(m, "mkdir .git && echo x > .git/config && echo keep > ok.txt && mkfifo pipe && echo no > a.txt")
+		res, cs, s := f.runSh(m, "mkdir -p dir/.git && echo x > dir/.git/config && echo keep > ok.txt && mkfifo pipe && echo no > a.txt")
 		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
-		assert.Equal(t, []string{".git/config", "a.txt", "ok.txt", "pipe"}, paths(cs))
+		assert.Equal(t, []string{"a.txt", "dir/.git/config", "ok.txt", "pipe"}, paths(cs))
 		for _, c := range cs {
 			if c.Path == "pipe" {
 				assert.Equal(t, "fifo", c.Special)
@@ -100,7 +100,7 @@ func TestSettleUndoesRefused(t *testing.T) {
 		}
 		f.record(keep)
 		require.NoError(t, s.Settle(t.Context(), f.view(), paths(cs)))
-		res, cs, s = f.runSh(m, "test ! -e .git/config && test ! -e pipe && cat a.txt ok.txt")
+		res, cs, s = f.runSh(m, "test ! -e dir/.git/config && test ! -e pipe && cat a.txt ok.txt")
 		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
 		assert.Equal(t, "alpha\nkeep\n", string(res.Stdout))
 		assert.Empty(t, cs)

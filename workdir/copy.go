@@ -2,6 +2,7 @@ package workdir
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,10 +22,13 @@ import (
 type copyLayer struct {
 	root  string
 	cache map[string]statEntry
+	// env is the environment layer's tree copied into the view when it
+	// is rebuilt ("": none).
+	env string
 }
 
-func newCopyLayer(dir string) *copyLayer {
-	return &copyLayer{root: filepath.Join(dir, "view"), cache: map[string]statEntry{}}
+func newCopyLayer(dir, env string) *copyLayer {
+	return &copyLayer{root: filepath.Join(dir, "view"), cache: map[string]statEntry{}, env: env}
 }
 
 func (l *copyLayer) present() presentation                { return presentation{Src: l.root} }
@@ -39,7 +43,39 @@ func (l *copyLayer) reset(ctx context.Context, v View) error {
 		return err
 	}
 	clear(l.cache)
-	return l.write(ctx, v, "")
+	if err := l.write(ctx, v, ""); err != nil {
+		return err
+	}
+	return l.stackEnv()
+}
+
+// stackEnv copies the environment layer into the view, below what the
+// view holds (a path of the view wins). Its include files enter the stat
+// cache, so capture reports them only once a command changed them (the
+// rest of the layer is ignored by construction); a copy keeps the layer's
+// modification time, older than any command, so they are not racy.
+func (l *copyLayer) stackEnv() error {
+	if l.env == "" {
+		return nil
+	}
+	if err := copyTree(l.env, l.root, nil); err != nil {
+		return fmt.Errorf("environment layer: %w", err)
+	}
+	seen := time.Now().UnixNano()
+	for _, p := range includePaths(l.env) {
+		var st unix.Stat_t
+		if unix.Lstat(filepath.Join(l.root, p), &st) != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(l.root, p))
+		if err != nil {
+			continue
+		}
+		e := statEntryOf(&st, seen)
+		e.Git, e.OID, e.Layer = gitModeOf(&st), gitstore.HashObject(gitstore.KindBlob, data), true
+		l.cache[p] = e
+	}
+	return nil
 }
 
 // write checks the view's subtree at r out below the root (r "" for all),
@@ -151,6 +187,9 @@ func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, s
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		if dir == "" && name == ".git" {
+			continue // the view's .git, never part of a capture
+		}
 		p := join(dir, name)
 		fp := filepath.Join(full, name)
 		now := time.Now().UnixNano()

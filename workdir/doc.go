@@ -65,6 +65,15 @@
 //     cancellation, shutdown or a crash of the daemon (the helper has a
 //     parent-death signal).
 //
+// It gives each view a real .git (gitview.go): the session's own, in
+// its scratch, bound over the view's ".git" (which capture never
+// reports), whose objects are a per-repository directory of exactly what
+// branches and tags reach plus the session's own pack, never the
+// repository's object directory; an index built once per base checkout
+// and copied in; an fsmonitor hook that names what the upper directory
+// holds. What a command commits there is read back (ReadGitHead,
+// GitObjects) through no link and no alternate it planted.
+//
 // A command with an egress proxy (Command.Egress, egress.go) keeps its
 // network namespace of its own; the daemon serves the proxy on a Unix
 // socket that the helper joins to a port of the command's loopback, as
@@ -77,6 +86,15 @@
 // scratch, for private ones), the environment pointing Go, npm, pip, uv
 // and cargo at them, trimmed least recently used within a budget after a
 // command ends and never while one of that repository runs.
+//
+// And it owns the environment layers (environment.go): a repository's
+// setup run once per key in a view of the base with the shared caches,
+// what it produced that .gitignore ignores kept read-only under
+// <data>/workdir/environments/<key> (built under a temporary name and
+// renamed; a failure kept with its log), stacked between the base
+// checkout and the session's layer (overlay: a second lower directory;
+// copy: copied into the view), evicted least recently used within a
+// budget and never while a command holds it.
 //
 // Invariants:
 //   - A scratch directory reflects the record at its saved sequence

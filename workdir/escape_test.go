@@ -65,6 +65,9 @@ var escapes = []escape{
 	{"remount the root writable", func(h escapeHost) string {
 		return `mount -o remount,rw / && echo ESCAPED; mount -o remount,rw /usr && echo ESCAPED; touch /usr/escaped && echo ESCAPED; echo TRIED`
 	}, "Read-only file system"},
+	{"write the repository's public objects or the upper directory through the .git mounts", func(h escapeHost) string {
+		return `touch /sessiond/objects/x && echo ESCAPED; touch /sessiond/upper/x && echo ESCAPED; rm -rf /sessiond/objects/pack 2>/dev/null; ls /sessiond/objects/pack >/dev/null || echo ESCAPED; echo TRIED`
+	}, "Read-only file system"},
 	{"bind mount", func(h escapeHost) string {
 		return `mkdir -p /tmp/b && mount --bind / /tmp/b && echo ESCAPED; echo TRIED`
 	}, "permission denied"},
@@ -271,7 +274,9 @@ func TestEscapes(t *testing.T) {
 					t.Run(e.name, func(t *testing.T) {
 						s, err := m.Prepare(t.Context(), f.view())
 						require.NoError(t, err)
-						c := workdir.Command{Argv: []string{"/bin/sh", "-c", e.script(h)}, Timeout: time.Minute}
+						// With the view's .git and its mounts, as every
+						// session's command has them.
+						c := workdir.Command{Argv: []string{"/bin/sh", "-c", e.script(h)}, Timeout: time.Minute, Git: f.gitFor(t)}
 						if list, ok := escapeEgress[e.name]; ok {
 							allow, err := egress.ParseAllowlist(list)
 							require.NoError(t, err)

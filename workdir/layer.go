@@ -64,6 +64,9 @@ type View struct {
 	// session's read policy): the others are not in it, and a directory
 	// shows only with a readable file below it. Nil shows everything.
 	Readable func(p string) bool
+	// Env, when set, is the environment layer stacked between the base
+	// checkout and the session's own layer (environment.go).
+	Env *Env
 }
 
 // Change is one path a command changed, relative to the view it started
@@ -107,11 +110,14 @@ type layer interface {
 // presentation is what the helper mounts at the view's path: an overlay
 // of lower and upper (with work), or a bind of src.
 type presentation struct {
-	Overlay bool   `json:"overlay,omitempty"`
-	Lower   string `json:"lower,omitempty"`
-	Upper   string `json:"upper,omitempty"`
-	Work    string `json:"work,omitempty"`
-	Src     string `json:"src,omitempty"`
+	Overlay bool `json:"overlay,omitempty"`
+	// Env is a lower directory stacked over Lower (an environment
+	// layer); "" for none.
+	Env   string `json:"env,omitempty"`
+	Lower string `json:"lower,omitempty"`
+	Upper string `json:"upper,omitempty"`
+	Work  string `json:"work,omitempty"`
+	Src   string `json:"src,omitempty"`
 }
 
 // statEntry is what the stat cache knows of one file, as git's index
@@ -126,6 +132,9 @@ type statEntry struct {
 	OID   gitstore.OID
 	// Seen is when the stat was taken (wall clock, ns).
 	Seen int64
+	// Layer: the file is the environment layer's (copy mode), not the
+	// view's; unchanged while its content is OID.
+	Layer bool
 }
 
 // racyWindow covers the file system's timestamp granularity (the coarse
@@ -195,7 +204,8 @@ func examine(ctx context.Context, v View, p, full string, st *unix.Stat_t, seen,
 		delete(cache, p)
 		return Change{Path: p, Special: sp}, true, nil
 	}
-	if e, ok := cache[p]; ok && e.clean(st, since) {
+	prev, cached := cache[p]
+	if cached && prev.clean(st, since) {
 		return Change{}, false, nil
 	}
 	delete(cache, p)
@@ -220,9 +230,9 @@ func examine(ctx context.Context, v View, p, full string, st *unix.Stat_t, seen,
 		return Change{}, false, err
 	}
 	c.Data, c.Size, c.OID = data, int64(len(data)), gitstore.HashObject(gitstore.KindBlob, data)
-	if tracked && n.OID == c.OID && n.Mode == gm {
+	if (tracked && n.OID == c.OID && n.Mode == gm) || (!tracked && cached && prev.Layer && prev.OID == c.OID && prev.Git == gm) {
 		e := statEntryOf(st, seen)
-		e.Git, e.OID = gm, c.OID
+		e.Git, e.OID, e.Layer = gm, c.OID, prev.Layer && !tracked
 		cache[p] = e
 		return Change{}, false, nil
 	}

@@ -28,16 +28,18 @@ const opaqueXattr = "user.overlay.opaque"
 // session changed, not what the repository holds.
 type overlayLayer struct {
 	lower, upper, work string
+	// env is the environment layer stacked over lower ("": none).
+	env string
 	// cache holds the stat of upper files whose content is known.
 	cache map[string]statEntry
 }
 
-func newOverlayLayer(lower, dir string) *overlayLayer {
-	return &overlayLayer{lower: lower, upper: filepath.Join(dir, "upper"), work: filepath.Join(dir, "work"), cache: map[string]statEntry{}}
+func newOverlayLayer(lower, dir, env string) *overlayLayer {
+	return &overlayLayer{lower: lower, env: env, upper: filepath.Join(dir, "upper"), work: filepath.Join(dir, "work"), cache: map[string]statEntry{}}
 }
 
 func (l *overlayLayer) present() presentation {
-	return presentation{Overlay: true, Lower: l.lower, Upper: l.upper, Work: l.work}
+	return presentation{Overlay: true, Env: l.env, Lower: l.lower, Upper: l.upper, Work: l.work}
 }
 
 func (l *overlayLayer) cacheState() map[string]statEntry     { return l.cache }
@@ -344,6 +346,9 @@ func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, dir string
 		}
 	}
 	for _, name := range names {
+		if dir == "" && name == ".git" {
+			continue // the view's .git, never part of a capture
+		}
 		p := join(dir, name)
 		seenPaths[p] = true
 		fp := filepath.Join(full, name)

@@ -47,6 +47,10 @@ type Command struct {
 	// Output, when set, is called with each chunk of output as it comes
 	// ("stdout" or "stderr"), from one goroutine at a time.
 	Output func(stream string, p []byte)
+	// Git, when set, gives the view a .git (gitview.go); NoGit says why
+	// the view has none when it is not.
+	Git   *Git
+	NoGit string
 	// Expose and Reach join ports of the command's loopback to Unix
 	// sockets of the host (ports.go); isolated only, and Reach without
 	// Network (with it, Expose joins the host's loopback).
@@ -103,6 +107,8 @@ type Result struct {
 	Landlock int
 	// Setup is where the time before the command's start went.
 	Setup Setup
+	// Git is what became of the view's .git.
+	Git GitResult
 }
 
 // Setup splits the time from Run to the command's start (for
@@ -215,6 +221,28 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		view := pres.Src
 		spec.Cwd = filepath.Join(view, c.Cwd)
 		spec.Env = minimalEnv(home, view, c.Env)
+	}
+	if !c.service {
+		// A service leaves the scratch alone: it gets no .git.
+		if err := s.gitMountPoint(m.isolated && c.Git != nil); err != nil {
+			return Result{}, err
+		}
+	}
+	switch {
+	case c.service:
+		res.Git.Absent = "a service has no .git"
+	case c.Git == nil:
+		res.Git.Absent = c.NoGit
+	case !m.isolated:
+		res.Git.Absent = "commands run without namespaces here (isolated false), where a .git could not be kept to what the session may read"
+	default:
+		if err := m.prepareGit(ctx, s, c.Git, &spec); err != nil {
+			// The command runs, without a .git, and is told why.
+			res.Git.Absent = "the view's .git could not be prepared: " + err.Error()
+			break
+		}
+		res.Git.Present = true
+		res.Git.Before, _ = s.ReadGitHead()
 	}
 	cachesDone, err := m.tools.use(s, c.Caches, m.isolated, &spec)
 	if err != nil {
@@ -484,6 +512,9 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 		res.Setup = Setup{Spawn: spawned.Sub(spawn), Init: began.Sub(spawned), Mounts: res.Started.Sub(began)}
 	}
 	res.Stdout, res.Stderr = stdout.buf, stderr.buf
+	if res.Git.Present {
+		res.Git.After, res.Git.Branch = s.ReadGitHead()
+	}
 	res.OutputTruncated = stdout.dropped || stderr.dropped
 	if cg != nil {
 		res.Exceeded = append(res.Exceeded, cg.exceeded()...)

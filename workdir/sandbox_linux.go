@@ -641,7 +641,10 @@ func openView(p presentation) (int, error) {
 		return -1, fmt.Errorf("overlayfs: %w: %w", ErrUnsupported, err)
 	}
 	defer unix.Close(fs)
-	for _, kv := range [][2]string{{"lowerdir", p.Lower}, {"upperdir", p.Upper}, {"workdir", p.Work}} {
+	if err := setLowers(fs, p); err != nil {
+		return -1, err
+	}
+	for _, kv := range [][2]string{{"upperdir", p.Upper}, {"workdir", p.Work}} {
 		if err := unix.FsconfigSetString(fs, kv[0], kv[1]); err != nil {
 			return -1, fmt.Errorf("overlayfs %s: %w: %w", kv[0], ErrUnsupported, err)
 		}
@@ -657,6 +660,30 @@ func openView(p presentation) (int, error) {
 		return -1, fmt.Errorf("overlayfs mount: %w: %w", ErrUnsupported, err)
 	}
 	return fd, nil
+}
+
+// setLowers gives the overlay its lower directories: the environment
+// layer (when there is one) over the base checkout. Each is appended on
+// its own ("lowerdir+", Linux 6.8), so no path needs escaping; older
+// kernels take the colon-separated list, escaped.
+func setLowers(fs int, p presentation) error {
+	if p.Env == "" {
+		if err := unix.FsconfigSetString(fs, "lowerdir", p.Lower); err != nil {
+			return fmt.Errorf("overlayfs lowerdir: %w: %w", ErrUnsupported, err)
+		}
+		return nil
+	}
+	if unix.FsconfigSetString(fs, "lowerdir+", p.Env) == nil {
+		if err := unix.FsconfigSetString(fs, "lowerdir+", p.Lower); err != nil {
+			return fmt.Errorf("overlayfs lowerdir+: %w: %w", ErrUnsupported, err)
+		}
+		return nil
+	}
+	esc := strings.NewReplacer(`\`, `\\`, `:`, `\:`, `,`, `\,`)
+	if err := unix.FsconfigSetString(fs, "lowerdir", esc.Replace(p.Env)+":"+esc.Replace(p.Lower)); err != nil {
+		return fmt.Errorf("overlayfs lowerdir: %w: %w", ErrUnsupported, err)
+	}
+	return nil
 }
 
 func attach(fd int, target string) error {

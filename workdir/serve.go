@@ -28,8 +28,11 @@ func (s *Scratch) Serve(c Command) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The environment layer the view stacks is held as long too.
+	releaseEnv := s.m.envs.hold(s.st.Env)
+	release = func(base func()) func() { return func() { releaseEnv(); base() } }(release)
 	c.service = true
-	c.pres = s.newLayer(s.st.Mode, lower).present()
+	c.pres = s.newLayer(s.st.Mode, lower, s.st.Env).present()
 	var work string
 	if c.pres.Overlay {
 		// A work directory of its own: overlayfs empties its work

@@ -29,6 +29,9 @@ type Config struct {
 	// ToolCacheBytes bounds each repository's shared tool caches (0: no
 	// bound; see caches.go).
 	ToolCacheBytes int64
+	// EnvironmentBytes bounds the environment layers kept (0: no bound;
+	// see environment.go).
+	EnvironmentBytes int64
 	// Hide lists paths hidden from commands (the data directory, the
 	// registered repositories), asked before each command.
 	Hide func() []string
@@ -73,6 +76,7 @@ type Manager struct {
 	cgroups    *cgroups
 	reach      reachCache
 	tools      *toolCaches
+	envs       *envLayers
 
 	mu        sync.Mutex
 	scratches map[string]*Scratch
@@ -112,6 +116,9 @@ func New(cfg Config) (*Manager, error) {
 		noLandlock: cfg.NoLandlock,
 		scratches:  map[string]*Scratch{}, running: map[*exec.Cmd]struct{}{},
 		tools: newToolCaches(filepath.Join(cfg.Dir, "caches"), cfg.ToolCacheBytes),
+	}
+	if m.envs, err = openEnvLayers(m, filepath.Join(cfg.Dir, "environments"), cfg.EnvironmentBytes); err != nil {
+		return nil, err
 	}
 	logf := cfg.Logf
 	if logf == nil {
@@ -286,6 +293,8 @@ type Scratch struct {
 	id    string
 	dir   string
 	layer layer
+	// layerRepo is the repository of the view last prepared.
+	layerRepo Repo
 	// st is what the layer reflects; base is the checkout held while a
 	// command is prepared or running.
 	st      scratchState
@@ -293,6 +302,10 @@ type Scratch struct {
 	release func()
 	// ranAt is when the last Run began (wall clock, ns); zero before one.
 	ranAt int64
+	// env is what Prepare found of the view's environment layer;
+	// releaseEnv lets go of the layer it holds.
+	env        EnvResult
+	releaseEnv func()
 	// repo is the repository of the view last prepared (for Serve).
 	repo Repo
 	// overLimit: the last command outgrew the scratch's bound; Settle
@@ -306,6 +319,9 @@ type scratchState struct {
 	BaseTree gitstore.OID
 	Seq      int64
 	Cache    map[string]statEntry
+	// Env is the environment layer's directory the view stacks ("":
+	// none).
+	Env string
 	// Usage is the disk space the scratch took after the last command.
 	Usage int64
 }
@@ -343,37 +359,50 @@ func (m *Manager) Prepare(ctx context.Context, v View) (*Scratch, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.prepare(ctx, v, lower); err != nil {
+	env, envRes, releaseEnv := "", EnvResult{}, func() {}
+	if v.Env != nil {
+		if env, envRes, releaseEnv, err = m.envs.acquire(ctx, v, lower, v.Env); err != nil {
+			release()
+			return nil, fmt.Errorf("workdir: prepare %s: %w", v.Session, err)
+		}
+	}
+	if err := s.prepare(ctx, v, lower, env); err != nil {
+		releaseEnv()
 		release()
 		return nil, fmt.Errorf("workdir: prepare %s: %w", v.Session, err)
 	}
-	s.release = release
+	s.release, s.releaseEnv, s.env = release, releaseEnv, envRes
 	s.repo = v.Repo
 	return s, nil
 }
 
-func (s *Scratch) newLayer(mode Mode, lower string) layer {
+// Environment is what Prepare found of the view's environment layer
+// (zero when the view asked for none).
+func (s *Scratch) Environment() EnvResult { return s.env }
+
+func (s *Scratch) newLayer(mode Mode, lower, env string) layer {
 	if mode == ModeOverlay {
-		return newOverlayLayer(lower, s.dir)
+		return newOverlayLayer(lower, s.dir, env)
 	}
-	return newCopyLayer(s.dir)
+	return newCopyLayer(s.dir, env)
 }
 
-func (s *Scratch) prepare(ctx context.Context, v View, lower string) error {
+func (s *Scratch) prepare(ctx context.Context, v View, lower, env string) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
 	if !s.loaded {
 		s.load()
 	}
+	s.layerRepo = v.Repo
 	_, err := os.Lstat(filepath.Join(s.dir, runningMarker))
 	crashed := err == nil
-	full := crashed || s.overLimit || s.layer == nil || s.st.Mode != s.m.mode || s.st.BaseTree != v.BaseTree || s.st.Seq > v.Seq
+	full := crashed || s.overLimit || s.layer == nil || s.st.Mode != s.m.mode || s.st.BaseTree != v.BaseTree || s.st.Seq > v.Seq || s.st.Env != env
 	var cache map[string]statEntry
 	if s.layer != nil {
 		cache = s.layer.cacheState()
 	}
-	s.layer = s.newLayer(s.m.mode, lower)
+	s.layer = s.newLayer(s.m.mode, lower, env)
 	if cache != nil && !full {
 		s.layer.setCacheState(cache)
 	}
@@ -396,7 +425,7 @@ func (s *Scratch) prepare(ctx context.Context, v View, lower string) error {
 			return err
 		}
 	}
-	s.st = scratchState{Mode: s.m.mode, BaseTree: v.BaseTree, Seq: v.Seq, Usage: s.st.Usage}
+	s.st = scratchState{Mode: s.m.mode, BaseTree: v.BaseTree, Seq: v.Seq, Env: env, Usage: s.st.Usage}
 	return nil
 }
 
@@ -410,7 +439,7 @@ func (s *Scratch) load() {
 	var st scratchState
 	if gob.NewDecoder(f).Decode(&st) == nil {
 		s.st = st
-		s.layer = s.newLayer(st.Mode, "")
+		s.layer = s.newLayer(st.Mode, "", st.Env)
 		if st.Cache != nil {
 			s.layer.setCacheState(st.Cache)
 		}
@@ -489,6 +518,10 @@ func (s *Scratch) Settle(ctx context.Context, v View, paths []string) error {
 func (s *Scratch) Abort() { s.releaseBase() }
 
 func (s *Scratch) releaseBase() {
+	if s.releaseEnv != nil {
+		s.releaseEnv()
+		s.releaseEnv = nil
+	}
 	if s.release != nil {
 		s.release()
 		s.release = nil

@@ -131,7 +131,7 @@ type repoCmd struct {
 	Init     repoInitCmd     `cmd:"" help:"Create a bare repository under the data directory."`
 	Branches repoBranchesCmd `cmd:"" help:"List a repository's branches."`
 	Policy   repoPolicyCmd   `cmd:"" help:"A repository's policy: show, set."`
-	Env      repoEnvCmd      `cmd:"" help:"A repository's environment variables and secrets: show, set."`
+	Env      repoEnvCmd      `cmd:"" help:"A repository's environment: variables, secrets, setup and layers: show, set, layers, rebuild."`
 }
 
 type repoLsCmd struct{}
@@ -213,6 +213,7 @@ type sessionNewCmd struct {
 	Policy    string   `help:"Path policy as JSON: {\"read\":[…],\"write\":[…],\"deny\":[…]}." placeholder:"JSON"`
 	Caches    string   `help:"Tool caches of its commands: shared (the repository's) or private (the session's own)." enum:"shared,private" default:"shared"`
 	Env       []string `help:"A plain variable NAME=VALUE every command of the session gets (repeatable)." sep:"none" placeholder:"NAME=VALUE"`
+	Prepare   bool     `help:"Build the repository's environment layer before answering, so the first command does not wait for it."`
 	Quiet     bool     `help:"Print only the session id." short:"q"`
 }
 
@@ -221,7 +222,7 @@ func (c *sessionNewCmd) Run(ctx context.Context, x *cli) error {
 		c.AgentID = os.Getenv("USER")
 	}
 	req := apitypes.CreateSessionRequest{Repo: c.Repo, Base: c.Base, AgentID: c.AgentID, AgentName: c.AgentName,
-		Intent: c.Intent, Mode: c.Mode, TTLSeconds: int64(time.Duration(c.TTL) / time.Second), Caches: c.Caches}
+		Intent: c.Intent, Mode: c.Mode, TTLSeconds: int64(time.Duration(c.TTL) / time.Second), Caches: c.Caches, Prepare: c.Prepare}
 	for _, kv := range c.Env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -257,6 +258,13 @@ func (c *sessionNewCmd) Run(ctx context.Context, x *cli) error {
 		fmt.Fprintf(w, "export SESSIOND_SESSION=%s\n", s.ID)
 		if s.Token != "" {
 			fmt.Fprintf(w, "export SESSIOND_TOKEN=%s\n", s.Token)
+		}
+		if e := s.Environment; e != nil {
+			// Commented, so the printed lines can still be pasted in a shell.
+			fmt.Fprintf(w, "# environment %s %s\n", e.Status, e.Key)
+			if e.Error != "" || e.Problem != "" {
+				fmt.Fprintf(w, "# %s%s\n", e.Error, e.Problem)
+			}
 		}
 	})
 }

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sessiond/sessiond/apitypes"
 )
@@ -19,8 +22,10 @@ import (
 // where other users of the host could read them: only from standard
 // input or a file.
 type repoEnvCmd struct {
-	Show repoEnvShowCmd `cmd:"" help:"Show a repository's plain variables and the names of its secrets (their values are never shown)."`
-	Set  repoEnvSetCmd  `cmd:"" help:"Change a repository's variables and secrets; what is not named stays."`
+	Show    repoEnvShowCmd    `cmd:"" help:"Show a repository's plain variables, the names of its secrets (their values are never shown) and its environment configuration."`
+	Set     repoEnvSetCmd     `cmd:"" help:"Change a repository's variables, secrets or environment configuration; what is not named stays."`
+	Layers  repoEnvLayersCmd  `cmd:"" help:"List a repository's environment layers: key, commit, size, files, build time, status, last use."`
+	Rebuild repoEnvRebuildCmd `cmd:"" help:"Forget a repository's failed environment builds and drop its unused layers: the next command builds again."`
 }
 
 type repoEnvShowCmd struct {
@@ -42,6 +47,11 @@ func printEnvironment(w io.Writer, e apitypes.RepoEnvironment) {
 	for _, n := range e.Secrets {
 		fmt.Fprintf(w, "%s=*** (secret)\n", n)
 	}
+	c := e.EnvironmentConfig
+	if c.Setup != nil || c.Key != nil || c.Include != nil || c.Auto != nil {
+		b, _ := json.MarshalIndent(c, "", "  ")
+		fmt.Fprintf(w, "configuration: %s\n", b)
+	}
 }
 
 type repoEnvSetCmd struct {
@@ -51,11 +61,19 @@ type repoEnvSetCmd struct {
 	Secret      string   `help:"Set the secret NAME to standard input (one final newline removed)." placeholder:"NAME"`
 	SecretsFile string   `help:"Set secrets from a file of NAME=VALUE lines (- for standard input)." placeholder:"FILE"`
 	UnsetSecret []string `help:"Remove a secret (repeatable)." placeholder:"NAME"`
+	Config      string   `help:"Set the environment configuration (setup, key, include, auto) from a JSON or YAML file (- for standard input, as JSON)." placeholder:"FILE"`
+	NoConfig    bool     `help:"Remove the environment configuration set here (the file at the base commit, or the defaults, apply again)."`
 }
 
 func (c *repoEnvSetCmd) Run(ctx context.Context, x *cli) error {
-	if len(c.Env) == 0 && len(c.Unset) == 0 && c.Secret == "" && c.SecretsFile == "" && len(c.UnsetSecret) == 0 {
-		return usagef("repo env set %s: nothing to change: give --env, --unset, --secret, --secrets-file or --unset-secret", c.Repo)
+	if len(c.Env) == 0 && len(c.Unset) == 0 && c.Secret == "" && c.SecretsFile == "" && len(c.UnsetSecret) == 0 && c.Config == "" && !c.NoConfig {
+		return usagef("repo env set %s: nothing to change: give --env, --unset, --secret, --secrets-file, --unset-secret, --config or --no-config", c.Repo)
+	}
+	if c.Config != "" && c.NoConfig {
+		return usagef("repo env set %s: --config and --no-config together", c.Repo)
+	}
+	if c.Config == "-" && (c.Secret != "" || c.SecretsFile == "-") {
+		return usagef("repo env set %s: only one of --config, --secret and --secrets-file may read standard input", c.Repo)
 	}
 	if c.Secret != "" && c.SecretsFile == "-" {
 		return usagef("repo env set %s: --secret and --secrets-file - both read standard input", c.Repo)
@@ -117,9 +135,62 @@ func (c *repoEnvSetCmd) Run(ctx context.Context, x *cli) error {
 		v := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
 		req.Secrets[c.Secret] = &v
 	}
+	switch {
+	case c.NoConfig:
+		req.File = &apitypes.EnvironmentFile{Name: "environment.json", Content: "{}"}
+	case c.Config != "":
+		var data []byte
+		name := c.Config
+		if c.Config == "-" {
+			name = "stdin.json"
+			data, err = io.ReadAll(x.stdin)
+		} else {
+			data, err = os.ReadFile(c.Config)
+		}
+		if err != nil {
+			return err
+		}
+		req.File = &apitypes.EnvironmentFile{Name: filepath.Base(name), Content: string(data)}
+	}
 	e, err := x.c.SetRepoEnvironment(ctx, c.Repo, req)
 	if err != nil {
 		return err
 	}
 	return x.out(e, func(w io.Writer) { printEnvironment(w, e) })
+}
+
+type repoEnvLayersCmd struct {
+	Repo string `arg:"" help:"Repository name."`
+}
+
+func (c *repoEnvLayersCmd) Run(ctx context.Context, x *cli) error {
+	ls, err := x.c.Environments(ctx, c.Repo)
+	if err != nil {
+		return err
+	}
+	return x.out(ls, func(w io.Writer) {
+		for _, l := range ls.Layers {
+			commit := l.Commit
+			if len(commit) > 12 {
+				commit = commit[:12]
+			}
+			fmt.Fprintf(w, "%s  %-8s  commit %s  %d files  %d bytes  built in %d ms  last used %s\n",
+				l.Key, l.Status, commit, l.Files, l.Bytes, l.BuildMS, l.LastUsed.Format(time.RFC3339))
+			if l.Error != "" {
+				fmt.Fprintf(w, "  error: %s\n", l.Error)
+			}
+		}
+	})
+}
+
+type repoEnvRebuildCmd struct {
+	Repo string `arg:"" help:"Repository name."`
+}
+
+func (c *repoEnvRebuildCmd) Run(ctx context.Context, x *cli) error {
+	r, err := x.c.RebuildEnvironments(ctx, c.Repo)
+	if err != nil {
+		return err
+	}
+	return x.out(r, func(w io.Writer) { fmt.Fprintf(w, "dropped %d\n", r.Dropped) })
 }

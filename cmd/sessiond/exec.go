@@ -139,6 +139,12 @@ func printExecSummary(w io.Writer, res apitypes.ExecResponse) {
 			fmt.Fprintf(w, "  %s (%s): %s\n", merge.QuotePath(r.Path), r.Rule, r.Message)
 		}
 	}
+	for _, c := range res.Checkpoints {
+		fmt.Fprintf(w, "sessiond: commit became checkpoint %d (%s): %s\n", c.N, c.Commit[:min(12, len(c.Commit))], c.Label)
+	}
+	if res.GitNote != "" {
+		fmt.Fprintf(w, "sessiond: git: %s\n", res.GitNote)
+	}
 }
 
 // limitValue says a limit's value as a person reads it.

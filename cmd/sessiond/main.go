@@ -58,6 +58,7 @@ type cliRoot struct {
 
 	Repo    repoCmd    `cmd:"" help:"Repositories: ls, add, init, branches, policy." group:"client"`
 	Session sessionCmd `cmd:"" help:"Sessions: new, ls, show, rm." group:"client"`
+	Node    nodeCmd    `cmd:"" help:"The nodes of a cluster: ls, drain." group:"client"`
 
 	Ls     lsCmd     `cmd:"" help:"List the session's files." group:"files"`
 	Cat    catCmd    `cmd:"" help:"Print a file of the session." group:"files"`

@@ -32,6 +32,7 @@ import (
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/graph"
 	"github.com/sessiond/sessiond/internal/checkruns"
+	"github.com/sessiond/sessiond/internal/clustergraph"
 	"github.com/sessiond/sessiond/internal/clustersession"
 	"github.com/sessiond/sessiond/internal/durable"
 	"github.com/sessiond/sessiond/internal/graphsession"
@@ -58,6 +59,7 @@ type serveConfig struct {
 	AdvertiseURL      string        `help:"With --node-id: the URL the other nodes reach this one at (http://HOST:PORT)." name:"advertise-url" env:"SESSIOND_ADVERTISE_URL" placeholder:"URL"`
 	NodeHeartbeat     time.Duration `help:"With --node-id: how often the node renews its row in the nodes table." env:"SESSIOND_NODE_HEARTBEAT" default:"2s" placeholder:"DURATION"`
 	NodeLease         time.Duration `help:"With --node-id: how old a node's heartbeat may be (on the database's clock) before the others hold it dead." env:"SESSIOND_NODE_LEASE" default:"15s" placeholder:"DURATION"`
+	Placement         string        `help:"With --node-id: where new sessions go: local (the node the request reached) or balanced (the live node with the fewest running commands)." env:"SESSIOND_PLACEMENT" default:"local" placeholder:"MODE"`
 	AdminToken        string        `help:"Admin bearer token; turns auth on and allows non-loopback addresses." env:"SESSIOND_ADMIN_TOKEN" placeholder:"T"`
 	AllowedHosts      []string      `help:"Another name of the daemon that requests may carry in Host (repeatable; comma-separated in the variable): NAME for any port, NAME:PORT for one. The listen address, localhost and loopback addresses need none." name:"allowed-host" env:"SESSIOND_ALLOWED_HOSTS" placeholder:"NAME[:PORT]"`
 	CommitURL         string        `help:"Template of a repository's commit view, for the review page's commit links: {repo} and {commit} are replaced (https://forge.example/{repo}/commit/{commit}); empty: commits are not linked." name:"commit-url" env:"SESSIOND_COMMIT_URL" placeholder:"TEMPLATE"`
@@ -92,6 +94,7 @@ type execFlags struct {
 	ExecHostNetwork  bool     `help:"Let commands that ask for it (network: true) share the host's network even without an admin token (any process on the host network can then use the API)." env:"SESSIOND_EXEC_HOST_NETWORK"`
 	ExecShow         []string `help:"A host path commands see read-only though it would be hidden (a toolchain in a home directory, say); repeatable, comma-separated in the variable." name:"exec-show" env:"SESSIOND_EXEC_SHOW" placeholder:"PATH"`
 	CacheBytes       byteSize `help:"Disk for each repository's shared tool caches (Go, npm, pip, uv, cargo); beyond it the least recently used entries are trimmed between commands (0: no bound)." name:"cache-bytes" env:"SESSIOND_CACHE_BYTES" default:"10GiB" placeholder:"SIZE"`
+	EnvironmentBytes byteSize `help:"Disk for the environment layers (installed dependencies shared by sessions); beyond it the least recently used layers no command uses are removed (0: no bound)." name:"environment-bytes" env:"SESSIOND_ENVIRONMENT_BYTES" default:"20GiB" placeholder:"SIZE"`
 }
 
 func (f execFlags) validate() error {
@@ -194,6 +197,9 @@ func (c *serveConfig) validateNode() error {
 	case c.NodeHeartbeat <= 0 || c.NodeLease <= c.NodeHeartbeat:
 		return fmt.Errorf("--node-heartbeat %s and --node-lease %s: want a positive heartbeat shorter than the lease", c.NodeHeartbeat, c.NodeLease)
 	}
+	if err := cluster.CheckPlacement(c.Placement); err != nil {
+		return fmt.Errorf("--placement (SESSIOND_PLACEMENT): %w", err)
+	}
 	if err := cluster.CheckConfig(c.NodeID, c.AdvertiseURL); err != nil {
 		return fmt.Errorf("--node-id (SESSIOND_NODE_ID), --advertise-url (SESSIOND_ADVERTISE_URL): %w", err)
 	}
@@ -282,7 +288,14 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	// every part below is handed the ones it uses.
 	reg := repos.New(repos.Config{Store: store, DataDir: c.DataDir, Secrets: box})
 	defer reg.Close() // last: the graph's workers read repositories until joined
-	evs := events.New(store, nil)
+	// In a cluster the streams of every node wake on every node's events.
+	var wake events.Waker
+	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
+		if wake, err = pg.Waker(ctx, log); err != nil {
+			return fmt.Errorf("listen for the cluster's events: %w", err)
+		}
+	}
+	evs := events.New(store, wake)
 	// The session graph observes every session; its overlap events go to
 	// the event log.
 	g := graph.New(graph.Config{Events: evs, Logger: log})
@@ -300,6 +313,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	var (
 		sessStore session.Store = store
 		owners    *cluster.Owners
+		objects   *cluster.Filler // nil: not a cluster
 		m         *session.Manager
 	)
 	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
@@ -309,12 +323,16 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 				defer cancel()
 				m.Forget(fctx, id)
 			}})
-		sessStore = clustersession.New(store, owners)
+		sessStore = clustersession.New(store, owners, reg)
+		// The objects of sessions' writes are in the store too: a node
+		// that takes a session over, or accepts it, brings them from there.
+		objects = &cluster.Filler{Store: pg}
 	}
 	m = session.NewManager(session.Config{
 		Store: sessStore, Repos: reg, Events: evs, Workdirs: wd,
 		Limits:    session.Limits{MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MaxOverlayBytes: int64(c.MaxOverlayBytes), MaxLifetime: c.MaxLifetime},
 		Observers: []session.Observer{graphsession.Observer(g)}, IdleUnload: c.IdleUnload,
+		Objects: filler(objects),
 	})
 	defer m.Close()
 	// Changesets over the same store, acting on sessions through the engine.
@@ -323,7 +341,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
 		branchLocks = pg
 	}
-	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g, BranchLocks: branchLocks})
+	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g, BranchLocks: branchLocks, Objects: filler(objects)})
 	// Every command run is kept for the checks of changesets.
 	runner := session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork,
 		Ran: checkruns.Keeper(cs, log)})
@@ -333,7 +351,13 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	if err != nil {
 		return err
 	}
+	var (
+		router  *cluster.Router
+		drainer api.Drainer
+	)
 	if node != nil {
+		router = cluster.NewRouter(node, owners, store.(*db.Postgres), c.Placement)
+		drainer = &clustersession.Drainer{Router: router, Manager: m, Exec: runner}
 		defer func() {
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
@@ -370,7 +394,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		Manager: m, Repos: reg, Events: evs, Exec: runner, Changesets: cs, AdminToken: c.AdminToken, TokenSecret: tokenKey, LocalUser: localUser,
 		AllowedHosts: daemonNames(c.Addr, c.AllowedHosts),
 		MaxBodyBytes: int64(c.MaxBodyBytes), Heartbeat: c.Heartbeat, WriteTimeout: c.WriteTimeout, Logger: log, MCP: mcpHandler, Store: store,
-		PreviewDomain: c.PreviewDomain, URL: "http://" + ln.Addr().String(), Cluster: node,
+		PreviewDomain: c.PreviewDomain, URL: "http://" + ln.Addr().String(), Cluster: node, Router: router, Drainer: drainer,
 	})
 	srv := &http.Server{
 		// The browser rules (Host, Origin) hold for the page and the API;
@@ -422,6 +446,20 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 			}
 		}
 	}()
+
+	// The graph learns the other nodes' sessions from the event log, so
+	// overlap warnings span nodes.
+	if node != nil {
+		gctx, gcancel := context.WithCancel(ctx)
+		learned := make(chan struct{})
+		go func() {
+			defer close(learned)
+			clustergraph.Run(gctx, clustergraph.Config{Events: evs, Graph: g, Repos: reg, Logger: log,
+				API:   client.NewInProcess(srvAPI, c.AdminToken),
+				Local: func(id uuid.UUID) bool { _, ok := owners.Epoch(id); return ok }})
+		}()
+		defer func() { gcancel(); <-learned }()
+	}
 
 	// The node's heartbeat; a node whose id another process took (it
 	// missed its heartbeats past the lease) stops.
@@ -708,7 +746,7 @@ func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, ex e
 		Hide:         func() []string { return append([]string{abs}, reg.Hidden(context.Background())...) },
 		Logf:         func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
 		NoNamespaces: noNamespaces, Limits: ex.limits(), Show: ex.ExecShow,
-		ToolCacheBytes: int64(ex.CacheBytes),
+		ToolCacheBytes: int64(ex.CacheBytes), EnvironmentBytes: int64(ex.EnvironmentBytes),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("view directories: %w", err)
@@ -719,4 +757,15 @@ func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, ex e
 	}
 	log.Info("view directories", "mode", wd.Mode(), "isolated", wd.Isolated(), "limits", limits)
 	return wd, nil
+}
+
+// filler is f, or no Filler at all (not a nil pointer in an interface)
+// outside a cluster.
+func filler(f *cluster.Filler) interface {
+	Fill(ctx context.Context, repo string, r *gitstore.Repo, ids []gitstore.OID) error
+} {
+	if f == nil {
+		return nil
+	}
+	return f
 }

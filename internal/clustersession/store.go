@@ -10,6 +10,7 @@ import (
 	"github.com/sessiond/sessiond/cluster"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/record"
+	"github.com/sessiond/sessiond/repos"
 	"github.com/sessiond/sessiond/session"
 )
 
@@ -21,22 +22,33 @@ type Fencer interface {
 }
 
 // Store is a session.Store whose writes of a session's durable state are
-// fenced by the node's ownership of the session.
+// fenced by the node's ownership of the session, and carry the objects
+// they name into the store.
 type Store struct {
 	session.Store
-	owners *cluster.Owners
+	owners  *cluster.Owners
+	objects *objects
 }
 
-// New wraps store (whose transactions must be Fencers) with owners' fence.
-func New(store session.Store, owners *cluster.Owners) *Store {
-	return &Store{Store: store, owners: owners}
+// New wraps store (whose transactions must be Fencers and
+// cluster.ObjectTxs) with owners' fence; the objects of the sessions'
+// writes are read from the repositories reg opens.
+func New(store session.Store, owners *cluster.Owners, reg *repos.Registry) *Store {
+	return &Store{Store: store, owners: owners, objects: &objects{repos: reg}}
 }
 
 // InTx implements session.Store: fn's Tx is fenced.
 func (s *Store) InTx(ctx context.Context, fn func(session.Tx) error) error {
 	return s.Store.InTx(ctx, func(tx session.Tx) error {
-		return fn(&fencedTx{Tx: tx, owners: s.owners, epochs: map[uuid.UUID]int64{}})
+		return fn(&fencedTx{Tx: tx, owners: s.owners, objects: s.objects, epochs: map[uuid.UUID]int64{}})
 	})
+}
+
+// Claim takes session id's lease for this node (or keeps the one it
+// holds): a *cluster.OwnedError when another node's is live.
+func (s *Store) Claim(ctx context.Context, id uuid.UUID) error {
+	_, err := s.owners.Take(ctx, id)
+	return err
 }
 
 // The writes called on the Store itself run in a fenced transaction of
@@ -85,8 +97,9 @@ func (s *Store) CreateCheckpoint(ctx context.Context, c session.Checkpoint) (out
 // state, once per session per transaction.
 type fencedTx struct {
 	session.Tx
-	owners *cluster.Owners
-	epochs map[uuid.UUID]int64 // checked in this transaction
+	owners  *cluster.Owners
+	objects *objects
+	epochs  map[uuid.UUID]int64 // checked in this transaction
 }
 
 func (t *fencedTx) fence(ctx context.Context, id uuid.UUID) error {
@@ -147,11 +160,27 @@ func (t *fencedTx) AppendMutation(ctx context.Context, m session.MutationRecord,
 	if err := t.fence(ctx, m.Session); err != nil {
 		return session.MutationRecord{}, err
 	}
+	blobs := make([]gitstore.OID, 0, len(changes))
+	for _, c := range changes {
+		if !c.Remove {
+			blobs = append(blobs, c.Entry.Blob)
+		}
+	}
+	if err := t.objects.save(ctx, t.Tx, m.Session, blobs, false); err != nil {
+		return session.MutationRecord{}, err
+	}
 	return t.Tx.AppendMutation(ctx, m, changes)
 }
 
 func (t *fencedTx) ReplaceOverlay(ctx context.Context, m session.MutationRecord, entries []session.OverlayEntry) (session.MutationRecord, error) {
 	if err := t.fence(ctx, m.Session); err != nil {
+		return session.MutationRecord{}, err
+	}
+	blobs := make([]gitstore.OID, len(entries))
+	for i, e := range entries {
+		blobs[i] = e.Blob
+	}
+	if err := t.objects.save(ctx, t.Tx, m.Session, blobs, true); err != nil {
 		return session.MutationRecord{}, err
 	}
 	return t.Tx.ReplaceOverlay(ctx, m, entries)
@@ -166,6 +195,9 @@ func (t *fencedTx) RecordReads(ctx context.Context, id uuid.UUID, reads map[stri
 
 func (t *fencedTx) CreateCheckpoint(ctx context.Context, c session.Checkpoint) (session.Checkpoint, error) {
 	if err := t.fence(ctx, c.Session); err != nil {
+		return session.Checkpoint{}, err
+	}
+	if err := t.objects.saveCheckpoint(ctx, t.Tx, c); err != nil {
 		return session.Checkpoint{}, err
 	}
 	return t.Tx.CreateCheckpoint(ctx, c)

@@ -37,6 +37,9 @@ const (
 	// (package session's committer): the first session's live ref is in
 	// place, the others' not yet.
 	RefsPartlyMoved Step = "refs-partly-moved"
+	// EnvironmentBuilt: an environment layer (package workdir) is
+	// complete and synced under its temporary name, not yet renamed.
+	EnvironmentBuilt Step = "environment-built"
 )
 
 // Steps lists every step of a session's mutation in write order.

@@ -42,6 +42,7 @@ func TestMapError(t *testing.T) {
 		{wrap(&record.ConflictError{Field: "head", Current: "abc"}), 409, apitypes.CodeConflict},
 		{wrap(record.ErrDuplicate), 409, apitypes.CodeConflict},
 		{wrap(record.ErrSessionClosed), 409, apitypes.CodeSessionClosed},
+		{wrap(&session.UnresolvedError{What: "submit"}), 409, apitypes.CodeUnresolvedConflicts},
 		{wrap(&session.PreconditionError{Path: "x", Current: "abc"}), 412, apitypes.CodePreconditionFailed},
 		{wrap(session.ErrTooLarge), 413, apitypes.CodeTooLarge},
 		{wrap(&http.MaxBytesError{Limit: 10}), 413, apitypes.CodeTooLarge},

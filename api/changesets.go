@@ -563,47 +563,6 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) rebase(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionID(r)
-	if err != nil {
-		return err
-	}
-	var req apitypes.RebaseRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	ss, mu, err := s.m.Rebase(ctxWithoutCancel(r), id, req.Onto, req.Actor)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, apitypes.MutationResult{Session: toSession(ss), Mutation: toMutation(mu)})
-	return nil
-}
-
-func (s *Server) merge(w http.ResponseWriter, r *http.Request) error {
-	id, err := sessionID(r)
-	if err != nil {
-		return err
-	}
-	var req apitypes.MergeRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	from, err := uuid.Parse(req.From)
-	if err != nil {
-		return badRequest("from %q: not a session id", req.From)
-	}
-	if aerr := s.auth.authorizeFrom(r, from); aerr != nil {
-		return aerr
-	}
-	ss, mu, err := s.m.MergeFrom(ctxWithoutCancel(r), id, from, req.Actor)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, apitypes.MutationResult{Session: toSession(ss), Mutation: toMutation(mu)})
-	return nil
-}
-
 func toFileSymbols(f graph.FileSummary) apitypes.FileSymbols {
 	keys := func(ks []graph.Key) []apitypes.SymbolKey {
 		if ks == nil {

@@ -65,6 +65,7 @@ func mapError(err error) *apitypes.Error {
 		preErr  *session.PreconditionError
 		cfErr   *record.ConflictError
 		mgErr   *merge.ConflictError
+		unErr   *session.UnresolvedError
 		srErr   *changeset.StaleReadsError
 		ckErr   *changeset.ChecksRequiredError
 		objErr  *gitstore.ObjectError
@@ -119,6 +120,9 @@ func mapError(err error) *apitypes.Error {
 		return newError(http.StatusConflict, apitypes.CodeSessionClosed, "%s", err.Error())
 	case errors.Is(err, session.ErrBusy):
 		return newError(http.StatusConflict, apitypes.CodeSessionBusy, "%s", err.Error())
+	case errors.As(err, &unErr):
+		return &apitypes.Error{Status: http.StatusConflict, Code: apitypes.CodeUnresolvedConflicts, Message: err.Error(),
+			Details: map[string]any{"conflicts": toKeptConflicts(unErr.Conflicts)}}
 	case errors.As(err, &mgErr):
 		return &apitypes.Error{Status: http.StatusConflict, Code: apitypes.CodeConflict, Message: err.Error(),
 			Details: map[string]any{"conflicts": toConflicts(mgErr.Conflicts)}}

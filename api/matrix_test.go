@@ -260,7 +260,10 @@ func matrix() map[string][]call {
 		},
 		"GET /v1/sessions/{id}/events": {{variant: "allowed", path: sess("/events"), status: 200,
 			header: func(*world, string) []string { return []string{"Accept", "application/json"} }}},
-		"POST /v1/sessions/{id}/rebase": {{variant: "allowed", path: sess("/rebase"), body: jsonBody(map[string]any{}), status: 200}},
+		"POST /v1/sessions/{id}/rebase":   {{variant: "allowed", path: sess("/rebase"), body: jsonBody(map[string]any{}), status: 200}},
+		"GET /v1/sessions/{id}/conflicts": {{variant: "allowed", path: sess("/conflicts"), status: 200}},
+		// No conflict at the path: past the auth check, a 400.
+		"POST /v1/sessions/{id}/resolve": {{variant: "allowed", path: sess("/resolve"), body: jsonBody(map[string]any{"paths": []string{"README.md"}}), status: 400}},
 		"POST /v1/sessions/{id}/merge": {
 			{variant: "allowed", path: sess("/merge"), body: func(w *world) any { return map[string]any{"from": w.c.ID.String()} },
 				header: func(w *world, who string) []string { return fromToken(w.c.ID, who) }, status: 200},
@@ -295,7 +298,24 @@ func matrix() map[string][]call {
 		"GET /v1/repos/{repo}/environment": {{variant: "allowed", path: fixed("/v1/repos/r/environment"), status: 200}},
 		"PUT /v1/repos/{repo}/environment": {{variant: "allowed", path: fixed("/v1/repos/r/environment"),
 			body: jsonBody(map[string]any{"env": map[string]string{"A": "1"}, "secrets": map[string]string{"TOKEN": "matrix-secret"}}), status: 200}},
-		"POST /v1/reviewers": {{variant: "allowed", path: fixed("/v1/reviewers"), body: jsonBody(map[string]any{"name": "rita"}), status: 201}},
+		// No workdir and no cluster here: services, their ports and
+		// environments are unavailable, a link not made here opens nothing and there is no
+		// node to drain; what is shown is the auth in front of each.
+		"POST /v1/sessions/{id}/services": {{variant: "allowed", path: sess("/services"),
+			body: jsonBody(map[string]any{"name": "web", "argv": []string{"true"}, "port": 8080}), status: mapError(session.ErrNoWorkdir).Status}},
+		"GET /v1/sessions/{id}/services":             {{variant: "allowed", path: sess("/services"), status: mapError(session.ErrNoWorkdir).Status}},
+		"DELETE /v1/sessions/{id}/services/{name}":   {{variant: "allowed", path: sess("/services/web"), status: mapError(session.ErrNoWorkdir).Status}},
+		"GET /v1/sessions/{id}/services/{name}/logs": {{variant: "allowed", path: sess("/services/web/logs"), status: mapError(session.ErrNoWorkdir).Status}},
+		"POST /v1/sessions/{id}/ports/{port}/link":   {{variant: "allowed", path: sess("/ports/8080/link"), body: jsonBody(map[string]any{"ttl_seconds": 60}), status: mapError(session.ErrNoWorkdir).Status}},
+		"GET " + portsPattern:                        {{variant: "allowed", path: sess("/ports/8080/index.html"), status: mapError(session.ErrNoWorkdir).Status}},
+		"POST " + portsPattern:                       {{variant: "allowed", path: sess("/ports/8080/form"), body: jsonBody(map[string]any{}), status: mapError(session.ErrNoWorkdir).Status}},
+		"GET " + linksPattern:                        {{variant: "allowed", path: fixed("/v1/links/not-a-link/index.html"), status: 401}},
+		"POST " + linksPattern:                       {{variant: "allowed", path: fixed("/v1/links/not-a-link/form"), body: jsonBody(map[string]any{}), status: 401}},
+		"GET /v1/repos/{repo}/environments":          {{variant: "allowed", path: fixed("/v1/repos/r/environments"), status: mapError(session.ErrNoWorkdir).Status}},
+		"POST /v1/repos/{repo}/environments/rebuild": {{variant: "allowed", path: fixed("/v1/repos/r/environments/rebuild"), body: jsonBody(map[string]any{}), status: mapError(session.ErrNoWorkdir).Status}},
+		"GET /v1/cluster":                            {{variant: "allowed", path: fixed("/v1/cluster"), status: 200}},
+		"POST /v1/cluster/nodes/{node}/drain":        {{variant: "allowed", path: fixed("/v1/cluster/nodes/n1/drain"), body: jsonBody(map[string]any{}), status: 503}},
+		"POST /v1/reviewers":                         {{variant: "allowed", path: fixed("/v1/reviewers"), body: jsonBody(map[string]any{"name": "rita"}), status: 201}},
 		// No MCP handler is configured here: a caller the route admits
 		// gets not_found, which still shows the auth in front of it.
 		"POST /mcp":                 {{variant: "allowed", path: fixed("/mcp"), body: jsonBody(map[string]any{}), status: 404}},

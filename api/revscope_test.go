@@ -45,6 +45,15 @@ var revisionInputs = map[string][]revisionInput{
 	"POST /v1/repos": nil, "GET /v1/repos": nil, "GET /v1/repos/{repo}": nil, "GET /v1/repos/{repo}/branches": nil,
 	"GET /v1/repos/{repo}/events": nil,
 
+	// Services, ports, links, environments and the cluster read no
+	// revision.
+	"POST /v1/sessions/{id}/services": nil, "GET /v1/sessions/{id}/services": nil,
+	"DELETE /v1/sessions/{id}/services/{name}": nil, "GET /v1/sessions/{id}/services/{name}/logs": nil,
+	"POST /v1/sessions/{id}/ports/{port}/link": nil,
+	"GET " + portsPattern:                      nil, "POST " + portsPattern: nil, "GET " + linksPattern: nil, "POST " + linksPattern: nil,
+	"GET /v1/repos/{repo}/environments": nil, "POST /v1/repos/{repo}/environments/rebuild": nil,
+	"GET /v1/cluster": nil, "POST /v1/cluster/nodes/{node}/drain": nil,
+
 	"POST /v1/sessions":                        {{"body", "base", kindRevision}},
 	"GET /v1/sessions":                         nil,
 	"GET /v1/sessions/{id}":                    nil,
@@ -66,6 +75,8 @@ var revisionInputs = map[string][]revisionInput{
 	"GET /v1/sessions/{id}/events":             nil,
 	"POST /v1/sessions/{id}/rebase":            {{"body", "onto", kindRevision}},
 	"POST /v1/sessions/{id}/merge":             nil, // a session id, read with its token (TestMergeNeedsReadOnFrom)
+	"GET /v1/sessions/{id}/conflicts":          nil,
+	"POST /v1/sessions/{id}/resolve":           nil, // paths of the session
 	"POST /v1/sessions/{id}/exec":              nil,
 	"POST /v1/sessions/{id}/changesets":        nil, // target_branch names a branch to write, not a revision to read
 	"GET /v1/changesets":                       nil,

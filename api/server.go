@@ -199,6 +199,8 @@ var routes = []Route{
 	{"GET", "/v1/sessions/{id}/events", scopeSession, (*Server).sessionEvents},
 	{"POST", "/v1/sessions/{id}/rebase", scopeSession, (*Server).rebase},
 	{"POST", "/v1/sessions/{id}/merge", scopeSession, (*Server).merge},
+	{"GET", "/v1/sessions/{id}/conflicts", scopeSession, (*Server).conflicts},
+	{"POST", "/v1/sessions/{id}/resolve", scopeSession, (*Server).resolve},
 	{"POST", "/v1/sessions/{id}/exec", scopeSession, (*Server).exec},
 	{"GET", "/v1/sessions/{id}/runs", scopeSession, (*Server).sessionRuns},
 	{"GET", "/v1/sessions/{id}/exec", scopeSession, (*Server).followExec},

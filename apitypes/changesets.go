@@ -313,6 +313,10 @@ type Conflict struct {
 	Hunks    []ConflictHunk   `json:"hunks"`
 	Binary   bool             `json:"binary,omitempty"`
 	Message  string           `json:"message"`
+	// Rerere and OfferedResolution: a session's kept conflict
+	// (conflicts.go).
+	Rerere            string  `json:"rerere,omitempty"`
+	OfferedResolution *string `json:"offered_resolution,omitempty"`
 }
 
 // ConflictHunk is a region of a file both sides changed differently:
@@ -376,12 +380,16 @@ type ExecPolicy struct {
 type RebaseRequest struct {
 	Onto  string `json:"onto,omitempty"`
 	Actor string `json:"actor,omitempty"`
+	// Conflicts: "" or "refuse" (a conflict is a 409 and nothing
+	// applies), "keep" or "reuse" (conflicts.go).
+	Conflicts string `json:"conflicts,omitempty"`
 }
 
 // MergeRequest merges another session's changes into a session.
 type MergeRequest struct {
-	From  string `json:"from"`
-	Actor string `json:"actor,omitempty"`
+	From      string `json:"from"`
+	Actor     string `json:"actor,omitempty"`
+	Conflicts string `json:"conflicts,omitempty"` // as in RebaseRequest
 }
 
 // FromTokenHeader carries the token of a second session an operation
@@ -394,6 +402,10 @@ const FromTokenHeader = "X-Sessiond-From-Token"
 type MutationResult struct {
 	Session  Session  `json:"session"`
 	Mutation Mutation `json:"mutation"`
+	// Conflicts and Reused: a rebase or merge with conflicts keep or
+	// reuse (conflicts.go).
+	Conflicts []Conflict `json:"conflicts,omitempty"`
+	Reused    []string   `json:"reused,omitempty"`
 }
 
 // TimelineEntry is one thing that happened to a changeset (GET

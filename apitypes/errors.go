@@ -19,6 +19,10 @@ const (
 	// CodeChecksRequired: accept refused because a check the repository's
 	// policy requires is missing, failed or stale (details: checks).
 	CodeChecksRequired = "checks_required"
+	// CodeUnresolvedConflicts: a 409 for a session whose kept conflicts
+	// are not resolved (details: conflicts), refusing submit, accept and
+	// another rebase or merge.
+	CodeUnresolvedConflicts = "unresolved_conflicts"
 	// CodeInsufficientStorage is a 507: a write failed for lack of space
 	// where it writes, named in "filled" ("store", "objects" or "refs")
 	// and "repo"; nothing of it was acknowledged, and it succeeds again

@@ -129,6 +129,9 @@ func (s *Service) Accept(ctx context.Context, id uuid.UUID, opts AcceptOptions) 
 	if err := acceptable(c, pol); err != nil {
 		return AcceptResult{}, err
 	}
+	if err := s.sessions.CheckResolved(ctx, c.Session, "accept changeset "+id.String()); err != nil {
+		return AcceptResult{}, err
+	}
 	r, err := s.repos.Open(ctx, c.Repo)
 	if err != nil {
 		return AcceptResult{}, err

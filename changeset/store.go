@@ -134,6 +134,10 @@ type Sessions interface {
 	// to a commit of repo, within the caller's reach (record.Reach): the
 	// one resolver of callers' revisions.
 	ResolveRevision(ctx context.Context, repo *gitstore.Repo, field, rev string) (gitstore.OID, error)
+	// CheckResolved fails (errors.Is session.ErrUnresolvedConflicts, a
+	// 409 listing them) while the session has unresolved conflicts; what
+	// names the operation they stop.
+	CheckResolved(ctx context.Context, id uuid.UUID, what string) error
 	// Claim makes this node the session's owner before an accept moves
 	// its branch (a cluster's; record.ErrUnavailable naming the live
 	// node that owns it), so that the accept can record what it pushed.

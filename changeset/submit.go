@@ -42,6 +42,9 @@ func (s *Service) submit(ctx context.Context, id uuid.UUID, opts SubmitOptions) 
 	if err := s.settleSession(ctx, id); err != nil {
 		return Changeset{}, fmt.Errorf("submit session %s: %w", id, err)
 	}
+	if err := s.sessions.CheckResolved(ctx, id, "submit"); err != nil {
+		return Changeset{}, err
+	}
 	h, err := s.sessions.Hold(ctx, id)
 	if err != nil {
 		return Changeset{}, err

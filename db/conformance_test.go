@@ -46,6 +46,7 @@ func TestConformance(t *testing.T) {
 		{"ReplaceOverlay", testReplaceOverlay},
 		{"OverlayBatches", testOverlayBatches},
 		{"Reads", testReads},
+		{"Conflicts", testConflicts},
 		{"ListMutations", testListMutations},
 		{"Checkpoints", testCheckpoints},
 		{"Changesets", testChangesets},
@@ -1276,4 +1277,65 @@ func testChangesetSelection(t *testing.T, _ backend, s Store) {
 	require.Len(t, list, 1)
 	assert.Equal(t, &sel, list[0].Selection)
 	assert.ErrorIs(t, cst.SetChangesetSelection(ctx, uuid.New(), sel), record.ErrNotFound)
+}
+
+func testConflicts(t *testing.T, _ backend, s Store) {
+	ctx := t.Context()
+	mkRepo(t, s, "r")
+	mkRepo(t, s, "q")
+	a := mkSession(t, s, "r", nil)
+	b := mkSession(t, s, "r", nil)
+	got, err := s.ListConflicts(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+
+	kc := func(p string, kind merge.ConflictKind) session.KeptConflict {
+		return session.KeptConflict{
+			Conflict: merge.Conflict{Path: p, Kind: kind, Base: &merge.Version{Path: p, OID: oid(1), Mode: gitstore.ModeFile},
+				Ours: &merge.Version{Path: p, OID: oid(2), Mode: gitstore.ModeExec}, Message: "m " + p,
+				Hunks: []merge.ConflictHunk{{BaseStart: 1, BaseLines: []string{"a\n"}, OursStart: 1, OursLines: []string{"b\n"}, TheirsStart: 2, TheirsLines: []string{}}}},
+			Op: session.OpRebase, Written: []session.WrittenFile{{Path: p, OID: oid(3), Mode: gitstore.ModeFile}},
+			Markers: []string{"<<<<<<< main"}, Rerere: "abc", Preimage: []byte("pre\x00\xff"),
+		}
+	}
+	want := []session.KeptConflict{kc("a/x", merge.ConflictContent), kc("b", merge.ConflictModifyDelete)}
+	require.NoError(t, s.InTx(ctx, func(tx session.Tx) error { return tx.PutConflicts(ctx, a.ID, []session.KeptConflict{want[1], want[0]}) }))
+	require.NoError(t, s.PutConflicts(ctx, b.ID, want[:1]))
+	got, err = s.ListConflicts(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "by path, every field round trips")
+	// Put replaces; delete removes only the paths named.
+	require.NoError(t, s.PutConflicts(ctx, a.ID, want))
+	require.NoError(t, s.DeleteConflicts(ctx, a.ID, []string{"a/x", "absent"}))
+	got, err = s.ListConflicts(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, want[1:], got)
+	got, err = s.ListConflicts(ctx, b.ID)
+	require.NoError(t, err)
+	assert.Equal(t, want[:1], got, "another session's conflicts stay")
+	require.NoError(t, s.PutConflicts(ctx, a.ID, nil))
+	got, err = s.ListConflicts(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	assert.ErrorIs(t, s.PutConflicts(ctx, uuid.New(), want), record.ErrNotFound)
+
+	// Resolutions: per repository and id, the last one wins.
+	_, err = s.GetResolution(ctx, "r", "abc")
+	assert.ErrorIs(t, err, record.ErrNotFound)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	r1 := session.Resolution{Repo: "r", ID: "abc", Preimage: []byte("<<<<<<<\na\n"), Postimage: []byte("x\x00y"), CreatedAt: at}
+	require.NoError(t, s.PutResolution(ctx, r1))
+	require.NoError(t, s.PutResolution(ctx, session.Resolution{Repo: "q", ID: "abc", Preimage: []byte("p"), Postimage: []byte{}, CreatedAt: at}))
+	r, err := s.GetResolution(ctx, "r", "abc")
+	require.NoError(t, err)
+	assert.Equal(t, r1, r)
+	r1.Postimage = []byte("resolved again\n")
+	require.NoError(t, s.InTx(ctx, func(tx session.Tx) error { return tx.PutResolution(ctx, r1) }))
+	r, err = s.GetResolution(ctx, "r", "abc")
+	require.NoError(t, err)
+	assert.Equal(t, r1, r)
+	r, err = s.GetResolution(ctx, "q", "abc")
+	require.NoError(t, err)
+	assert.Equal(t, []byte{}, r.Postimage)
+	assert.ErrorIs(t, s.PutResolution(ctx, session.Resolution{Repo: "nope", ID: "x", CreatedAt: at}), record.ErrNotFound)
 }

@@ -1567,3 +1567,83 @@ func Open(ctx context.Context, databaseURL, dataDir string) (Store, error) {
 	}
 	return OpenSQLiteDir(ctx, dataDir)
 }
+
+// Kept conflicts and remembered resolutions (issue 23).
+
+func (s *store) PutConflicts(ctx context.Context, id uuid.UUID, cs []session.KeptConflict) error {
+	return s.atomic(ctx, func(t *store) error {
+		if _, err := t.r.exec(ctx, `DELETE FROM session_conflicts WHERE session_id = $1`, id.String()); err != nil {
+			return fmt.Errorf("session %s conflicts: %w", id, err)
+		}
+		for _, c := range cs {
+			d, err := jsonArg(c)
+			if err != nil {
+				return err
+			}
+			if _, err := t.r.exec(ctx, `INSERT INTO session_conflicts (session_id, path, detail) VALUES ($1, $2, $3)`,
+				id.String(), c.Path, d); err != nil {
+				return fmt.Errorf("session %s conflict %q: %w", id, c.Path, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (s *store) ListConflicts(ctx context.Context, id uuid.UUID) ([]session.KeptConflict, error) {
+	rs, err := s.r.query(ctx, `SELECT detail FROM session_conflicts WHERE session_id = $1 ORDER BY path`, id.String())
+	if err != nil {
+		return nil, fmt.Errorf("session %s conflicts: %w", id, err)
+	}
+	out, err := collect(rs, func(sc scanner) (session.KeptConflict, error) {
+		var d string
+		var c session.KeptConflict
+		if err := sc.Scan(&d); err != nil {
+			return c, err
+		}
+		if err := json.Unmarshal([]byte(d), &c); err != nil {
+			return c, fmt.Errorf("conflict detail: %w", err)
+		}
+		return c, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session %s conflicts: %w", id, err)
+	}
+	return out, nil
+}
+
+func (s *store) DeleteConflicts(ctx context.Context, id uuid.UUID, paths []string) error {
+	for _, p := range paths {
+		if _, err := s.r.exec(ctx, `DELETE FROM session_conflicts WHERE session_id = $1 AND path = $2`, id.String(), p); err != nil {
+			return fmt.Errorf("session %s conflict %q: %w", id, p, err)
+		}
+	}
+	return nil
+}
+
+func (s *store) PutResolution(ctx context.Context, r session.Resolution) error {
+	_, err := s.r.exec(ctx, `INSERT INTO rerere_resolutions (repo, id, preimage, postimage, created_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (repo, id) DO UPDATE SET preimage = excluded.preimage, postimage = excluded.postimage, created_at = excluded.created_at`,
+		r.Repo, r.ID, nonNil(r.Preimage), nonNil(r.Postimage), timeArg(r.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("repository %s resolution %s: %w", r.Repo, r.ID, err)
+	}
+	return nil
+}
+
+func (s *store) GetResolution(ctx context.Context, repo, id string) (session.Resolution, error) {
+	r := session.Resolution{Repo: repo, ID: id}
+	err := s.r.queryRow(ctx, `SELECT preimage, postimage, created_at FROM rerere_resolutions WHERE repo = $1 AND id = $2`, repo, id).
+		Scan(&r.Preimage, &r.Postimage, timeCol{&r.CreatedAt})
+	if err != nil {
+		return session.Resolution{}, fmt.Errorf("repository %s resolution %s: %w", repo, id, err)
+	}
+	r.Preimage, r.Postimage = nonNil(r.Preimage), nonNil(r.Postimage)
+	return r, nil
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

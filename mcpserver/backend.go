@@ -32,6 +32,10 @@ type Backend interface {
 	StartService(ctx context.Context, id string, in apitypes.ServiceRequest) (apitypes.Service, error)
 	ServiceLogs(ctx context.Context, id, name string, tail int, follow bool, line func(string)) error
 	StopService(ctx context.Context, id, name string) (apitypes.Service, error)
+	// RebaseWith and Conflicts: rebase with a conflicts mode, and the
+	// session's unresolved conflicts (tools_conflicts.go).
+	RebaseWith(ctx context.Context, id, onto, conflicts string) (apitypes.MutationResult, error)
+	Conflicts(ctx context.Context, id string) (apitypes.SessionConflicts, error)
 }
 
 var _ Backend = (*client.Client)(nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/mcpserver"
 )
 
 // bearerTransport adds a bearer token to every request, under the scheme
@@ -88,7 +89,7 @@ func TestStreamableHTTPAuth(t *testing.T) {
 		require.NoError(t, err)
 		res, err := cs.ListTools(t.Context(), nil)
 		require.NoError(t, err)
-		assert.Len(t, res.Tools, 19)
+		assert.Len(t, res.Tools, len(mcpserver.ToolNames()))
 		text, _ := ok(t, cs, "write_file", map[string]any{"path": "from-http.txt", "content": "hi\n"})
 		assert.Contains(t, text, "Wrote from-http.txt")
 		_, _, err = e.admin.ReadFile(t.Context(), b.ID, "from-http.txt")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,7 @@ var toolRevisionInputs = map[string]map[string]string{
 	"submit":     nil, // target_branch names a branch to write, not a revision to read
 	"diff":       {"against": "revision"},
 	"rollback":   {"checkpoint": "checkpoint"},
+	"rebase":     {"onto": "revision"}, // a commit: a tree is a bad request
 }
 
 // revisionish reports whether a tool input looks like it names a revision
@@ -115,19 +117,37 @@ func TestToolRevisionScope(t *testing.T) {
 					text, code, _ := fails(t, cs, tool.Name, map[string]any{name: v})
 					assert.Equal(t, "not_found", code, "%s=%s with a's token: %s", name, v, text)
 					assert.NotContains(t, text, "secret", "%s=%s", name, v)
-					if kind == "revision" {
+					switch {
+					case tool.Name == "rebase" && slices.Contains([]string{bRefs + "/live", bcp.Tree, bLive, bLive[:10]}, v):
+						// a tree: not a commit to rebase onto
+					case tool.Name == "rebase":
+						ok(t, adminCS, tool.Name, map[string]any{name: v})
+						// Back where a was: b's files leave with b's commit.
+						ok(t, adminCS, tool.Name, map[string]any{name: "main"})
+					case kind == "revision":
 						ok(t, adminCS, tool.Name, map[string]any{name: v})
 					}
 				}
 				_, _, err = e.admin.ReadFile(ctx, a.ID, "secret.txt")
 				assert.Error(t, err, "b's file never reached a")
 				for _, v := range own[kind] {
+					if tool.Name == "rebase" {
+						if v == liveTree(t, e, a.ID) || v == aRefs+"/live" {
+							continue // a tree, not a commit
+						}
+						// Found: a's own checkpoint holds another mine.txt,
+						// which conflicts (and changes nothing).
+						if text, isErr, data := call(t, cs, tool.Name, map[string]any{name: v}); isErr {
+							assert.Equal(t, "conflict", data["error"].(map[string]any)["code"], "%s=%s: %s", name, v, text)
+						}
+						continue
+					}
 					ok(t, cs, tool.Name, map[string]any{name: v})
 				}
 			})
 		}
 	}
-	assert.Equal(t, 2, walked, "every input of toolRevisionInputs was walked")
+	assert.Equal(t, 3, walked, "every input of toolRevisionInputs was walked")
 }
 
 func liveTree(t testing.TB, e *env, id string) string {

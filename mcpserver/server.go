@@ -93,6 +93,8 @@ const (
 	toolServiceStart = "service_start"
 	toolServiceLogs  = "service_logs"
 	toolServiceStop  = "service_stop"
+	// Conflicts (SPEC §14).
+	toolRebase = "rebase"
 )
 
 // ToolNames lists the tools every server has, in the order of SPEC
@@ -100,7 +102,7 @@ const (
 func ToolNames() []string {
 	return []string{toolReadFile, toolReadFiles, toolWriteFile, toolEditFile, toolDeletePath, toolMovePath,
 		toolListDir, toolGlob, toolGrep, toolDiff, toolStatus, toolCheckpoint, toolRollback, toolLog, toolRun, toolSubmit,
-		toolServiceStart, toolServiceLogs, toolServiceStop}
+		toolServiceStart, toolServiceLogs, toolServiceStop, toolRebase}
 }
 
 // SessionArg is the `session` argument of every tool on an unbound server

@@ -42,7 +42,9 @@ type StatusOut struct {
 	Changes     []Entry               `json:"changes"`
 	Checkpoints []apitypes.Checkpoint `json:"checkpoints"`
 	Overlaps    []Overlap             `json:"overlaps"`
-	Truncated   bool                  `json:"truncated,omitempty"`
+	// Conflicts are the unresolved conflicts a rebase or merge kept.
+	Conflicts []apitypes.Conflict `json:"conflicts"`
+	Truncated bool                `json:"truncated,omitempty"`
 }
 
 // Overlap is the graph's finding that another live session changed a
@@ -92,6 +94,7 @@ func (s *server) sessionTools(ms *mcp.Server) {
 	s.runTool(ms)
 	s.serviceTools(ms)
 	addTool[apitypes.Changeset](s, ms, toolSpec{name: toolSubmit, title: "Submit for review", kind: additive, description: "Open the session's changes as a changeset for review, to land on a branch when accepted. Submitting again updates the changeset with a new revision."}, (*server).submit)
+	s.rebaseTool(ms)
 }
 
 func (s *server) diff(ctx context.Context, _ *mcp.CallToolRequest, sid string, in DiffIn) (result, error) {
@@ -176,8 +179,12 @@ func (s *server) status(ctx context.Context, _ *mcp.CallToolRequest, sid string,
 	if err != nil {
 		return result{}, err
 	}
+	conflicts, err := s.b.Conflicts(ctx, sid)
+	if err != nil {
+		return result{}, err
+	}
 	ss.Token = ""
-	out := StatusOut{Session: ss, Changes: []Entry{}, Checkpoints: cps, Overlaps: overlaps}
+	out := StatusOut{Session: ss, Changes: []Entry{}, Checkpoints: cps, Overlaps: overlaps, Conflicts: conflicts.Conflicts}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Session %s on repository %s, %s (%s).\n", ss.ID, ss.Repo, ss.State, ss.Mode)
 	base := short(ss.BaseCommit)
@@ -235,6 +242,7 @@ func (s *server) status(ctx context.Context, _ *mcp.CallToolRequest, sid string,
 			fmt.Fprintf(&b, "  %s: %s%s; %s\n", o.Path, who, what, merge)
 		}
 	}
+	writeConflicts(&b, out.Conflicts, bud)
 	return result{text: b.String(), data: out}, nil
 }
 

@@ -37,8 +37,14 @@
 //     from ours by gitstore's builder, which re-encodes only directories
 //     on changed paths.
 //   - Atomicity. Merge and the operations on it return a tree or a
-//     *ConflictError; on conflict nothing is written. They never touch a
-//     ref: moving a branch or session head is the caller's compare-and-swap.
+//     *ConflictError; on conflict nothing is written. With
+//     MergeOptions.KeepConflicts a conflicted merge returns the tree git
+//     merge-tree --write-tree writes instead (markers in git's diff3 style
+//     with MergeOptions.Diff3; differential test in keep_git_test.go) and
+//     its conflicts. They never touch a ref: moving a branch or session
+//     head is the caller's compare-and-swap.
+//   - Rerere (rerere.go): a conflicted file's id and preimage as git
+//     rerere computes them, and the replay of a remembered resolution.
 //   - Overlays. Callers diff or merge an overlay by first building its
 //     tree over the base (gitstore's builder) and passing tree ids; every
 //     function accepts a commit id wherever it takes a tree.

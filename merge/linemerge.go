@@ -35,6 +35,12 @@ type LineMergeOptions struct {
 	// merges (merge-ort) do; without it the merge uses Myers, as git
 	// merge-file does.
 	Histogram bool
+	// Diff3 writes git's diff3 conflict style (merge.conflictStyle=diff3):
+	// each conflict shows the base's lines after a "|||||||" marker
+	// labelled BaseLabel. As in git, conflicts are then not narrowed to
+	// where ours and theirs differ (xdiff's level drops to EAGER).
+	Diff3     bool
+	BaseLabel string
 }
 
 // ConflictHunk is one conflicting region of a line merge. Line numbers are
@@ -85,8 +91,10 @@ func MergeLines(base, ours, theirs []byte, opts LineMergeOptions) *LineMergeResu
 	}
 	m := &xmerge{l0: l0, l1: l1, l2: l2, c1: c1, c2: c2, opts: opts}
 	m.collect(x1, x2)
-	m.refine()
-	m.simplify()
+	if !opts.Diff3 {
+		m.refine()
+		m.simplify()
+	}
 	return m.output()
 }
 
@@ -334,6 +342,10 @@ func (m *xmerge) output() *LineMergeResult {
 			dst = copyLines(dst, m.l1[i:r.i1], false, false)
 			dst = m.marker(dst, '<', m.opts.OursLabel, cr)
 			dst = copyLines(dst, m.l1[r.i1:r.i1+r.chg1], cr, true)
+			if m.opts.Diff3 {
+				dst = m.marker(dst, '|', m.opts.BaseLabel, cr)
+				dst = copyLines(dst, m.l0[r.i0:r.i0+r.chg0], cr, true)
+			}
 			dst = m.marker(dst, '=', "", cr)
 			dst = copyLines(dst, m.l2[r.i2:r.i2+r.chg2], cr, true)
 			dst = m.marker(dst, '>', m.opts.TheirsLabel, cr)

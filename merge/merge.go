@@ -87,6 +87,17 @@ type MergeOptions struct {
 	// merge.directoryRenames). The default, as in git, moves it to the
 	// directory's new place and reports a file_location conflict.
 	DirectoryRenames DirRenameMode
+	// Diff3 writes content conflicts in git's diff3 style
+	// (merge.conflictStyle=diff3), the base's lines after a "|||||||"
+	// marker labelled BaseLabel (default "base").
+	Diff3     bool
+	BaseLabel string
+	// KeepConflicts returns a conflicted merge as a result instead of a
+	// *ConflictError: the tree git merge-tree --write-tree writes (content
+	// conflicts with their markers, a modified file a side deleted kept,
+	// files a directory or another type is in the way of moved to
+	// "path~label") and the conflicts in MergeResult.Conflicts.
+	KeepConflicts bool
 }
 
 // DirRenameMode says how a merge treats directory renames.
@@ -104,6 +115,9 @@ type MergeResult struct {
 	Tree gitstore.OID
 	// Merged lists the paths whose content was merged line by line.
 	Merged []string
+	// Conflicts is set only with MergeOptions.KeepConflicts: what Tree
+	// holds unresolved.
+	Conflicts []Conflict
 }
 
 // stage is one side's file at a path; mode 0 means none.
@@ -193,6 +207,7 @@ func Merge(ctx context.Context, repo *gitstore.Repo, base, ours, theirs gitstore
 	opts.OursLabel = cmp.Or(opts.OursLabel, "ours")
 	opts.TheirsLabel = cmp.Or(opts.TheirsLabel, "theirs")
 	opts.RenameLimit = cmp.Or(opts.RenameLimit, 7000)
+	opts.BaseLabel = cmp.Or(opts.BaseLabel, "base")
 	m := &merger{
 		ctx: ctx, repo: repo, opts: opts, trees: trees,
 		infos:  map[string]*pathInfo{},
@@ -764,9 +779,13 @@ func (m *merger) contentMerge(path string, o, a, b stage, names [3]string, extra
 			return stage{}, nil
 		}
 		lo := LineMergeOptions{OursLabel: m.labels[1], TheirsLabel: m.labels[2], MarkerSize: defaultMarkerSize + extraMarker, Histogram: true}
+		if m.opts.Diff3 {
+			lo.Diff3, lo.BaseLabel = true, m.opts.BaseLabel
+		}
 		if names[0] != names[1] || names[1] != names[2] {
 			lo.OursLabel += ":" + names[1]
 			lo.TheirsLabel += ":" + names[2]
+			lo.BaseLabel += ":" + names[0]
 		}
 		lm := MergeLines(ob, ab, bb, lo)
 		res.lineMerged = true
@@ -815,15 +834,21 @@ func (m *merger) finish() (*MergeResult, error) {
 	conflicts = append(conflicts, m.dirConflicts...)
 	if len(conflicts) > 0 {
 		slices.SortFunc(conflicts, func(a, b Conflict) int { return strings.Compare(a.Path, b.Path) })
-		return nil, &ConflictError{Conflicts: conflicts}
+		if !m.opts.KeepConflicts {
+			return nil, &ConflictError{Conflicts: conflicts}
+		}
 	}
 	// Changes relative to ours, in the walk's order, which keeps the
 	// paths below a directory right after its name.
-	var changes []gitstore.Change
+	var changes, kept []gitstore.Change
 	var merged []string
 	put := "" // the last file put: it replaces any directory of ours there
 	for _, v := range m.visits {
 		c := gitstore.Change{Path: v.path, Mode: v.early.mode, OID: v.early.oid, Delete: !v.early.present()}
+		if ci := v.info; ci != nil && !ci.clean {
+			kept = append(kept, keptChanges(ci)...)
+			continue
+		}
 		if ci := v.info; ci != nil {
 			c.Delete = false
 			if ci.result == ci.ours {
@@ -849,6 +874,7 @@ func (m *merger) finish() (*MergeResult, error) {
 		}
 		changes = append(changes, c)
 	}
+	changes = append(changes, kept...)
 	if err := m.checkContents(changes); err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
@@ -870,7 +896,38 @@ func (m *merger) finish() (*MergeResult, error) {
 	if err := b.Flush(m.ctx); err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
-	return &MergeResult{Tree: tree, Merged: merged}, nil
+	return &MergeResult{Tree: tree, Merged: merged, Conflicts: conflicts}, nil
+}
+
+// keptChanges are the changes to ours that leave conflicted path ci as
+// git's merge leaves it in the work tree (MergeOptions.KeepConflicts).
+func keptChanges(ci *pathInfo) []gitstore.Change {
+	put := func(p string, s stage) gitstore.Change { return gitstore.Change{Path: p, Mode: s.mode, OID: s.oid} }
+	var out []gitstore.Change
+	switch {
+	case len(ci.gitPaths) == 2: // distinct types: one or both moved aside
+		a, b := ci.gitPaths[0], ci.gitPaths[1]
+		if a != ci.path && b != ci.path && ci.ours.present() {
+			out = append(out, gitstore.Change{Path: ci.path, Delete: true})
+		}
+		if a != ci.path || ci.stages[1] != ci.ours {
+			out = append(out, put(a, ci.stages[1]))
+		}
+		out = append(out, put(b, ci.stages[2]))
+	case len(ci.gitPaths) == 1: // a directory is in the way: the file moves aside
+		if ci.ours.present() {
+			out = append(out, gitstore.Change{Path: ci.path, Delete: true})
+		}
+		if ci.result.present() {
+			out = append(out, put(ci.gitPaths[0], ci.result))
+		}
+	case ci.result == ci.ours:
+	case ci.result.present():
+		out = append(out, put(ci.path, ci.result))
+	case ci.ours.present():
+		out = append(out, gitstore.Change{Path: ci.path, Delete: true})
+	}
+	return out
 }
 
 // checkContents applies overlay's content rules to the files the merge

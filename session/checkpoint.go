@@ -321,6 +321,11 @@ func (m *Manager) Rollback(ctx context.Context, id uuid.UUID, ref, actor string)
 	if err != nil {
 		return Checkpoint{}, MutationRecord{}, err
 	}
+	// Conflicts whose markers the rollback took away are gone, with no
+	// resolution to remember.
+	if _, err := m.dropResolved(ctx, ls, false); err != nil {
+		return Checkpoint{}, MutationRecord{}, err
+	}
 	next, err := m.recorder.checkpoint(ctx, ls, what, "")
 	return next, rec, err
 }
@@ -334,6 +339,12 @@ type newBase struct {
 // mutation op; with nb the session's base moves too (rebase). ls.mu must
 // be held.
 func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor string, target gitstore.OID, nb *newBase) (MutationRecord, error) {
+	return m.replaceOverlayKeeping(ctx, ls, op, actor, target, nb, nil)
+}
+
+// replaceOverlayKeeping is replaceOverlay that, with kept not nil, also
+// records *kept as the session's conflicts in the same transaction.
+func (m *recorder) replaceOverlayKeeping(ctx context.Context, ls *live, op Op, actor string, target gitstore.OID, nb *newBase, kept *[]KeptConflict) (MutationRecord, error) {
 	if err := m.checkWritable(ctx, ls); err != nil {
 		return MutationRecord{}, err
 	}
@@ -412,6 +423,11 @@ func (m *recorder) replaceOverlay(ctx context.Context, ls *live, op Op, actor st
 		}
 		if rec, err = tx.ReplaceOverlay(ctx, rec, entries); err != nil {
 			return err
+		}
+		if kept != nil {
+			if err := tx.PutConflicts(ctx, ls.meta.ID, *kept); err != nil {
+				return err
+			}
 		}
 		if err := tx.TouchSession(ctx, ls.meta.ID, now, m.nextExpiry(ls, now)); err != nil {
 			return err

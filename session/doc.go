@@ -1,12 +1,14 @@
 // Package session is the session engine: session lifecycle, file operations
 // over an overlay, the mutation log, checkpoints, rollback, fork, rebase,
-// merge, and running commands on a session's view (Executor). It declares
+// merge (with the conflicts they keep: conflicts.go), and running
+// commands on a session's view (Executor). It declares
 // the Store interface it needs for metadata; package db implements it for
 // Postgres and for the embedded SQLite default. It uses the registry of
 // repositories (package repos) and the event log (package events), which
 // it is handed and does not own. Changesets (submit, review, accept,
 // layers, undo) are package changeset's, which acts on sessions through
-// Manager's Hold, SessionInfo and CheckWrites (held.go) and record's
+// Manager's Hold, SessionInfo, CheckWrites (held.go) and CheckResolved
+// (conflicts.go) and record's
 // types, so neither package imports the other.
 //
 // Manager owns sessions and is composed of parts that own one job each:

@@ -44,6 +44,26 @@ func (m *Executor) gitFor(ctx context.Context, ls *live) (*workdir.Git, string, 
 		UserName: sig.Name, UserEmail: sig.Email,
 		RepoGitDir: ls.repo.GitDir(), RepoName: ls.meta.Repo,
 	}
+	// The session's unresolved conflicts are the index's stages 1 to 3
+	// (conflicts.go), so git status, git diff and git checkout --ours or
+	// --theirs see them as git's own.
+	stages, err := m.conflictStages(ctx, ls)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, st := range stages {
+		e := workdir.StageEntry{Path: st.Path}
+		if v := st.Base; v != nil {
+			e.Base, e.BaseMode = v.OID, v.Mode
+		}
+		if v := st.Ours; v != nil {
+			e.Ours, e.OursMode = v.OID, v.Mode
+		}
+		if v := st.Theirs; v != nil {
+			e.Theirs, e.TheirsMode = v.OID, v.Mode
+		}
+		g.Stages = append(g.Stages, e)
+	}
 	for _, side := range []struct {
 		prefix string
 		to     *[]workdir.GitRef

@@ -92,6 +92,18 @@ type Tx interface {
 	// ListCheckpoints returns a session's checkpoints by number.
 	ListCheckpoints(ctx context.Context, session uuid.UUID) ([]Checkpoint, error)
 
+	// PutConflicts replaces the session's kept conflicts with cs (none
+	// clears them). ListConflicts returns them by path; DeleteConflicts
+	// removes those at paths (absent ones are ignored).
+	PutConflicts(ctx context.Context, session uuid.UUID, cs []KeptConflict) error
+	ListConflicts(ctx context.Context, session uuid.UUID) ([]KeptConflict, error)
+	DeleteConflicts(ctx context.Context, session uuid.UUID, paths []string) error
+	// PutResolution remembers a resolution under its repository and
+	// rerere id, replacing one remembered before; GetResolution returns
+	// it, record.ErrNotFound when there is none.
+	PutResolution(ctx context.Context, r Resolution) error
+	GetResolution(ctx context.Context, repo, id string) (Resolution, error)
+
 	// AppendEvent records an event of the transaction's change (see
 	// events.Appender). Ids increase in commit order, so a reader resuming
 	// after id n never misses an event committed later with a smaller id.

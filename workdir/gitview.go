@@ -2,6 +2,7 @@ package workdir
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -199,6 +200,11 @@ func (m *Manager) prepareGit(ctx context.Context, s *Scratch, g *Git, spec *help
 			return err
 		}
 		if err := writeBeneath(dir, "refs/heads/"+g.Branch, []byte(g.Head.String()+"\n")); err != nil {
+			return err
+		}
+	}
+	if len(g.Stages) > 0 {
+		if err := m.packStages(ctx, s, g); err != nil {
 			return err
 		}
 	}
@@ -659,6 +665,51 @@ func (m *Manager) packOwn(ctx context.Context, s *Scratch, g *Git, pub string, p
 	return err
 }
 
+// packStages writes into the view's object directory a pack of the
+// conflicts' stage blobs, which nothing the view's refs reach may hold
+// (the session's side of a rebase it kept the conflicts of), so git
+// checkout --ours or --theirs and git diff read them. Only these ids,
+// sessiond's, are packed.
+func (m *Manager) packStages(ctx context.Context, s *Scratch, g *Git) error {
+	var ids strings.Builder
+	for _, st := range g.Stages {
+		for _, id := range []gitstore.OID{st.Base, st.Ours, st.Theirs} {
+			if !id.IsZero() {
+				ids.WriteString(id.String() + "\n")
+			}
+		}
+	}
+	packDir := filepath.Join(s.gitDir(), "objects", "pack")
+	if err := os.MkdirAll(packDir, 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(s.dir, "gitstages.tmp")
+	if err := removeAll(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return err
+	}
+	defer removeAll(tmp)
+	if _, err := gitOutput(ctx, g.RepoGitDir, ids.String(), "pack-objects", "-q", filepath.Join(tmp, "pack")); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		return err
+	}
+	// The pack first, its index last, as git does.
+	slices.SortFunc(ents, func(a, b os.DirEntry) int {
+		return strings.Compare(filepath.Ext(b.Name()), filepath.Ext(a.Name()))
+	})
+	for _, e := range ents {
+		if err := os.Rename(filepath.Join(tmp, e.Name()), filepath.Join(packDir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // baseIndexes builds each base tree's index once.
 var baseIndexes sync.Map // path -> *sync.Mutex
 
@@ -696,9 +747,12 @@ func (m *Manager) writeIndex(ctx context.Context, s *Scratch, g *Git, lower stri
 	if len(g.Stages) > 0 {
 		ix = withStages(ix, g.Stages)
 	}
-	if lower != "" {
+	if lower != "" && len(g.Stages) == 0 {
 		// Every entry valid: the fsmonitor hook names all the session
-		// changed (the upper directory), whatever the token.
+		// changed (the upper directory), whatever the token. Not while
+		// the index has conflicts' stages: git would take a conflicted
+		// file as up to date with each stage (git checkout --theirs
+		// writing nothing), so it stats every file then.
 		ix.FSMonitorToken = "sessiond"
 	}
 	var buf bytes.Buffer
@@ -850,6 +904,11 @@ func withStages(ix *gitstore.Index, stages []StageEntry) *gitstore.Index {
 			out.Entries = append(out.Entries, gitstore.IndexEntry{Path: s.Path, Mode: mode, OID: side.id, Stage: i + 1})
 		}
 	}
+	// git's order: by path (bytes), then stage; git looks entries up by
+	// binary search.
+	slices.SortStableFunc(out.Entries, func(a, b gitstore.IndexEntry) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Stage, b.Stage))
+	})
 	return out
 }
 

@@ -426,6 +426,7 @@ func (c *changesetLayersCmd) Run(ctx context.Context, x *cli) error {
 type rebaseCmd struct {
 	ID   string `arg:"" optional:"" help:"Session to rebase (default: --session)."`
 	Onto string `help:"Branch, tag or commit (default: the session's base branch)." placeholder:"REV"`
+	conflictFlags
 }
 
 func (c *rebaseCmd) Run(ctx context.Context, x *cli) error {
@@ -433,18 +434,20 @@ func (c *rebaseCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	res, err := x.c.Rebase(ctx, id, c.Onto)
+	res, err := x.c.RebaseWith(ctx, id, c.Onto, c.mode())
 	if err != nil {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
 		fmt.Fprintf(w, "rebased onto %s (%s changed)\n", res.Session.BaseCommit, count(len(res.Mutation.Paths), "path"))
+		printKept(w, res)
 	})
 }
 
 type mergeCmd struct {
 	From      string `arg:"" name:"from-session" help:"Session whose changes to merge in."`
 	FromToken string `name:"from-token" env:"SESSIOND_FROM_TOKEN" help:"Token of the session merged in; needed when --token is a session token, which reaches only its own session."`
+	conflictFlags
 }
 
 func (c *mergeCmd) Run(ctx context.Context, x *cli) error {
@@ -452,18 +455,13 @@ func (c *mergeCmd) Run(ctx context.Context, x *cli) error {
 	if err != nil {
 		return err
 	}
-	call := x.c.Merge
-	if c.FromToken != "" {
-		call = func(ctx context.Context, session, from string) (apitypes.MutationResult, error) {
-			return x.c.MergeWithToken(ctx, session, from, c.FromToken)
-		}
-	}
-	res, err := call(ctx, id, c.From)
+	res, err := x.c.MergeWith(ctx, id, c.From, c.FromToken, c.mode())
 	if err != nil {
 		return err
 	}
 	return x.out(res, func(w io.Writer) {
 		fmt.Fprintf(w, "merged %s into %s (%s changed)\n", c.From, id, count(len(res.Mutation.Paths), "path"))
+		printKept(w, res)
 	})
 }
 

@@ -80,6 +80,8 @@ type cliRoot struct {
 	Fork       forkCmd       `cmd:"" help:"Fork the session into a new one." group:"history"`
 	Rebase     rebaseCmd     `cmd:"" help:"Move the session onto a newer base." group:"history"`
 	Merge      mergeCmd      `cmd:"" help:"Merge another session's changes into this one." group:"history"`
+	Conflicts  conflictsCmd  `cmd:"" help:"List the session's unresolved conflicts." group:"history"`
+	Resolve    resolveCmd    `cmd:"" help:"Mark conflicted paths resolved as their files are now." group:"history"`
 
 	Changeset changesetCmd `cmd:"" help:"Changesets: submit, ls, show, review, accept, undo, layers." group:"changesets"`
 	Reviewer  reviewerCmd  `cmd:"" help:"Reviewer tokens: add (admin token only)." group:"changesets"`

@@ -1,5 +1,6 @@
-// One session (/ui/sessions/{id}): what it is, its changesets, overlap
-// warnings, its running services (with links that open their ports), the
+// One session (/ui/sessions/{id}): what it is, its changesets, its
+// unresolved conflicts (each hunk's three sides), overlap warnings, its
+// running services (with links that open their ports), the
 // command it ran last, its checkpoints and its mutations
 // (op, paths, when; a command with its argv and exit code), kept current
 // by the session's event stream.
@@ -46,6 +47,7 @@ export async function sessionPage(sid) {
   const root = h("section", { class: "session-page", dataset: { session: sid } });
   const parts = {
     meta: h("div", { id: "session-meta" }),
+    conflicts: h("section", { id: "session-conflicts", "aria-live": "polite" }),
     overlaps: h("div", { id: "session-overlaps", "aria-live": "polite" }),
     live: h("section", { id: "exec-live", "aria-labelledby": "exec-live-title", "aria-live": "polite", dataset: { state: "idle" } },
       h("h2", { id: "exec-live-title" }, "Running now"), h("p", { class: "muted" }, "No command is running.")),
@@ -75,14 +77,16 @@ export async function sessionPage(sid) {
   };
 
   const load = async () => {
-    const [s, cps, muts, css, rs, svcs] = await Promise.all([
+    const [s, cps, muts, css, rs, svcs, kept] = await Promise.all([
       get(`/v1/sessions/${id}`),
       get(`/v1/sessions/${id}/checkpoints`),
       allMutations(id),
       get(`/v1/changesets?session=${id}`).catch(() => ({ changesets: [] })),
       get(`/v1/sessions/${id}/runs`),
       // The admin's: a reviewer's token lists no services.
-      get(`/v1/sessions/${id}/services`).catch(() => ({ services: [] }))]);
+      get(`/v1/sessions/${id}/services`).catch(() => ({ services: [] })),
+      get(`/v1/sessions/${id}/conflicts`).catch(() => ({ conflicts: [] }))]);
+    renderConflicts(parts.conflicts, kept.conflicts || []);
     document.title = `Session ${sid.slice(0, 10)} · sessiond`;
     const changesets = css.changesets || [];
     clear(parts.meta,
@@ -192,7 +196,23 @@ export async function sessionPage(sid) {
   const old = await getList(`/v1/sessions/${id}/events?type=overlap.detected`).catch(() => null);
   for (const ev of (old && old.events) || []) if (ev.payload) overlaps.set(ev.payload.other + "\0" + ev.payload.path, ev.payload);
   renderOverlaps();
-  return clear(root, parts.meta, parts.overlaps, parts.live, parts.services, parts.exec, parts.checkpoints, parts.mutations);
+  return clear(root, parts.meta, parts.conflicts, parts.overlaps, parts.live, parts.services, parts.exec, parts.checkpoints, parts.mutations);
+}
+
+// renderConflicts shows the conflicts a rebase or merge kept in the
+// session: each path, its kind, and each hunk's three sides (ours, the
+// base, theirs), until its markers are gone or it is resolved.
+function renderConflicts(box, conflicts) {
+  if (!conflicts.length) { clear(box); return; }
+  const side = (name, start, lines) => h("div", { class: "conflict-side side-" + name },
+    h("div", { class: "muted" }, `${name}, from line ${start}`), h("pre", {}, (lines || []).join("") || "(nothing)"));
+  clear(box, h("h2", {}, `Unresolved conflicts (${conflicts.length})`),
+    h("p", { class: "muted" }, "Submit and accept wait until each is resolved: its markers removed, or marked resolved (sessiond resolve PATH)."),
+    h("ul", { class: "warnings conflicts" }, conflicts.map((c) => h("li", { class: "conflict", dataset: { path: c.path, kind: c.kind } },
+      h("code", {}, c.path), " ", badge(c.kind), " ", h("span", { class: "muted" }, c.message || ""),
+      c.offered_resolution != null ? h("span", { class: "muted" }, " — a remembered resolution applies") : null,
+      (c.hunks || []).map((hk) => h("div", { class: "conflict-hunk" },
+        side("ours", hk.ours_start, hk.ours_lines), side("base", hk.base_start, hk.base_lines), side("theirs", hk.theirs_start, hk.theirs_lines)))))));
 }
 
 // followCommands shows the session's command running now, its output as

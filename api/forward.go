@@ -188,6 +188,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rt *Route) bool {
 		t, err = s.nodeTarget(r.Context(), r.PathValue("node"))
 	case rt.Pattern == "/v1/changesets/{id}/accept":
 		t, err = s.changesetOwner(r.Context(), r.PathValue("id"))
+	case strings.HasPrefix(rt.Pattern, "/mcp") && cluster.MCPSessionNode(r.Header.Get(mcpSessionHeader)) != "":
+		t, err = s.mcpHolder(r.Context(), r.Header.Get(mcpSessionHeader))
 	case rt.scope == scopeSession && r.PathValue("id") != "":
 		id, perr := uuid.Parse(r.PathValue("id"))
 		if perr != nil {
@@ -243,6 +245,30 @@ func (s *Server) changesetOwner(ctx context.Context, id string) (cluster.Target,
 		return cluster.Target{Local: true}, nil // the handler answers it
 	}
 	return s.fwd.router.Session(ctx, c.Session)
+}
+
+// mcpSessionHeader carries the MCP session of a streamable HTTP request.
+const mcpSessionHeader = "Mcp-Session-Id"
+
+// mcpHolder is the node that holds the MCP session id, named in it. A
+// node that is gone took the session with it: 404, on which an MCP
+// client starts a new session.
+func (s *Server) mcpHolder(ctx context.Context, id string) (cluster.Target, error) {
+	node := cluster.MCPSessionNode(id)
+	if node == s.fwd.router.Self() {
+		return cluster.Target{Local: true}, nil
+	}
+	st, err := s.cluster.Status(ctx)
+	if err != nil {
+		return cluster.Target{}, err
+	}
+	for _, n := range st.Nodes {
+		if n.ID == node && n.Live {
+			return cluster.Target{Node: n.ID, URL: n.AdvertiseURL}, nil
+		}
+	}
+	return cluster.Target{}, newError(http.StatusNotFound, apitypes.CodeNotFound,
+		"MCP session %q was held by node %q, which is no longer live: start a new MCP session", id, node)
 }
 
 // nodeTarget is the node with id, for a request addressed to it.

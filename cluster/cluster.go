@@ -96,7 +96,7 @@ type Cluster struct {
 
 // CheckConfig checks a node id and advertised URL before anything starts.
 func CheckConfig(id, advertise string) error {
-	if id == "" || len(id) > 64 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" {
+	if !validNodeID(id) {
 		return fmt.Errorf("%w: node id %q: use 1 to 64 letters, digits, '-', '_' and '.'", record.ErrInvalid, id)
 	}
 	u, err := url.Parse(advertise)
@@ -104,6 +104,11 @@ func CheckConfig(id, advertise string) error {
 		return fmt.Errorf("%w: advertised URL %q: want http://HOST:PORT or https://HOST:PORT, where the other nodes reach this one", record.ErrInvalid, advertise)
 	}
 	return nil
+}
+
+// validNodeID: id is 1 to 64 letters, digits, '-', '_' and '.'.
+func validNodeID(id string) bool {
+	return id != "" && len(id) <= 64 && strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == ""
 }
 
 // Join joins the cluster: it writes this node's row, refused with

@@ -27,6 +27,9 @@ type Options struct {
 	// Version is the server version announced at initialize.
 	Version string
 	Logger  *slog.Logger
+	// NewSessionID, when set, gives the id of each new MCP session over
+	// streamable HTTP (a cluster's node names itself in it).
+	NewSessionID func() string
 }
 
 // server holds what the tool handlers share. A handler runs on a server
@@ -55,7 +58,7 @@ func newServer(s *server, opts Options) *mcp.Server {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	ms := mcp.NewServer(&mcp.Implementation{Name: "sessiond", Title: "sessiond session workspace", Version: opts.Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: opts.Logger})
+		&mcp.ServerOptions{Instructions: instructions, Logger: opts.Logger, GetSessionID: opts.NewSessionID})
 	s.opts = opts
 	ms.AddReceivingMiddleware(coded)
 	s.fileTools(ms)

@@ -378,10 +378,15 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 
 	// MCP over streamable HTTP acts through the API's own handler, with
 	// each request's token.
+	// In a cluster, an MCP session's id names the node that holds it.
 	var srvAPI *api.Server
+	mcpOpts := mcpserver.Options{Logger: log}
+	if node != nil {
+		mcpOpts.NewSessionID = func() string { return cluster.MCPSessionID(c.NodeID) }
+	}
 	mcpHandler := mcpserver.NewHTTPHandler(func(token string) mcpserver.Backend {
 		return client.NewInProcess(srvAPI, token)
-	}, mcpserver.Options{Logger: log})
+	}, mcpOpts)
 	localUser := c.LocalUser
 	if c.AdminToken == "" && localUser == "" {
 		localUser = defaultLocalUser(ctx)

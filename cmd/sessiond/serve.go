@@ -60,6 +60,7 @@ type serveConfig struct {
 	NodeHeartbeat     time.Duration `help:"With --node-id: how often the node renews its row in the nodes table." env:"SESSIOND_NODE_HEARTBEAT" default:"2s" placeholder:"DURATION"`
 	NodeLease         time.Duration `help:"With --node-id: how old a node's heartbeat may be (on the database's clock) before the others hold it dead." env:"SESSIOND_NODE_LEASE" default:"15s" placeholder:"DURATION"`
 	Placement         string        `help:"With --node-id: where new sessions go: local (the node the request reached) or balanced (the live node with the fewest running commands)." env:"SESSIOND_PLACEMENT" default:"local" placeholder:"MODE"`
+	ObjectSweep       time.Duration `help:"With --node-id: how often the objects the cluster stored for sessions are deleted where no live session or unsettled changeset of their repository needs them (0: never)." env:"SESSIOND_OBJECT_SWEEP" default:"5m" placeholder:"DURATION"`
 	AdminToken        string        `help:"Admin bearer token; turns auth on and allows non-loopback addresses." env:"SESSIOND_ADMIN_TOKEN" placeholder:"T"`
 	AllowedHosts      []string      `help:"Another name of the daemon that requests may carry in Host (repeatable; comma-separated in the variable): NAME for any port, NAME:PORT for one. The listen address, localhost and loopback addresses need none." name:"allowed-host" env:"SESSIOND_ALLOWED_HOSTS" placeholder:"NAME[:PORT]"`
 	CommitURL         string        `help:"Template of a repository's commit view, for the review page's commit links: {repo} and {commit} are replaced (https://forge.example/{repo}/commit/{commit}); empty: commits are not linked." name:"commit-url" env:"SESSIOND_COMMIT_URL" placeholder:"TEMPLATE"`
@@ -452,6 +453,10 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		}
 	}()
 
+	if node != nil && c.ObjectSweep > 0 {
+		go sweepObjects(ctx, store.(*db.Postgres), c.ObjectSweep, log)
+	}
+
 	// The graph learns the other nodes' sessions from the event log, so
 	// overlap warnings span nodes.
 	if node != nil {
@@ -710,6 +715,25 @@ func fetchOrigins(ctx context.Context, reg *repos.Registry, interval time.Durati
 		case <-t.C:
 			if err := reg.FetchAll(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("fetch origins", "error", err)
+			}
+		}
+	}
+}
+
+// sweepObjects deletes, every interval until ctx ends, the stored
+// objects no live session or unsettled changeset needs.
+func sweepObjects(ctx context.Context, p *db.Postgres, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := p.SweepObjects(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("sweep stored objects", "error", err)
+			} else if n > 0 {
+				log.Info("deleted stored objects no session needs", "count", n)
 			}
 		}
 	}

@@ -17,8 +17,11 @@
 // that records what names them; FillObjects (and Filler, which fetches
 // the origin for what the store lacks, a session's base) brings them
 // into a node's clone when it takes a session over or reads a changeset
-// another node wrote. Forwarding of session requests to their owner and
-// drain are not built yet.
+// another node wrote; the store's sweep (package db) deletes them once no
+// live session or unsettled changeset of their repository needs them.
+// MCP sessions: the id a node issues (MCPSessionID) names the node, so
+// another node can send a request of it there (MCPSessionNode).
+// Forwarding itself (Router) and drain are in route.go and the api package.
 //
 // Invariants:
 //   - Liveness is judged on the database's clock (now() in the store's

@@ -1,0 +1,60 @@
+package workdir_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/workdir"
+)
+
+// A fresh session's first git status reads only the directories the
+// fsmonitor hook names (here the root, for a.txt): the shared base index
+// carries git's untracked cache of the base, built for the view's
+// location. Without it git opens every directory of the tree (dir,
+// dir/sub, gone and the root).
+func TestGitUntrackedCacheShared(t *testing.T) {
+	m := newManager(t, workdir.ModeOverlay)
+	f := newFixture(t)
+	res, _, s := f.runGit(m, f.gitFor(t), `echo changed > a.txt
+GIT_TRACE2_PERF=/tmp/trace git status --porcelain; grep -o 'opendir:[0-9]*' /tmp/trace | tail -1`)
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	assert.Contains(t, string(res.Stdout), " M a.txt\n")
+	m1 := regexp.MustCompile(`opendir:([0-9]+)`).FindStringSubmatch(string(res.Stdout))
+	require.NotNil(t, m1, string(res.Stdout))
+	n, _ := strconv.Atoi(m1[1])
+	assert.Equal(t, 1, n, "directories git opened")
+	s.Abort()
+}
+
+// A base checkout's shared index goes with the checkout, a removed
+// repository's public objects with it.
+func TestGitSharedStateCleaned(t *testing.T) {
+	data := t.TempDir()
+	m := newManagerIn(t, data, workdir.ModeOverlay, func(c *workdir.Config) { c.CacheBytes = 1 })
+	f := newFixture(t)
+	res, _, s := f.runGit(m, f.gitFor(t), "git status --porcelain")
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	index := filepath.Join(data, "workdir", "gitbase", f.tree.String()+".index")
+	assert.FileExists(t, index)
+	objects, err := filepath.Glob(filepath.Join(data, "workdir", "gitobjects", "*"))
+	require.NoError(t, err)
+	require.Len(t, objects, 1)
+
+	// Released, the checkout is beyond the budget of 1 byte: evicted,
+	// and its index with it.
+	s.Abort()
+	assert.NoFileExists(t, filepath.Join(data, "workdir", "bases", f.tree.String()))
+	assert.NoFileExists(t, index)
+
+	require.NoError(t, m.PruneGitObjects([]string{"r"}))
+	assert.DirExists(t, objects[0])
+	require.NoError(t, m.PruneGitObjects([]string{"other"}))
+	_, err = os.Stat(objects[0])
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}

@@ -727,10 +727,10 @@ func (m *Manager) writeIndex(ctx context.Context, s *Scratch, g *Git, lower stri
 			return err
 		}
 		if (g.HeadTree.IsZero() || g.HeadTree == base) && len(g.Stages) == 0 {
-			// The shared index as it is: a copy of its file (in the
-			// kernel, copy_file_range, a reflink where the file system
-			// has them).
-			return copyBeneath(path, s.gitDir(), "index")
+			// The shared index as it is: the same file when no command
+			// can write it (git replaces the index by renaming
+			// index.lock over it, never in place), else a copy.
+			return shareBeneath(path, s.gitDir(), "index")
 		}
 		ix, err = gitstore.ReadIndex(path)
 	} else {
@@ -795,6 +795,7 @@ func (m *Manager) baseIndex(ctx context.Context, repo Repo, repoGitDir string, t
 	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
 		return err
 	}
+	protectShared(tmp)
 	return os.Rename(tmp, path)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/workdir"
 )
 
@@ -57,4 +58,29 @@ func TestGitSharedStateCleaned(t *testing.T) {
 	require.NoError(t, m.PruneGitObjects([]string{"other"}))
 	_, err = os.Stat(objects[0])
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// A fresh session's index is the shared base index itself, which no
+// command can write in place; git, which replaces the index by a rename,
+// works as with its own copy, and the shared file stays as it was.
+func TestGitSharedIndexReadOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a daemon running as root shares the base index")
+	}
+	data := t.TempDir()
+	m := newManagerIn(t, data, workdir.ModeOverlay, nil)
+	f := newFixture(t)
+	res, _, s := f.runGit(m, f.gitFor(t), `stat -c %h .git/index
+echo garbage >> .git/index && echo wrote
+chmod u+w .git/index && echo chmod
+echo changed > a.txt && git add a.txt && git diff --cached --name-only && stat -c %h .git/index`)
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	assert.Equal(t, "2\na.txt\n1\n", string(res.Stdout))
+	assert.Contains(t, string(res.Stderr), "Permission denied")
+	s.Abort()
+	// The shared index is unharmed (its checksum holds) and still lists
+	// the base's a.txt.
+	ix, err := gitstore.ReadIndex(filepath.Join(data, "workdir", "gitbase", f.tree.String()+".index"))
+	require.NoError(t, err)
+	assert.Len(t, ix.Entries, len(baseFiles)+1) // and the link
 }

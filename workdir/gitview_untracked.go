@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sessiond/sessiond/gitstore"
 )
 
@@ -139,4 +141,45 @@ func appendGitVarint(b []byte, v uint64) []byte {
 		buf[pos] = 128 | byte(v&127)
 	}
 	return append(b, buf[pos:]...)
+}
+
+// sharedOwner owns the shared files a command's view links to: a user
+// and group the commands' namespaces do not map, so that no command,
+// root inside, may write them or change their mode.
+const sharedOwner = 65534
+
+// protectShared makes the file at path readable by all and writable by
+// none a command can be, when the daemon runs as root (which alone can
+// give a file away). Elsewhere it stays the daemon's, and is copied.
+func protectShared(path string) {
+	if os.Geteuid() != 0 || os.Getuid() == sharedOwner || os.Getgid() == sharedOwner {
+		_ = os.Chmod(path, 0o644)
+		return
+	}
+	if os.Chown(path, sharedOwner, sharedOwner) == nil {
+		_ = os.Chmod(path, 0o444)
+	}
+}
+
+// shareBeneath gives root the file src at rel: a hard link when src is
+// protected (see protectShared) and on the same file system, else a
+// copy.
+func shareBeneath(src, root, rel string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(src, &st); err != nil {
+		return err
+	}
+	if st.Uid != sharedOwner || st.Gid != sharedOwner || st.Mode&0o222 != 0 || st.Uid == uint32(os.Getuid()) {
+		return copyBeneath(src, root, rel)
+	}
+	if err := writeBeneath(root, rel, nil); err != nil {
+		return err
+	}
+	full := filepath.Join(root, rel)
+	tmp := full + ".sessiond-tmp"
+	_ = removeAll(tmp)
+	if err := os.Link(src, tmp); err != nil {
+		return copyBeneath(src, root, rel)
+	}
+	return os.Rename(tmp, full)
 }

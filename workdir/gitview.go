@@ -48,8 +48,10 @@ import (
 //
 // The index is valid for the view as git would have written it after a
 // checkout: built once per base tree from the base checkout's stat data
-// (<dir>/gitbase/<tree>.index) and copied into the session's .git when
-// the session's git directory is made or its base changes, with
+// (<dir>/gitbase/<tree>.index, with git's untracked cache of the base
+// checkout; removed when the checkout is) and linked (or copied, see
+// shareBeneath) into the session's .git when the session's git
+// directory is made or its base changes, with
 // core.checkStat minimal (only the whole seconds of mtime and the size
 // are compared: the overlay shows a base file with its checkout's
 // mtime and size, while the inode, device, owner and ctime seen inside

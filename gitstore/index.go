@@ -15,9 +15,9 @@ import (
 
 // Index is a work tree's git index file (the dircache) as read: its
 // version and its entries in git's order. Only what the entries say is
-// kept: written again, it has no extensions (the cache tree, the
-// untracked cache, fsmonitor data, resolve-undo), which git rebuilds as
-// it needs them. An index with an extension that changes what the
+// kept, and the untracked cache as it is: written again, it has no other
+// extensions (the cache tree, fsmonitor data, resolve-undo) than those
+// set below, which git rebuilds as it needs them. An index with an extension that changes what the
 // entries mean (a split index's "link", a sparse index's "sdir") does
 // not read (ErrIndexFormat). The format is git's
 // (Documentation/gitformat-index.txt), versions 2 to 4.
@@ -33,6 +33,13 @@ type Index struct {
 	// extension (version 2) with that token and every entry valid: git
 	// then stats only the paths its fsmonitor hook names.
 	FSMonitorToken string
+	// Untracked is git's untracked cache extension (UNTR) as read, its
+	// bytes kept as they are and written back as they are: the
+	// directories git last read and what they held that the index does
+	// not. It is only valid beside entries that say the same of the work
+	// tree (git checks its identity, the location and system it was
+	// built for, and drops it otherwise).
+	Untracked []byte
 	// ModTime is the file's modification time when read (zero: no file):
 	// an entry whose file changed in that same instant is racy, as git
 	// calls it, and its content has to be compared.
@@ -180,6 +187,9 @@ func decodeIndex(data []byte) (*Index, error) {
 		size := int(binary.BigEndian.Uint32(body[off+4:]))
 		if sig[0] < 'A' || sig[0] > 'Z' {
 			return nil, bad("extension %q (a split or sparse index) is not supported", sig)
+		}
+		if string(sig) == "UNTR" && off+8+size <= len(body) {
+			ix.Untracked = append([]byte(nil), body[off+8:off+8+size]...)
 		}
 		off += 8 + size
 	}
@@ -336,6 +346,13 @@ func (ix *Index) Encode(w io.Writer) error {
 		binary.BigEndian.PutUint32(n[:], uint32(len(ext)))
 		bw.Write(n[:])
 		bw.Write(ext)
+	}
+	if len(ix.Untracked) > 0 {
+		bw.WriteString("UNTR")
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(ix.Untracked)))
+		bw.Write(n[:])
+		bw.Write(ix.Untracked)
 	}
 	if ix.FSMonitorToken != "" {
 		// version, token, then an empty EWAH bitmap of the dirty

@@ -39,6 +39,20 @@ type Cache struct {
 	bases    map[gitstore.OID]*baseDir
 	building map[gitstore.OID]*buildCall
 	total    int64
+	// gone is told of each tree whose checkout was removed, or built
+	// anew (what was derived from an earlier checkout is stale).
+	gone func(gitstore.OID)
+}
+
+// onGone sets what is told of each tree whose checkout was evicted or
+// built anew. Called before the cache is used.
+func (c *Cache) onGone(f func(gitstore.OID)) { c.gone = f }
+
+// has says whether tree has a checkout in the cache.
+func (c *Cache) has(tree gitstore.OID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bases[tree] != nil || c.building[tree] != nil
 }
 
 type baseDir struct {
@@ -129,6 +143,9 @@ func (c *Cache) Acquire(ctx context.Context, r treeLister, tree gitstore.OID) (p
 		c.mu.Unlock()
 
 		size, err := c.build(context.WithoutCancel(ctx), r, tree)
+		if err == nil && c.gone != nil {
+			c.gone(tree)
+		}
 		c.mu.Lock()
 		delete(c.building, tree)
 		if err == nil {
@@ -183,6 +200,9 @@ func (c *Cache) evictLocked() {
 		delete(c.bases, x.id)
 		c.total -= x.b.size
 		_ = removeAll(tmp)
+		if c.gone != nil {
+			c.gone(x.id)
+		}
 	}
 }
 

@@ -48,8 +48,10 @@ import (
 //
 // The index is valid for the view as git would have written it after a
 // checkout: built once per base tree from the base checkout's stat data
-// (<dir>/gitbase/<tree>.index) and copied into the session's .git when
-// the session's git directory is made or its base changes, with
+// (<dir>/gitbase/<tree>.index, with git's untracked cache of the base
+// checkout; removed when the checkout is) and linked (or copied, see
+// shareBeneath) into the session's .git when the session's git
+// directory is made or its base changes, with
 // core.checkStat minimal (only the whole seconds of mtime and the size
 // are compared: the overlay shows a base file with its checkout's
 // mtime and size, while the inode, device, owner and ctime seen inside
@@ -741,15 +743,15 @@ func (m *Manager) writeIndex(ctx context.Context, s *Scratch, g *Git, lower stri
 	var ix *gitstore.Index
 	var err error
 	if lower != "" {
-		path := filepath.Join(m.dir, "gitbase", base.String()+".index")
-		if err := m.baseIndex(ctx, repo, base, lower, path); err != nil {
+		path := m.baseIndexPath(base)
+		if err := m.baseIndex(ctx, repo, g.RepoGitDir, base, lower, path); err != nil {
 			return err
 		}
 		if (g.HeadTree.IsZero() || g.HeadTree == base) && len(g.Stages) == 0 {
-			// The shared index as it is: a copy of its file (in the
-			// kernel, copy_file_range, a reflink where the file system
-			// has them).
-			return copyBeneath(path, s.gitDir(), "index")
+			// The shared index as it is: the same file when no command
+			// can write it (git replaces the index by renaming
+			// index.lock over it, never in place), else a copy.
+			return shareBeneath(path, s.gitDir(), "index")
 		}
 		ix, err = gitstore.ReadIndex(path)
 	} else {
@@ -783,9 +785,11 @@ func (m *Manager) writeIndex(ctx context.Context, s *Scratch, g *Git, lower stri
 
 // baseIndex makes sure path holds the index of tree checked out at
 // lower (built once, then shared): the checkout's stat data, the
-// cache-tree, and the fsmonitor extension with every entry valid (the
-// hook names all the session changed, the upper directory).
-func (m *Manager) baseIndex(ctx context.Context, repo Repo, tree gitstore.OID, lower, path string) error {
+// cache-tree, the fsmonitor extension with every entry valid (the hook
+// names all the session changed, the upper directory) and git's
+// untracked cache of the checkout, so that a session's git status reads
+// only the directories the hook names.
+func (m *Manager) baseIndex(ctx context.Context, repo Repo, repoGitDir string, tree gitstore.OID, lower, path string) error {
 	mu, _ := baseIndexes.LoadOrStore(path, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
@@ -800,6 +804,10 @@ func (m *Manager) baseIndex(ctx context.Context, repo Repo, tree gitstore.OID, l
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
+	if ix.Untracked, err = untrackedCache(ctx, repoGitDir, ix, tree, lower, path+".untracked"); err != nil {
+		// Slower, as correct: git builds it in the session.
+		ix.Untracked = nil
+	}
 	var buf bytes.Buffer
 	if err := ix.Encode(&buf); err != nil {
 		return err
@@ -808,6 +816,7 @@ func (m *Manager) baseIndex(ctx context.Context, repo Repo, tree gitstore.OID, l
 	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
 		return err
 	}
+	protectShared(tmp)
 	return os.Rename(tmp, path)
 }
 
@@ -960,4 +969,66 @@ func (s *Scratch) gitMountPoint(want bool) error {
 		return err
 	}
 	return os.Mkdir(full, 0o755)
+}
+
+func (m *Manager) baseIndexPath(tree gitstore.OID) string {
+	return filepath.Join(m.dir, "gitbase", tree.String()+".index")
+}
+
+// dropBaseIndex removes the shared index of tree, whose base checkout was
+// evicted or built anew: its stat data was the old checkout's.
+func (m *Manager) dropBaseIndex(tree gitstore.OID) {
+	path := m.baseIndexPath(tree)
+	mu, _ := baseIndexes.LoadOrStore(path, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	_ = os.Remove(path)
+}
+
+// pruneBaseIndexes removes the shared indexes of trees the base cache
+// has no checkout of (left by an earlier run).
+func (m *Manager) pruneBaseIndexes() {
+	ents, _ := os.ReadDir(filepath.Join(m.dir, "gitbase"))
+	for _, e := range ents {
+		id, err := gitstore.ParseOID(strings.TrimSuffix(e.Name(), ".index"))
+		if err != nil || !strings.HasSuffix(e.Name(), ".index") {
+			_ = removeAll(filepath.Join(m.dir, "gitbase", e.Name())) // debris
+			continue
+		}
+		if !m.cache.has(id) {
+			m.dropBaseIndex(id)
+		}
+	}
+}
+
+// PruneGitObjects removes the public object directories of repositories
+// not named in repos (removed from the registry): the views of their
+// sessions are gone with them.
+func (m *Manager) PruneGitObjects(repos []string) error {
+	keep := map[string]bool{}
+	for _, r := range repos {
+		keep[instanceName(r)] = true
+	}
+	root := filepath.Join(m.dir, "gitobjects")
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if keep[e.Name()] {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		mu, _ := publicLocks.LoadOrStore(dir, &sync.Mutex{})
+		mu.(*sync.Mutex).Lock()
+		err := removeAll(dir)
+		mu.(*sync.Mutex).Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

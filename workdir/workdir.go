@@ -117,6 +117,8 @@ func New(cfg Config) (*Manager, error) {
 		scratches:  map[string]*Scratch{}, running: map[*exec.Cmd]struct{}{},
 		tools: newToolCaches(filepath.Join(cfg.Dir, "caches"), cfg.ToolCacheBytes),
 	}
+	cache.onGone(m.dropBaseIndex)
+	m.pruneBaseIndexes()
 	if m.envs, err = openEnvLayers(m, filepath.Join(cfg.Dir, "environments"), cfg.EnvironmentBytes); err != nil {
 		return nil, err
 	}

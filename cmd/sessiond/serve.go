@@ -780,6 +780,16 @@ func newWorkdirs(dataDir, mode string, cacheBytes int64, noNamespaces bool, ex e
 	if err != nil {
 		return nil, fmt.Errorf("view directories: %w", err)
 	}
+	// The views' public objects of repositories no longer registered go.
+	if rs, err := reg.List(context.Background()); err == nil {
+		names := make([]string, len(rs))
+		for i, r := range rs {
+			names[i] = r.Name
+		}
+		if err := wd.PruneGitObjects(names); err != nil {
+			log.Warn("view directories: public objects of removed repositories", "err", err)
+		}
+	}
 	limits := wd.Cgroups()
 	if limits == "" {
 		limits = "rlimits (per process)"

@@ -37,7 +37,7 @@ func (s *Server) startService(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	opts := session.ServiceOptions{Name: req.Name, Argv: req.Argv, Command: req.Command, Cwd: req.Cwd, Env: req.Env, Restart: req.Restart}
+	opts := session.ServiceOptions{Name: req.Name, Argv: req.Argv, Command: req.Command, Cwd: req.Cwd, Env: req.Env, Restart: req.Restart, Network: req.Network}
 	if req.Port != nil {
 		if err := session.CheckPort(*req.Port); err != nil {
 			return err
@@ -68,6 +68,7 @@ func (s *Server) toService(r *http.Request, id uuid.UUID, info session.ServiceIn
 	out := apitypes.Service{
 		Name: info.Name, Argv: info.Argv, Port: info.Port, State: info.State, Reason: info.Reason, PID: info.PID,
 		Started: info.Started, Ended: info.Ended, ExitCode: info.ExitCode, Restart: info.Restart, Restarts: info.Restarts, LogTail: info.LogTail,
+		Network: info.Network, NetworkRefused: info.NetworkRefused,
 	}
 	if out.Argv == nil {
 		out.Argv = []string{}

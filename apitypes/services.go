@@ -25,6 +25,11 @@ type ServiceRequest struct {
 	Ready *ServiceReady `json:"ready,omitempty"`
 	// Restart is no (the default) or on-failure.
 	Restart string `json:"restart,omitempty"`
+	// Network asks for the network a command that asks for one gets:
+	// the host's (where the policy and the daemon allow it) or the
+	// policy's allowlist through the daemon's egress proxy. Without it,
+	// the service has only its own loopback.
+	Network bool `json:"network,omitempty"`
 }
 
 // Service is one of a session's services.
@@ -43,6 +48,11 @@ type Service struct {
 	Restart  string     `json:"restart,omitempty"`
 	Restarts int        `json:"restarts,omitempty"`
 	LogTail  string     `json:"log_tail,omitempty"`
+	// Network: it was started with network true.
+	Network bool `json:"network,omitempty"`
+	// NetworkRefused lists the destinations the allowlist refused it so
+	// far.
+	NetworkRefused []string `json:"network_refused,omitempty"`
 	// URL opens the service's port through the daemon (with the
 	// session's token, or a link of POST …/ports/{port}/link).
 	URL string `json:"url,omitempty"`

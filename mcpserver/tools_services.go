@@ -21,6 +21,7 @@ type ServiceStartIn struct {
 	Argv    []string `json:"argv,omitempty" jsonschema:"The program and its arguments, run without a shell (give command or argv)."`
 	Port    int      `json:"port,omitempty" jsonschema:"The port it listens on at 127.0.0.1, 1 to 65535: the result gives the URL that opens it, and later run commands reach it at 127.0.0.1 on that port."`
 	Ready   string   `json:"ready,omitempty" jsonschema:"Wait until the service is ready: an HTTP path answered below 400 (e.g. /), or tcp for a connection on the port."`
+	Network bool     `json:"network,omitempty" jsonschema:"Give the service the network the repository's policy allows (for example an allowlist of APIs it calls); without it the service has no network."`
 }
 
 // ServiceStopIn is service_stop's input.
@@ -52,7 +53,7 @@ func (s *server) serviceStart(ctx context.Context, _ *mcp.CallToolRequest, sid s
 	if (in.Command == "") == (len(in.Argv) == 0) {
 		return result{}, badRequest("give exactly one of command and argv")
 	}
-	req := apitypes.ServiceRequest{Name: in.Name, Command: in.Command, Argv: in.Argv}
+	req := apitypes.ServiceRequest{Name: in.Name, Command: in.Command, Argv: in.Argv, Network: in.Network}
 	if in.Port != 0 {
 		p := in.Port
 		req.Port = &p

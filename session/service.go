@@ -93,6 +93,10 @@ type ServiceOptions struct {
 	Ready   ServiceReady
 	Restart string // "no" (default) or "on-failure"
 	Actor   string
+	// Network: the service gets the network a command that asks for one
+	// gets (NetworkFor): the host's, or the policy's allowlist through
+	// an egress proxy of its own; without it, its own loopback.
+	Network bool
 
 	// restarts counts the starts after failures before this one.
 	restarts int
@@ -113,6 +117,11 @@ type ServiceInfo struct {
 	Restart  string     `json:"restart,omitempty"`
 	// LogTail is the end of its output, when it failed.
 	LogTail string `json:"log_tail,omitempty"`
+	// Network: it asked for the network (ServiceOptions.Network).
+	Network bool `json:"network,omitempty"`
+	// NetworkRefused lists the destinations its egress proxy refused so
+	// far, as it asked for them.
+	NetworkRefused []string `json:"network_refused,omitempty"`
 }
 
 // Running reports whether the service is (still) up.
@@ -139,6 +148,18 @@ type service struct {
 	stop string
 	// started is closed once its process started (its sandbox built).
 	started chan struct{}
+	// network is what it runs with (its proxy's refusals come in while
+	// it runs).
+	network Network
+}
+
+// current is the service's info with its network's refusals so far
+// (under the registry's lock).
+func (s *service) current() ServiceInfo {
+	if r := s.network.Refused(); len(r) > 0 {
+		s.info.NetworkRefused = r
+	}
+	return s.info
 }
 
 // sessionServices are one session's services.
@@ -241,7 +262,7 @@ func (ss *sessionServices) save() {
 	}
 	infos := make([]ServiceInfo, 0, len(ss.list))
 	for _, s := range ss.list {
-		infos = append(infos, s.info)
+		infos = append(infos, s.current())
 	}
 	b, _ := json.Marshal(infos)
 	if err := os.MkdirAll(ss.dir, 0o700); err != nil {
@@ -328,7 +349,7 @@ func (e *Executor) StartService(ctx context.Context, id uuid.UUID, opts ServiceO
 			return ServiceInfo{}, fmt.Errorf("%w: cwd %q is not a directory of the view", record.ErrInvalid, opts.Cwd)
 		}
 	}
-	limits, _, err := e.limitsFor(ctx, ls.meta.Repo, false)
+	limits, network, err := e.limitsFor(ctx, ls.meta.Repo, opts.Network)
 	if err != nil {
 		ls.unlock()
 		return ServiceInfo{}, err
@@ -360,7 +381,7 @@ func (e *Executor) StartService(ctx context.Context, id uuid.UUID, opts ServiceO
 		}
 		reach = append(reach, workdir.PortLink{Port: o.info.Port, Socket: ss.socket(o.info.Port)})
 	}
-	s := &service{opts: opts, logs: newLogRing(), started: make(chan struct{}), info: ServiceInfo{Name: opts.Name, Argv: maskArgv(vars.Masker, argv), Port: opts.Port, State: ServiceStarting, Restart: opts.Restart, Restarts: opts.restarts, Started: time.Now().UTC()}}
+	s := &service{opts: opts, logs: newLogRing(), started: make(chan struct{}), info: ServiceInfo{Name: opts.Name, Argv: maskArgv(vars.Masker, argv), Port: opts.Port, State: ServiceStarting, Restart: opts.Restart, Restarts: opts.restarts, Started: time.Now().UTC(), Network: opts.Network}, network: network}
 	if old := ss.find(opts.Name); old != nil {
 		ss.list = slices.DeleteFunc(ss.list, func(x *service) bool { return x == old })
 	}
@@ -390,6 +411,7 @@ func (e *Executor) StartService(ctx context.Context, id uuid.UUID, opts ServiceO
 		Caches: workdir.Caches{Repo: ls.meta.Repo, Private: private},
 		Expose: expose, Reach: reach, OutputCap: 64 << 10,
 	}
+	network.Apply(&cmd)
 	masker := vars.Masker
 	out, _ := maskOutput(masker, s.logs.write)
 	if out == nil {
@@ -443,7 +465,7 @@ func (e *Executor) StartService(ctx context.Context, id uuid.UUID, opts ServiceO
 	}
 	e.svcs.mu.Lock()
 	defer e.svcs.mu.Unlock()
-	return s.info, nil
+	return s.current(), nil
 }
 
 func maskArgv(m *secret.Masker, argv []string) []string {
@@ -661,7 +683,7 @@ func (e *Executor) ListServices(ctx context.Context, id uuid.UUID) ([]ServiceInf
 	ss := e.svcs.session(e, id)
 	out := make([]ServiceInfo, 0, len(ss.list))
 	for _, s := range ss.list {
-		out = append(out, s.info)
+		out = append(out, s.current())
 	}
 	return out, nil
 }
@@ -683,7 +705,7 @@ func (e *Executor) StopService(ctx context.Context, id uuid.UUID, name string) (
 		return ServiceInfo{}, fmt.Errorf("%w: service %q: the session has none by that name", record.ErrNotFound, name)
 	}
 	if !s.info.Running() || s.sv == nil {
-		info := s.info
+		info := s.current()
 		e.svcs.mu.Unlock()
 		return info, nil
 	}
@@ -697,7 +719,7 @@ func (e *Executor) StopService(ctx context.Context, id uuid.UUID, name string) (
 	}
 	e.svcs.mu.Lock()
 	defer e.svcs.mu.Unlock()
-	return s.info, nil
+	return s.current(), nil
 }
 
 // ServiceLogs passes the named service's output to out, line by line:

@@ -75,9 +75,10 @@
 // GitObjects) through no link and no alternate it planted.
 //
 // A command with an egress proxy (Command.Egress, egress.go) keeps its
-// network namespace of its own; the helper opens a listener on its
-// loopback and hands it to the daemon, which serves the proxy on it, so
-// the proxy is the only way out.
+// network namespace of its own; the daemon serves the proxy on a Unix
+// socket that the helper joins to a port of the command's loopback, as
+// it joins a service's port (ports.go), so the proxy is the only way
+// out.
 //
 // It also owns the repositories' shared tool caches (caches.go):
 // <data>/workdir/caches/<repo>, mounted read-write at /cache in every

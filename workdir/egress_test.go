@@ -33,12 +33,6 @@ func TestEgressIsAllTheCommandReaches(t *testing.T) {
 	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
 	tlsPort := strconv.Itoa(tls.Listener.Addr().(*net.TCPAddr).Port)
 
-	allow, err := egress.ParseAllowlist([]string{"127.0.0.1", "listed.invalid"})
-	require.NoError(t, err)
-	p := egress.New(allow, nil)
-	f := newFixture(t)
-	s, err := m.Prepare(t.Context(), f.view())
-	require.NoError(t, err)
 	// 127.0.0.1 is in NO_PROXY (inside, it is the command's own
 	// loopback): the daemon's host loopback is reached by naming the
 	// proxy outright.
@@ -52,8 +46,7 @@ func TestEgressIsAllTheCommandReaches(t *testing.T) {
 curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:` + port + `/ && echo ESCAPED
 curl -sS --max-time 5 --noproxy '*' http://192.0.2.1:` + port + `/ && echo ESCAPED
 echo TRIED`
-	res, err := s.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c", script}, Egress: p, Timeout: 2 * time.Minute})
-	require.NoError(t, err)
+	res, p := runWithProxy(t, m, []string{"127.0.0.1", "listed.invalid"}, script)
 	out := string(res.Stdout) + string(res.Stderr)
 	assert.Regexp(t, `proxy http://127\.0\.0\.1:\d+ http://127\.0\.0\.1:\d+ no localhost,127\.0\.0\.1,::1`, out)
 	assert.Contains(t, out, "hello /plain")
@@ -64,10 +57,6 @@ echo TRIED`
 	assert.Contains(t, out, "TRIED", out)
 	assert.NotContains(t, out, "ESCAPED", out)
 	assert.Equal(t, []string{"127.0.0.2", "127.0.0.3", "unlisted.invalid"}, p.Refused())
-
-	cs, err := s.Capture(t.Context(), f.view(), 0)
-	require.NoError(t, err)
-	require.NoError(t, s.Settle(t.Context(), f.view(), paths(cs)))
 }
 
 // Unisolated, the proxy listens on the host's loopback and the
@@ -78,19 +67,26 @@ func TestEgressUnisolated(t *testing.T) {
 	require.False(t, m.Isolated())
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "listed") }))
 	defer srv.Close()
-	allow, err := egress.ParseAllowlist([]string{"127.0.0.1"})
+	via := `curl -sS --max-time 20 --noproxy '' --proxy "$HTTP_PROXY" `
+	res, p := runWithProxy(t, m, []string{"127.0.0.1"}, via+srv.URL+`; echo; `+via+`-o /dev/null -w '%{http_code}' http://10.1.2.3/`)
+	assert.Equal(t, "listed\n403", string(res.Stdout), string(res.Stderr))
+	assert.Equal(t, []string{"10.1.2.3"}, p.Refused())
+}
+
+// runWithProxy runs script on a new scratch of m with an egress proxy
+// admitting list, and settles what it changed.
+func runWithProxy(t *testing.T, m *workdir.Manager, list []string, script string) (workdir.Result, *egress.Proxy) {
+	t.Helper()
+	allow, err := egress.ParseAllowlist(list)
 	require.NoError(t, err)
 	p := egress.New(allow, nil)
 	f := newFixture(t)
 	s, err := m.Prepare(t.Context(), f.view())
 	require.NoError(t, err)
-	via := `curl -sS --max-time 20 --noproxy '' --proxy "$HTTP_PROXY" `
-	res, err := s.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c", via + srv.URL + `; echo; ` + via + `-o /dev/null -w '%{http_code}' http://10.1.2.3/`},
-		Egress: p, Timeout: time.Minute})
+	res, err := s.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c", script}, Egress: p, Timeout: 2 * time.Minute})
 	require.NoError(t, err)
-	assert.Equal(t, "listed\n403", string(res.Stdout), string(res.Stderr))
-	assert.Equal(t, []string{"10.1.2.3"}, p.Refused())
 	cs, err := s.Capture(t.Context(), f.view(), 0)
 	require.NoError(t, err)
 	require.NoError(t, s.Settle(t.Context(), f.view(), paths(cs)))
+	return res, p
 }

@@ -56,10 +56,6 @@ type helperSpec struct {
 	// NewNet: the command gets a network namespace of its own, with only
 	// its own loopback.
 	NewNet bool `json:"new_net,omitempty"`
-	// Egress: the second stage hands the daemon a listener for the
-	// command's egress proxy on 127.0.0.1 of that namespace (egress.go);
-	// the first stage has the socket to hand it on at descriptor 4.
-	Egress bool `json:"egress,omitempty"`
 	// Cgroups are the cgroup.procs files the first stage writes itself
 	// into (the command's cgroups), before it starts anything.
 	Cgroups []string `json:"cgroups,omitempty"`
@@ -72,7 +68,7 @@ type helperSpec struct {
 	// weight without cgroups).
 	Nice int `json:"nice,omitempty"`
 	// Ports join ports of the command's loopback to Unix sockets of the
-	// host (ports.go); with NewNet only.
+	// host (ports.go); without NewNet, exposed ones only.
 	Ports []portSpec `json:"ports,omitempty"`
 	// Term: SIGTERM to the helper is passed on to the command's process
 	// group (a service asked to stop), instead of being ignored.

@@ -78,9 +78,6 @@ func helperOuter(specJSON string) int {
 	cmd.SysProcAttr.Setpgid = false
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{status, joinedR}
-	if spec.Egress {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(4, "egress"))
-	}
 	var term chan os.Signal
 	if spec.Term {
 		// Caught from before the start; passed on once started.
@@ -124,7 +121,7 @@ func helperMain(specJSON string) int {
 	// The command must not inherit the status pipe, nor anything else.
 	unix.CloseOnExec(3)
 	unix.CloseOnExec(joinedFD)
-	closeExtraFiles(joinedFD + 1) // egressFD among them
+	closeExtraFiles(joinedFD + 1)
 	status := os.NewFile(3, "status")
 	enc := json.NewEncoder(status)
 	var spec helperSpec
@@ -136,8 +133,8 @@ func helperMain(specJSON string) int {
 		_ = enc.Encode(helperStatus{Error: err.Error()})
 		return 125
 	}
-	var startPorts func() error
-	if spec.NewNet && len(spec.Ports) > 0 {
+	var startPorts func() (int, error)
+	if len(spec.Ports) > 0 {
 		start, err := openPorts(spec.Ports)
 		if err != nil {
 			return fail(err)
@@ -154,13 +151,12 @@ func helperMain(specJSON string) int {
 		}
 	}
 	if startPorts != nil {
-		if err := startPorts(); err != nil {
+		proxy, err := startPorts()
+		if err != nil {
 			return fail(err)
 		}
-	}
-	if spec.Egress && !spec.Probe {
-		if spec.Env, err = handOverEgress(spec.Env); err != nil {
-			return fail(fmt.Errorf("egress proxy: %w", err))
+		if proxy != 0 {
+			spec.Env = withEnv(spec.Env, proxyEnv(proxy))
 		}
 	}
 	_ = unix.Sethostname([]byte("sessiond"))

@@ -15,8 +15,9 @@ import (
 // openPorts opens the directories of the helper's port links and listens
 // on the exposed sockets, while the host's paths are still there (before
 // the command's root is built). start, once the loopback is up, listens
-// on the reached ports and relays every connection.
-func openPorts(specs []portSpec) (start func() error, err error) {
+// on the reached ports and relays every connection; it returns the port
+// of the egress proxy's link (0: none).
+func openPorts(specs []portSpec) (start func() (proxy int, err error), err error) {
 	type opened struct {
 		spec      portSpec
 		dir       int
@@ -46,7 +47,7 @@ func openPorts(specs []portSpec) (start func() error, err error) {
 		}
 		all = append(all, o)
 	}
-	return func() error {
+	return func() (proxy int, err error) {
 		for _, o := range all {
 			target := "127.0.0.1:" + strconv.Itoa(o.spec.Port)
 			if o.ln != nil {
@@ -56,12 +57,15 @@ func openPorts(specs []portSpec) (start func() error, err error) {
 			}
 			ln, err := net.Listen("tcp", target)
 			if err != nil {
-				return fmt.Errorf("port %d: %w", o.spec.Port, err)
+				return 0, fmt.Errorf("port %d: %w", o.spec.Port, err)
+			}
+			if o.spec.Proxy {
+				proxy = ln.Addr().(*net.TCPAddr).Port
 			}
 			sock := fdPath(o.dir, o.spec.Name)
 			go relayAll(ln, func() (net.Conn, error) { return net.Dial("unix", sock) })
 		}
-		return nil
+		return proxy, nil
 	}, nil
 }
 

@@ -52,7 +52,8 @@ type Command struct {
 	Git   *Git
 	NoGit string
 	// Expose and Reach join ports of the command's loopback to Unix
-	// sockets of the host (ports.go); isolated, without Network, only.
+	// sockets of the host (ports.go); isolated only, and Reach without
+	// Network (with it, Expose joins the host's loopback).
 	Expose, Reach []PortLink
 	// Term, when closed, sends the command's process group SIGTERM
 	// (the end of Timeout or of the context still kills its tree).
@@ -200,16 +201,17 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			target = DefaultWorkspace
 		}
 		spec.View, spec.Stage, spec.Target = pres, stage, target
-		if !c.Network {
-			spec.Ports = portSpecs(c.Expose, c.Reach)
-		}
 		spec.Term = c.Term != nil
 		spec.Home, spec.HomeSrc = HomeInside, home
 		spec.Hide, spec.Show = m.hidden(), m.shown()
 		spec.Cwd = filepath.Join(target, c.Cwd)
 		spec.Env = minimalEnv(HomeInside, target, c.Env)
 		spec.NewNet = !c.Network || c.Egress != nil
-		spec.Egress = c.Egress != nil
+		if spec.NewNet {
+			spec.Ports = portSpecs(c.Expose, c.Reach)
+		} else {
+			spec.Ports = portSpecs(c.Expose, nil)
+		}
 		spec.NoLandlock = m.noLandlock
 		if limits.TmpBytes > 0 {
 			spec.TmpBytes = limits.TmpBytes
@@ -275,28 +277,22 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	}
 	defer statusR.Close()
 	cmd.ExtraFiles = []*os.File{statusW}
-	var egressHelper *os.File
 	if c.Egress != nil {
-		var env []string
-		var stop func()
-		egressHelper, env, stop, err = serveEgress(c.Egress, m.isolated)
+		link, env, stop, err := serveEgress(c.Egress, s.dir, m.isolated)
 		if err != nil {
 			statusW.Close()
 			return Result{}, err
 		}
 		defer stop()
-		if egressHelper != nil {
-			defer egressHelper.Close()
-			cmd.ExtraFiles = append(cmd.ExtraFiles, egressHelper)
+		if link != nil {
+			spec.Ports = append(spec.Ports, *link)
 		}
-		if env != nil {
-			spec.Env = withEnv(spec.Env, env)
-			if b, err = json.Marshal(spec); err != nil {
-				statusW.Close()
-				return Result{}, err
-			}
-			cmd.Env[0] = helperEnv + "=" + string(b)
+		spec.Env = withEnv(spec.Env, env)
+		if b, err = json.Marshal(spec); err != nil {
+			statusW.Close()
+			return Result{}, err
 		}
+		cmd.Env[0] = helperEnv + "=" + string(b)
 	}
 	cmd.Stdin = bytes.NewReader(c.Stdin)
 	outR, outW, err := os.Pipe()
@@ -363,9 +359,6 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 	m.track(cmd, true)
 	defer m.track(cmd, false)
 	statusW.Close()
-	if egressHelper != nil {
-		egressHelper.Close()
-	}
 	outW.Close()
 	errW.Close()
 	readers.Add(2)

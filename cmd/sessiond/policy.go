@@ -8,8 +8,10 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/sessiond/sessiond/apitypes"
+	"github.com/sessiond/sessiond/session"
 )
 
 // repoPolicyCmd reads and changes a repository's policy (GET and PUT
@@ -47,6 +49,7 @@ type repoPolicySetCmd struct {
 	ExecCPUWeight    *int64    `name:"exec-cpu-weight" help:"A command's CPU weight, 1 to 10000 (0: the daemon's)." placeholder:"N"`
 	ExecScratchBytes *byteSize `help:"Scratch space of a session's commands (0: the daemon's limit)." placeholder:"SIZE"`
 	ExecTmpBytes     *byteSize `help:"Size of each private tmpfs of a command (0: the daemon's limit)." placeholder:"SIZE"`
+	ExecServiceIdle  *int64    `name:"exec-service-idle-seconds" help:"Stop a session's services after this many seconds with no request through their ports and no command (0: 30 minutes)." placeholder:"N"`
 }
 
 func (c *repoPolicySetCmd) Run(ctx context.Context, x *cli) error {
@@ -59,7 +62,7 @@ func (c *repoPolicySetCmd) Run(ctx context.Context, x *cli) error {
 		text = string(data)
 	}
 	flags := c.RequiredApprovals != nil || c.AllowCheckedOut != nil || c.RefuseStaleReads != nil || c.ExecNetwork != nil || c.ExecNetworkAllow != nil ||
-		c.ExecMemory != nil || c.ExecPids != nil || c.ExecCPUWeight != nil || c.ExecScratchBytes != nil || c.ExecTmpBytes != nil
+		c.ExecMemory != nil || c.ExecPids != nil || c.ExecCPUWeight != nil || c.ExecScratchBytes != nil || c.ExecTmpBytes != nil || c.ExecServiceIdle != nil
 	if strings.TrimSpace(text) == "" && !flags {
 		return usagef("repo policy set %s: nothing to change: give flags (see --help) or the fields as JSON", c.Repo)
 	}
@@ -110,6 +113,7 @@ func (c *repoPolicySetCmd) Run(ctx context.Context, x *cli) error {
 	set(&p.Exec.CPUWeight, c.ExecCPUWeight)
 	set(&p.Exec.ScratchBytes, size(c.ExecScratchBytes))
 	set(&p.Exec.TmpBytes, size(c.ExecTmpBytes))
+	set(&p.Exec.ServiceIdleSeconds, c.ExecServiceIdle)
 	p, err = x.c.SetRepoPolicy(ctx, c.Repo, p)
 	if err != nil {
 		return err
@@ -221,6 +225,11 @@ func printPolicy(w io.Writer, repo string, p apitypes.RepoPolicy) {
 		limit("cpu weight", ex.CPUWeight, false)
 		limit("scratch", ex.ScratchBytes, true)
 		limit("tmp", ex.TmpBytes, true)
+		idle, dflt := time.Duration(ex.ServiceIdleSeconds)*time.Second, ""
+		if idle <= 0 {
+			idle, dflt = session.DefaultServiceIdle, " (the default)"
+		}
+		fmt.Fprintf(tw, "  service idle stop\tafter %s with no request through a port and no command%s\n", idle, dflt)
 	}
 }
 

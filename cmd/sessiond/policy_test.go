@@ -31,7 +31,8 @@ func TestRepoPolicyCLI(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	for _, want := range []string{"policy of r", "required approvals  none: an open changeset may be accepted",
 		"checked-out branch  allowed: the work tree moves with the branch when it is clean", "stale reads         reported",
-		"exec network        own loopback only", "exec memory         the daemon's"} {
+		"exec network        own loopback only", "exec memory         the daemon's",
+		"service idle stop   after 30m0s with no request through a port and no command (the default)"} {
 		assert.Contains(t, r.stdout, want)
 	}
 	r = runCLI(t, "", "repo", "policy", "show", "r", "--json")
@@ -43,15 +44,16 @@ func TestRepoPolicyCLI(t *testing.T) {
 	assert.True(t, *shown.AllowCheckedOut, "the default")
 
 	r = runCLI(t, "", "repo", "policy", "set", "r", "--required-approvals", "2", "--allow-checked-out=false",
-		"--exec-network", "--exec-memory", "512MiB", "--exec-cpu-weight", "50")
+		"--exec-network", "--exec-memory", "512MiB", "--exec-cpu-weight", "50", "--exec-service-idle-seconds", "600")
 	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "service idle stop   after 10m0s with no request")
 	assert.Contains(t, r.stdout, "required approvals  2 approvals")
 	assert.Contains(t, r.stdout, "checked-out branch  refused")
 	assert.Contains(t, r.stdout, "exec memory         512 MiB")
 	p := api()
 	assert.Equal(t, 2, p.RequiredApprovals)
 	assert.False(t, *p.AllowCheckedOut)
-	assert.Equal(t, apitypes.ExecPolicy{Network: true, MemoryBytes: 512 << 20, CPUWeight: 50}, *p.Exec)
+	assert.Equal(t, apitypes.ExecPolicy{Network: true, MemoryBytes: 512 << 20, CPUWeight: 50, ServiceIdleSeconds: 600}, *p.Exec)
 
 	// JSON names some fields, an object's field by field; flags after it.
 	r = runCLI(t, "", "repo", "policy", "set", "r", `{"exec":{"pids":64},"refuse_stale_reads":true}`, "--required-approvals", "1", "--json")
@@ -76,7 +78,7 @@ func TestRepoPolicyCLI(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "required checks     none")
 	assert.False(t, *set.AllowCheckedOut, "not named: kept")
-	assert.Equal(t, apitypes.ExecPolicy{Network: true, MemoryBytes: 512 << 20, CPUWeight: 50, Pids: 64}, *set.Exec)
+	assert.Equal(t, apitypes.ExecPolicy{Network: true, MemoryBytes: 512 << 20, CPUWeight: 50, Pids: 64, ServiceIdleSeconds: 600}, *set.Exec)
 	r = runCLI(t, `{"allow_checked_out": true}`, "repo", "policy", "set", "r", "-")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.True(t, *api().AllowCheckedOut, "JSON from standard input")

@@ -30,6 +30,7 @@ type serviceStartCmd struct {
 	ReadyTCP     bool          `help:"Wait until the port accepts connections." name:"ready-tcp"`
 	ReadyTimeout time.Duration `help:"How long the ready check may take (default 30s)." name:"ready-timeout" placeholder:"D"`
 	Restart      string        `help:"no, or on-failure: start it again when it exits other than 0." enum:"no,on-failure" default:"no"`
+	Network      bool          `help:"Give it the network a command with --network gets (the host's, or the repository's allowlist through the daemon's egress proxy); by default only its own loopback."`
 	Argv         []string      `arg:"" passthrough:"" help:"The command and its arguments, after --."`
 }
 
@@ -45,7 +46,7 @@ func (c *serviceStartCmd) Run(ctx context.Context, x *cli) error {
 	if len(argv) == 0 {
 		return usagef("service start: no command: sessiond service start --name NAME [--port PORT] -- CMD ARGS…")
 	}
-	req := apitypes.ServiceRequest{Name: c.Name, Argv: argv, Cwd: c.Cwd, Restart: c.Restart}
+	req := apitypes.ServiceRequest{Name: c.Name, Argv: argv, Cwd: c.Cwd, Restart: c.Restart, Network: c.Network}
 	if c.Port != 0 {
 		p := c.Port
 		req.Port = &p
@@ -105,6 +106,9 @@ func (c *serviceLsCmd) Run(ctx context.Context, x *cli) error {
 		}
 		if s.ExitCode != nil {
 			state += " (exit " + strconv.Itoa(*s.ExitCode) + ")"
+		}
+		if len(s.NetworkRefused) > 0 {
+			state += " (network refused: " + strings.Join(s.NetworkRefused, ", ") + ")"
 		}
 		port, pid := "-", "-"
 		if s.Port != 0 {

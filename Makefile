@@ -12,7 +12,7 @@ PKGS     := ./...
 # minutes under the detector with nothing of the daemon's to race). The command line's end-to-end tests drive the daemon's real
 # binary, built without the detector: under it are the client, the CLI
 # and mcp's in-process engine.
-RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/ ./mcpserver/ ./cmd/sessiond/ ./internal/groupcommit/
+RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/ ./mcpserver/ ./cmd/sessiond/ ./internal/groupcommit/ ./egress/ ./cluster/ ./environment/
 RACE_SHORT_PKGS := ./session/ ./changeset/ ./workdir/
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s

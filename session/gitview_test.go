@@ -227,3 +227,29 @@ git update-ref HEAD $commit`)
 	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
 	assert.Equal(t, "fine\n", string(res.Stdout))
 }
+
+// What a command staged beyond the commits it made stays staged: the
+// head's move to sessiond's checkpoint of those commits keeps the index.
+func TestGitStagedWorkSurvivesCheckpoints(t *testing.T) {
+	forExecModes(t, func(t *testing.T, e *execEnv) {
+		s := e.create(session.CreateOptions{AgentName: "Ada"})
+		res := e.sh(s.ID, `set -e
+echo a > a.txt
+echo b > b.txt
+git add a.txt b.txt
+git commit -q -m "only a" a.txt`)
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		require.Len(t, res.Checkpoints, 1)
+		res = e.sh(s.ID, "git status --porcelain; git diff --cached --name-only")
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, "A  b.txt\nb.txt\n", string(res.Stdout))
+
+		// A checkpoint made through the API moves the head to a tree the
+		// view's HEAD never had: the index follows it.
+		_, err := e.m.Checkpoint(t.Context(), s.ID, "by the api", "")
+		require.NoError(t, err)
+		res = e.sh(s.ID, "git status --porcelain")
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.Equal(t, "", string(res.Stdout))
+	})
+}

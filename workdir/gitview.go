@@ -195,6 +195,10 @@ func (m *Manager) prepareGit(ctx context.Context, s *Scratch, g *Git, spec *help
 		}
 	}
 	moved := fresh || st.Head != g.Head || st.Branch != g.Branch
+	// A head that moved because the command's own commits became
+	// checkpoints has the tree the view's HEAD already had: the index the
+	// command left (what it staged beyond those commits) stays.
+	keepIndex := moved && !fresh && st.Branch == g.Branch && !g.HeadTree.IsZero() && s.viewHeadTree() == g.HeadTree
 	if moved {
 		if err := m.packOwn(ctx, s, g, pub, st.Head); err != nil {
 			return err
@@ -217,7 +221,7 @@ func (m *Manager) prepareGit(ctx context.Context, s *Scratch, g *Git, spec *help
 		lower = p.Lower
 	}
 	base := s.st.BaseTree
-	if fresh || st.BaseTree != base || (moved && onBranch) || len(g.Stages) > 0 || st.Staged {
+	if fresh || st.BaseTree != base || (moved && onBranch && !keepIndex) || len(g.Stages) > 0 || st.Staged {
 		if err := m.writeIndex(ctx, s, g, lower, base); err != nil {
 			return err
 		}
@@ -476,6 +480,21 @@ func (s *Scratch) ReadGitHead() (gitstore.OID, string) {
 		}
 	}
 	return gitstore.ZeroOID, branch
+}
+
+// viewHeadTree is the tree of the commit the view's HEAD names, read from
+// the view's own objects; zero when there is none or it is unreadable.
+func (s *Scratch) viewHeadTree() gitstore.OID {
+	id, _ := s.ReadGitHead()
+	objs := s.GitObjects()
+	if id.IsZero() || objs == nil {
+		return gitstore.ZeroOID
+	}
+	c, err := objs.Commit(id)
+	if err != nil {
+		return gitstore.ZeroOID
+	}
+	return c.Tree
 }
 
 // GitObjects reads the objects of the view's .git (the commits a command

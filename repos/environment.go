@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sessiond/sessiond/environment"
 	"github.com/sessiond/sessiond/record"
@@ -97,6 +98,21 @@ func (g *Registry) Environment(ctx context.Context, repo string) (EnvironmentVie
 }
 
 func (g *Registry) environment(ctx context.Context, repo string) (Environment, error) {
+	e, gen, ok := g.settings.environment(repo)
+	if ok {
+		return e, nil
+	}
+	at := time.Now()
+	e, err := g.storedEnvironment(ctx, repo)
+	if err != nil {
+		return Environment{}, err
+	}
+	g.settings.putEnvironment(repo, gen, e, at)
+	return e, nil
+}
+
+// storedEnvironment is repo's environment as the store has it now.
+func (g *Registry) storedEnvironment(ctx context.Context, repo string) (Environment, error) {
 	if _, err := g.Open(ctx, repo); err != nil {
 		return Environment{}, err
 	}
@@ -150,7 +166,7 @@ func (g *Registry) SetEnvironment(ctx context.Context, repo string, u Environmen
 	}
 	g.envMu.Lock() // one writer at a time: the merge of secrets reads, then writes
 	defer g.envMu.Unlock()
-	cur, err := g.environment(ctx, repo)
+	cur, err := g.storedEnvironment(ctx, repo)
 	if err != nil {
 		return EnvironmentView{}, err
 	}
@@ -176,7 +192,9 @@ func (g *Registry) SetEnvironment(ctx context.Context, repo string, u Environmen
 		}
 		next.Secrets[n] = sealed
 	}
-	if err := g.store.SetRepoEnvironment(ctx, next); err != nil {
+	err = g.store.SetRepoEnvironment(ctx, next)
+	g.settings.drop(repo)
+	if err != nil {
 		return EnvironmentView{}, err
 	}
 	g.varsMu.Lock()

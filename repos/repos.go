@@ -174,6 +174,10 @@ type Registry struct {
 	// fetchTimeout bounds the fetch of an origin at registration.
 	fetchTimeout time.Duration
 
+	// settings are the policies and environment records read from the
+	// store, kept for commands (settings.go).
+	settings settings
+
 	box   *secret.Box
 	envMu sync.Mutex // serializes SetEnvironment
 	// vars are the repositories' variables with their secrets opened,
@@ -262,6 +266,7 @@ func (g *Registry) add(ctx context.Context, name, path string, r *gitstore.Repo)
 		r.Close()
 		return Repo{}, err // the store's error names the repository
 	}
+	g.settings.drop(name)
 	g.mu.Lock()
 	if old := g.open[name]; old != nil {
 		old.Close()
@@ -517,13 +522,21 @@ func (g *Registry) Policy(ctx context.Context, repo string) (Policy, error) {
 	if _, err := g.Open(ctx, repo); err != nil {
 		return Policy{}, err
 	}
+	p, gen, ok := g.settings.policy(repo)
+	if ok {
+		return p, nil
+	}
+	at := time.Now()
 	p, err := g.store.GetRepoPolicy(ctx, repo)
 	if errors.Is(err, record.ErrNotFound) {
-		d := g.defaults
-		d.Repo = repo
-		return d, nil
+		p, err = g.defaults, nil
+		p.Repo = repo
 	}
-	return p, err
+	if err != nil {
+		return Policy{}, err
+	}
+	g.settings.putPolicy(repo, gen, p, at)
+	return p, nil
 }
 
 // SetPolicy sets a repository's own policy.
@@ -537,7 +550,9 @@ func (g *Registry) SetPolicy(ctx context.Context, p Policy) (Policy, error) {
 	if err := checkRequired(p.RequiredChecks); err != nil {
 		return Policy{}, err
 	}
-	if err := g.store.SetRepoPolicy(ctx, p); err != nil {
+	err := g.store.SetRepoPolicy(ctx, p)
+	g.settings.drop(p.Repo)
+	if err != nil {
 		return Policy{}, err
 	}
 	return p, nil

@@ -129,13 +129,21 @@ func (m *Executor) environmentFor(ctx context.Context, t envTarget, vars repos.V
 		step := workdir.EnvStep{Argv: environment.Args(s), Env: commandEnv(vars, nil, s.Env), Timeout: timeout}
 		if environment.NetworkWanted(s) {
 			// What the repository's commands may reach, and no more; none
-			// where the policy or the daemon gives commands none.
-			if n, err := m.NetworkFor(ctx, t.repoName, true); err == nil {
+			// where the policy or the daemon gives commands none. Asked
+			// only when the step runs: a command whose layer exists makes
+			// no egress proxy.
+			repo := t.repoName
+			step.Connect = func(ctx context.Context) (bool, workdir.Egress, error) {
+				n, err := m.NetworkFor(ctx, repo, true)
+				if errors.Is(err, record.ErrForbidden) {
+					return false, nil, nil
+				}
+				if err != nil {
+					return false, nil, err
+				}
 				var c workdir.Command
 				n.Apply(&c)
-				step.Network, step.Egress = c.Network, c.Egress
-			} else if !errors.Is(err, record.ErrForbidden) {
-				return nil, EnvironmentResult{}, false, err
+				return c.Network, c.Egress, nil
 			}
 		}
 		env.Steps = append(env.Steps, step)

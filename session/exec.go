@@ -178,8 +178,11 @@ type ExecResult struct {
 	NetworkRefused []string
 	// ToStart is the time from the call to the command's start; Prepare
 	// the part of it until the scratch was ready, Setup the rest.
+	// Resolve is the part of Prepare before the view's scratch is made
+	// (the session, its policy and variables, the environment's plan).
 	ToStart time.Duration
 	Prepare time.Duration
+	Resolve time.Duration
 	Setup   workdir.Setup
 	// Environment is the environment layer the command ran on;
 	// EnvironmentStale: the session changed a key file of it.
@@ -284,6 +287,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		return ExecResult{}, err
 	}
 	view.Env = envLayer
+	resolved := time.Now()
 	sc, err := m.workdirs.Prepare(ctx, view)
 	if err != nil {
 		unbusy()
@@ -341,7 +345,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		Argv: argv, ExitCode: run.ExitCode, Signal: run.Signal, TimedOut: run.TimedOut, Duration: run.Duration,
 		Stdout: maskKept(vars.Masker, run.Stdout, run.OutputTruncated), Stderr: maskKept(vars.Masker, run.Stderr, run.OutputTruncated), OutputTruncated: run.OutputTruncated, Isolated: run.Isolated,
 		Limits: run.Limits, Exceeded: run.Exceeded, Landlock: run.Landlock,
-		ToStart: run.Started.Sub(begin), Prepare: prepared.Sub(begin), Setup: run.Setup,
+		ToStart: run.Started.Sub(begin), Prepare: prepared.Sub(begin), Resolve: resolved.Sub(begin), Setup: run.Setup,
 		Environment: envRes, EnvironmentStale: envStale,
 		NetworkRefused: network.Refused(),
 	}

@@ -66,7 +66,12 @@ type EnvStep struct {
 	Env     []string
 	Network bool
 	// Egress, when set, is the step's egress proxy (Command.Egress).
-	Egress  Egress
+	Egress Egress
+	// Connect, when set, gives the step its network (Network, Egress)
+	// just before it runs: only a build that runs pays for it (a
+	// policy read, a new egress proxy), never a command whose layer
+	// exists.
+	Connect func(ctx context.Context) (network bool, egress Egress, err error)
 	Timeout time.Duration
 }
 
@@ -492,6 +497,13 @@ func (e *envLayers) build(ctx context.Context, v View, base string, env *Env) (E
 	}
 	for _, st := range env.Steps {
 		fmt.Fprintf(&log, "$ %s\n", describeArgv(st.Argv))
+		if st.Connect != nil {
+			network, egress, err := st.Connect(ctx)
+			if err != nil {
+				return EnvInfo{}, fmt.Errorf("environment %s: network of setup %q: %w", env.Key, describeArgv(st.Argv), err)
+			}
+			st.Network, st.Egress = network, egress
+		}
 		res, err := s.Run(ctx, Command{
 			Argv: st.Argv, Env: st.Env, Network: st.Network, Egress: st.Egress, Timeout: st.Timeout,
 			Workspace: env.Workspace, Limits: env.Limits, Caches: Caches{Repo: env.Repo},

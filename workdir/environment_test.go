@@ -1,11 +1,14 @@
 package workdir_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -276,4 +279,43 @@ func TestEnvironmentCrashMidBuild(t *testing.T) {
 	assert.True(t, s.Environment().Built, "built again after the crash")
 	s.Abort()
 	assert.Equal(t, 2, builds(t, m, "r"))
+}
+
+// TestEnvironmentConnectOnlyWhenBuilding: a setup step's network is
+// asked for only when the step runs, so a command whose layer exists
+// makes no egress proxy and reads no policy; a Connect error fails the
+// command, and leaves no failure remembered.
+func TestEnvironmentConnectOnlyWhenBuilding(t *testing.T) {
+	forModes(t, func(t *testing.T, m *workdir.Manager) {
+		f := newFixture(t)
+		var connects atomic.Int64
+		steps := countingSetup("")
+		steps[0].Connect = func(context.Context) (bool, workdir.Egress, error) {
+			connects.Add(1)
+			return false, nil, nil
+		}
+		env := &workdir.Env{Key: "ac01", Repo: "r", Steps: steps}
+		res, _, s := f.runEnv(m, "s1", env, "cat build/deps/dep.txt")
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.True(t, s.Environment().Built)
+		require.NoError(t, s.Settle(t.Context(), f.envView("s1", env), nil))
+		assert.Equal(t, int64(1), connects.Load(), "the build's step connects once")
+
+		res, _, s = f.runEnv(m, "s2", env, "cat build/deps/dep.txt")
+		require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+		assert.False(t, s.Environment().Built)
+		require.NoError(t, s.Settle(t.Context(), f.envView("s2", env), nil))
+		assert.Equal(t, int64(1), connects.Load(), "a command on the existing layer does not connect")
+
+		broken := countingSetup("")
+		broken[0].Connect = func(context.Context) (bool, workdir.Egress, error) {
+			return false, nil, errors.New("policy unreadable")
+		}
+		bad := &workdir.Env{Key: "ac02", Repo: "r", Steps: broken}
+		_, err := m.Prepare(t.Context(), f.envView("s3", bad))
+		require.ErrorContains(t, err, "policy unreadable")
+		for _, l := range m.Environments("r") {
+			assert.NotEqual(t, "ac02", l.Key, "no failure remembered for ac02")
+		}
+	})
 }

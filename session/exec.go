@@ -308,7 +308,9 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		}
 	}
 	// Followers (FollowExec) see the output as the caller does.
-	live := m.live.start(id, shownArgv)
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	live := m.live.start(id, shownArgv, cancelRun)
 	// Followers see the end once the command is recorded (Ran included)
 	// and the session is no longer busy.
 	end := ExecChunk{ExitCode: -1}
@@ -331,7 +333,7 @@ func (m *Executor) Exec(ctx context.Context, id uuid.UUID, opts ExecOptions) (Ex
 		Reach: m.servicePorts(id),
 	}
 	network.Apply(&cmd)
-	run, err := sc.Run(ctx, cmd)
+	run, err := sc.Run(runCtx, cmd)
 	flush()
 	if err != nil {
 		end.Error = err.Error()

@@ -33,6 +33,8 @@ type ExecChunk struct {
 type liveExec struct {
 	argv []string
 	at   time.Time
+	// cancel kills the command (Executor.Abandon).
+	cancel context.CancelFunc
 
 	mu      sync.Mutex // guards the fields below
 	chunks  []ExecChunk
@@ -95,8 +97,8 @@ func (r *liveRegistry) get(id uuid.UUID) *sessionLive {
 }
 
 // start records a command starting on session id and returns it.
-func (r *liveRegistry) start(id uuid.UUID, argv []string) *liveExec {
-	l := &liveExec{argv: argv, at: time.Now().UTC(), changed: make(chan struct{})}
+func (r *liveRegistry) start(id uuid.UUID, argv []string, cancel context.CancelFunc) *liveExec {
+	l := &liveExec{argv: argv, at: time.Now().UTC(), cancel: cancel, changed: make(chan struct{})}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sl := r.get(id)
@@ -117,6 +119,18 @@ func (r *liveRegistry) finish(id uuid.UUID, l *liveExec, end ExecChunk) {
 	if sl := r.sessions[id]; sl != nil && sl.refs == 0 && sl.last == l {
 		delete(r.sessions, id)
 	}
+}
+
+// Abandon kills what runs on session id, for a node that lost the
+// session's ownership: the command running now (its end is not recorded:
+// the store's fence refuses it) and every service. It returns at once.
+func (e *Executor) Abandon(id uuid.UUID) {
+	e.live.mu.Lock()
+	if sl := e.live.sessions[id]; sl != nil && sl.last != nil && sl.last.cancel != nil {
+		sl.last.cancel()
+	}
+	e.live.mu.Unlock()
+	e.stopSession(id, ReasonLost)
 }
 
 // Running is the number of commands running on the sessions of this

@@ -24,7 +24,7 @@ func TestLiveRegistry(t *testing.T) {
 
 	// A follower waiting before the command starts sees all of it.
 	early := follow()
-	l := reg.start(id, []string{"make"})
+	l := reg.start(id, []string{"make"}, nil)
 	l.write("stdout", []byte("one\n"))
 	c, err := early.Next(ctx)
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestLiveRegistry(t *testing.T) {
 	cancel()
 	_, err = late.Next(wctx)
 	assert.ErrorIs(t, err, context.Canceled, "nothing runs: it waits")
-	l2 := reg.start(id, []string{"go", "test"})
+	l2 := reg.start(id, []string{"go", "test"}, nil)
 	c, err = late.Next(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"go", "test"}, c.Argv)
@@ -83,7 +83,7 @@ func TestLiveRegistry(t *testing.T) {
 	reg.mu.Lock()
 	assert.Empty(t, reg.sessions, "nobody follows, nothing runs: forgotten")
 	reg.mu.Unlock()
-	l3 := reg.start(id, []string{"true"})
+	l3 := reg.start(id, []string{"true"}, nil)
 	reg.finish(id, l3, ExecChunk{})
 	reg.mu.Lock()
 	assert.Empty(t, reg.sessions)

@@ -56,6 +56,7 @@ const (
 	ReasonIdle       = "idle"
 	ReasonEnded      = "session ended"
 	ReasonRestarted  = "daemon restarted"
+	ReasonLost       = "this node lost the session's ownership"
 	ReasonNotReady   = "ready check did not pass"
 	ReasonRestarting = "restarting"
 )

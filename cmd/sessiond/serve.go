@@ -316,13 +316,24 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 		owners    *cluster.Owners
 		objects   *cluster.Filler // nil: not a cluster
 		m         *session.Manager
+		runner    *session.Executor
 	)
 	if pg, ok := store.(*db.Postgres); ok && c.NodeID != "" {
 		owners = cluster.NewOwners(cluster.OwnersConfig{Store: pg, Node: c.NodeID, Lease: c.NodeLease, Renew: c.NodeHeartbeat, Logger: log,
+			// A lost session's command and services are killed (what they
+			// did is not recorded: the fence refuses it), then the session
+			// is dropped once its command has let go of it.
 			Lost: func(id uuid.UUID) {
-				fctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				defer cancel()
-				m.Forget(fctx, id)
+				if runner != nil {
+					runner.Abandon(id)
+				}
+				go func() {
+					fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					for !m.Forget(fctx, id) && fctx.Err() == nil {
+						time.Sleep(100 * time.Millisecond)
+					}
+				}()
 			}})
 		sessStore = clustersession.New(store, owners, reg)
 		// The objects of sessions' writes are in the store too: a node
@@ -344,7 +355,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	}
 	cs := changeset.New(changeset.Config{Store: store.Changesets(), Sessions: m, Repos: reg, Events: evs, Summaries: g, BranchLocks: branchLocks, Objects: filler(objects)})
 	// Every command run is kept for the checks of changesets.
-	runner := session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork,
+	runner = session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork,
 		Ran: checkruns.Keeper(cs, log)})
 	node, err := joinCluster(ctx, c, store, func() cluster.Stats {
 		return cluster.Stats{Sessions: m.Loaded(), RunningCommands: runner.Running()}

@@ -472,3 +472,48 @@ func TestNodesStartTogether(t *testing.T) {
 		assert.Equal(t, origin.URL, rp.Origin)
 	}
 }
+
+// TestLostOwnerKillsItsCommand: an owner paused past its lease, whose
+// session another node took meanwhile, kills the command it was running
+// on that session as soon as it wakes and finds the lease gone.
+func TestLostOwnerKillsItsCommand(t *testing.T) {
+	ctx := t.Context()
+	origin := NewOrigin(t, "small")
+	c := New(t, 2, "--repo", "app="+origin.URL, "--node-heartbeat", "200ms", "--node-lease", "2s")
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
+	require.NoError(t, err)
+	const marker = "297.31"
+	go func() {
+		_, _ = n1.C.Exec(context.WithoutCancel(ctx), s.ID, apitypes.ExecRequest{Argv: []string{"sleep", marker}, TimeoutSeconds: 600}, nil)
+	}()
+	running := func() bool {
+		dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, d := range dirs {
+			if b, err := os.ReadFile(d); err == nil && string(b) == "sleep\x00"+marker+"\x00" {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, running, 30*time.Second, 50*time.Millisecond, "the command never started")
+
+	pid := n1.Pid()
+	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	require.Eventually(t, func() bool {
+		_, err := n2.C.WriteFile(ctx, s.ID, "taken.txt", []byte("taken\n"), client.WriteOptions{})
+		return err == nil
+	}, 30*time.Second, 200*time.Millisecond, "node-2 never took the session over")
+	assert.True(t, running(), "the paused owner's command still runs before it wakes")
+	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+	resumed = true
+	require.Eventually(t, func() bool { return !running() }, 30*time.Second, 100*time.Millisecond,
+		"the old owner kept running its command on a session it lost")
+	assert.Equal(t, "node-2", c.owner(t, s.ID))
+}

@@ -67,6 +67,9 @@ func newForwarder(r *cluster.Router) *forwarder {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			to := pr.In.Context().Value(forwardKey{}).(*forwardTo)
 			pr.SetURL(to.target)
+			if pr.In.Pattern == "preview" {
+				pr.Out.Host = pr.In.Host // the owner serves the preview by its host name
+			}
 			pr.Out.URL.Path, pr.Out.URL.RawPath = pr.In.URL.Path, pr.In.URL.RawPath
 			pr.Out.URL.RawQuery = pr.In.URL.RawQuery
 			pr.SetXForwarded()

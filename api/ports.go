@@ -230,6 +230,11 @@ func (s *Server) servePreview(w http.ResponseWriter, r *http.Request, port int, 
 			ref.Session = pr.session
 		}
 	}
+	// In a cluster a preview of a known session is served by its owner
+	// (the admin's, named by its short id alone, is served here).
+	if ref.Session != uuid.Nil && !s.routeSession(w, r, ref.Session) {
+		return
+	}
 	s.proxyPort(w, r, ref, r.URL.EscapedPath(), false)
 }
 

@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +61,10 @@ type Store interface {
 	// and heartbeat_at now: a new row, or over one whose heartbeat is older
 	// than lease or that stopped; ErrNodeLive when the id's row is live.
 	JoinNode(ctx context.Context, n Node, incarnation uuid.UUID, lease time.Duration) error
+	// AgreeKey records fingerprint as the cluster's key name unless one
+	// is recorded, and returns the recorded one and the node that
+	// recorded it.
+	AgreeKey(ctx context.Context, name, fingerprint, node string) (recorded, by string, err error)
 	// NodeHeartbeat renews the row of id for incarnation with st;
 	// ErrIdentityLost when the row is another incarnation's.
 	NodeHeartbeat(ctx context.Context, id string, incarnation uuid.UUID, st Stats) error
@@ -83,6 +90,9 @@ type Config struct {
 	Heartbeat time.Duration
 	Lease     time.Duration
 	Logger    *slog.Logger
+	// Keys must be the same on every node (the token key, the secrets
+	// key): Join refuses a node whose key differs from the cluster's.
+	Keys []Key
 }
 
 // Cluster is this node's membership: its row, its heartbeat, and the view
@@ -106,6 +116,21 @@ func CheckConfig(id, advertise string) error {
 	return nil
 }
 
+// Key is a key every node of the cluster must share, by the name of its
+// file in the data directory.
+type Key struct {
+	Name string
+	Key  []byte
+}
+
+// KeyFingerprint names key without revealing it: an HMAC of a fixed text
+// under the key.
+func KeyFingerprint(key []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("sessiond cluster key fingerprint"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 // validNodeID: id is 1 to 64 letters, digits, '-', '_' and '.'.
 func validNodeID(id string) bool {
 	return id != "" && len(id) <= 64 && strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == ""
@@ -117,6 +142,21 @@ func validNodeID(id string) bool {
 func Join(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := CheckConfig(cfg.ID, cfg.AdvertiseURL); err != nil {
 		return nil, err
+	}
+	// Tokens minted by one node are checked by any other, and secrets
+	// sealed by one are opened by any other: every node needs the same
+	// keys. A node whose key differs is refused here, by name, rather
+	// than answering 401 to every token another node made.
+	for _, k := range cfg.Keys {
+		fp := KeyFingerprint(k.Key)
+		recorded, by, err := cfg.Store.AgreeKey(ctx, k.Name, fp, cfg.ID)
+		if err != nil {
+			return nil, fmt.Errorf("node %q: join: %w", cfg.ID, err)
+		}
+		if recorded != fp {
+			return nil, fmt.Errorf("node %q: %w: its %s is not the cluster's (which node %q brought): copy %s from a node of the cluster into this node's data directory",
+				cfg.ID, ErrKeyMismatch, k.Name, by, k.Name)
+		}
 	}
 	c := newCluster(cfg)
 	n := Node{ID: cfg.ID, AdvertiseURL: cfg.AdvertiseURL, Version: cfg.Version}

@@ -14,6 +14,9 @@ var (
 	// ErrIdentityLost: the node's row was taken by another process (this
 	// one missed its heartbeats past the lease).
 	ErrIdentityLost = errors.New("the node id was taken over by another process")
+	// ErrKeyMismatch: a key of this node's data directory is not the one
+	// the cluster's nodes share.
+	ErrKeyMismatch = errors.New("a key differs from the cluster's")
 	// ErrFenced: this node's epoch of a session is no longer the
 	// session's (another node took it): nothing is written, and the node
 	// must drop the session. It is record.ErrUnavailable (503): the

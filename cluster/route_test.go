@@ -18,7 +18,10 @@ type memNodes struct {
 	expired map[uuid.UUID]bool
 }
 
-func (m *memNodes) JoinNode(context.Context, Node, uuid.UUID, time.Duration) error  { return nil }
+func (m *memNodes) JoinNode(context.Context, Node, uuid.UUID, time.Duration) error { return nil }
+func (m *memNodes) AgreeKey(_ context.Context, _, fp, node string) (string, string, error) {
+	return fp, node, nil
+}
 func (m *memNodes) NodeHeartbeat(context.Context, string, uuid.UUID, Stats) error   { return nil }
 func (m *memNodes) LeaveNode(context.Context, string, uuid.UUID) error              { return nil }
 func (m *memNodes) ListNodes(context.Context, time.Duration) ([]Node, error)        { return m.nodes, nil }

@@ -52,6 +52,28 @@ WHERE id = $1 AND incarnation = $2 AND stopped_at IS NULL`, id, incarnation.Stri
 	return nil
 }
 
+// AgreeKey implements cluster.Store: it records fingerprint as the
+// cluster's key name when none is recorded, and returns the recorded one
+// with the node that recorded it.
+func (p *Postgres) AgreeKey(ctx context.Context, name, fingerprint, node string) (string, string, error) {
+	if _, err := p.r.exec(ctx, `INSERT INTO cluster_keys (name, fingerprint, node_id) VALUES ($1, $2, $3)
+ON CONFLICT (name) DO NOTHING`, name, fingerprint, node); err != nil {
+		return "", "", fmt.Errorf("cluster key %s: %w", name, err)
+	}
+	rs, err := p.r.query(ctx, `SELECT fingerprint, node_id FROM cluster_keys WHERE name = $1`, name)
+	if err != nil {
+		return "", "", fmt.Errorf("cluster key %s: %w", name, err)
+	}
+	got, err := collect(rs, func(sc scanner) ([2]string, error) {
+		var v [2]string
+		return v, sc.Scan(&v[0], &v[1])
+	})
+	if err != nil || len(got) != 1 {
+		return "", "", fmt.Errorf("cluster key %s: %v", name, err)
+	}
+	return got[0][0], got[0][1], nil
+}
+
 // LeaveNode implements cluster.Store.
 func (p *Postgres) LeaveNode(ctx context.Context, id string, incarnation uuid.UUID) error {
 	_, err := p.r.exec(ctx, `UPDATE nodes SET stopped_at = now(), sessions = 0, running_commands = 0

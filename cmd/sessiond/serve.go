@@ -357,7 +357,12 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	// Every command run is kept for the checks of changesets.
 	runner = session.NewExecutor(m, session.ExecConfig{MaxTimeout: c.ExecMaxTimeout, Limits: c.limits(), HostNetwork: c.AdminToken != "" || c.ExecHostNetwork,
 		Ran: checkruns.Keeper(cs, log)})
-	node, err := joinCluster(ctx, c, store, func() cluster.Stats {
+	secretsKey, err := os.ReadFile(filepath.Join(c.DataDir, secret.KeyFile))
+	if err != nil {
+		return err
+	}
+	keys := []cluster.Key{{Name: "token.key", Key: tokenKey}, {Name: secret.KeyFile, Key: secretsKey}}
+	node, err := joinCluster(ctx, c, store, keys, func() cluster.Stats {
 		return cluster.Stats{Sessions: m.Loaded(), RunningCommands: runner.Running()}
 	}, log)
 	if err != nil {
@@ -540,7 +545,7 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 // joinCluster joins the cluster as c.NodeID when it is set (nil
 // otherwise): a row in the store's nodes table, refused while another
 // live process has the id.
-func joinCluster(ctx context.Context, c serveConfig, store db.Store, stats func() cluster.Stats, log *slog.Logger) (*cluster.Cluster, error) {
+func joinCluster(ctx context.Context, c serveConfig, store db.Store, keys []cluster.Key, stats func() cluster.Stats, log *slog.Logger) (*cluster.Cluster, error) {
 	if c.NodeID == "" {
 		return nil, nil
 	}
@@ -549,7 +554,7 @@ func joinCluster(ctx context.Context, c serveConfig, store db.Store, stats func(
 		return nil, fmt.Errorf("--node-id %q: a cluster needs PostgreSQL (--database-url); the embedded store is one node's", c.NodeID)
 	}
 	node, err := cluster.Join(ctx, cluster.Config{Store: pg, ID: c.NodeID, AdvertiseURL: c.AdvertiseURL, Version: version(),
-		Stats: stats, Heartbeat: c.NodeHeartbeat, Lease: c.NodeLease, Logger: log})
+		Stats: stats, Heartbeat: c.NodeHeartbeat, Lease: c.NodeLease, Logger: log, Keys: keys})
 	if err != nil {
 		return nil, err
 	}

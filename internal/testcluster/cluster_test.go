@@ -178,6 +178,35 @@ func TestNodeIDNeedsPostgres(t *testing.T) {
 	assert.Contains(t, stderr, "PostgreSQL")
 }
 
+// TestNodeWithOtherKeysRefused: a node whose data directory holds keys
+// of its own (not the cluster's) refuses to join, naming the key, so no
+// token another node made is refused by it later; with the cluster's
+// keys the same node joins.
+func TestNodeWithOtherKeysRefused(t *testing.T) {
+	origin := NewOrigin(t, "small")
+	c := New(t, 1, "--repo", "app="+origin.URL, "--admin-token", "cluster-admin")
+	var port int
+	args := append([]string{"--database-url", c.DBURL}, c.NodeArgs("node-2", &port)...)
+	code, stderr := Refused(t, 60*time.Second, args...)
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, stderr, "token.key is not the cluster's")
+	assert.Contains(t, stderr, "node-1", "names the node that brought the cluster's key")
+
+	// With the cluster's keys it joins, and a session token node-1 made
+	// works through node-2, as does node-2's on node-1.
+	n2 := c.Add("node-2")
+	s, err := c.Nodes[0].C.CreateSession(t.Context(), apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
+	require.NoError(t, err)
+	require.NotEmpty(t, s.Token)
+	_, err = client.New(n2.URL, s.Token).WriteFile(t.Context(), s.ID, "by-token.txt", []byte("t\n"), client.WriteOptions{})
+	require.NoError(t, err, "node-1's session token through node-2")
+	s2, err := n2.C.CreateSession(t.Context(), apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
+	require.NoError(t, err)
+	got, _, err := client.New(c.Nodes[0].URL, s2.Token).ReadFile(t.Context(), s2.ID, "README.md")
+	require.NoError(t, err, "node-2's session token on node-1")
+	assert.NotEmpty(t, got)
+}
+
 // TestDuplicateLiveNodeRefused: a second process with a live node's id
 // refuses to start, naming the live node; once that node stopped, the id
 // joins again.
@@ -186,7 +215,7 @@ func TestDuplicateLiveNodeRefused(t *testing.T) {
 	n1 := c.Nodes[0]
 	var port int
 	args := append([]string{"--database-url", c.DBURL}, c.NodeArgs("node-1", &port)...)
-	code, stderr := Refused(t, 60*time.Second, args...)
+	code, stderr := RefusedIn(t, c.DataDir(), 60*time.Second, args...)
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, stderr, "node-1")
 	assert.Contains(t, stderr, "a live node already has this id")
@@ -460,7 +489,7 @@ func TestNodesStartTogether(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			nd := &Node{ID: "node-" + strconv.Itoa(i+1)}
-			nd.Daemon = testdaemon.New(t, c.DBURL, c.NodeArgs(nd.ID, &nd.Port)...)
+			nd.Daemon = testdaemon.NewIn(t, c.DataDir(), c.DBURL, c.NodeArgs(nd.ID, &nd.Port)...)
 			nodes[i] = nd
 		}()
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -516,4 +518,48 @@ func TestMCPAcrossNodes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "over two nodes\n", string(b))
 	assert.Equal(t, "node-1", c.owner(t, s.ID))
+}
+
+// TestPreviewAcrossNodes: a preview host name opened with a port link on
+// a node that does not own the session is served by the owner, the link's
+// redirect and cookie included.
+func TestPreviewAcrossNodes(t *testing.T) {
+	ctx := t.Context()
+	origin := NewOrigin(t, "small")
+	c := New(t, 2, "--repo", "app="+origin.URL, "--preview-domain", "preview.test")
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
+	require.NoError(t, err)
+	_, err = n1.C.WriteFile(ctx, s.ID, "echo.py", []byte(echoPy), client.WriteOptions{})
+	require.NoError(t, err)
+	port := 8080
+	_, err = n1.C.StartService(ctx, s.ID, apitypes.ServiceRequest{Name: "echo", Argv: []string{"python3", "echo.py"}, Port: &port,
+		Ready: &apitypes.ServiceReady{HTTP: "/"}})
+	require.NoError(t, err)
+	link, err := n1.C.PortLink(ctx, s.ID, 8080, 60)
+	require.NoError(t, err)
+	u, err := url.Parse(link.URL)
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(u.Hostname(), ".preview.test"), "a preview link: %s", link.URL)
+
+	// Every request goes to node-2, under the preview's host name.
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	n2Addr := strings.TrimPrefix(n2.URL, "http://")
+	hc := &http.Client{Jar: jar, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, n2Addr)
+		}}}
+	resp, err := hc.Get(link.URL)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Equal(t, "echo /\n", string(body))
+	resp, err = hc.Get("http://" + u.Host + "/again?x=1")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Equal(t, "echo /again?x=1\n", string(body))
 }

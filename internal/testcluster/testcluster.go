@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -100,6 +102,9 @@ type Cluster struct {
 	Nodes []*Node
 	// Args are serve flags every node gets (beside its id and address).
 	Args []string
+
+	keysOnce sync.Once
+	keys     [][2]string // name, content
 }
 
 // Node is one node: a daemon with its id.
@@ -124,7 +129,7 @@ func New(t testing.TB, n int, args ...string) *Cluster {
 func (c *Cluster) Add(id string, args ...string) *Node {
 	c.T.Helper()
 	nd := &Node{ID: id}
-	nd.Daemon = testdaemon.New(c.T, c.DBURL, c.NodeArgs(id, &nd.Port, args...)...)
+	nd.Daemon = testdaemon.NewIn(c.T, c.DataDir(), c.DBURL, c.NodeArgs(id, &nd.Port, args...)...)
 	c.Nodes = append(c.Nodes, nd)
 	return nd
 }
@@ -138,6 +143,26 @@ func (c *Cluster) NodeArgs(id string, port *int, args ...string) []string {
 	out := []string{"--addr", addr, "--node-id", id, "--advertise-url", "http://" + addr}
 	out = append(out, c.Args...)
 	return append(out, args...)
+}
+
+// DataDir is a new node's data directory, holding the keys every node of
+// the cluster shares (token.key, secrets.key: made once per cluster).
+func (c *Cluster) DataDir() string {
+	c.T.Helper()
+	c.keysOnce.Do(func() {
+		for _, name := range []string{"token.key", "secrets.key"} {
+			k := make([]byte, 32)
+			_, _ = rand.Read(k)
+			c.keys = append(c.keys, [2]string{name, string(k)})
+		}
+	})
+	dir := c.T.TempDir()
+	for _, k := range c.keys {
+		if err := os.WriteFile(filepath.Join(dir, k[0]), []byte(k[1]), 0o600); err != nil {
+			c.T.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // Node returns the node with id.
@@ -156,9 +181,15 @@ func (c *Cluster) Node(id string) *Node {
 // one still running after timeout is killed and the test fails.
 func Refused(t testing.TB, timeout time.Duration, args ...string) (int, string) {
 	t.Helper()
+	return RefusedIn(t, t.TempDir(), timeout, args...)
+}
+
+// RefusedIn is Refused on the data directory dir.
+func RefusedIn(t testing.TB, dir string, timeout time.Duration, args ...string) (int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
-	full := append([]string{"serve", "--data-dir", t.TempDir(), "--log-level", "warn"}, args...)
+	full := append([]string{"serve", "--data-dir", dir, "--log-level", "warn"}, args...)
 	cmd := exec.CommandContext(ctx, testdaemon.Binary, full...)
 	cmd.Env = append(os.Environ(), "SESSIOND_ADMIN_TOKEN=", "SESSIOND_DATABASE_URL=")
 	var stderr testdaemon.LockedBuffer

@@ -70,7 +70,14 @@ type Daemon struct {
 // embedded store. It stops when t ends.
 func New(t testing.TB, dbURL string, args ...string) *Daemon {
 	t.Helper()
-	d := &Daemon{T: t, DataDir: t.TempDir(), DBURL: dbURL, Args: args, Logs: &LockedBuffer{}}
+	return NewIn(t, t.TempDir(), dbURL, args...)
+}
+
+// NewIn is New on the data directory dir, which may hold files already
+// (a cluster's shared keys).
+func NewIn(t testing.TB, dir, dbURL string, args ...string) *Daemon {
+	t.Helper()
+	d := &Daemon{T: t, DataDir: dir, DBURL: dbURL, Args: args, Logs: &LockedBuffer{}}
 	for i, a := range args {
 		if a == "--admin-token" && i+1 < len(args) {
 			d.Token = args[i+1]

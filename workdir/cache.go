@@ -120,11 +120,12 @@ func (c *Cache) Acquire(ctx context.Context, r treeLister, tree gitstore.OID) (p
 		if b := c.bases[tree]; b != nil {
 			b.refs++
 			b.used = time.Now()
+			path, used := b.path, b.used // b's fields are c.mu's
 			c.mu.Unlock()
 			// Remember the use across restarts (best effort).
-			_ = os.Chtimes(b.path, b.used, b.used)
+			_ = os.Chtimes(path, used, used)
 			var once sync.Once
-			return b.path, func() { once.Do(func() { c.release(tree) }) }, nil
+			return path, func() { once.Do(func() { c.release(tree) }) }, nil
 		}
 		if call := c.building[tree]; call != nil {
 			c.mu.Unlock()

@@ -226,8 +226,9 @@ func (e *envLayers) acquire(ctx context.Context, v View, base string, env *Env) 
 		if l := e.layers[env.Key]; l != nil {
 			l.refs++
 			l.info.LastUsed = time.Now()
+			used := l.info.LastUsed // l's fields are e.mu's
 			e.mu.Unlock()
-			_ = os.Chtimes(filepath.Join(e.dir, env.Key), l.info.LastUsed, l.info.LastUsed)
+			_ = os.Chtimes(filepath.Join(e.dir, env.Key), used, used)
 			var once sync.Once
 			res.Status = EnvReady
 			return e.treeOf(env.Key), res, func() { once.Do(func() { e.release(env.Key) }) }, nil

@@ -185,9 +185,12 @@ func TestEnvironmentConcurrentFirstCommandsBuildOnce(t *testing.T) {
 		outs := make([]string, 4)
 		for i := range 4 {
 			wg.Add(1)
+			// Each session reads its own overlay, as each of the engine's
+			// sessions does (the fixture's is one, shared by its views).
+			v := f.envView("c"+string(rune('0'+i)), env)
+			v.Overlay = v.Overlay.Clone().Freeze()
 			go func() {
 				defer wg.Done()
-				v := f.envView("c"+string(rune('0'+i)), env)
 				s, err := m.Prepare(t.Context(), v)
 				if !assert.NoError(t, err) {
 					return

@@ -149,9 +149,9 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		p.untrack(down, up)
+		p.wg.Add(-2) // the pipes track counted will not run
 		return
 	}
-	p.wg.Add(2)
 	var once sync.Once
 	done := func() { once.Do(func() { p.untrack(down, up) }) }
 	pipe := func(dst, src net.Conn) {
@@ -170,8 +170,10 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}()
 }
 
-// track registers a tunnel's two connections; false (both closed) when
-// the proxy is shutting down.
+// track registers a tunnel's two connections and counts its two pipes in
+// wg, under mu, so that Serve's Wait (after it set closed under mu) never
+// meets an Add; false (both closed, nothing counted) when the proxy is
+// shutting down.
 func (p *Proxy) track(cs ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -184,6 +186,7 @@ func (p *Proxy) track(cs ...net.Conn) bool {
 	for _, c := range cs {
 		p.tunnels[c] = true
 	}
+	p.wg.Add(len(cs)) // one pipe from each
 	return true
 }
 

@@ -226,7 +226,7 @@ func (c *Cache) build(ctx context.Context, r treeLister, tree gitstore.OID) (int
 	}); err != nil {
 		return fail(err)
 	}
-	size, err := writeEntries(ctx, r, tmp, entries, nil)
+	size, err := writeEntries(ctx, r, hostTree(tmp), entries, nil)
 	if err != nil {
 		return fail(err)
 	}

@@ -2,9 +2,9 @@ package workdir
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"sort"
 	"sync"
 	"time"
@@ -19,34 +19,48 @@ import (
 // commands, for where overlayfs is not available. Its stat cache covers
 // every file of the view, as git's index covers a work tree, so capture
 // hashes only files whose stat changed (or that are racy).
+//
+// It reaches its directory only beneath an os.Root of it (beneath.go):
+// services change the view while the layer syncs and captures. It
+// assumes nothing of the directory's parent, so it can edit any
+// directory that way.
 type copyLayer struct {
-	root  string
+	// dir is the view's directory.
+	dir   string
 	cache map[string]statEntry
 	// env is the environment layer's tree copied into the view when it
 	// is rebuilt ("": none).
 	env string
 }
 
+// newCopyLayer is the layer whose view is the directory dir (made on
+// first use).
 func newCopyLayer(dir, env string) *copyLayer {
-	return &copyLayer{root: filepath.Join(dir, "view"), cache: map[string]statEntry{}, env: env}
+	return &copyLayer{dir: dir, cache: map[string]statEntry{}, env: env}
 }
 
-func (l *copyLayer) present() presentation                { return presentation{Src: l.root} }
+func (l *copyLayer) present() presentation                { return presentation{Src: l.dir} }
 func (l *copyLayer) cacheState() map[string]statEntry     { return l.cache }
 func (l *copyLayer) setCacheState(c map[string]statEntry) { l.cache = c }
 
 func (l *copyLayer) reset(ctx context.Context, v View) error {
-	if err := removeAll(l.root); err != nil {
+	t, err := openLayerRoot(l.dir)
+	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(l.root, 0o755); err != nil {
+	defer t.close()
+	return l.resetIn(ctx, t, v)
+}
+
+func (l *copyLayer) resetIn(ctx context.Context, t rootTree, v View) error {
+	if err := t.clear(); err != nil {
 		return err
 	}
 	clear(l.cache)
-	if err := l.write(ctx, v, ""); err != nil {
+	if err := l.write(ctx, t, v, ""); err != nil {
 		return err
 	}
-	return l.stackEnv()
+	return l.stackEnv(t)
 }
 
 // stackEnv copies the environment layer into the view, below what the
@@ -54,20 +68,25 @@ func (l *copyLayer) reset(ctx context.Context, v View) error {
 // cache, so capture reports them only once a command changed them (the
 // rest of the layer is ignored by construction); a copy keeps the layer's
 // modification time, older than any command, so they are not racy.
-func (l *copyLayer) stackEnv() error {
+func (l *copyLayer) stackEnv(t rootTree) error {
 	if l.env == "" {
 		return nil
 	}
-	if err := copyTree(l.env, l.root, nil); err != nil {
+	if err := copyTree(l.env, t, nil); err != nil {
 		return fmt.Errorf("environment layer: %w", err)
 	}
 	seen := time.Now().UnixNano()
 	for _, p := range includePaths(l.env) {
-		var st unix.Stat_t
-		if unix.Lstat(filepath.Join(l.root, p), &st) != nil {
+		d, err := t.dir(parentOf(p), false)
+		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(l.root, p))
+		var st unix.Stat_t
+		var data []byte
+		if err = d.lstat(baseOf(p), &st); err == nil {
+			data, err = d.readFile(baseOf(p))
+		}
+		d.close()
 		if err != nil {
 			continue
 		}
@@ -80,7 +99,7 @@ func (l *copyLayer) stackEnv() error {
 
 // write checks the view's subtree at r out below the root (r "" for all),
 // without what the view hides.
-func (l *copyLayer) write(ctx context.Context, v View, r string) error {
+func (l *copyLayer) write(ctx context.Context, t rootTree, v View, r string) error {
 	var entries []gitstore.Entry
 	n, ok, err := viewNode(ctx, v, r)
 	if err != nil || !ok {
@@ -109,18 +128,14 @@ func (l *copyLayer) write(ctx context.Context, v View, r string) error {
 		}
 	}
 	if r != "" {
-		if err := ensureDirs(l.root, r); err != nil {
+		if err := ensureDirs(t, r); err != nil {
 			return err
 		}
 	}
 	var mu sync.Mutex
-	_, err = writeEntries(ctx, v.Repo, l.root, entries, func(e gitstore.Entry, full string) {
-		var st unix.Stat_t
-		if unix.Lstat(full, &st) != nil {
-			return
-		}
+	_, err = writeEntries(ctx, v.Repo, t, entries, func(e gitstore.Entry, st *unix.Stat_t) {
 		// Written just now: racy until the clock moves past it.
-		se := statEntryOf(&st, time.Now().UnixNano())
+		se := statEntryOf(st, time.Now().UnixNano())
 		se.Git, se.OID = e.Mode, e.OID
 		mu.Lock()
 		l.cache[e.Path] = se
@@ -130,27 +145,43 @@ func (l *copyLayer) write(ctx context.Context, v View, r string) error {
 }
 
 func (l *copyLayer) sync(ctx context.Context, v View, paths []string) error {
+	t, err := openLayerRoot(l.dir)
+	if err != nil {
+		return err
+	}
+	defer t.close()
 	for _, r := range roots(paths) {
 		if r == "" {
-			return l.reset(ctx, v)
+			return l.resetIn(ctx, t, v)
 		}
-		if err := removeAll(filepath.Join(l.root, r)); err != nil {
+		if err := t.removeAll(r); err != nil {
 			return err
 		}
 		dropUnder(l.cache, r)
-		if err := l.write(ctx, v, r); err != nil {
+		if err := l.write(ctx, t, v, r); err != nil {
 			return err
 		}
 	}
-	pruneDirs(l.root, paths, nil)
+	pruneDirs(t, paths, nil)
 	return nil
 }
 
 func (l *copyLayer) capture(ctx context.Context, v View, since, maxFile int64) ([]Change, error) {
-	ig := newIgnorer(func(dir string) []byte { return readIgnoreFile(filepath.Join(l.root, dir, ".gitignore")) })
+	t, err := openLayerRoot(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	defer t.close()
+	ig := newIgnorer(func(dir string) []byte { return readIgnoreFile(t, dir) })
+	top, err := t.dir("", false)
+	if err != nil {
+		return nil, err
+	}
 	seen := make(map[string]bool, len(l.cache))
 	var out []Change
-	if err := l.walk(ctx, v, ig, "", since, maxFile, seen, &out); err != nil {
+	err = l.walk(ctx, v, ig, top, "", since, maxFile, seen, &out)
+	top.close()
+	if err != nil {
 		return nil, err
 	}
 	var gone []string
@@ -171,17 +202,12 @@ func (l *copyLayer) capture(ctx context.Context, v View, since, maxFile int64) (
 	return dedupe(out), nil
 }
 
-func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, since, maxFile int64, seen map[string]bool, out *[]Change) error {
+// walk captures the directory dir of the view, open as d.
+func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, d *dirAt, dir string, since, maxFile int64, seen map[string]bool, out *[]Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	full := filepath.Join(l.root, dir)
-	f, err := os.Open(full)
-	if err != nil {
-		return err
-	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
+	names, err := d.names()
 	if err != nil {
 		return err
 	}
@@ -191,10 +217,11 @@ func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, s
 			continue // the view's .git, never part of a capture
 		}
 		p := join(dir, name)
-		fp := filepath.Join(full, name)
 		now := time.Now().UnixNano()
 		var st unix.Stat_t
-		if err := unix.Lstat(fp, &st); err != nil {
+		if err := d.lstat(name, &st); errors.Is(err, fs.ErrNotExist) {
+			continue // gone since the listing (a service's)
+		} else if err != nil {
 			return err
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
@@ -207,7 +234,15 @@ func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, s
 					continue
 				}
 			}
-			if err := l.walk(ctx, v, ig, p, since, maxFile, seen, out); err != nil {
+			sub, err := d.sub(name)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			err = l.walk(ctx, v, ig, sub, p, since, maxFile, seen, out)
+			sub.close()
+			if err != nil {
 				return err
 			}
 			continue
@@ -222,7 +257,7 @@ func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, s
 				continue
 			}
 		}
-		c, changed, err := examine(ctx, v, p, fp, &st, now, since, l.cache, maxFile)
+		c, changed, err := examine(ctx, v, p, d, name, &st, now, since, l.cache, maxFile)
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,9 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/durable"
 	"github.com/sessiond/sessiond/internal/failpoint"
 )
@@ -485,11 +488,11 @@ func (e *envLayers) build(ctx context.Context, v View, base string, env *Env) (E
 		}
 		s.layer, produced = ol, ol.upper
 	} else {
-		cl := newCopyLayer(s.dir, "")
-		if err := copyTree(base, cl.root, nil); err != nil {
+		cl := newCopyLayer(filepath.Join(s.dir, "view"), "")
+		if err := copyTree(base, hostTree(cl.dir), nil); err != nil {
 			return EnvInfo{}, fmt.Errorf("environment %s: copy the base: %w", env.Key, err)
 		}
-		s.layer, produced = cl, cl.root
+		s.layer, produced = cl, cl.dir
 	}
 	for _, f := range env.Include {
 		if err := writeInclude(produced, f); err != nil {
@@ -603,7 +606,7 @@ func describeArgv(argv []string) string {
 }
 
 func writeInclude(root string, f EnvFile) error {
-	if err := ensureDirs(root, f.Path); err != nil {
+	if err := ensureDirs(hostTree(root), f.Path); err != nil {
 		return err
 	}
 	full := filepath.Join(root, f.Path)
@@ -641,7 +644,7 @@ func viewFile(base, produced string, overlay bool, p string) string {
 		if !st.IsDir() {
 			return ""
 		}
-		if isOpaque(a) {
+		if isOpaque(hostTree(produced), strings.Join(parts[:i], "/")) {
 			return ""
 		}
 	}
@@ -705,10 +708,10 @@ func sameFile(a, b string) bool {
 // each ignored directory whole, as the shallowest ignored path.
 func moveIgnored(base, produced, tree string) error {
 	ig := newIgnorer(func(dir string) []byte {
-		if b := readIgnoreFile(filepath.Join(produced, dir, ".gitignore")); b != nil {
+		if b := readIgnoreFile(hostTree(produced), dir); b != nil {
 			return b
 		}
-		return readIgnoreFile(filepath.Join(base, dir, ".gitignore"))
+		return readIgnoreFile(hostTree(base), dir)
 	})
 	var walk func(dir string) error
 	walk = func(dir string) error {
@@ -732,7 +735,7 @@ func moveIgnored(base, produced, tree string) error {
 			_, inBase := os.Lstat(filepath.Join(base, p))
 			isDir := st.IsDir()
 			if inBase != nil && ig.match(p, isDir) {
-				if err := ensureDirs(tree, p); err != nil {
+				if err := ensureDirs(hostTree(tree), p); err != nil {
 					return err
 				}
 				if err := os.Rename(full, filepath.Join(tree, p)); err != nil {
@@ -770,72 +773,97 @@ func treeSize(dir string) (bytes, files int64) {
 	return bytes, files
 }
 
-// copyTree copies the tree at src into dst (created), files, symlinks
-// and directories, keeping modes and modification times. skip, when set,
-// is called with each path relative to src and true leaves it out (with
-// what is below). Paths dst already holds are kept as they are.
-func copyTree(src, dst string, skip func(p string) bool) error {
-	return filepath.WalkDir(src, func(full string, d fs.DirEntry, err error) error {
+// copyTree copies the tree at src into dst, files, symlinks and
+// directories, keeping modes and modification times. skip, when set, is
+// called with each path relative to src and true leaves it out (with
+// what is below). Paths dst already holds are kept as they are (a
+// directory where dst has something else is left out).
+func copyTree(src string, dst tree, skip func(p string) bool) error {
+	d, err := dst.dir("", true)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	return copyDir(src, "", d, skip)
+}
+
+// copyDir copies src's directory rel into d.
+func copyDir(src, rel string, d *dirAt, skip func(p string) bool) error {
+	ents, err := os.ReadDir(filepath.Join(src, rel))
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p, name := join(rel, e.Name()), e.Name()
+		if skip != nil && skip(p) {
+			continue
+		}
+		info, err := e.Info()
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(src, full)
-		if rel != "." && skip != nil && skip(filepath.ToSlash(rel)) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		to := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
+		full := filepath.Join(src, p)
+		var st unix.Stat_t
 		switch {
-		case d.IsDir():
-			err := os.Mkdir(to, info.Mode().Perm()|0o700)
+		case e.IsDir():
+			err := d.mkdir(name, uint32(info.Mode().Perm()|0o700))
 			if errors.Is(err, fs.ErrExist) {
-				if st, serr := os.Lstat(to); serr == nil && !st.IsDir() {
-					return filepath.SkipDir // the view has a file there: it wins
+				if d.lstat(name, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+					continue // the view has a file there: it wins
 				}
-				return nil
+			} else if err != nil {
+				return err
 			}
-			return err
-		case d.Type()&fs.ModeSymlink != 0:
+			sub, err := d.sub(name)
+			if err != nil {
+				return err
+			}
+			err = copyDir(src, p, sub, skip)
+			sub.close()
+			if err != nil {
+				return err
+			}
+		case e.Type()&fs.ModeSymlink != 0:
 			t, err := os.Readlink(full)
 			if err != nil {
 				return err
 			}
-			if err := os.Symlink(t, to); err != nil && !errors.Is(err, fs.ErrExist) {
+			if err := d.create(name, gitstore.ModeSymlink, []byte(t), nil); err != nil && !errors.Is(err, fs.ErrExist) {
 				return err
 			}
-			return nil
-		case d.Type().IsRegular():
-			if _, err := os.Lstat(to); err == nil {
-				return nil
+		case e.Type().IsRegular():
+			if d.lstat(name, &st) == nil {
+				continue
 			}
-			if err := copyFile(full, to, info.Mode().Perm()); err != nil {
+			if err := copyFile(full, d, name, info); err != nil {
 				return err
 			}
-			return os.Chtimes(to, info.ModTime(), info.ModTime())
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
-func copyFile(src, dst string, perm fs.FileMode) error {
+// copyFile copies the file src (of stat info) to name in d, which must
+// not exist there, with its mode and modification time.
+func copyFile(src string, d *dirAt, name string, info fs.FileInfo) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	fd, err := unix.Openat(d.fd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(info.Mode().Perm()))
 	if err != nil {
-		return err
+		return d.err("openat", name, err)
 	}
+	out := os.NewFile(uintptr(fd), d.name+"/"+name)
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
 		return err
+	}
+	mt := unix.NsecToTimespec(info.ModTime().UnixNano())
+	if err := unix.UtimesNanoAt(d.fd, name, []unix.Timespec{mt, mt}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		out.Close()
+		return d.err("utimensat", name, err)
 	}
 	return out.Close()
 }

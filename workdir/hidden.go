@@ -3,8 +3,6 @@ package workdir
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/sessiond/sessiond/overlay"
@@ -120,25 +118,6 @@ func (s pathSet) covers(p string) bool {
 		}
 		if q == "" {
 			return false
-		}
-	}
-}
-
-// pruneDirs removes the empty directories below root on the way to each
-// of paths (left by a refused write such as .git/config, or one below a
-// hidden directory), deepest first. An empty directory is not part of
-// the view: one that has a file shown has it on disk (copy) or in the
-// upper directory, unless keep says the directory covers the base's.
-func pruneDirs(root string, paths []string, keep func(dir string) bool) {
-	for _, p := range paths {
-		for d := parentOf(p); d != ""; d = parentOf(d) {
-			if keep != nil && keep(d) {
-				break
-			}
-			// Fails, and stops, where the directory is not empty.
-			if os.Remove(filepath.Join(root, d)) != nil {
-				break
-			}
 		}
 	}
 }

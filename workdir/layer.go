@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -192,14 +189,16 @@ func specialName(st *unix.Stat_t) string {
 	return ""
 }
 
-// examine compares the file at full (view path p, stat st) with the
-// view, using and refreshing the stat cache. It returns the change, or
-// ok false when the file is what the view holds.
+// examine compares the file name of directory d (view path p, stat st)
+// with the view, using and refreshing the stat cache. It returns the
+// change, or ok false when the file is what the view holds. It reads the
+// file through d, following no link: one swapped in after the stat was
+// taken fails the read instead of leading out of the directory.
 //
 // A cache entry always describes a file equal to the view (sync writes
 // them, capture keeps only unchanged files, and sync drops the entries of
 // every path it changes), so a clean entry needs no look at the view.
-func examine(ctx context.Context, v View, p, full string, st *unix.Stat_t, seen, since int64, cache map[string]statEntry, maxFile int64) (Change, bool, error) {
+func examine(ctx context.Context, v View, p string, d *dirAt, name string, st *unix.Stat_t, seen, since int64, cache map[string]statEntry, maxFile int64) (Change, bool, error) {
 	if sp := specialName(st); sp != "" {
 		delete(cache, p)
 		return Change{Path: p, Special: sp}, true, nil
@@ -221,12 +220,12 @@ func examine(ctx context.Context, v View, p, full string, st *unix.Stat_t, seen,
 	}
 	var data []byte
 	if gm == gitstore.ModeSymlink {
-		t, err := os.Readlink(full)
+		t, err := d.readlink(name)
 		if err != nil {
 			return Change{}, false, err
 		}
 		data = []byte(t)
-	} else if data, err = os.ReadFile(full); err != nil {
+	} else if data, err = d.readFile(name); err != nil {
 		return Change{}, false, err
 	}
 	c.Data, c.Size, c.OID = data, int64(len(data)), gitstore.HashObject(gitstore.KindBlob, data)
@@ -348,45 +347,4 @@ func dropUnder(cache map[string]statEntry, p string) {
 			delete(cache, k)
 		}
 	}
-}
-
-// readIgnoreFile reads full when it is a regular file.
-func readIgnoreFile(full string) []byte {
-	st, err := os.Lstat(full)
-	if err != nil || !st.Mode().IsRegular() {
-		return nil
-	}
-	b, err := os.ReadFile(full)
-	if err != nil {
-		return nil
-	}
-	return b
-}
-
-// ensureDirs makes every ancestor of p below root a directory, removing
-// files that stand in the way.
-func ensureDirs(root, p string) error {
-	dir := parentOf(p)
-	if dir == "" {
-		return nil
-	}
-	cur := root
-	for _, c := range strings.Split(dir, "/") {
-		cur = filepath.Join(cur, c)
-		st, err := os.Lstat(cur)
-		if err == nil && st.IsDir() {
-			continue
-		}
-		if err == nil {
-			if err := os.Remove(cur); err != nil {
-				return err
-			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if err := os.Mkdir(cur, 0o755); err != nil {
-			return err
-		}
-	}
-	return nil
 }

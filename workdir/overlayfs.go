@@ -45,27 +45,37 @@ func (l *overlayLayer) present() presentation {
 func (l *overlayLayer) cacheState() map[string]statEntry     { return l.cache }
 func (l *overlayLayer) setCacheState(c map[string]statEntry) { l.cache = c }
 
+// reset empties the upper directory, keeping the directory itself (a
+// live service's mount holds it), and spells v out again.
 func (l *overlayLayer) reset(ctx context.Context, v View) error {
-	for _, d := range []string{l.upper, l.work} {
-		if err := removeAll(d); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
+	// The work directory is the daemon's alone between commands: a
+	// service mounts one of its own.
+	if err := removeAll(l.work); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(l.work, 0o755); err != nil {
+		return err
+	}
+	t, err := openLayerRoot(l.upper)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	if err := t.clear(); err != nil {
+		return err
 	}
 	clear(l.cache)
 	if v.Readable != nil {
 		// The whole view, for the whiteouts over what it hides.
 		all := v.Overlay.Entries()
 		slices.SortFunc(all, func(a, b overlay.Entry) int { return strings.Compare(a.Path, b.Path) })
-		return l.rebuild(ctx, v, "", all)
+		return l.rebuild(ctx, t, v, "", all)
 	}
 	var paths []string
 	for _, e := range v.Overlay.Entries() {
 		paths = append(paths, e.Path)
 	}
-	return l.sync(ctx, v, paths)
+	return l.syncIn(ctx, t, v, paths)
 }
 
 // isWhiteout reports whether st is overlayfs's whiteout (a 0/0 character
@@ -74,17 +84,16 @@ func isWhiteout(st *unix.Stat_t) bool {
 	return st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0
 }
 
-func isOpaque(full string) bool {
-	var buf [4]byte
-	n, err := unix.Lgetxattr(full, opaqueXattr, buf[:])
-	return err == nil && n == 1 && buf[0] == 'y'
-}
-
 // affected is the subtree to rebuild for a change at p: the shallowest
 // ancestor (or p) that the overlay deletes or the upper directory marks
 // opaque or whites out, since its whole content is spelled out in the
 // upper directory; p otherwise.
-func (l *overlayLayer) affected(v View, p string) string {
+func (l *overlayLayer) affected(t rootTree, v View, p string) string {
+	d, err := t.dir("", false)
+	if err != nil {
+		return p
+	}
+	defer func() { d.close() }()
 	parts := strings.Split(p, "/")
 	for i := 1; i <= len(parts); i++ {
 		a := strings.Join(parts[:i], "/")
@@ -92,15 +101,23 @@ func (l *overlayLayer) affected(v View, p string) string {
 			return a
 		}
 		var st unix.Stat_t
-		full := filepath.Join(l.upper, a)
-		if err := unix.Lstat(full, &st); err != nil {
+		if err := d.lstat(parts[i-1], &st); err != nil {
 			break
 		}
-		if isWhiteout(&st) || (st.Mode&unix.S_IFMT == unix.S_IFDIR && isOpaque(full)) {
+		if isWhiteout(&st) {
 			return a
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			break
+		}
+		sub, err := d.sub(parts[i-1])
+		if err != nil {
+			break
+		}
+		d.close()
+		d = sub
+		if d.opaque() {
+			return a
 		}
 	}
 	return p
@@ -110,9 +127,18 @@ func (l *overlayLayer) sync(ctx context.Context, v View, paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
+	t, err := openLayerRoot(l.upper)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	return l.syncIn(ctx, t, v, paths)
+}
+
+func (l *overlayLayer) syncIn(ctx context.Context, t rootTree, v View, paths []string) error {
 	var rs []string
 	for _, p := range paths {
-		rs = append(rs, l.affected(v, p))
+		rs = append(rs, l.affected(t, v, p))
 	}
 	rs = roots(rs)
 	all := v.Overlay.Entries()
@@ -121,13 +147,13 @@ func (l *overlayLayer) sync(ctx context.Context, v View, paths []string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := l.rebuild(ctx, v, r, under(all, r)); err != nil {
+		if err := l.rebuild(ctx, t, v, r, under(all, r)); err != nil {
 			return err
 		}
 	}
 	// An upper directory that hides a lower one stays: removing it
 	// would show the base's.
-	pruneDirs(l.upper, paths, func(d string) bool {
+	pruneDirs(t, paths, func(d string) bool {
 		_, err := os.Lstat(filepath.Join(l.lower, d))
 		return err == nil
 	})
@@ -150,9 +176,9 @@ func under(all []overlay.Entry, r string) []overlay.Entry {
 // rebuild spells out the overlay's entries at or below r in the upper
 // directory, replacing whatever was there, and whites out what the view
 // hides there.
-func (l *overlayLayer) rebuild(ctx context.Context, v View, r string, ents []overlay.Entry) error {
+func (l *overlayLayer) rebuild(ctx context.Context, t rootTree, v View, r string, ents []overlay.Entry) error {
 	if r != "" {
-		if err := removeAll(filepath.Join(l.upper, r)); err != nil {
+		if err := t.removeAll(r); err != nil {
 			return err
 		}
 	}
@@ -162,44 +188,55 @@ func (l *overlayLayer) rebuild(ctx context.Context, v View, r string, ents []ove
 		return err
 	}
 	hide := newPathSet(hidden)
+	// in runs fn on p's parent directory, made a directory first.
+	in := func(p string, fn func(d *dirAt, name string) error) error {
+		if err := ensureDirs(t, p); err != nil {
+			return err
+		}
+		d, err := t.dir(parentOf(p), false)
+		if err != nil {
+			return err
+		}
+		defer d.close()
+		return fn(d, baseOf(p))
+	}
 	var files []gitstore.Entry
 	for i, e := range ents {
 		if hide.covers(e.Path) {
 			continue
 		}
-		full := filepath.Join(l.upper, e.Path)
 		if e.Status != overlay.Deleted {
 			files = append(files, gitstore.Entry{Path: e.Path, Mode: e.Mode, OID: e.OID})
 			continue
 		}
-		if err := ensureDirs(l.upper, e.Path); err != nil {
-			return err
-		}
-		if i+1 < len(ents) && strings.HasPrefix(ents[i+1].Path, e.Path+"/") {
-			// Something new below a deleted directory: an opaque
-			// directory hides the base's content.
-			if err := os.Mkdir(full, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
+		err := in(e.Path, func(d *dirAt, name string) error {
+			if i+1 < len(ents) && strings.HasPrefix(ents[i+1].Path, e.Path+"/") {
+				// Something new below a deleted directory: an opaque
+				// directory hides the base's content.
+				if err := d.mkdir(name, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+					return err
+				}
+				sub, err := d.sub(name)
+				if err != nil {
+					return err
+				}
+				defer sub.close()
+				return sub.setOpaque()
 			}
-			if err := unix.Lsetxattr(full, opaqueXattr, []byte("y"), 0); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := unix.Mknod(full, unix.S_IFCHR, 0); err != nil {
+			return d.whiteout(name)
+		})
+		if err != nil {
 			return err
 		}
 	}
 	for _, f := range files {
-		if err := ensureDirs(l.upper, f.Path); err != nil {
-			return err
-		}
 		seen := time.Now().UnixNano()
-		if _, err := writeEntry(ctx, v.Repo, l.upper, f); err != nil {
-			return err
-		}
 		var st unix.Stat_t
-		if err := unix.Lstat(filepath.Join(l.upper, f.Path), &st); err != nil {
+		err := in(f.Path, func(d *dirAt, _ string) error {
+			_, err := writeEntry(ctx, v.Repo, d, f, &st)
+			return err
+		})
+		if err != nil {
 			return err
 		}
 		e := statEntryOf(&st, seen)
@@ -207,13 +244,13 @@ func (l *overlayLayer) rebuild(ctx context.Context, v View, r string, ents []ove
 		l.cache[f.Path] = e
 	}
 	for _, h := range hidden {
-		if err := ensureDirs(l.upper, h); err != nil {
-			return err
-		}
-		if err := removeAll(filepath.Join(l.upper, h)); err != nil {
-			return err
-		}
-		if err := unix.Mknod(filepath.Join(l.upper, h), unix.S_IFCHR, 0); err != nil {
+		err := in(h, func(d *dirAt, name string) error {
+			if err := t.removeAll(h); err != nil {
+				return err
+			}
+			return d.whiteout(name)
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -221,23 +258,37 @@ func (l *overlayLayer) rebuild(ctx context.Context, v View, r string, ents []ove
 }
 
 func (l *overlayLayer) capture(ctx context.Context, v View, since, maxFile int64) ([]Change, error) {
+	t, err := openLayerRoot(l.upper)
+	if err != nil {
+		return nil, err
+	}
+	defer t.close()
 	ig := newIgnorer(func(dir string) []byte {
-		up := filepath.Join(l.upper, dir, ".gitignore")
-		var st unix.Stat_t
-		if err := unix.Lstat(up, &st); err == nil {
-			if isWhiteout(&st) {
+		if d, err := t.dir(dir, false); err == nil {
+			defer d.close()
+			var st unix.Stat_t
+			if err := d.lstat(".gitignore", &st); err == nil {
+				if isWhiteout(&st) {
+					return nil
+				}
+				b, _ := d.readFile(".gitignore")
+				return b
+			}
+			if dir != "" && d.opaque() {
 				return nil
 			}
-			return readIgnoreFile(up)
 		}
-		if dir != "" && isOpaque(filepath.Join(l.upper, dir)) {
-			return nil
-		}
-		return readIgnoreFile(filepath.Join(l.lower, dir, ".gitignore"))
+		return readIgnoreFile(hostTree(l.lower), dir)
 	})
+	top, err := t.dir("", false)
+	if err != nil {
+		return nil, err
+	}
 	var out []Change
 	seen := map[string]bool{}
-	if err := l.walk(ctx, v, ig, "", false, since, maxFile, seen, &out); err != nil {
+	err = l.walk(ctx, v, ig, top, "", false, since, maxFile, seen, &out)
+	top.close()
+	if err != nil {
 		return nil, err
 	}
 	// A file the upper directory held (the overlay's, or a copied-up one)
@@ -247,7 +298,7 @@ func (l *overlayLayer) capture(ctx context.Context, v View, since, maxFile int64
 		if seen[p] {
 			continue
 		}
-		gone, lowerShows := l.merged(p)
+		gone, lowerShows := l.merged(t, p)
 		switch {
 		case gone:
 			ds, err := deletions(ctx, v, p)
@@ -256,12 +307,7 @@ func (l *overlayLayer) capture(ctx context.Context, v View, since, maxFile int64
 			}
 			out = append(out, ds...)
 		case lowerShows:
-			var st unix.Stat_t
-			full := filepath.Join(l.lower, p)
-			if err := unix.Lstat(full, &st); err != nil {
-				return nil, err
-			}
-			c, changed, err := examine(ctx, v, p, full, &st, time.Now().UnixNano(), since, map[string]statEntry{}, maxFile)
+			c, changed, err := l.examineLower(ctx, v, p, since, maxFile)
 			if err != nil {
 				return nil, err
 			}
@@ -274,18 +320,44 @@ func (l *overlayLayer) capture(ctx context.Context, v View, since, maxFile int64
 	return dedupe(out), nil
 }
 
+// examineLower examines the base's file at p (which only the daemon
+// writes), as the view shows it.
+func (l *overlayLayer) examineLower(ctx context.Context, v View, p string, since, maxFile int64) (Change, bool, error) {
+	d, err := hostTree(l.lower).dir(parentOf(p), false)
+	if err != nil {
+		return Change{}, false, err
+	}
+	defer d.close()
+	var st unix.Stat_t
+	if err := d.lstat(baseOf(p), &st); err != nil {
+		return Change{}, false, err
+	}
+	return examine(ctx, v, p, d, baseOf(p), &st, time.Now().UnixNano(), since, map[string]statEntry{}, maxFile)
+}
+
 // merged says what the mounted view shows at p when the upper directory
 // has no file there: nothing (gone), or the base's file (lowerShows).
-func (l *overlayLayer) merged(p string) (gone, lowerShows bool) {
-	parts := strings.Split(p, "/")
-	for i := 1; i < len(parts); i++ {
-		full := filepath.Join(l.upper, strings.Join(parts[:i], "/"))
-		var st unix.Stat_t
-		if err := unix.Lstat(full, &st); err != nil {
-			break
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR || isOpaque(full) {
-			return true, false
+func (l *overlayLayer) merged(t rootTree, p string) (gone, lowerShows bool) {
+	if d, err := t.dir("", false); err == nil {
+		defer func() { d.close() }()
+		parts := strings.Split(p, "/")
+		for _, c := range parts[:len(parts)-1] {
+			var st unix.Stat_t
+			if err := d.lstat(c, &st); err != nil {
+				break
+			}
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				return true, false
+			}
+			sub, err := d.sub(c)
+			if err != nil {
+				break
+			}
+			d.close()
+			d = sub
+			if d.opaque() {
+				return true, false
+			}
 		}
 	}
 	var st unix.Stat_t
@@ -310,17 +382,12 @@ func dedupe(cs []Change) []Change {
 	return out
 }
 
-func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, dir string, opaque bool, since, maxFile int64, seenPaths map[string]bool, out *[]Change) error {
+// walk captures the upper directory's dir, open as d.
+func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, d *dirAt, dir string, opaque bool, since, maxFile int64, seenPaths map[string]bool, out *[]Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	full := filepath.Join(l.upper, dir)
-	f, err := os.Open(full)
-	if err != nil {
-		return err
-	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
+	names, err := d.names()
 	if err != nil {
 		return err
 	}
@@ -350,13 +417,14 @@ func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, dir string
 			continue // the view's .git, never part of a capture
 		}
 		p := join(dir, name)
-		seenPaths[p] = true
-		fp := filepath.Join(full, name)
 		seen := time.Now().UnixNano()
 		var st unix.Stat_t
-		if err := unix.Lstat(fp, &st); err != nil {
+		if err := d.lstat(name, &st); errors.Is(err, fs.ErrNotExist) {
+			continue // gone since the listing (a service's)
+		} else if err != nil {
 			return err
 		}
+		seenPaths[p] = true
 		if isWhiteout(&st) {
 			ds, err := deletions(ctx, v, p)
 			if err != nil {
@@ -378,7 +446,13 @@ func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, dir string
 			if !inView && ig.match(p, true) {
 				continue
 			}
-			if err := l.walk(ctx, v, ig, p, isOpaque(fp), since, maxFile, seenPaths, out); err != nil {
+			sub, err := d.sub(name)
+			if err != nil {
+				return err
+			}
+			err = l.walk(ctx, v, ig, sub, p, sub.opaque(), since, maxFile, seenPaths, out)
+			sub.close()
+			if err != nil {
 				return err
 			}
 			continue
@@ -395,7 +469,7 @@ func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, dir string
 		if !inView && ig.match(p, false) {
 			continue
 		}
-		c, changed, err := examine(ctx, v, p, fp, &st, seen, since, l.cache, maxFile)
+		c, changed, err := examine(ctx, v, p, d, name, &st, seen, since, l.cache, maxFile)
 		if err != nil {
 			return err
 		}

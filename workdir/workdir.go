@@ -386,7 +386,7 @@ func (s *Scratch) newLayer(mode Mode, lower, env string) layer {
 	if mode == ModeOverlay {
 		return newOverlayLayer(lower, s.dir, env)
 	}
-	return newCopyLayer(s.dir, env)
+	return newCopyLayer(filepath.Join(s.dir, "view"), env)
 }
 
 func (s *Scratch) prepare(ctx context.Context, v View, lower, env string) error {

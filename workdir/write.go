@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sessiond/sessiond/gitstore"
 )
 
@@ -26,19 +28,21 @@ func fileMode(m gitstore.Mode) os.FileMode {
 	return 0o644
 }
 
-// writeEntries writes entries (paths relative to root, directories before
-// their children, as a recursive tree listing yields them) below root,
-// straight from the objects and in parallel. Directories and gitlinks
+// writeEntries writes entries (paths relative to t's top, directories
+// before their children, as a recursive tree listing yields them) below
+// t, straight from the objects and in parallel. Directories and gitlinks
 // become directories. It returns the bytes of content written; onFile,
-// when set, is called for each file written (from several goroutines).
-func writeEntries(ctx context.Context, r blobReader, root string, entries []gitstore.Entry, onFile func(e gitstore.Entry, full string)) (int64, error) {
+// when set, is called with each file written and its stat (from several
+// goroutines).
+func writeEntries(ctx context.Context, r blobReader, t tree, entries []gitstore.Entry, onFile func(e gitstore.Entry, st *unix.Stat_t)) (int64, error) {
 	// Work is handed out a directory at a time: writers in one directory
-	// contend for its lock, writers in different ones do not.
+	// contend for its lock, writers in different ones do not, and each
+	// opens its directory once.
 	var jobs [][]gitstore.Entry
 	dirIndex := map[string]int{}
 	for _, e := range entries {
 		if e.Mode.IsDir() || e.Mode == gitstore.ModeGitlink {
-			if err := os.MkdirAll(filepath.Join(root, e.Path), 0o755); err != nil {
+			if err := t.mkdirAll(e.Path); err != nil {
 				return 0, err
 			}
 			continue
@@ -60,6 +64,14 @@ func writeEntries(ctx context.Context, r blobReader, root string, entries []gits
 		first  error
 		failed atomic.Bool
 	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		failed.Store(true)
+		mu.Unlock()
+	}
 	next := make(chan []gitstore.Entry)
 	for range workers {
 		wg.Add(1)
@@ -67,24 +79,13 @@ func writeEntries(ctx context.Context, r blobReader, root string, entries []gits
 			defer wg.Done()
 			var n int64
 			for job := range next {
-				for _, e := range job {
-					if failed.Load() {
-						break
-					}
-					size, err := writeEntry(ctx, r, root, e)
-					if err != nil {
-						mu.Lock()
-						if first == nil {
-							first = err
-						}
-						failed.Store(true)
-						mu.Unlock()
-						break
-					}
-					n += size
-					if onFile != nil {
-						onFile(e, filepath.Join(root, e.Path))
-					}
+				if failed.Load() {
+					continue
+				}
+				size, err := writeDir(ctx, r, t, job, onFile)
+				n += size
+				if err != nil {
+					fail(err)
 				}
 			}
 			mu.Lock()
@@ -106,63 +107,57 @@ func writeEntries(ctx context.Context, r blobReader, root string, entries []gits
 	return total, ctx.Err()
 }
 
-// writeEntry writes one file or symlink, creating its parent directories.
-func writeEntry(ctx context.Context, r blobReader, root string, e gitstore.Entry) (int64, error) {
+// writeDir writes the files of one directory (job, all of one parent).
+func writeDir(ctx context.Context, r blobReader, t tree, job []gitstore.Entry, onFile func(e gitstore.Entry, st *unix.Stat_t)) (int64, error) {
+	d, err := t.dir(parentOf(job[0].Path), true)
+	if err != nil {
+		return 0, err
+	}
+	defer d.close()
+	var n int64
+	for _, e := range job {
+		var st *unix.Stat_t
+		if onFile != nil {
+			st = new(unix.Stat_t)
+		}
+		size, err := writeEntry(ctx, r, d, e, st)
+		if err != nil {
+			return n, err
+		}
+		n += size
+		if onFile != nil {
+			onFile(e, st)
+		}
+	}
+	return n, nil
+}
+
+// writeEntry writes one file or symlink into d, its parent directory; st,
+// when set, receives its stat.
+func writeEntry(ctx context.Context, r blobReader, d *dirAt, e gitstore.Entry, st *unix.Stat_t) (int64, error) {
 	data, err := r.ReadBlob(ctx, e.OID)
 	if err != nil {
 		return 0, fmt.Errorf("read %q: %w", e.Path, err)
 	}
-	full := filepath.Join(root, e.Path)
-	if err := writeFile(full, e.Mode, data); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return 0, err
-		}
-		err = writeFile(full, e.Mode, data)
-		if err != nil {
-			return 0, err
-		}
-	} else if err != nil {
+	if err := d.create(baseOf(e.Path), e.Mode, data, st); err != nil {
 		return 0, err
 	}
 	return int64(len(data)), nil
 }
 
-// writeFile creates full (which must not exist) as a file or symlink of
-// git mode m.
-func writeFile(full string, m gitstore.Mode, data []byte) error {
-	if m == gitstore.ModeSymlink {
-		return os.Symlink(string(data), full)
+// removeAll removes path and everything below it, making read-only
+// directories writable first. It works beneath path's parent, so a
+// process that changes the tree meanwhile (a service in its home or
+// tool caches) cannot lead it elsewhere.
+func removeAll(path string) error {
+	path = filepath.Clean(path)
+	r, err := os.OpenRoot(filepath.Dir(path))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
 	}
-	f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode(m))
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	// The umask may have cut the execute bits.
-	if m == gitstore.ModeExec {
-		if err := f.Chmod(0o755); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	return f.Close()
-}
-
-// removeAll removes path and everything below it, making read-only
-// directories writable first.
-func removeAll(path string) error {
-	err := os.RemoveAll(path)
-	if err == nil || errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	_ = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o755)
-		}
-		return nil
-	})
-	return os.RemoveAll(path)
+	defer r.Close()
+	return rootTree{r: r}.removeAll(filepath.Base(path))
 }

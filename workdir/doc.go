@@ -107,6 +107,22 @@
 //   - Isolated, nothing a command does with ordinary system calls reaches
 //     what the daemon owns; the escape suite (escape_test.go) is the list
 //     of what was tried. Kernel exploits are out of scope.
+//   - Services live beside the daemon's work on a layer: they may change
+//     its directory while it syncs, settles, resets and captures. So the
+//     daemon edits and reads a layer directory (copy mode's view, overlay
+//     mode's upper directory) only beneath its root (beneath.go): through
+//     an os.Root of it, and below that through directory descriptors on
+//     which each call names one entry and follows no link (whiteouts by
+//     mknodat, opaque marks by f*xattr on a descriptor, files read
+//     without following a link or waiting on a FIFO). However a service
+//     swaps paths for links meanwhile, nothing resolves outside the
+//     directory: the call fails, or reads another file of the view. A
+//     reset empties the directory rather than replacing it, so a live
+//     service's mount keeps the view. The base checkouts and environment
+//     layers, which only the daemon writes, are written by plain path,
+//     and removeAll works beneath its path's parent (homes and tool
+//     caches are services' too). service_race_test.go races a service
+//     against all of it.
 //   - The scratch is 0700 and never keeps a setuid or setgid bit or a
 //     file capability (stripped after every command; the mounts are
 //     nosuid meanwhile). The sweep that strips them and measures the

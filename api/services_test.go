@@ -709,3 +709,37 @@ func (e *svcEnv) upperHas(id, p string) bool {
 	}
 	return false
 }
+
+// TestServiceHoldsView: in overlay mode, services keep the view on the
+// base they started on; a command after a rebase is 409 naming them
+// (the rebase itself goes through), and runs on the new base once they
+// stopped. In copy mode the view follows the rebase under the service.
+func TestServiceHoldsView(t *testing.T) {
+	repo := testrepo.Build(t, "small")
+	e := newSvcEnv(t, t.TempDir(), repo)
+	a, aTok := e.newSession()
+	e.start(a, aTok, map[string]any{"name": "hold", "command": "exec sleep 600"})
+
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "upstream.txt"), []byte("upstream\n"), 0o644))
+	testrepo.Git(t, repo, "checkout", "-q", "main")
+	testrepo.Git(t, repo, "add", "upstream.txt")
+	testrepo.Git(t, repo, "commit", "-qm", "upstream")
+	code, body := e.call("POST", "/v1/sessions/"+a+"/rebase", aTok, map[string]any{})
+	require.Equal(t, 200, code, "%s", body)
+
+	run := func() (int, []byte) {
+		return e.call("POST", "/v1/sessions/"+a+"/exec", aTok, map[string]any{"argv": []string{"cat", "upstream.txt"}})
+	}
+	if e.wd.Mode() == workdir.ModeOverlay {
+		code, body = run()
+		require.Equal(t, 409, code, "%s", body)
+		assert.Contains(t, string(body), "running services hold its view")
+		code, body = e.call("DELETE", "/v1/sessions/"+a+"/services/hold", aTok, nil)
+		require.Equal(t, 200, code, "%s", body)
+	}
+	code, body = run()
+	require.Equal(t, 200, code, "%s", body)
+	var x apitypes.ExecResponse
+	require.NoError(t, json.Unmarshal(body, &x))
+	assert.Equal(t, "upstream\n", x.Stdout)
+}

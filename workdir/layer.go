@@ -118,6 +118,9 @@ type presentation struct {
 	Upper string `json:"upper,omitempty"`
 	Work  string `json:"work,omitempty"`
 	Src   string `json:"src,omitempty"`
+	// Attach: the overlay is the one mounted for the session's
+	// services; a clone of it comes from this socket (share.go).
+	Attach string `json:"attach,omitempty"`
 }
 
 // statEntry is what the stat cache knows of one file, as git's index

@@ -2,7 +2,7 @@ package workdir
 
 import (
 	"context"
-		"sync"
+	"sync"
 	"time"
 )
 

@@ -1,6 +1,7 @@
 package workdir_test
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,12 @@ import (
 // command wrote; the service's own write is captured, and a refused one
 // settled back, under its feet.
 func TestServeSharesView(t *testing.T) {
+	warned := overlayWarnings()
+	defer func() {
+		if warned >= 0 {
+			assert.Equal(t, warned, overlayWarnings(), "the kernel warned of an upper directory in use by two mounts")
+		}
+	}()
 	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
 		t.Run(string(mode), func(t *testing.T) {
 			m := newManager(t, mode)
@@ -111,4 +118,14 @@ done`
 			assert.Equal(t, "two\nfrom-command\n", run("cat api.txt cmd.txt"))
 		})
 	}
+}
+
+// overlayWarnings counts the kernel's warnings of an overlay upper
+// directory mounted twice, or -1 where the kernel log is not readable.
+func overlayWarnings() int {
+	out, err := exec.Command("dmesg").Output()
+	if err != nil {
+		return -1
+	}
+	return strings.Count(string(out), "upperdir is in-use")
 }

@@ -1,7 +1,9 @@
 package workdir_test
 
 import (
+	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -128,4 +130,43 @@ func overlayWarnings() int {
 		return -1
 	}
 	return strings.Count(string(out), "upperdir is in-use")
+}
+
+// BenchmarkCommandBesideService: a command's whole round (an API write
+// synced, prepare, run true, capture, settle) on a session alone, and on
+// one whose service holds the view (the command attaches the shared
+// mount; the write goes through it).
+func BenchmarkCommandBesideService(b *testing.B) {
+	for _, served := range []bool{false, true} {
+		b.Run(map[bool]string{false: "alone", true: "beside-service"}[served], func(b *testing.B) {
+			m, err := workdir.New(workdir.Config{Dir: filepath.Join(b.TempDir(), "workdir"), Mode: workdir.ModeOverlay})
+			require.NoError(b, err)
+			defer m.Close()
+			if !m.Isolated() {
+				b.Skip("no namespaces here")
+			}
+			f := newFixture(b)
+			if served {
+				sc, err := m.Prepare(b.Context(), f.view())
+				require.NoError(b, err)
+				sv, err := sc.Serve(workdir.Command{Argv: []string{"sleep", "600"}})
+				require.NoError(b, err)
+				require.NoError(b, sc.Settle(b.Context(), f.view(), nil))
+				defer sv.Kill()
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				f.write("api.txt", fmt.Sprintf("round %d\n", i), gitstore.ModeFile)
+				sc, err := m.Prepare(b.Context(), f.view())
+				require.NoError(b, err)
+				res, err := sc.Run(b.Context(), workdir.Command{Argv: []string{"true"}})
+				require.NoError(b, err)
+				require.Equal(b, 0, res.ExitCode, "%s", res.Stderr)
+				cs, err := sc.CaptureNow(b.Context(), f.view(), 0)
+				require.NoError(b, err)
+				require.Empty(b, cs)
+				require.NoError(b, sc.Settle(b.Context(), f.view(), nil))
+			}
+		})
+	}
 }

@@ -743,3 +743,28 @@ func TestServiceHoldsView(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &x))
 	assert.Equal(t, "upstream\n", x.Stdout)
 }
+
+// TestServiceOnEnvironment: a service runs on the repository's
+// environment layer as commands do, also when it is the session's first
+// process (the layer is built for it); a command after it runs on the
+// same view (no reset, no 409), and what the service wrote is recorded.
+func TestServiceOnEnvironment(t *testing.T) {
+	e := newSvcEnv(t, t.TempDir(), testrepo.Build(t, "small"))
+	code, body := e.call("PUT", "/v1/repos/r/environment", e.admin, map[string]any{
+		"setup":   []any{"mkdir -p deps && echo installed > deps/ok.txt && echo deps/ > .gitignore-env"},
+		"include": []any{map[string]any{"path": "tool.conf", "content": "from the layer\n"}},
+	})
+	require.Equal(t, 200, code, "%s", body)
+	a, aTok := e.newSession()
+	e.start(a, aTok, map[string]any{"name": "dev", "command": "cat tool.conf > seen.txt; exec sleep 600"})
+	require.Eventually(t, func() bool { return e.upperHas(a, "seen.txt") }, 20*time.Second, 10*time.Millisecond)
+
+	code, body = e.call("POST", "/v1/sessions/"+a+"/exec", aTok, map[string]any{"argv": []string{"cat", "seen.txt", "tool.conf"}})
+	require.Equal(t, 200, code, "%s", body)
+	var x apitypes.ExecResponse
+	require.NoError(t, json.Unmarshal(body, &x))
+	assert.Equal(t, "from the layer\nfrom the layer\n", x.Stdout)
+	code, body = e.call("GET", "/v1/sessions/"+a+"/files/seen.txt", aTok, nil)
+	assert.Equal(t, 200, code, "%s", body)
+	assert.Equal(t, "from the layer\n", string(body))
+}

@@ -67,6 +67,10 @@ type View struct {
 	// Env, when set, is the environment layer stacked between the base
 	// checkout and the session's own layer (environment.go).
 	Env *Env
+	// KeepEnv (with Env nil): the view stacks whatever environment layer
+	// the scratch stacks now, so that a Prepare only to capture (what
+	// services wrote) changes nothing of how the view is made.
+	KeepEnv bool
 }
 
 // Change is one path a command changed, relative to the view it started

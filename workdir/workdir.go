@@ -372,6 +372,14 @@ func (m *Manager) Prepare(ctx context.Context, v View) (*Scratch, error) {
 		return nil, err
 	}
 	env, envRes, releaseEnv := "", EnvResult{}, func() {}
+	if v.Env == nil && v.KeepEnv {
+		if !s.loaded {
+			s.load()
+		}
+		if _, err := os.Stat(s.st.Env); s.st.Env != "" && err == nil {
+			env, releaseEnv = s.st.Env, m.envs.hold(s.st.Env)
+		}
+	}
 	if v.Env != nil {
 		if env, envRes, releaseEnv, err = m.envs.acquire(ctx, v, lower, v.Env); err != nil {
 			release()
@@ -408,8 +416,11 @@ func (s *Scratch) prepare(ctx context.Context, v View, lower, env string, shared
 	if !s.loaded {
 		s.load()
 	}
-	if shared != nil && (s.st.BaseTree != v.BaseTree || s.st.Env != env) {
+	if shared != nil && s.st.BaseTree != v.BaseTree {
 		return fmt.Errorf("%w on base tree %s: stop them to run on tree %s", ErrViewHeld, s.st.BaseTree, v.BaseTree)
+	}
+	if shared != nil && s.st.Env != env {
+		return fmt.Errorf("%w with environment layer %s: stop them to run with layer %s", ErrViewHeld, envName(s.st.Env), envName(env))
 	}
 	s.layerRepo = v.Repo
 	_, err := os.Lstat(filepath.Join(s.dir, runningMarker))
@@ -576,4 +587,12 @@ func (m *Manager) Remove(id string) error {
 	delete(m.scratches, id)
 	m.mu.Unlock()
 	return removeAll(filepath.Join(m.dir, "sessions", id))
+}
+
+// envName names an environment layer's directory by its key ("none").
+func envName(dir string) string {
+	if dir == "" {
+		return "none"
+	}
+	return filepath.Base(filepath.Dir(dir))
 }

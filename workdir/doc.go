@@ -116,9 +116,11 @@
 //     mknodat, opaque marks by f*xattr on a descriptor, files read
 //     without following a link or waiting on a FIFO). However a service
 //     swaps paths for links meanwhile, nothing resolves outside the
-//     directory: the call fails, or reads another file of the view. A
-//     reset empties the directory rather than replacing it, so a live
-//     service's mount keeps the view. The base checkouts and environment
+//     directory: the call fails, or reads another file of the view. In
+//     overlay mode the edits while services run go through their shared
+//     mount (share.go), by the copy layer's code on an os.Root of it; a
+//     copy mode reset empties the view's directory rather than replacing
+//     it, so a live service's bind keeps the view. The base checkouts and environment
 //     layers, which only the daemon writes, are written by plain path,
 //     and removeAll works beneath its path's parent (homes and tool
 //     caches are services' too). service_race_test.go races a service
@@ -153,7 +155,11 @@
 // helper joins ports of a command's own loopback to Unix sockets of the
 // host (PortLink: Expose, the daemon reaching a service; Reach, a
 // command reaching one), relaying bytes in the helper itself, PID 1 of
-// the namespace; nothing is put on the host's network.
+// the namespace; nothing is put on the host's network. In overlay mode
+// the view is one mount while services run (share.go): a holder mounts
+// it, services and commands attach clones of it, and the daemon edits
+// the view through it, never the upper directory beneath a live mount;
+// the view then stays on its base (ErrViewHeld).
 //
 // Concurrency: a Manager and its Cache are safe for concurrent use. A
 // Scratch belongs to one command at a time (services beside it leave its

@@ -32,6 +32,9 @@ type overlayLayer struct {
 	env string
 	// cache holds the stat of upper files whose content is known.
 	cache map[string]statEntry
+	// shared, when set, is the one mount of the view that services and
+	// commands share: edits go through it (share.go).
+	shared *viewShare
 }
 
 func newOverlayLayer(lower, dir, env string) *overlayLayer {
@@ -39,17 +42,24 @@ func newOverlayLayer(lower, dir, env string) *overlayLayer {
 }
 
 func (l *overlayLayer) present() presentation {
-	return presentation{Overlay: true, Env: l.env, Lower: l.lower, Upper: l.upper, Work: l.work}
+	p := presentation{Overlay: true, Env: l.env, Lower: l.lower, Upper: l.upper, Work: l.work}
+	if l.shared != nil {
+		p.Attach = l.shared.sock
+	}
+	return p
 }
 
 func (l *overlayLayer) cacheState() map[string]statEntry     { return l.cache }
 func (l *overlayLayer) setCacheState(c map[string]statEntry) { l.cache = c }
 
-// reset empties the upper directory, keeping the directory itself (a
-// live service's mount holds it), and spells v out again.
+// reset makes the layer show v alone: through the shared mount while
+// services hold it, else by emptying the upper directory (kept itself)
+// and spelling v out again.
 func (l *overlayLayer) reset(ctx context.Context, v View) error {
-	// The work directory is the daemon's alone between commands: a
-	// service mounts one of its own.
+	if l.shared != nil {
+		return l.resetShared(ctx, v)
+	}
+	// No service holds the view: the work directory is the daemon's.
 	if err := removeAll(l.work); err != nil {
 		return err
 	}
@@ -126,6 +136,9 @@ func (l *overlayLayer) affected(t rootTree, v View, p string) string {
 func (l *overlayLayer) sync(ctx context.Context, v View, paths []string) error {
 	if len(paths) == 0 {
 		return nil
+	}
+	if l.shared != nil {
+		return l.syncShared(ctx, v, paths)
 	}
 	t, err := openLayerRoot(l.upper)
 	if err != nil {

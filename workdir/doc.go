@@ -120,11 +120,11 @@
 //     overlay mode the edits while services run go through their shared
 //     mount (share.go), by the copy layer's code on an os.Root of it; a
 //     copy mode reset empties the view's directory rather than replacing
-//     it, so a live service's bind keeps the view. The base checkouts and environment
-//     layers, which only the daemon writes, are written by plain path,
-//     and removeAll works beneath its path's parent (homes and tool
-//     caches are services' too). service_race_test.go races a service
-//     against all of it.
+//     it, so a live service's bind keeps the view. The base checkouts
+//     and environment layers, which only the daemon writes, are written
+//     by plain path, and removeAll works beneath its path's parent
+//     (homes and tool caches are services' too). service_race_test.go
+//     races a service against all of it.
 //   - The scratch is 0700 and never keeps a setuid or setgid bit or a
 //     file capability (stripped after every command; the mounts are
 //     nosuid meanwhile). The sweep that strips them and measures the

@@ -183,7 +183,12 @@ func (d *dirAt) names() ([]string, error) {
 	}
 	f := os.NewFile(uintptr(fd), d.name)
 	defer f.Close()
-	return f.Readdirnames(-1)
+	names, err := f.Readdirnames(-1)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Removed since it was opened (by a service): it holds nothing.
+		return nil, nil
+	}
+	return names, err
 }
 
 func (d *dirAt) lstat(name string, st *unix.Stat_t) error {

@@ -257,9 +257,13 @@ func (l *copyLayer) walk(ctx context.Context, v View, ig *ignorer, d *dirAt, dir
 				continue
 			}
 		}
-		c, changed, err := examine(ctx, v, p, d, name, &st, now, since, l.cache, maxFile)
+		c, changed, gone, err := examineLive(ctx, v, p, d, name, &st, now, since, l.cache, maxFile)
 		if err != nil {
 			return err
+		}
+		if gone {
+			delete(seen, p) // gone since the listing: a deletion, if tracked
+			continue
 		}
 		if changed {
 			seen[p] = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"sort"
 	"strings"
@@ -243,6 +244,33 @@ func examine(ctx context.Context, v View, p string, d *dirAt, name string, st *u
 		return Change{}, false, nil
 	}
 	return c, true, nil
+}
+
+// examineLive is examine for a file that a live service may change
+// between its stat and its read: when the read finds it gone or of
+// another kind, it is looked at once more, from a fresh stat (gone true
+// when it is no longer there at all).
+func examineLive(ctx context.Context, v View, p string, d *dirAt, name string, st *unix.Stat_t, seen, since int64, cache map[string]statEntry, maxFile int64) (c Change, changed, gone bool, err error) {
+	c, changed, err = examine(ctx, v, p, d, name, st, seen, since, cache, maxFile)
+	if err == nil || !changedUnder(err) {
+		return c, changed, false, err
+	}
+	var again unix.Stat_t
+	if err := d.lstat(name, &again); errors.Is(err, fs.ErrNotExist) {
+		return Change{}, false, true, nil
+	} else if err != nil {
+		return Change{}, false, false, err
+	}
+	*st = again
+	c, changed, err = examine(ctx, v, p, d, name, st, time.Now().UnixNano(), since, cache, maxFile)
+	return c, changed, false, err
+}
+
+// changedUnder: err is a read that found the file gone or of another
+// kind than its stat said (a link where a file was, say).
+func changedUnder(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) ||
+		errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTDIR)
 }
 
 // deletions lists a deletion for every file of the view at or below p

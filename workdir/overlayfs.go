@@ -460,7 +460,9 @@ func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, d *dirAt, 
 				continue
 			}
 			sub, err := d.sub(name)
-			if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+				continue // gone or replaced since its stat: the next capture sees it
+			} else if err != nil {
 				return err
 			}
 			err = l.walk(ctx, v, ig, sub, p, sub.opaque(), since, maxFile, seenPaths, out)
@@ -482,9 +484,15 @@ func (l *overlayLayer) walk(ctx context.Context, v View, ig *ignorer, d *dirAt, 
 		if !inView && ig.match(p, false) {
 			continue
 		}
-		c, changed, err := examine(ctx, v, p, d, name, &st, seen, since, l.cache, maxFile)
+		c, changed, gone, err := examineLive(ctx, v, p, d, name, &st, seen, since, l.cache, maxFile)
 		if err != nil {
 			return err
+		}
+		if gone {
+			// Gone since the listing: the stat cache's pass below
+			// says what the view shows there now.
+			delete(seenPaths, p)
+			continue
 		}
 		if changed {
 			*out = append(*out, c)

@@ -2,6 +2,7 @@ package workdir_test
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -167,6 +168,84 @@ func BenchmarkCommandBesideService(b *testing.B) {
 				require.Empty(b, cs)
 				require.NoError(b, sc.Settle(b.Context(), f.view(), nil))
 			}
+		})
+	}
+}
+
+// churnScript keeps making, replacing and removing files as build tools
+// and editors do (a temporary file renamed over another, a file turned
+// into a link and back, a directory made and removed), as fast as it can.
+const churnScript = `import os
+k = 0
+while True:
+    k += 1
+    try:
+        with open("churn.tmp", "w") as f:
+            f.write("tmp %d\n" % k)
+        os.replace("churn.tmp", "out.txt")
+        os.symlink("out.txt", "flip.new")
+        os.replace("flip.new", "flip")
+        with open("flip.new", "w") as f:
+            f.write("file\n")
+        os.replace("flip.new", "flip")
+        os.makedirs("d/e", exist_ok=True)
+        with open("d/e/f.txt", "w") as f:
+            f.write("f\n")
+        os.remove("d/e/f.txt")
+        os.rmdir("d/e")
+        os.rmdir("d")
+        os.remove("out.txt")
+    except OSError:
+        pass
+`
+
+// A capture beside a service that keeps changing files never fails on a
+// file that went or changed kind between the listing, the stat and the
+// read: what it finds is reported, what went is not.
+func TestCaptureBesideChurningService(t *testing.T) {
+	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
+		t.Run(string(mode), func(t *testing.T) {
+			m := newManager(t, mode)
+			if !m.Isolated() {
+				t.Skip("no namespaces here")
+			}
+			f := newFixture(t)
+			sc, err := m.Prepare(t.Context(), f.view())
+			require.NoError(t, err)
+			sv, err := sc.Serve(workdir.Command{Argv: []string{"python3", "-c", churnScript}})
+			require.NoError(t, err)
+			require.NoError(t, sc.Settle(t.Context(), f.view(), nil))
+			t.Cleanup(func() { sv.Kill() })
+			rounds := 200
+			if testing.Short() {
+				rounds = 50
+			}
+			// The service is at work once its files show.
+			for deadline := time.Now().Add(time.Minute); ; {
+				_, errView := os.Lstat(filepath.Join(m.ScratchDir("s1"), "view", "flip"))
+				_, errUpper := os.Lstat(filepath.Join(m.ScratchDir("s1"), "upper", "flip"))
+				if errView == nil || errUpper == nil {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "the service never changed the view")
+				time.Sleep(20 * time.Millisecond)
+			}
+			saw := 0
+			for i := range rounds {
+				sc, err := m.Prepare(t.Context(), f.view())
+				require.NoError(t, err, "round %d", i)
+				cs, err := sc.CaptureNow(t.Context(), f.view(), 0)
+				require.NoError(t, err, "round %d", i)
+				for _, c := range cs {
+					assert.Contains(t, []string{"out.txt", "churn.tmp", "flip", "flip.new", "d/e/f.txt"}, c.Path)
+				}
+				if len(cs) > 0 {
+					saw++
+				}
+				// Nothing recorded: each path goes back as the record has it.
+				require.NoError(t, sc.Settle(t.Context(), f.view(), paths(cs)), "round %d", i)
+			}
+			assert.NotZero(t, saw, "no capture saw the service's files")
 		})
 	}
 }

@@ -118,6 +118,8 @@ func mapError(err error) *apitypes.Error {
 		return newError(http.StatusPreconditionFailed, apitypes.CodePreconditionFailed, "%s", err.Error())
 	case errors.Is(err, record.ErrSessionClosed):
 		return newError(http.StatusConflict, apitypes.CodeSessionClosed, "%s", err.Error())
+	case errors.Is(err, session.ErrServicesHoldView):
+		return newError(http.StatusConflict, apitypes.CodeConflict, "%s", err.Error())
 	case errors.Is(err, session.ErrBusy):
 		return newError(http.StatusConflict, apitypes.CodeSessionBusy, "%s", err.Error())
 	case errors.As(err, &unErr):

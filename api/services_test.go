@@ -709,3 +709,62 @@ func (e *svcEnv) upperHas(id, p string) bool {
 	}
 	return false
 }
+
+// TestServiceHoldsView: in overlay mode, services keep the view on the
+// base they started on; a command after a rebase is 409 naming them
+// (the rebase itself goes through), and runs on the new base once they
+// stopped. In copy mode the view follows the rebase under the service.
+func TestServiceHoldsView(t *testing.T) {
+	repo := testrepo.Build(t, "small")
+	e := newSvcEnv(t, t.TempDir(), repo)
+	a, aTok := e.newSession()
+	e.start(a, aTok, map[string]any{"name": "hold", "command": "exec sleep 600"})
+
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "upstream.txt"), []byte("upstream\n"), 0o644))
+	testrepo.Git(t, repo, "checkout", "-q", "main")
+	testrepo.Git(t, repo, "add", "upstream.txt")
+	testrepo.Git(t, repo, "commit", "-qm", "upstream")
+	code, body := e.call("POST", "/v1/sessions/"+a+"/rebase", aTok, map[string]any{})
+	require.Equal(t, 200, code, "%s", body)
+
+	run := func() (int, []byte) {
+		return e.call("POST", "/v1/sessions/"+a+"/exec", aTok, map[string]any{"argv": []string{"cat", "upstream.txt"}})
+	}
+	if e.wd.Mode() == workdir.ModeOverlay {
+		code, body = run()
+		require.Equal(t, 409, code, "%s", body)
+		assert.Contains(t, string(body), "running services hold its view")
+		code, body = e.call("DELETE", "/v1/sessions/"+a+"/services/hold", aTok, nil)
+		require.Equal(t, 200, code, "%s", body)
+	}
+	code, body = run()
+	require.Equal(t, 200, code, "%s", body)
+	var x apitypes.ExecResponse
+	require.NoError(t, json.Unmarshal(body, &x))
+	assert.Equal(t, "upstream\n", x.Stdout)
+}
+
+// TestServiceOnEnvironment: a service runs on the repository's
+// environment layer as commands do, also when it is the session's first
+// process (the layer is built for it); a command after it runs on the
+// same view (no reset, no 409), and what the service wrote is recorded.
+func TestServiceOnEnvironment(t *testing.T) {
+	e := newSvcEnv(t, t.TempDir(), testrepo.Build(t, "small"))
+	code, body := e.call("PUT", "/v1/repos/r/environment", e.admin, map[string]any{
+		"setup":   []any{"mkdir -p deps && echo installed > deps/ok.txt && echo deps/ > .gitignore-env"},
+		"include": []any{map[string]any{"path": "tool.conf", "content": "from the layer\n"}},
+	})
+	require.Equal(t, 200, code, "%s", body)
+	a, aTok := e.newSession()
+	e.start(a, aTok, map[string]any{"name": "dev", "command": "cat tool.conf > seen.txt; exec sleep 600"})
+	require.Eventually(t, func() bool { return e.upperHas(a, "seen.txt") }, 20*time.Second, 10*time.Millisecond)
+
+	code, body = e.call("POST", "/v1/sessions/"+a+"/exec", aTok, map[string]any{"argv": []string{"cat", "seen.txt", "tool.conf"}})
+	require.Equal(t, 200, code, "%s", body)
+	var x apitypes.ExecResponse
+	require.NoError(t, json.Unmarshal(body, &x))
+	assert.Equal(t, "from the layer\nfrom the layer\n", x.Stdout)
+	code, body = e.call("GET", "/v1/sessions/"+a+"/files/seen.txt", aTok, nil)
+	assert.Equal(t, 200, code, "%s", body)
+	assert.Equal(t, "from the layer\n", string(body))
+}

@@ -3,6 +3,8 @@ package session
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sessiond/sessiond/workdir"
 )
 
 // The session engine's own error kinds. Each maps to one API error code
@@ -21,6 +23,10 @@ var (
 	// ErrBusy: a write while a command runs on the session (API
 	// session_busy).
 	ErrBusy = errors.New("session busy: a command is running")
+	// ErrServicesHoldView: a command on another base or environment
+	// layer while the session's services run on its view as it was
+	// (overlay mode; API conflict).
+	ErrServicesHoldView = workdir.ErrViewHeld
 	// ErrNoWorkdir: running commands is not configured (API unavailable).
 	ErrNoWorkdir = errors.New("running commands is not available")
 )

@@ -394,7 +394,18 @@ func (e *Executor) StartService(ctx context.Context, id uuid.UUID, opts ServiceO
 
 	ls.busy = true
 	view := e.execView(ls, ls.ov.Clone())
+	target := targetOf(ls)
 	ls.unlock()
+
+	// The environment layer the session's commands get (a development
+	// server needs the installed dependencies too).
+	envLayer, _, _, err := e.environmentFor(ctx, target, vars, limits, workspaceOf(view))
+	if err != nil {
+		e.unbusy(ls)
+		e.serviceEnded(id, ss, s, nil, err)
+		return ServiceInfo{}, err
+	}
+	view.Env = envLayer
 
 	var expose []workdir.PortLink
 	if opts.Port != 0 {
@@ -826,6 +837,8 @@ func (e *Executor) CaptureServices(ctx context.Context, id uuid.UUID) error {
 	}
 	ls.busy = true
 	view := e.execView(ls, ls.ov.Clone())
+	// Only to capture: the view is made as it is now.
+	view.KeepEnv = true
 	ls.unlock()
 	sc, err := e.workdirs.Prepare(ctx, view)
 	if err != nil {

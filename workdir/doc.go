@@ -137,7 +137,11 @@
 // helper joins ports of a command's own loopback to Unix sockets of the
 // host (PortLink: Expose, the daemon reaching a service; Reach, a
 // command reaching one), relaying bytes in the helper itself, PID 1 of
-// the namespace; nothing is put on the host's network.
+// the namespace; nothing is put on the host's network. In overlay mode
+// the view is one mount while services run (share.go): a holder mounts
+// it, services and commands attach clones of it, and the daemon edits
+// the view through it, never the upper directory beneath a live mount;
+// the view then stays on its base (ErrViewHeld).
 //
 // Concurrency: a Manager and its Cache are safe for concurrent use. A
 // Scratch belongs to one command at a time (services beside it leave its

@@ -13,4 +13,7 @@ var (
 	// ErrHelper: the helper that sets up the command's namespaces failed
 	// before the command started.
 	ErrHelper = errors.New("command setup failed")
+	// ErrViewHeld: the session's running services hold its view on a
+	// base (and environment layer) other than the one asked for.
+	ErrViewHeld = errors.New("the session's running services hold its view")
 )

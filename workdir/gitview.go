@@ -948,6 +948,9 @@ func (s *Scratch) gitMountPoint(want bool) error {
 	if p.Overlay {
 		root = p.Upper
 	}
+	if l, ok := s.layer.(*overlayLayer); ok && l.shared != nil {
+		root = l.shared.dir // never beneath a mounted view
+	}
 	full := filepath.Join(root, ".git")
 	fi, err := os.Lstat(full)
 	switch {

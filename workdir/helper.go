@@ -51,6 +51,9 @@ type helperSpec struct {
 	Cwd      string   `json:"cwd"`
 	Argv     []string `json:"argv"`
 	Env      []string `json:"env"`
+	// Hold: mount the view once and hand clones of the mount out on
+	// this socket (share_linux.go), without a command.
+	Hold string `json:"hold,omitempty"`
 	// Probe: set up the mounts and report, without a command.
 	Probe bool `json:"probe,omitempty"`
 	// NewNet: the command gets a network namespace of its own, with only

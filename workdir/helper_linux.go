@@ -133,6 +133,9 @@ func helperMain(specJSON string) int {
 		_ = enc.Encode(helperStatus{Error: err.Error()})
 		return 125
 	}
+	if spec.Hold != "" {
+		return holdView(spec, enc)
+	}
 	var startPorts func() (int, error)
 	if len(spec.Ports) > 0 {
 		start, err := openPorts(spec.Ports)

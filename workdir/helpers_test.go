@@ -21,7 +21,7 @@ import (
 // fixture is a repository built at run time and a session-like view over
 // it: an overlay, a sequence number and the paths each step changed.
 type fixture struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string // the repository's work tree
 	repo *gitstore.Repo
 	tree gitstore.OID
@@ -44,7 +44,7 @@ var baseFiles = map[string]string{
 	"dir/.gitignore": "*.tmp\n!keep.tmp\n",
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := testrepo.Init(t)
 	for p, c := range baseFiles {
@@ -64,7 +64,7 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{t: t, dir: dir, repo: r, tree: tree, ov: overlay.New(r.View(tree), overlay.Options{}), log: map[int64][]string{}}
 }
 
-func mustRev(t *testing.T, r *gitstore.Repo, rev string) gitstore.OID {
+func mustRev(t testing.TB, r *gitstore.Repo, rev string) gitstore.OID {
 	id, err := r.ResolveRevision(t.Context(), rev)
 	require.NoError(t, err)
 	return id

@@ -67,6 +67,10 @@ type View struct {
 	// Env, when set, is the environment layer stacked between the base
 	// checkout and the session's own layer (environment.go).
 	Env *Env
+	// KeepEnv (with Env nil): the view stacks whatever environment layer
+	// the scratch stacks now, so that a Prepare only to capture (what
+	// services wrote) changes nothing of how the view is made.
+	KeepEnv bool
 }
 
 // Change is one path a command changed, relative to the view it started
@@ -118,6 +122,9 @@ type presentation struct {
 	Upper string `json:"upper,omitempty"`
 	Work  string `json:"work,omitempty"`
 	Src   string `json:"src,omitempty"`
+	// Attach: the overlay is the one mounted for the session's
+	// services; a clone of it comes from this socket (share.go).
+	Attach string `json:"attach,omitempty"`
 }
 
 // statEntry is what the stat cache knows of one file, as git's index

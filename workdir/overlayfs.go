@@ -32,6 +32,9 @@ type overlayLayer struct {
 	env string
 	// cache holds the stat of upper files whose content is known.
 	cache map[string]statEntry
+	// shared, when set, is the one mount of the view that services and
+	// commands share: edits go through it (share.go).
+	shared *viewShare
 }
 
 func newOverlayLayer(lower, dir, env string) *overlayLayer {
@@ -39,13 +42,20 @@ func newOverlayLayer(lower, dir, env string) *overlayLayer {
 }
 
 func (l *overlayLayer) present() presentation {
-	return presentation{Overlay: true, Env: l.env, Lower: l.lower, Upper: l.upper, Work: l.work}
+	p := presentation{Overlay: true, Env: l.env, Lower: l.lower, Upper: l.upper, Work: l.work}
+	if l.shared != nil {
+		p.Attach = l.shared.sock
+	}
+	return p
 }
 
 func (l *overlayLayer) cacheState() map[string]statEntry     { return l.cache }
 func (l *overlayLayer) setCacheState(c map[string]statEntry) { l.cache = c }
 
 func (l *overlayLayer) reset(ctx context.Context, v View) error {
+	if l.shared != nil {
+		return l.resetShared(ctx, v)
+	}
 	for _, d := range []string{l.upper, l.work} {
 		if err := removeAll(d); err != nil {
 			return err
@@ -109,6 +119,9 @@ func (l *overlayLayer) affected(v View, p string) string {
 func (l *overlayLayer) sync(ctx context.Context, v View, paths []string) error {
 	if len(paths) == 0 {
 		return nil
+	}
+	if l.shared != nil {
+		return l.syncShared(ctx, v, paths)
 	}
 	var rs []string
 	for _, p := range paths {

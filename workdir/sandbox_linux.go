@@ -629,6 +629,9 @@ func mountDev(root string, tmpBytes int64) error {
 }
 
 func openView(p presentation) (int, error) {
+	if p.Attach != "" {
+		return receiveView(p.Attach)
+	}
 	if !p.Overlay {
 		fd, err := unix.OpenTree(unix.AT_FDCWD, p.Src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 		if err != nil {

@@ -2,7 +2,6 @@ package workdir
 
 import (
 	"context"
-	"os"
 	"sync"
 	"time"
 )
@@ -33,16 +32,17 @@ func (s *Scratch) Serve(c Command) (*Service, error) {
 	release = func(base func()) func() { return func() { releaseEnv(); base() } }(release)
 	c.service = true
 	c.pres = s.newLayer(s.st.Mode, lower, s.st.Env).present()
-	var work string
+	unhold := func() {}
 	if c.pres.Overlay {
-		// A work directory of its own: overlayfs empties its work
-		// directory at every mount, and the session's commands mount
-		// the same upper directory meanwhile.
-		if work, err = os.MkdirTemp(s.dir, "work-"); err != nil {
+		// One mount of the view for the session's services and
+		// commands while services run (share.go).
+		sh, err := s.holdShared(c.pres)
+		if err != nil {
 			release()
 			return nil, err
 		}
-		c.pres.Work = work
+		c.pres.Attach = sh.sock
+		unhold = s.unholdShared
 	}
 	c.Timeout = 0
 	ctx, cancel := context.WithCancel(context.Background())
@@ -51,10 +51,8 @@ func (s *Scratch) Serve(c Command) (*Service, error) {
 	go func() {
 		defer close(sv.done)
 		defer release()
+		defer unhold()
 		sv.res, sv.err = s.m.run(ctx, s, c)
-		if work != "" {
-			_ = removeAll(work)
-		}
 	}()
 	return sv, nil
 }

@@ -313,6 +313,14 @@ type Scratch struct {
 	// overLimit: the last command outgrew the scratch's bound; Settle
 	// drops the scratch's ignored outputs and home.
 	overLimit bool
+
+	// shareMu guards share and inUse, which services' ends change too.
+	shareMu sync.Mutex
+	// share is the view's mount its services and commands share while
+	// services run (share.go); nil otherwise.
+	share *viewShare
+	// inUse: between Prepare and Settle or Abort.
+	inUse bool
 }
 
 // scratchState is saved in the scratch directory after every command.
@@ -357,20 +365,32 @@ func (m *Manager) Prepare(ctx context.Context, v View) (*Scratch, error) {
 		return nil, fmt.Errorf("workdir: %w: shutting down", ErrUnsupported)
 	}
 	s := m.scratch(v.Session)
+	shared := s.using(true)
 	lower, release, err := m.cache.Acquire(ctx, v.Repo, v.BaseTree)
 	if err != nil {
+		s.using(false)
 		return nil, err
 	}
 	env, envRes, releaseEnv := "", EnvResult{}, func() {}
+	if v.Env == nil && v.KeepEnv {
+		if !s.loaded {
+			s.load()
+		}
+		if _, err := os.Stat(s.st.Env); s.st.Env != "" && err == nil {
+			env, releaseEnv = s.st.Env, m.envs.hold(s.st.Env)
+		}
+	}
 	if v.Env != nil {
 		if env, envRes, releaseEnv, err = m.envs.acquire(ctx, v, lower, v.Env); err != nil {
 			release()
+			s.using(false)
 			return nil, fmt.Errorf("workdir: prepare %s: %w", v.Session, err)
 		}
 	}
-	if err := s.prepare(ctx, v, lower, env); err != nil {
+	if err := s.prepare(ctx, v, lower, env, shared); err != nil {
 		releaseEnv()
 		release()
+		s.using(false)
 		return nil, fmt.Errorf("workdir: prepare %s: %w", v.Session, err)
 	}
 	s.release, s.releaseEnv, s.env = release, releaseEnv, envRes
@@ -389,12 +409,18 @@ func (s *Scratch) newLayer(mode Mode, lower, env string) layer {
 	return newCopyLayer(s.dir, env)
 }
 
-func (s *Scratch) prepare(ctx context.Context, v View, lower, env string) error {
+func (s *Scratch) prepare(ctx context.Context, v View, lower, env string, shared *viewShare) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
 	if !s.loaded {
 		s.load()
+	}
+	if shared != nil && s.st.BaseTree != v.BaseTree {
+		return fmt.Errorf("%w on base tree %s: stop them to run on tree %s", ErrViewHeld, s.st.BaseTree, v.BaseTree)
+	}
+	if shared != nil && s.st.Env != env {
+		return fmt.Errorf("%w with environment layer %s: stop them to run with layer %s", ErrViewHeld, envName(s.st.Env), envName(env))
 	}
 	s.layerRepo = v.Repo
 	_, err := os.Lstat(filepath.Join(s.dir, runningMarker))
@@ -405,6 +431,9 @@ func (s *Scratch) prepare(ctx context.Context, v View, lower, env string) error 
 		cache = s.layer.cacheState()
 	}
 	s.layer = s.newLayer(s.m.mode, lower, env)
+	if l, ok := s.layer.(*overlayLayer); ok {
+		l.shared = shared
+	}
 	if cache != nil && !full {
 		s.layer.setCacheState(cache)
 	}
@@ -520,6 +549,7 @@ func (s *Scratch) Settle(ctx context.Context, v View, paths []string) error {
 func (s *Scratch) Abort() { s.releaseBase() }
 
 func (s *Scratch) releaseBase() {
+	defer s.using(false)
 	if s.releaseEnv != nil {
 		s.releaseEnv()
 		s.releaseEnv = nil
@@ -557,4 +587,12 @@ func (m *Manager) Remove(id string) error {
 	delete(m.scratches, id)
 	m.mu.Unlock()
 	return removeAll(filepath.Join(m.dir, "sessions", id))
+}
+
+// envName names an environment layer's directory by its key ("none").
+func envName(dir string) string {
+	if dir == "" {
+		return "none"
+	}
+	return filepath.Base(filepath.Dir(dir))
 }

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package workdir
+
+import "os"
+
+// Overlay mode is Linux's: elsewhere there is no mount to share.
+
+func cloneShared(string) (*os.File, error) { return nil, ErrUnsupported }
+
+func (m *Manager) startHolder(*Scratch, presentation, string) (func(), error) {
+	return nil, ErrUnsupported
+}

@@ -1,0 +1,172 @@
+package workdir_test
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessiond/sessiond/gitstore"
+	"github.com/sessiond/sessiond/workdir"
+)
+
+// A service, the session's commands and the daemon's own edits see one
+// view, in both modes: a service that keeps reading a file sees the API
+// write that creates it and the one that replaces it (in overlay mode
+// with mounts of their own, it kept its cached miss and the old file);
+// a command sees what the service wrote, and the service what the
+// command wrote; the service's own write is captured, and a refused one
+// settled back, under its feet.
+func TestServeSharesView(t *testing.T) {
+	warned := overlayWarnings()
+	defer func() {
+		if warned >= 0 {
+			assert.Equal(t, warned, overlayWarnings(), "the kernel warned of an upper directory in use by two mounts")
+		}
+	}()
+	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
+		t.Run(string(mode), func(t *testing.T) {
+			m := newManager(t, mode)
+			if !m.Isolated() {
+				t.Skip("no namespaces here")
+			}
+			f := newFixture(t)
+			sc, err := m.Prepare(t.Context(), f.view())
+			require.NoError(t, err)
+			// The service echoes api.txt and cmd.txt into seen-*.txt as
+			// it finds them, every 20 ms (a miss first: the overlay
+			// caches it).
+			loop := `echo up > svc.txt
+while :; do
+  cat api.txt > seen-api.tmp 2>/dev/null && mv seen-api.tmp seen-api.txt
+  cat cmd.txt > seen-cmd.tmp 2>/dev/null && mv seen-cmd.tmp seen-cmd.txt
+  sleep 0.02
+done`
+			sv, err := sc.Serve(workdir.Command{Argv: []string{"/bin/sh", "-c", loop}, Env: []string{"LC_ALL=C"}})
+			require.NoError(t, err)
+			require.NoError(t, sc.Settle(t.Context(), f.view(), nil))
+			t.Cleanup(func() { sv.Kill() })
+
+			// run runs script as a command of the session and records
+			// what it and the service changed, but for the service's
+			// echo files.
+			run := func(script string) string {
+				t.Helper()
+				sc, err := m.Prepare(t.Context(), f.view())
+				require.NoError(t, err)
+				res, err := sc.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c", script}})
+				require.NoError(t, err)
+				require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+				cs, err := sc.CaptureNow(t.Context(), f.view(), 0)
+				require.NoError(t, err)
+				var keep []workdir.Change
+				var drop []string
+				for _, c := range cs {
+					if strings.HasPrefix(c.Path, "seen-") {
+						drop = append(drop, c.Path)
+						continue
+					}
+					keep = append(keep, c)
+				}
+				f.record(keep)
+				require.NoError(t, sc.Settle(t.Context(), f.view(), drop))
+				return string(res.Stdout)
+			}
+			// eventually runs file's cat until it prints want.
+			eventually := func(file, want string) {
+				t.Helper()
+				deadline := time.Now().Add(20 * time.Second)
+				var got string
+				for time.Now().Before(deadline) {
+					got = run("cat " + file + " 2>/dev/null; true")
+					if got == want {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				t.Fatalf("%s reads %q, want %q", file, got, want)
+			}
+			// seen waits for the service to echo want from name.
+			seen := func(name, want string) { t.Helper(); eventually("seen-"+name+".txt", want) }
+
+			eventually("svc.txt", "up\n") // the command sees the service's write
+			f.write("api.txt", "one\n", gitstore.ModeFile)
+			seen("api", "one\n")
+			f.write("api.txt", "two\n", gitstore.ModeFile)
+			seen("api", "two\n")
+			run("echo from-command > cmd.txt")
+			seen("cmd", "from-command\n")
+
+			// A refused write of the service's is put back, and the
+			// service sees it put back.
+			sc, err = m.Prepare(t.Context(), f.view())
+			require.NoError(t, err)
+			_, err = sc.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c", "echo refused > api.txt"}})
+			require.NoError(t, err)
+			cs, err := sc.CaptureNow(t.Context(), f.view(), 0)
+			require.NoError(t, err)
+			assert.Contains(t, paths(cs), "api.txt")
+			require.NoError(t, sc.Settle(t.Context(), f.view(), []string{"api.txt"}))
+			seen("api", "two\n")
+
+			sv.Stop(time.Second)
+			// Without services, commands mount their own view again
+			// and find everything recorded.
+			assert.Equal(t, "two\nfrom-command\n", run("cat api.txt cmd.txt"))
+		})
+	}
+}
+
+// overlayWarnings counts the kernel's warnings of an overlay upper
+// directory mounted twice, or -1 where the kernel log is not readable.
+func overlayWarnings() int {
+	out, err := exec.Command("dmesg").Output()
+	if err != nil {
+		return -1
+	}
+	return strings.Count(string(out), "upperdir is in-use")
+}
+
+// BenchmarkCommandBesideService: a command's whole round (an API write
+// synced, prepare, run true, capture, settle) on a session alone, and on
+// one whose service holds the view (the command attaches the shared
+// mount; the write goes through it).
+func BenchmarkCommandBesideService(b *testing.B) {
+	for _, served := range []bool{false, true} {
+		b.Run(map[bool]string{false: "alone", true: "beside-service"}[served], func(b *testing.B) {
+			m, err := workdir.New(workdir.Config{Dir: filepath.Join(b.TempDir(), "workdir"), Mode: workdir.ModeOverlay})
+			require.NoError(b, err)
+			defer m.Close()
+			if !m.Isolated() {
+				b.Skip("no namespaces here")
+			}
+			f := newFixture(b)
+			if served {
+				sc, err := m.Prepare(b.Context(), f.view())
+				require.NoError(b, err)
+				sv, err := sc.Serve(workdir.Command{Argv: []string{"sleep", "600"}})
+				require.NoError(b, err)
+				require.NoError(b, sc.Settle(b.Context(), f.view(), nil))
+				defer sv.Kill()
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				f.write("api.txt", fmt.Sprintf("round %d\n", i), gitstore.ModeFile)
+				sc, err := m.Prepare(b.Context(), f.view())
+				require.NoError(b, err)
+				res, err := sc.Run(b.Context(), workdir.Command{Argv: []string{"true"}})
+				require.NoError(b, err)
+				require.Equal(b, 0, res.ExitCode, "%s", res.Stderr)
+				cs, err := sc.CaptureNow(b.Context(), f.view(), 0)
+				require.NoError(b, err)
+				require.Empty(b, cs)
+				require.NoError(b, sc.Settle(b.Context(), f.view(), nil))
+			}
+		})
+	}
+}

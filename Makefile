@@ -16,10 +16,11 @@ PKGS     := ./...
 # of their checks. What races stays: concurrent accepts, group commit and
 # its crashes, live session locks and unloads, a busy session's reads
 # during a command, output streamed under a cap, concurrent first
-# commands, cache trims, a timeout's kill, egress and exposed ports. The
-# command line's end-to-end tests drive the daemon's real
-# binary, built without the detector: under it are the client, the CLI
-# and mcp's in-process engine.
+# commands, cache trims, a timeout's kill, egress, exposed ports and a
+# service sharing its view with commands and the daemon's edits. The
+# command line's end-to-end tests drive the daemon's real binary, built
+# without the detector: under it are the client, the CLI and mcp's
+# in-process engine.
 RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/ ./mcpserver/ ./cmd/sessiond/ ./internal/groupcommit/ ./egress/ ./cluster/ ./environment/
 RACE_SHORT_PKGS := ./session/ ./changeset/ ./workdir/
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -3,15 +3,24 @@ GO       ?= go
 BIN      := bin/sessiond
 PKGS     := ./...
 # Packages whose tests exercise concurrency; run under the race detector
-# as part of `make test`. With -short: the session engine (its crash test
-# then kills 20 times instead of 200, which the plain run already did),
-# the changesets (whose concurrent accepts moved there from session) and
-# the view directories (without the second run of the whole suite as an
-# unprivileged user, the escape table and the shared Go cache test, which
-# the plain run did: they are commands in namespaces and the go command,
-# minutes under the detector with nothing of the daemon's to race). The command line's end-to-end tests drive the daemon's real
-# binary, built without the detector: under it are the client, the CLI
-# and mcp's in-process engine.
+# as part of `make test`. With -short: the session engine, the changesets
+# (whose concurrent accepts moved there from session) and the view
+# directories. -short skips there what the plain run already did and what
+# has no goroutines of the daemon's own to race: commands in namespaces
+# (exec, environment builds with npm and the go command, the escape and
+# limit tables, the second run of workdir's suite as an unprivileged
+# user), git in the view (gitview, conflicts in the view) and the git CLI
+# fidelity scripts; each skip says so (plainRunOnly). Long runs go
+# shorter: the crash test kills 20 times instead of 200, the cancelled
+# batch has 2,000 files instead of 20,000, random property runs do a tenth
+# of their checks. What races stays: concurrent accepts, group commit and
+# its crashes, live session locks and unloads, a busy session's reads
+# during a command, output streamed under a cap, concurrent first
+# commands, cache trims, a timeout's kill, egress, exposed ports and a
+# service sharing its view with commands and the daemon's edits. The
+# command line's end-to-end tests drive the daemon's real binary, built
+# without the detector: under it are the client, the CLI and mcp's
+# in-process engine.
 RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/ ./mcpserver/ ./cmd/sessiond/ ./internal/groupcommit/ ./egress/ ./cluster/ ./environment/
 RACE_SHORT_PKGS := ./session/ ./changeset/ ./workdir/
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -15,8 +15,6 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/changeset"
-	"github.com/sessiond/sessiond/db"
-	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -28,16 +26,9 @@ import (
 // taken and left out.
 func TestAcceptSelectHTTP(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	st, err := db.OpenSQLiteDir(ctx, dir)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	en := testengine.New(st, dir, session.Config{})
-	m := en.Sessions
-	t.Cleanup(func() { en.Close() })
 	bare := testrepo.BuildBare(t, "small")
-	_, err = en.Repos.Register(ctx, "r", bare)
-	require.NoError(t, err)
+	en := newEngine(t, bare)
+	m := en.Sessions
 	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets}))
 	t.Cleanup(srv.Close)
 	call := func(method, path, body string, out any) int {
@@ -130,15 +121,8 @@ func TestAcceptSelectHTTP(t *testing.T) {
 // own diff, and the list counts the current revision's approvals.
 func TestChangesetRevisionsHTTP(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	st, err := db.OpenSQLiteDir(ctx, dir)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	en := testengine.New(st, dir, session.Config{})
+	en := newEngine(t, testrepo.BuildBare(t, "small"))
 	m := en.Sessions
-	t.Cleanup(func() { en.Close() })
-	_, err = en.Repos.Register(ctx, "r", testrepo.BuildBare(t, "small"))
-	require.NoError(t, err)
 	cs := en.Changesets
 	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: cs}))
 	t.Cleanup(srv.Close)

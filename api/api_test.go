@@ -77,15 +77,8 @@ func TestMapError(t *testing.T) {
 // its client goes away.
 func TestEventStream(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	st, err := db.OpenSQLiteDir(ctx, dir)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	en := testengine.New(st, dir, session.Config{})
+	en := newEngine(t, testrepo.Build(t, "small"))
 	m := en.Sessions
-	t.Cleanup(func() { en.Close() })
-	_, err = en.Repos.Register(ctx, "r", testrepo.Build(t, "small"))
-	require.NoError(t, err)
 	s, err := m.Create(ctx, session.CreateOptions{Repo: "r"})
 	require.NoError(t, err)
 	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, Heartbeat: 20 * time.Millisecond}))
@@ -121,4 +114,19 @@ func TestEventStream(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	assert.Eventually(t, func() bool { return streams() == "0" }, 5*time.Second, 20*time.Millisecond)
+}
+
+// newEngine is an engine on a SQLite store in a fresh directory, with
+// repo registered as "r"; it and its store close when t ends.
+func newEngine(t testing.TB, repo string) *testengine.Engine {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := db.OpenSQLiteDir(t.Context(), dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	en := testengine.New(st, dir, session.Config{})
+	t.Cleanup(func() { en.Close() })
+	_, err = en.Repos.Register(t.Context(), "r", repo)
+	require.NoError(t, err)
+	return en
 }

@@ -18,8 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessiond/sessiond/apitypes"
-	"github.com/sessiond/sessiond/db"
-	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 )
@@ -36,17 +34,9 @@ type testServer struct {
 
 func newTestServer(t *testing.T, adminToken string) *testServer {
 	t.Helper()
-	ctx := t.Context()
-	dir := t.TempDir()
-	st, err := db.OpenSQLiteDir(ctx, dir)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	en := testengine.New(st, dir, session.Config{})
-	m := en.Sessions
-	t.Cleanup(func() { en.Close() })
 	repo := testrepo.Build(t, "small")
-	_, err = en.Repos.Register(ctx, "r", repo)
-	require.NoError(t, err)
+	en := newEngine(t, repo)
+	m := en.Sessions
 	srv := httptest.NewServer(New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: en.Changesets, AdminToken: adminToken, TokenSecret: []byte("0123456789abcdef0123456789abcdef")}))
 	t.Cleanup(srv.Close)
 	ts := &testServer{t: t, URL: srv.URL, m: m, repo: repo}

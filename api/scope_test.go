@@ -15,7 +15,6 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/changeset"
-	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
@@ -37,17 +36,10 @@ type scopeEnv struct {
 
 func newScopeEnv(t testing.TB) *scopeEnv {
 	t.Helper()
-	ctx := t.Context()
-	dir := t.TempDir()
-	st, err := db.OpenSQLiteDir(ctx, dir)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	en := testengine.New(st, dir, session.Config{})
+	repo := testrepo.BuildBare(t, "small")
+	en := newEngine(t, repo)
 	m := en.Sessions
-	t.Cleanup(func() { en.Close() })
-	e := &scopeEnv{t: t, en: en, m: m, cs: en.Changesets, repo: testrepo.BuildBare(t, "small")}
-	_, err = en.Repos.Register(ctx, "r", e.repo)
-	require.NoError(t, err)
+	e := &scopeEnv{t: t, en: en, m: m, cs: en.Changesets, repo: repo}
 	e.api = New(Config{Manager: m, Repos: en.Repos, Events: en.Events, Exec: en.Exec, Changesets: e.cs, AdminToken: testAdminToken, TokenSecret: []byte("token secret for tests")})
 	e.srv = httptest.NewServer(e.api)
 	t.Cleanup(e.srv.Close)

@@ -48,6 +48,23 @@ const (
 
 var settleModes = []string{byStart, byTouch, byBranch}
 
+// eachBranchCrash runs crash on both stores at every step of an accept or
+// an undo, settled in each of modes; a store's cases run in parallel.
+func eachBranchCrash(t *testing.T, modes []string, crash func(t *testing.T, url string, step failpoint.Step, mode string)) {
+	for _, st := range crashStores {
+		t.Run(st.name, func(t *testing.T) {
+			for _, step := range failpoint.BranchSteps {
+				for _, mode := range modes {
+					t.Run(string(step)+"/"+mode, func(t *testing.T) {
+						t.Parallel()
+						crash(t, st.url(t), step, mode)
+					})
+				}
+			}
+		})
+	}
+}
+
 // moves reports whether a crash at step leaves the branch moved: the ref
 // moves after the objects, their directory and the flight are durable.
 func moves(step failpoint.Step) bool {
@@ -72,18 +89,7 @@ func TestAcceptCrashAtEachStep(t *testing.T) {
 		acceptCrashChild()
 		return
 	}
-	for _, st := range crashStores {
-		t.Run(st.name, func(t *testing.T) {
-			for _, step := range failpoint.BranchSteps {
-				for _, mode := range settleModes {
-					t.Run(string(step)+"/"+mode, func(t *testing.T) {
-						t.Parallel()
-						acceptCrashAtStep(t, st.url(t), step, mode)
-					})
-				}
-			}
-		})
-	}
+	eachBranchCrash(t, settleModes, acceptCrashAtStep)
 }
 
 const revisionCrashEnv = "SESSIOND_REVISION_CRASH_STEP"
@@ -102,18 +108,7 @@ func TestReviseAfterCrashedAccept(t *testing.T) {
 		acceptCrashChild()
 		return
 	}
-	for _, st := range crashStores {
-		t.Run(st.name, func(t *testing.T) {
-			for _, step := range failpoint.BranchSteps {
-				for _, mode := range []string{byStart, byTouch} {
-					t.Run(string(step)+"/"+mode, func(t *testing.T) {
-						t.Parallel()
-						reviseAfterCrash(t, st.url(t), step, mode)
-					})
-				}
-			}
-		})
-	}
+	eachBranchCrash(t, []string{byStart, byTouch}, reviseAfterCrash)
 }
 
 const undoCrashEnv = "SESSIOND_UNDO_CRASH_STEP"
@@ -129,18 +124,7 @@ func TestUndoCrashAtEachStep(t *testing.T) {
 		undoCrashChild()
 		return
 	}
-	for _, st := range crashStores {
-		t.Run(st.name, func(t *testing.T) {
-			for _, step := range failpoint.BranchSteps {
-				for _, mode := range settleModes {
-					t.Run(string(step)+"/"+mode, func(t *testing.T) {
-						t.Parallel()
-						undoCrashAtStep(t, st.url(t), step, mode)
-					})
-				}
-			}
-		})
-	}
+	eachBranchCrash(t, settleModes, undoCrashAtStep)
 }
 
 type crashEngines struct {

@@ -25,7 +25,7 @@
 // Concurrency: a Registry is safe for concurrent use; Registry.mu guards
 // only the map of open repositories, varsMu the opened variables (dropped
 // when SetEnvironment changes them), envMu serializes SetEnvironment, and
-// settings.mu the policies and environment records kept for commands
-// (dropped by this Registry's writes; another node's are seen within
-// settingsFresh).
+// each freshCache's mu its part of the policies and environment records
+// kept for commands (dropped by this Registry's writes; another node's
+// are seen within settingsFresh).
 package repos

@@ -98,7 +98,7 @@ func (g *Registry) Environment(ctx context.Context, repo string) (EnvironmentVie
 }
 
 func (g *Registry) environment(ctx context.Context, repo string) (Environment, error) {
-	e, gen, ok := g.settings.environment(repo)
+	e, gen, ok := g.settings.envs.get(repo)
 	if ok {
 		return e, nil
 	}
@@ -107,7 +107,7 @@ func (g *Registry) environment(ctx context.Context, repo string) (Environment, e
 	if err != nil {
 		return Environment{}, err
 	}
-	g.settings.putEnvironment(repo, gen, e, at)
+	g.settings.envs.put(repo, gen, e, at)
 	return e, nil
 }
 

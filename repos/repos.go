@@ -522,7 +522,7 @@ func (g *Registry) Policy(ctx context.Context, repo string) (Policy, error) {
 	if _, err := g.Open(ctx, repo); err != nil {
 		return Policy{}, err
 	}
-	p, gen, ok := g.settings.policy(repo)
+	p, gen, ok := g.settings.policies.get(repo)
 	if ok {
 		return p, nil
 	}
@@ -535,7 +535,7 @@ func (g *Registry) Policy(ctx context.Context, repo string) (Policy, error) {
 	if err != nil {
 		return Policy{}, err
 	}
-	g.settings.putPolicy(repo, gen, p, at)
+	g.settings.policies.put(repo, gen, p, at)
 	return p, nil
 }
 

@@ -10,13 +10,30 @@ import (
 // environment layer exists asks the store for nothing. A write through
 // this Registry (SetPolicy, SetEnvironment, a registration) drops the
 // repository's entries at once; a write made by another node of a
-// cluster is seen within settingsFresh. gen counts the drops, so a read
-// that raced a write never stores what it read before it.
+// cluster is seen within settingsFresh.
 type settings struct {
-	mu       sync.Mutex
-	gen      uint64
-	policies map[string]cached[Policy]
-	envs     map[string]cached[Environment]
+	policies freshCache[Policy]
+	envs     freshCache[Environment]
+}
+
+// drop forgets repo's settings (it is being written).
+func (s *settings) drop(repo string) {
+	s.policies.drop(repo)
+	s.envs.drop(repo)
+}
+
+// settingsFresh bounds how long a setting read from the store is used
+// without reading it again (what another node of a cluster changed).
+const settingsFresh = 5 * time.Second
+
+// freshCache holds values by repository for settingsFresh after they
+// were read. gen counts the drops, so a read that raced a write never
+// stores what it read before it: get returns the generation to hand
+// back to put.
+type freshCache[T any] struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[string]cached[T]
 }
 
 type cached[T any] struct {
@@ -24,59 +41,36 @@ type cached[T any] struct {
 	at time.Time
 }
 
-// settingsFresh bounds how long a setting read from the store is used
-// without reading it again (what another node of a cluster changed).
-const settingsFresh = 5 * time.Second
-
-func (s *settings) policy(repo string) (Policy, uint64, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.policies[repo]
-	if ok && time.Since(c.at) < settingsFresh {
-		return c.v, s.gen, true
+// get returns repo's value if it was read within settingsFresh, and the
+// generation a read from the store must pass to put.
+func (c *freshCache[T]) get(repo string) (T, uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[repo]
+	if ok && time.Since(e.at) < settingsFresh {
+		return e.v, c.gen, true
 	}
-	return Policy{}, s.gen, false
+	var zero T
+	return zero, c.gen, false
 }
 
-func (s *settings) putPolicy(repo string, gen uint64, p Policy, at time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if gen != s.gen {
+// put keeps v, read from the store at at, unless a drop came since get
+// returned gen.
+func (c *freshCache[T]) put(repo string, gen uint64, v T, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
 		return
 	}
-	if s.policies == nil {
-		s.policies = map[string]cached[Policy]{}
+	if c.m == nil {
+		c.m = map[string]cached[T]{}
 	}
-	s.policies[repo] = cached[Policy]{v: p, at: at}
+	c.m[repo] = cached[T]{v: v, at: at}
 }
 
-func (s *settings) environment(repo string) (Environment, uint64, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.envs[repo]
-	if ok && time.Since(c.at) < settingsFresh {
-		return c.v, s.gen, true
-	}
-	return Environment{}, s.gen, false
-}
-
-func (s *settings) putEnvironment(repo string, gen uint64, e Environment, at time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if gen != s.gen {
-		return
-	}
-	if s.envs == nil {
-		s.envs = map[string]cached[Environment]{}
-	}
-	s.envs[repo] = cached[Environment]{v: e, at: at}
-}
-
-// drop forgets repo's settings (it is being written).
-func (s *settings) drop(repo string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.gen++
-	delete(s.policies, repo)
-	delete(s.envs, repo)
+func (c *freshCache[T]) drop(repo string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	delete(c.m, repo)
 }

@@ -142,6 +142,53 @@ func stageLines(es []session.StageEntry) []string {
 	return out
 }
 
+// rebaseBesideGit rebases session s onto onto with conflicts "keep", and
+// the same edits (sessionEdits and more) from base in a clone with git;
+// the conflicts must be of the kinds want, the view git's work tree (the
+// markers' labels aside) and the stages git ls-files -u's. It returns
+// the clone, left mid-rebase.
+func rebaseBesideGit(t *testing.T, e *env, s session.Session, base gitstore.OID, more map[string]string, onto string, want map[string]merge.ConflictKind) string {
+	t.Helper()
+	edits := map[string]string{}
+	for p, c := range sessionEdits {
+		edits[p] = c
+	}
+	for p, c := range more {
+		edits[p] = c
+	}
+	clone := gitRebase(t, e, base, edits)
+	res, err := e.m.RebaseWith(t.Context(), s.ID, onto, "", session.ConflictsKeep)
+	require.NoError(t, err)
+	kinds := map[string]merge.ConflictKind{}
+	for _, c := range res.Conflicts {
+		kinds[c.Path] = c.Kind
+	}
+	assert.Equal(t, want, kinds)
+	got, gitView := e.view(s.ID), workFiles(t, clone)
+	got["c.txt"], gitView["c.txt"] = unlabelled(got["c.txt"]), unlabelled(gitView["c.txt"])
+	assert.Equal(t, gitView, got)
+	stages, err := e.m.ConflictStages(t.Context(), s.ID)
+	require.NoError(t, err)
+	assert.Equal(t, gitStages(t, clone), stageLines(stages))
+	return clone
+}
+
+// acceptBesideGit resolves the clone as the session was: gitRm removed,
+// c.txt theirs, and continues git's rebase; the session's changeset,
+// submitted and accepted, must commit the tree git's rebase did.
+func acceptBesideGit(t *testing.T, e *env, s session.Session, clone, gitRm string) {
+	t.Helper()
+	testrepo.Git(t, clone, "rm", "-q", gitRm)
+	testrepo.Git(t, clone, "checkout", "--theirs", "c.txt")
+	testrepo.Git(t, clone, "add", "c.txt")
+	testrepo.Git(t, clone, "-c", "core.editor=true", "rebase", "--continue")
+	cs, err := e.cs().Submit(t.Context(), s.ID, changeset.SubmitOptions{Intent: "x"})
+	require.NoError(t, err)
+	acc, err := e.cs().Accept(t.Context(), cs.ID, changeset.AcceptOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, testrepo.Git(t, clone, "rev-parse", "HEAD^{tree}"), e.git("rev-parse", acc.Commit.String()+"^{tree}"))
+}
+
 // TestRebaseKeepConflictsAsGit: a rebase with conflicts "keep" leaves the
 // session's view as git rebase (merge.conflictStyle=diff3) leaves the work
 // tree: the same markers, base section included, every clean change
@@ -221,29 +268,13 @@ func TestRebaseKeepConflictsAsGit(t *testing.T) {
 // git keeps the session's file, stages 1 and 3; deleting it resolves the
 // conflict, as git rm does, and the accepted tree is git's.
 func TestKeepModifyDelete(t *testing.T) {
-	e, s, base := conflictRepo(t, map[string]string{"d.txt": "d changed by the session\n"}, true)
+	more := map[string]string{"d.txt": "d changed by the session\n"}
+	e, s, base := conflictRepo(t, more, true)
 	ctx := t.Context()
-	edits := map[string]string{"d.txt": "d changed by the session\n"}
-	for p, c := range sessionEdits {
-		edits[p] = c
-	}
-	clone := gitRebase(t, e, base, edits)
-	res, err := e.m.RebaseWith(ctx, s.ID, "", "", session.ConflictsKeep)
-	require.NoError(t, err)
-	kinds := map[string]merge.ConflictKind{}
-	for _, c := range res.Conflicts {
-		kinds[c.Path] = c.Kind
-	}
-	assert.Equal(t, map[string]merge.ConflictKind{"c.txt": merge.ConflictContent, "d.txt": merge.ConflictDeleteModify}, kinds)
-	got, gitView := e.view(s.ID), workFiles(t, clone)
-	got["c.txt"], gitView["c.txt"] = unlabelled(got["c.txt"]), unlabelled(gitView["c.txt"])
-	assert.Equal(t, gitView, got)
-	stages, err := e.m.ConflictStages(ctx, s.ID)
-	require.NoError(t, err)
-	assert.Equal(t, gitStages(t, clone), stageLines(stages))
+	clone := rebaseBesideGit(t, e, s, base, more, "", map[string]merge.ConflictKind{"c.txt": merge.ConflictContent, "d.txt": merge.ConflictDeleteModify})
 
 	// Taking git's resolution of c.txt (theirs) and deleting d.txt.
-	_, err = e.m.Delete(ctx, s.ID, "d.txt", false, "")
+	_, err := e.m.Delete(ctx, s.ID, "d.txt", false, "")
 	require.NoError(t, err)
 	list, err := e.m.Conflicts(ctx, s.ID)
 	require.NoError(t, err)
@@ -256,16 +287,7 @@ func TestKeepModifyDelete(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, list)
 	e.write(s.ID, "c.txt", sessionEdits["c.txt"])
-
-	testrepo.Git(t, clone, "rm", "-q", "d.txt")
-	testrepo.Git(t, clone, "checkout", "--theirs", "c.txt")
-	testrepo.Git(t, clone, "add", "c.txt")
-	testrepo.Git(t, clone, "-c", "core.editor=true", "rebase", "--continue")
-	cs, err := e.cs().Submit(ctx, s.ID, changeset.SubmitOptions{Intent: "x"})
-	require.NoError(t, err)
-	acc, err := e.cs().Accept(ctx, cs.ID, changeset.AcceptOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, testrepo.Git(t, clone, "rev-parse", "HEAD^{tree}"), e.git("rev-parse", acc.Commit.String()+"^{tree}"))
+	acceptBesideGit(t, e, s, clone, "d.txt")
 }
 
 // TestRerereReuse: a conflict resolved in one session is remembered for
@@ -340,44 +362,21 @@ func TestRollbackDropsConflictsUnremembered(t *testing.T) {
 // directory. git moves the file aside to x~HEAD (stage 2 there); so does
 // sessiond, and deleting it resolves the conflict, as git rm does.
 func TestKeepFileDirectory(t *testing.T) {
-	e, s, base := conflictRepo(t, map[string]string{"x/y.txt": "the session's x/y\n"}, false)
+	more := map[string]string{"x/y.txt": "the session's x/y\n"}
+	e, s, base := conflictRepo(t, more, false)
 	ctx := t.Context()
 	e.git("checkout", "-q", "main")
 	writeWorkFile(t, e, "x", "upstream's file x\n")
 	e.git("add", "x")
 	e.git("commit", "-qm", "upstream's x")
-	edits := map[string]string{"x/y.txt": "the session's x/y\n"}
-	for p, c := range sessionEdits {
-		edits[p] = c
-	}
-	clone := gitRebase(t, e, base, edits)
-	res, err := e.m.RebaseWith(ctx, s.ID, "main", "", session.ConflictsKeep)
-	require.NoError(t, err)
-	kinds := map[string]merge.ConflictKind{}
-	for _, c := range res.Conflicts {
-		kinds[c.Path] = c.Kind
-	}
-	assert.Equal(t, map[string]merge.ConflictKind{"c.txt": merge.ConflictContent, "x": merge.ConflictFileDirectory}, kinds)
-	got, gitView := e.view(s.ID), workFiles(t, clone)
-	got["c.txt"], gitView["c.txt"] = unlabelled(got["c.txt"]), unlabelled(gitView["c.txt"])
-	assert.Equal(t, gitView, got, "x~HEAD beside the directory x, as git leaves them")
-	stages, err := e.m.ConflictStages(ctx, s.ID)
-	require.NoError(t, err)
-	assert.Equal(t, gitStages(t, clone), stageLines(stages))
+	// x~HEAD beside the directory x, as git leaves them.
+	clone := rebaseBesideGit(t, e, s, base, more, "main", map[string]merge.ConflictKind{"c.txt": merge.ConflictContent, "x": merge.ConflictFileDirectory})
 
-	_, err = e.m.Delete(ctx, s.ID, "x~HEAD", false, "")
+	_, err := e.m.Delete(ctx, s.ID, "x~HEAD", false, "")
 	require.NoError(t, err)
 	e.write(s.ID, "c.txt", sessionEdits["c.txt"])
 	list, err := e.m.Conflicts(ctx, s.ID)
 	require.NoError(t, err)
 	assert.Empty(t, list)
-	testrepo.Git(t, clone, "rm", "-q", "x~HEAD")
-	testrepo.Git(t, clone, "checkout", "--theirs", "c.txt")
-	testrepo.Git(t, clone, "add", "c.txt")
-	testrepo.Git(t, clone, "-c", "core.editor=true", "rebase", "--continue")
-	cs, err := e.cs().Submit(ctx, s.ID, changeset.SubmitOptions{Intent: "x"})
-	require.NoError(t, err)
-	acc, err := e.cs().Accept(ctx, cs.ID, changeset.AcceptOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, testrepo.Git(t, clone, "rev-parse", "HEAD^{tree}"), e.git("rev-parse", acc.Commit.String()+"^{tree}"))
+	acceptBesideGit(t, e, s, clone, "x~HEAD")
 }

@@ -19,6 +19,7 @@ import (
 // modified, git diff shows the combined diff, and git checkout --theirs
 // takes the session's side, which resolves the conflict.
 func TestConflictStagesInView(t *testing.T) {
+	plainRunOnly(t, "git in the view on a conflict")
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		ctx := t.Context()
 		base := e.oid("HEAD")

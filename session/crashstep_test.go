@@ -39,6 +39,12 @@ func TestCrashAtEachStep(t *testing.T) {
 		crashStepChild()
 		return
 	}
+	eachCrashStep(t, failpoint.Steps, crashAtStep)
+}
+
+// eachCrashStep runs crash at each of steps on SQLite and on a fresh
+// PostgreSQL schema; a store's steps run in parallel.
+func eachCrashStep(t *testing.T, steps []failpoint.Step, crash func(t *testing.T, url string, step failpoint.Step)) {
 	stores := []struct {
 		name string
 		url  func(testing.TB) string
@@ -48,10 +54,10 @@ func TestCrashAtEachStep(t *testing.T) {
 	}
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
-			for _, step := range failpoint.Steps {
+			for _, step := range steps {
 				t.Run(string(step), func(t *testing.T) {
 					t.Parallel()
-					crashAtStep(t, st.url(t), step)
+					crash(t, st.url(t), step)
 				})
 			}
 		})

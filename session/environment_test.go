@@ -85,9 +85,7 @@ func nodeProject(version, integrity string) map[string]string {
 // one that does builds another, and a session that edits the lock file
 // is told its layer is stale.
 func TestEnvironmentNodeProject(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short (the race run): npm in namespaces, minutes under the detector; the plain run does it")
-	}
+	plainRunOnly(t, "npm in namespaces, minutes under the detector")
 	if _, err := exec.LookPath("npm"); err != nil {
 		t.Skip("no npm")
 	}
@@ -156,9 +154,7 @@ func TestEnvironmentNodeProject(t *testing.T) {
 // proxy directory, once: the modules land in the shared cache, and the
 // sessions build offline.
 func TestEnvironmentAutoGoSum(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short (the race run): the go command in namespaces; the plain run does it")
-	}
+	plainRunOnly(t, "the go command in namespaces")
 	proxy := goProxy(t)
 	e := newExecEnvWith(t, workdir.Config{Show: []string{proxy}})
 	e.commitFiles(goModuleFiles(t, proxy), "needs example.com/dep")
@@ -253,6 +249,7 @@ func goModuleFiles(t *testing.T, proxy string) map[string]string {
 // files runs without the layer (its setup read the whole base), and says
 // why; another session gets it.
 func TestEnvironmentNotForReadLimitedSessions(t *testing.T) {
+	plainRunOnly(t, "an environment built by a setup command in namespaces")
 	e := newExecEnv(t, workdir.ModeAuto)
 	e.setConfig(environment.Config{Setup: []environment.Step{{Command: "mkdir -p build && cat docs/read.txt > build/copy"}}}, nil)
 	limited := e.create(session.CreateOptions{Policy: session.Policy{Deny: []string{"docs/**"}}})

@@ -118,6 +118,7 @@ func hostGoCache(t *testing.T) string {
 }
 
 func TestExecGoTestPassesAndFails(t *testing.T) {
+	plainRunOnly(t, "go test in namespaces")
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		s := e.create(session.CreateOptions{})
 		run := func() session.ExecResult {
@@ -139,6 +140,7 @@ func TestExecGoTestPassesAndFails(t *testing.T) {
 }
 
 func TestExecRecordsOneMutation(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces recorded as a mutation")
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		s := e.create(session.CreateOptions{})
 		res := e.sh(s.ID, "echo new > new.txt && rm docs/read.txt && chmod +x add.go && mkdir -p build && echo o > build/o && echo x > a.out && exit 3")
@@ -260,6 +262,7 @@ func TestExecRefusesBadInput(t *testing.T) {
 }
 
 func TestExecRejectsAndUndoes(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces and their rejected changes")
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		s := e.create(session.CreateOptions{Policy: session.Policy{Write: []string{"src/**"}}})
 		res := e.sh(s.ID, "echo ok > src/ok.txt && echo no > outside.txt && mkdir -p src/.git && echo x > src/.git/config && mkfifo src/pipe && ln -s '' src/empty 2>/dev/null; true")
@@ -277,6 +280,7 @@ func TestExecRejectsAndUndoes(t *testing.T) {
 }
 
 func TestExecReadOnlyAndClosedRecordNothing(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces on read-only and closed sessions")
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		ro := e.create(session.CreateOptions{Mode: session.ModeReadOnly})
 		res := e.sh(ro.ID, "cat go.mod >/dev/null && echo x > new.txt")
@@ -300,6 +304,7 @@ func TestExecReadOnlyAndClosedRecordNothing(t *testing.T) {
 }
 
 func TestExecLimits(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces against the limits")
 	e := newExecEnv(t, workdir.ModeOverlay, session.Limits{MaxFileBytes: 1000, MaxEntries: 3})
 	s := e.create(session.CreateOptions{})
 	res := e.sh(s.ID, "head -c 2000 /dev/zero > big.bin && echo 1 > a1 && echo 2 > a2 && echo 3 > a3 && echo 4 > a4")
@@ -315,6 +320,7 @@ func TestExecLimits(t *testing.T) {
 }
 
 func TestExecEnvironment(t *testing.T) {
+	plainRunOnly(t, "a command's environment in namespaces")
 	e := newExecEnv(t, workdir.ModeOverlay)
 	s := e.create(session.CreateOptions{})
 	res, err := e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"env"}, Env: map[string]string{"EXTRA": "1"}})
@@ -366,6 +372,7 @@ func TestExecUnisolated(t *testing.T) {
 // the paths it may not read; what it writes where it may not is refused
 // and undone, and what it cannot see it cannot delete.
 func TestExecHidesUnreadable(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces on a read-limited view")
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		s := e.create(session.CreateOptions{Policy: session.Policy{Deny: []string{"docs/**", "add_test.go"}}})
 		res := e.sh(s.ID, `ls -A | tr '\n' ' '; echo
@@ -430,6 +437,7 @@ func TestExecUnisolatedRefusesLimitedReads(t *testing.T) {
 // /workspace/<repository> and its home at one path, the same in every
 // session.
 func TestExecNetworkAndPaths(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces, their network and paths")
 	e := newExecEnv(t, workdir.ModeOverlay)
 	s := e.create(session.CreateOptions{})
 	_, err := e.en.Exec.Exec(t.Context(), s.ID, session.ExecOptions{Argv: []string{"true"}, Network: true})
@@ -449,6 +457,7 @@ func TestExecNetworkAndPaths(t *testing.T) {
 // path of the engine moves a session to rejected: a rejected changeset
 // leaves its session open to revise, scratch and all.)
 func TestExecScratchRemovedWhenFinished(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces, then each way a session ends")
 	e := newExecEnv(t, workdir.ModeOverlay)
 	_, err := e.en.Repos.SetPolicy(t.Context(), repos.Policy{Repo: "r"})
 	require.NoError(t, err)
@@ -495,6 +504,7 @@ func TestExecScratchRemovedWhenFinished(t *testing.T) {
 // between the end and the removal) loses it at the next start; the
 // scratch of a session still open stays.
 func TestFinishedScratchesRemovedAtStart(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces, then the scratch sweep at start")
 	e := newExecEnv(t, workdir.ModeOverlay)
 	open, ended := e.create(session.CreateOptions{}), e.create(session.CreateOptions{})
 	for _, s := range []session.Session{open, ended} {
@@ -527,6 +537,7 @@ func TestFinishedScratchesRemovedAtStart(t *testing.T) {
 // host's network (where the daemon allows it at all), and narrows the
 // daemon's limits.
 func TestExecRepositoryPolicy(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces under a repository's exec policy")
 	e := newExecEnv(t, workdir.ModeOverlay)
 	s := e.create(session.CreateOptions{})
 	ex := session.NewExecutor(e.m, session.ExecConfig{HostNetwork: true, Limits: workdir.Limits{Pids: 500}})
@@ -559,6 +570,7 @@ func TestExecRepositoryPolicy(t *testing.T) {
 // get the session's own: they neither read what the shared caches hold
 // nor put anything there.
 func TestExecToolCaches(t *testing.T) {
+	plainRunOnly(t, "the go command in namespaces with shared and private caches")
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		goOff := map[string]string{"GOPROXY": "off", "GOTOOLCHAIN": "local"}
 		run := func(id uuid.UUID, caches, script string) session.ExecResult {

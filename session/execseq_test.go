@@ -13,6 +13,7 @@ import (
 // when it finished (its own exec mutation, or the one it ran on), which
 // the checks of changesets compare with a revision's.
 func TestExecSeq(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces and the sequence they name")
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		s := e.create(session.CreateOptions{})
 		res := e.sh(s.ID, "true")

@@ -16,6 +16,7 @@ import (
 // what each commit held; what was not committed stays a change of the
 // session.
 func TestGitCommitsBecomeCheckpoints(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		s := e.create(session.CreateOptions{AgentName: "Ada"})
 		res := e.sh(s.ID, `set -e
@@ -81,6 +82,7 @@ git status --porcelain`)
 }
 
 func TestGitReadLimitedHasNone(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	e := newExecEnv(t, "overlay")
 	s := e.create(session.CreateOptions{Policy: session.Policy{Read: []string{"src/**"}, Write: []string{"src/**"}}})
 	res := e.sh(s.ID, "git status")
@@ -92,6 +94,7 @@ func TestGitReadLimitedHasNone(t *testing.T) {
 // git's everyday flows in the view behave as in a checkout and come back
 // as the right checkpoints and changes.
 func TestGitFlowsInView(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		s := e.create(session.CreateOptions{})
 		res := e.sh(s.ID, `set -e
@@ -150,6 +153,7 @@ git commit -q -m "redone"`)
 
 // go build stamps VCS information from the view's .git.
 func TestGitGoBuildStampsVCS(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	forExecModes(t, testGoBuildStamps)
 }
 
@@ -170,6 +174,7 @@ func testGoBuildStamps(t *testing.T, e *execEnv) {
 // listed nor readable from a view, also after the repository's packs
 // were consolidated.
 func TestGitViewHidesOtherSessions(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	e := newExecEnv(t, "overlay")
 	other := e.create(session.CreateOptions{})
 	e.write(other.ID, "secret.txt", "the other session's own words\n")
@@ -203,6 +208,7 @@ func hashOf(t *testing.T, content string) string {
 // planted to lead the daemon into the repository's objects, becomes no
 // checkpoint: the daemon reads the view's objects alone.
 func TestGitCommitCannotBorrowObjects(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	e := newExecEnv(t, "overlay")
 	other := e.create(session.CreateOptions{})
 	e.write(other.ID, "secret.txt", "the other session's own words\n")
@@ -231,6 +237,7 @@ git update-ref HEAD $commit`)
 // What a command staged beyond the commits it made stays staged: the
 // head's move to sessiond's checkpoint of those commits keeps the index.
 func TestGitStagedWorkSurvivesCheckpoints(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		s := e.create(session.CreateOptions{AgentName: "Ada"})
 		res := e.sh(s.ID, `set -e

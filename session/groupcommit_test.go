@@ -21,7 +21,6 @@ import (
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/gitstore"
 	"github.com/sessiond/sessiond/internal/failpoint"
-	"github.com/sessiond/sessiond/internal/pgtest"
 	"github.com/sessiond/sessiond/internal/testengine"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/record"
@@ -144,23 +143,7 @@ func TestCrashInBatch(t *testing.T) {
 		batchCrashChild()
 		return
 	}
-	stores := []struct {
-		name string
-		url  func(testing.TB) string
-	}{
-		{"sqlite", func(testing.TB) string { return "" }},
-		{"postgres", pgtest.FreshSchema},
-	}
-	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			for _, step := range failpoint.BatchSteps {
-				t.Run(string(step), func(t *testing.T) {
-					t.Parallel()
-					crashInBatch(t, st.url(t), step)
-				})
-			}
-		})
-	}
+	eachCrashStep(t, failpoint.BatchSteps, crashInBatch)
 }
 
 const batchSessions = 4

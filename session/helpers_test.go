@@ -160,3 +160,13 @@ func writeWorkFile(t testing.TB, e *env, p, content string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(filepath.Join(e.repoDir, p), []byte(content), 0o644))
 }
+
+// plainRunOnly skips t in make test's race detector run (-short): what
+// says what t runs, all of which the plain run covers, with no goroutines
+// of the daemon's own against each other for the detector to watch.
+func plainRunOnly(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + ": the plain run covers it; nothing of the daemon's races here")
+	}
+}

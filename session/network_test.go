@@ -23,6 +23,7 @@ import (
 // network; the refused ones are in the result. A command that does not
 // ask has its loopback only, and no proxy named.
 func TestExecNetworkAllowlist(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces through the egress proxy (whose races the egress package's race run has)")
 	e := newExecEnv(t, workdir.ModeOverlay)
 	s := e.create(session.CreateOptions{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -19,6 +19,7 @@ import (
 // streams and in the result; a file holding a secret's value is refused
 // with rule secret, written or captured; a changed secret applies at once.
 func TestExecSecrets(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces with variables and secrets")
 	forExecModes(t, func(t *testing.T, e *execEnv) {
 		ctx := t.Context()
 		value := "hunter2-value"

@@ -53,6 +53,14 @@ func startDaemon(t *testing.T, repo, token string) string {
 	return testdaemon.New(t, "", "--repo", "r="+repo, "--admin-token", token).URL
 }
 
+// smallDaemon starts a daemon serving the small fixture as r with the
+// admin token; it returns its URL and a client with the token.
+func smallDaemon(t *testing.T, token string) (string, *client.Client) {
+	t.Helper()
+	url := startDaemon(t, testrepo.BuildBare(t, "small"), token)
+	return url, client.New(url, token)
+}
+
 // newBrowser starts a headless Chromium with a fresh profile; the
 // returned context is one tab.
 func newBrowser(t *testing.T) context.Context {

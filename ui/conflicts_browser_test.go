@@ -9,7 +9,6 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
-	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
 // TestSessionPageConflicts: a session with a conflict a merge kept shows
@@ -17,10 +16,8 @@ import (
 // are gone the section empties.
 func TestSessionPageConflicts(t *testing.T) {
 	ctx := t.Context()
-	repo := testrepo.BuildBare(t, "small")
 	const token = "ui-conflicts-token"
-	url := startDaemon(t, repo, token)
-	c := client.New(url, token)
+	url, c := smallDaemon(t, token)
 	a, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})
 	require.NoError(t, err)
 	b, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})

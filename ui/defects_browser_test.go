@@ -12,17 +12,14 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
-	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
 // TestReviewPageDefects: one test per defect found by reading the page's
 // code (issue 25), each failing on the code before its fix.
 func TestReviewPageDefects(t *testing.T) {
 	ctx := t.Context()
-	repo := testrepo.BuildBare(t, "small")
 	const token = "ui-defects-token"
-	url := startDaemon(t, repo, token)
-	c := client.New(url, token)
+	url, c := smallDaemon(t, token)
 	// change makes a session writing files and submits it.
 	change := func(intent string, files map[string]string) (apitypes.Session, apitypes.Changeset) {
 		t.Helper()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
-	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
 // TestReviewPageTimeline: the changeset page's history lists, in order,
@@ -22,10 +21,8 @@ import (
 // session's link opens the session page.
 func TestReviewPageTimeline(t *testing.T) {
 	ctx := t.Context()
-	repo := testrepo.BuildBare(t, "small")
 	const token = "ui-timeline-token"
-	url := startDaemon(t, repo, token)
-	c := client.New(url, token)
+	url, c := smallDaemon(t, token)
 
 	s, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-h"})
 	require.NoError(t, err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
-	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
 // readingFixture is a daemon with a repository whose main has files,
@@ -30,10 +29,8 @@ type readingFixture struct {
 func newReadingFixture(t *testing.T, base, change map[string]string) *readingFixture {
 	t.Helper()
 	ctx := t.Context()
-	repo := testrepo.BuildBare(t, "small")
 	const token = "ui-reading-token"
-	url := startDaemon(t, repo, token)
-	c := client.New(url, token)
+	url, c := smallDaemon(t, token)
 	write := func(id string, files map[string]string) { // one batch
 		t.Helper()
 		var edits []apitypes.Edit

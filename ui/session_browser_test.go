@@ -11,7 +11,6 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
-	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
 // TestSessionPage: a session's page lists its mutations (op, paths; a
@@ -21,10 +20,8 @@ import (
 // list and the changeset page link to it.
 func TestSessionPage(t *testing.T) {
 	ctx := t.Context()
-	repo := testrepo.BuildBare(t, "small")
 	const token = "ui-session-token"
-	url := startDaemon(t, repo, token)
-	c := client.New(url, token)
+	url, c := smallDaemon(t, token)
 
 	s, err := c.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main", AgentID: "agent-s", Intent: "session page"})
 	require.NoError(t, err)

@@ -162,9 +162,7 @@ func (g *goModule) runErr(ctx context.Context, m *workdir.Manager, id string, c 
 // (cached). Isolated, both see the view at one path and the module there
 // (pwd and go env GOMOD agree).
 func TestSharedGoCaches(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short is make test's race detector run; the plain run builds with the go command (minutes: the standard library once per mode)")
-	}
+	plainRunOnly(t, "the go command in namespaces (minutes: the standard library once per mode)")
 	g := newGoModule(t)
 	cacheModes(t, 0, func(t *testing.T, m *workdir.Manager) {
 		shared := workdir.Caches{Repo: "mod"}
@@ -198,6 +196,7 @@ func TestSharedGoCaches(t *testing.T) {
 // in its repository's shared caches loses the bits once the command has
 // ended, as in the scratch; an ordinary file keeps its mode.
 func TestSharedCachesKeepNoSetid(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces leaving setid files in the caches")
 	g := newGoModule(t)
 	cacheModes(t, 0, func(t *testing.T, m *workdir.Manager) {
 		shared := workdir.Caches{Repo: "mod"}
@@ -221,6 +220,7 @@ func TestSharedCachesKeepNoSetid(t *testing.T) {
 // the module the shared cache holds, and what it puts in its caches stays
 // in its session.
 func TestPrivateCaches(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces with private caches")
 	g := newGoModule(t)
 	cacheModes(t, 0, func(t *testing.T, m *workdir.Manager) {
 		first := g.run(t, m, "s1", workdir.Caches{Repo: "mod"}, "go mod download 2>&1", "GOPROXY=file://"+g.proxy)
@@ -243,6 +243,7 @@ func TestPrivateCaches(t *testing.T) {
 // TestCacheEnvironment: the request's own variables win over the cache
 // defaults; a command without a repository gets none.
 func TestCacheEnvironment(t *testing.T) {
+	plainRunOnly(t, "a command's cache variables in namespaces")
 	g := newGoModule(t)
 	cacheModes(t, 0, func(t *testing.T, m *workdir.Manager) {
 		res := g.run(t, m, "s1", workdir.Caches{Repo: "mod"}, "echo \"$GOCACHE|$GOFLAGS|$npm_config_cache|$CARGO_HOME|$XDG_CACHE_HOME\"", "GOFLAGS=-mod=mod")

@@ -34,6 +34,7 @@ mkdir empty
 `
 
 func TestScriptMatchesGit(t *testing.T) {
+	plainRunOnly(t, "git CLI fidelity scripts in namespaces")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
 		want := gitOracle(t, f.dir, editScript)
@@ -45,6 +46,7 @@ func TestScriptMatchesGit(t *testing.T) {
 }
 
 func TestAPIWritesVisibleAndIgnoredOutputsPersist(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
 		res, cs, s := f.runSh(m, "mkdir -p build && echo cached > build/cache && echo one > one.txt")
@@ -81,6 +83,7 @@ ls gone`)
 }
 
 func TestSettleUndoesRefused(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces and the settle of what they changed")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
 		res, cs, s := f.runSh(m, "mkdir -p dir/.git && echo x > dir/.git/config && echo keep > ok.txt && mkfifo pipe && echo no > a.txt")
@@ -109,6 +112,7 @@ func TestSettleUndoesRefused(t *testing.T) {
 }
 
 func TestCrashRebuildsScratch(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces and a rebuilt scratch")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
 		_, cs, s := f.runSh(m, "echo lost > a.txt && echo lost > new.txt")
@@ -145,6 +149,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 }
 
 func TestHidesDataAndTmp(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		if !m.Isolated() {
 			t.Skip("no namespaces here")
@@ -166,6 +171,7 @@ func TestHidesDataAndTmp(t *testing.T) {
 }
 
 func TestNoNetwork(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces without a network")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		if !m.Isolated() {
 			t.Skip("no namespaces here")
@@ -240,6 +246,7 @@ func outsideDir(t *testing.T) string {
 }
 
 func TestWritesOutsideViewFail(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces writing outside the view")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		if !m.Isolated() {
 			t.Skip("without namespaces the file system outside the view stays writable (documented)")
@@ -292,6 +299,7 @@ func TestUnisolated(t *testing.T) {
 // once refused and settled, and one that removes a directory removes
 // only what it could see.
 func TestHidesUnreadable(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces on a read-limited view")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
 		// gone/ entirely, one file beside others (dir/c.txt), and a

@@ -64,6 +64,7 @@ func (f *fixture) runEnv(m *workdir.Manager, session string, env *workdir.Env, s
 }
 
 func TestEnvironmentLayerSharedAcrossSessions(t *testing.T) {
+	plainRunOnly(t, "environment builds in namespaces, one session after another")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
 		env := &workdir.Env{Key: "aa01", Repo: "r", Steps: countingSetup(""),
@@ -110,6 +111,7 @@ func TestEnvironmentLayerSharedAcrossSessions(t *testing.T) {
 }
 
 func TestEnvironmentNewKeyRebuilds(t *testing.T) {
+	plainRunOnly(t, "environment builds in namespaces, one after another")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
 		one := &workdir.Env{Key: "bb01", Repo: "r", Steps: countingSetup("echo one > build/which")}
@@ -129,6 +131,7 @@ func TestEnvironmentNewKeyRebuilds(t *testing.T) {
 }
 
 func TestEnvironmentSetupEditingTrackedFileFails(t *testing.T) {
+	plainRunOnly(t, "an environment build in namespaces")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
 		env := &workdir.Env{Key: "cc01", Repo: "r", Steps: countingSetup("echo edited >> a.txt && rm dir/c.txt && echo SETUP-OUTPUT")}
@@ -163,6 +166,7 @@ func TestEnvironmentSetupEditingTrackedFileFails(t *testing.T) {
 }
 
 func TestEnvironmentFailingStepKeepsLog(t *testing.T) {
+	plainRunOnly(t, "an environment build in namespaces")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
 		env := &workdir.Env{Key: "dd01", Repo: "r", Steps: []workdir.EnvStep{{Argv: []string{"/bin/sh", "-c", "echo installing; echo broken >&2; exit 3"}}}}
@@ -289,6 +293,7 @@ func TestEnvironmentCrashMidBuild(t *testing.T) {
 // makes no egress proxy and reads no policy; a Connect error fails the
 // command, and leaves no failure remembered.
 func TestEnvironmentConnectOnlyWhenBuilding(t *testing.T) {
+	plainRunOnly(t, "environment builds in namespaces and their egress")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
 		var connects atomic.Int64

@@ -238,9 +238,7 @@ func newEscapeHost(t *testing.T, data, repo string) escapeHost {
 // mounts and the dropped privileges are shown to hold on their own. A row
 // whose name ends in "(Landlock)" holds only where Landlock is on.
 func TestEscapes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short is make test's race detector run; the plain run tries every escape")
-	}
+	plainRunOnly(t, "every escape tried by commands in namespaces")
 	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
 		for _, landlock := range []bool{true, false} {
 			name := string(mode)
@@ -399,6 +397,7 @@ var limitEscapes = []limitEscape{
 }
 
 func TestEscapeLimits(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces against every limit")
 	rlimits := func() map[int]unix.Rlimit {
 		out := map[int]unix.Rlimit{}
 		for _, r := range []int{unix.RLIMIT_FSIZE, unix.RLIMIT_DATA, unix.RLIMIT_NPROC, unix.RLIMIT_CORE, unix.RLIMIT_NOFILE} {
@@ -469,6 +468,7 @@ func TestEscapeLimits(t *testing.T) {
 // memory bound of a few megabytes on it would end the helper, and with
 // it the command's result), and neither does the daemon.
 func TestRlimitsAreTheCommandsAlone(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces under rlimits")
 	for _, noNamespaces := range []bool{false, true} {
 		t.Run(map[bool]string{false: "isolated", true: "unisolated"}[noNamespaces], func(t *testing.T) {
 			data := outsideDir(t)

@@ -20,6 +20,7 @@ import (
 // location. Without it git opens every directory of the tree (dir,
 // dir/sub, gone and the root).
 func TestGitUntrackedCacheShared(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	m := newManager(t, workdir.ModeOverlay)
 	f := newFixture(t)
 	res, _, s := f.runGit(m, f.gitFor(t), `echo changed > a.txt
@@ -36,6 +37,7 @@ GIT_TRACE2_PERF=/tmp/trace git status --porcelain; grep -o 'opendir:[0-9]*' /tmp
 // A base checkout's shared index goes with the checkout, a removed
 // repository's public objects with it.
 func TestGitSharedStateCleaned(t *testing.T) {
+	plainRunOnly(t, "git in the view, then its shared state removed")
 	data := t.TempDir()
 	m := newManagerIn(t, data, workdir.ModeOverlay, func(c *workdir.Config) { c.CacheBytes = 1 })
 	f := newFixture(t)
@@ -64,6 +66,7 @@ func TestGitSharedStateCleaned(t *testing.T) {
 // command can write in place; git, which replaces the index by a rename,
 // works as with its own copy, and the shared file stays as it was.
 func TestGitSharedIndexReadOnly(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	if os.Geteuid() != 0 {
 		t.Skip("only a daemon running as root shares the base index")
 	}

@@ -82,6 +82,7 @@ echo LS; git ls-files -s
 `
 
 func TestGitInViewMatchesCheckout(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
 		t.Run(string(mode), func(t *testing.T) {
 			m := newManager(t, mode)
@@ -130,6 +131,7 @@ func TestGitInViewMatchesCheckout(t *testing.T) {
 // Changes made through the API before a session's first command show in
 // git status.
 func TestGitStatusSeesAPIChanges(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
 		t.Run(string(mode), func(t *testing.T) {
 			m := newManager(t, mode)
@@ -157,6 +159,7 @@ func TestGitAbsentUnisolated(t *testing.T) {
 }
 
 func TestGitAbsentWithoutGit(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	m := newManager(t, workdir.ModeOverlay)
 	f := newFixture(t)
 	s, err := m.Prepare(t.Context(), f.view())
@@ -173,6 +176,7 @@ func TestGitAbsentWithoutGit(t *testing.T) {
 // Objects only another session's refs reach are neither listed nor
 // readable from a view.
 func TestGitViewHidesUnreachableObjects(t *testing.T) {
+	plainRunOnly(t, "git in the view")
 	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
 		t.Run(string(mode), func(t *testing.T) { testGitViewHides(t, newManager(t, mode)) })
 	}

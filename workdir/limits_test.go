@@ -14,6 +14,7 @@ import (
 // Which limits applied is in the result: cgroups where the daemon has
 // them (the skip says so where it has none), else rlimits.
 func TestLimitsApplied(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces under limits")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
 		res, cs, s := f.runSh(m, "true")
@@ -38,6 +39,7 @@ func TestLimitsApplied(t *testing.T) {
 
 // The scratch is its owner's alone, and so is the data directory.
 func TestScratchIsPrivate(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces")
 	forModes(t, func(t *testing.T, m *workdir.Manager) {
 		f := newFixture(t)
 		_, cs, s := f.runSh(m, "touch made.txt")

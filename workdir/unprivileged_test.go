@@ -27,9 +27,7 @@ func TestConformanceUnprivileged(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("not root: the suite itself runs without privilege")
 	}
-	if testing.Short() {
-		t.Skip("-short")
-	}
+	plainRunOnly(t, "the whole suite again as a user without privilege")
 	// The test binary, a home and an outside directory the user can reach.
 	dir, err := os.MkdirTemp("", "sessiond-unprivileged-")
 	require.NoError(t, err)

@@ -183,8 +183,7 @@ func TestNodeIDNeedsPostgres(t *testing.T) {
 // token another node made is refused by it later; with the cluster's
 // keys the same node joins.
 func TestNodeWithOtherKeysRefused(t *testing.T) {
-	origin := NewOrigin(t, "small")
-	c := New(t, 1, "--repo", "app="+origin.URL, "--admin-token", "cluster-admin")
+	c := appCluster(t, 1, "--admin-token", "cluster-admin")
 	var port int
 	args := append([]string{"--database-url", c.DBURL}, c.NodeArgs("node-2", &port)...)
 	code, stderr := Refused(t, 60*time.Second, args...)
@@ -385,12 +384,10 @@ func gitIn(dir string, args ...string) (string, error) {
 // other node takes the session over and its writes go through.
 func TestSessionOwnership(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 2, "--repo", "app="+origin.URL)
+	c := appCluster(t, 2)
 	n1, n2 := c.Nodes[0], c.Nodes[1]
-	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
-	_, err = n1.C.WriteFile(ctx, s.ID, "mine.txt", []byte("mine\n"), client.WriteOptions{})
+	s := newSession(t, n1)
+	_, err := n1.C.WriteFile(ctx, s.ID, "mine.txt", []byte("mine\n"), client.WriteOptions{})
 	require.NoError(t, err)
 
 	_, err = n2.C.WriteFile(ctx, s.ID, "via-two.txt", []byte("via two\n"), client.WriteOptions{})
@@ -416,29 +413,13 @@ func TestSessionOwnership(t *testing.T) {
 // session no more: a write through it goes to the new owner.
 func TestPausedOwnerFenced(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 2, "--repo", "app="+origin.URL, "--node-heartbeat", "200ms", "--node-lease", "2s")
+	c := appCluster(t, 2, "--node-heartbeat", "200ms", "--node-lease", "2s")
 	n1, n2 := c.Nodes[0], c.Nodes[1]
-	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
-	_, err = n1.C.WriteFile(ctx, s.ID, "before.txt", []byte("before\n"), client.WriteOptions{})
+	s := newSession(t, n1)
+	_, err := n1.C.WriteFile(ctx, s.ID, "before.txt", []byte("before\n"), client.WriteOptions{})
 	require.NoError(t, err)
 
-	pid := n1.Pid()
-	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
-	resumed := false
-	t.Cleanup(func() {
-		if !resumed {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	})
-	// Refused while the lease lives, taken once it expired.
-	require.Eventually(t, func() bool {
-		_, err := n2.C.WriteFile(ctx, s.ID, "taken.txt", []byte("taken\n"), client.WriteOptions{})
-		return err == nil
-	}, 30*time.Second, 200*time.Millisecond, "node-2 never took the session over")
-	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
-	resumed = true
+	pauseUntilTaken(t, n1, n2, s.ID)()
 
 	_, err = n1.C.WriteFile(ctx, s.ID, "late.txt", []byte("late\n"), client.WriteOptions{})
 	require.NoError(t, err, "forwarded to the new owner")
@@ -507,11 +488,9 @@ func TestNodesStartTogether(t *testing.T) {
 // on that session as soon as it wakes and finds the lease gone.
 func TestLostOwnerKillsItsCommand(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 2, "--repo", "app="+origin.URL, "--node-heartbeat", "200ms", "--node-lease", "2s")
+	c := appCluster(t, 2, "--node-heartbeat", "200ms", "--node-lease", "2s")
 	n1, n2 := c.Nodes[0], c.Nodes[1]
-	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	s := newSession(t, n1)
 	const marker = "297.31"
 	go func() {
 		_, _ = n1.C.Exec(context.WithoutCancel(ctx), s.ID, apitypes.ExecRequest{Argv: []string{"sleep", marker}, TimeoutSeconds: 600}, nil)
@@ -527,22 +506,44 @@ func TestLostOwnerKillsItsCommand(t *testing.T) {
 	}
 	require.Eventually(t, running, 30*time.Second, 50*time.Millisecond, "the command never started")
 
-	pid := n1.Pid()
-	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
-	resumed := false
-	t.Cleanup(func() {
-		if !resumed {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	})
-	require.Eventually(t, func() bool {
-		_, err := n2.C.WriteFile(ctx, s.ID, "taken.txt", []byte("taken\n"), client.WriteOptions{})
-		return err == nil
-	}, 30*time.Second, 200*time.Millisecond, "node-2 never took the session over")
+	resume := pauseUntilTaken(t, n1, n2, s.ID)
 	assert.True(t, running(), "the paused owner's command still runs before it wakes")
-	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
-	resumed = true
+	resume()
 	require.Eventually(t, func() bool { return !running() }, 30*time.Second, 100*time.Millisecond,
 		"the old owner kept running its command on a session it lost")
 	assert.Equal(t, "node-2", c.owner(t, s.ID))
+}
+
+// appCluster starts n nodes, each with args, serving a fresh origin of
+// the small fixture as the repository "app".
+func appCluster(t *testing.T, n int, args ...string) *Cluster {
+	t.Helper()
+	origin := NewOrigin(t, "small")
+	return New(t, n, append([]string{"--repo", "app=" + origin.URL}, args...)...)
+}
+
+// newSession creates a session on app's main through nd.
+func newSession(t testing.TB, nd *Node) apitypes.Session {
+	t.Helper()
+	s, err := nd.C.CreateSession(t.Context(), apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
+	require.NoError(t, err)
+	return s
+}
+
+// pauseUntilTaken pauses owner (SIGSTOP) and writes taken.txt to session
+// id through taker until the write goes through: refused while owner's
+// lease lives, taken over once it expired. The returned func wakes owner
+// (SIGCONT); a test that ends before calling it has owner woken then.
+func pauseUntilTaken(t *testing.T, owner, taker *Node, id string) (resume func()) {
+	t.Helper()
+	pid := owner.Pid()
+	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+	var once sync.Once
+	resume = func() { once.Do(func() { require.NoError(t, syscall.Kill(pid, syscall.SIGCONT)) }) }
+	t.Cleanup(func() { once.Do(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) })
+	require.Eventually(t, func() bool {
+		_, err := taker.C.WriteFile(t.Context(), id, "taken.txt", []byte("taken\n"), client.WriteOptions{})
+		return err == nil
+	}, 30*time.Second, 200*time.Millisecond, "%s never took the session over", taker.ID)
+	return resume
 }

@@ -31,14 +31,21 @@ import (
 // owner is the node the store names as session id's owner.
 func (c *Cluster) owner(t *testing.T, id string) string {
 	t.Helper()
+	var node string
+	c.queryRow(t, &node, `SELECT node_id FROM session_owners WHERE session_id = $1`, id)
+	return node
+}
+
+// queryRow scans the one row query returns (one column) into dest,
+// asked of the cluster's database directly.
+func (c *Cluster) queryRow(t *testing.T, dest any, query string, args ...any) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, c.DBURL)
 	require.NoError(t, err)
 	defer conn.Close(context.Background())
-	var node string
-	require.NoError(t, conn.QueryRow(ctx, `SELECT node_id FROM session_owners WHERE session_id = $1`, id).Scan(&node))
-	return node
+	require.NoError(t, conn.QueryRow(ctx, query, args...).Scan(dest))
 }
 
 // outcome is what the end-to-end workflow observed, comparable between a
@@ -135,11 +142,9 @@ func TestRoundRobinSameAsOneNode(t *testing.T) {
 func TestEventsAcrossNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	origin := NewOrigin(t, "small")
-	c := New(t, 3, "--repo", "app="+origin.URL)
+	c := appCluster(t, 3)
 	n1, n2, n3 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
-	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	s := newSession(t, n1)
 
 	repoEvs, err := n2.C.RepoEvents(ctx, "app", 0)
 	require.NoError(t, err)
@@ -179,11 +184,9 @@ func waitFor(t *testing.T, ch <-chan apitypes.Event, name string, ok func(apityp
 // is refused with 508 naming the hops, and nothing is written.
 func TestForwardLoopRefused(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 2, "--repo", "app="+origin.URL)
+	c := appCluster(t, 2)
 	n1, n2 := c.Nodes[0], c.Nodes[1]
-	s, err := n2.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	s := newSession(t, n2)
 	// As if node-2 had forwarded it to node-1, which sends it back.
 	req, err := http.NewRequestWithContext(ctx, "PUT", n1.URL+"/v1/sessions/"+s.ID+"/files/loop.txt", strings.NewReader("loop\n"))
 	require.NoError(t, err)
@@ -205,8 +208,7 @@ func TestForwardLoopRefused(t *testing.T) {
 // another node is 503 unavailable naming it and the URL.
 func TestUnreachableOwner(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 1, "--repo", "app="+origin.URL)
+	c := appCluster(t, 1)
 	bad := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
 	n2 := c.Add("node-2", "--advertise-url", bad)
 	st, err := c.Nodes[0].C.Cluster(ctx)
@@ -215,8 +217,7 @@ func TestUnreachableOwner(t *testing.T) {
 	assert.Equal(t, bad, st.Nodes[1].AdvertiseURL)
 	assert.Equal(t, "live", st.Nodes[1].Health)
 
-	s, err := n2.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	s := newSession(t, n2)
 	_, err = c.Nodes[0].C.WriteFile(ctx, s.ID, "x.txt", []byte("x\n"), client.WriteOptions{})
 	var ae *client.Error
 	require.True(t, errors.As(err, &ae), "%v", err)
@@ -234,10 +235,8 @@ func TestUnreachableOwner(t *testing.T) {
 // that node takes the session over and answers.
 func TestTakeoverOfDeadOwner(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 3, "--repo", "app="+origin.URL, "--node-heartbeat", "200ms", "--node-lease", "2s")
-	s, err := c.Nodes[0].C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	c := appCluster(t, 3, "--node-heartbeat", "200ms", "--node-lease", "2s")
+	s := newSession(t, c.Nodes[0])
 	c.Nodes[0].Kill()
 	var sawUnavailable bool
 	require.Eventually(t, func() bool {
@@ -260,11 +259,9 @@ func TestTakeoverOfDeadOwner(t *testing.T) {
 // create forwarded); with local placement it stays where it was asked.
 func TestBalancedPlacement(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 2, "--repo", "app="+origin.URL, "--placement", "balanced", "--node-heartbeat", "200ms", "--node-lease", "2s")
+	c := appCluster(t, 2, "--placement", "balanced", "--node-heartbeat", "200ms", "--node-lease", "2s")
 	n1, n2 := c.Nodes[0], c.Nodes[1]
-	busy, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	busy := newSession(t, n1)
 	assert.Equal(t, "node-1", c.owner(t, busy.ID), "a tie stays on the node asked")
 	done := make(chan error, 1)
 	go func() {
@@ -275,10 +272,9 @@ func TestBalancedPlacement(t *testing.T) {
 		st, err := n2.C.Cluster(ctx)
 		return err == nil && st.Nodes[0].RunningCommands == 1
 	}, 10*time.Second, 50*time.Millisecond, "node-1's running command never showed")
-	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	s := newSession(t, n1)
 	assert.Equal(t, "node-2", c.owner(t, s.ID), "placed on the idle node")
-	_, err = n1.C.WriteFile(ctx, s.ID, "placed.txt", []byte("placed\n"), client.WriteOptions{})
+	_, err := n1.C.WriteFile(ctx, s.ID, "placed.txt", []byte("placed\n"), client.WriteOptions{})
 	require.NoError(t, err, "and served from there through node-1")
 	require.NoError(t, <-done)
 }
@@ -291,15 +287,13 @@ func TestBalancedPlacement(t *testing.T) {
 // (drain, stop, start, for each node) loses nothing acknowledged.
 func TestDrainRollingRestart(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
 	// A lease far longer than the test: only a hand-off can move them.
-	c := New(t, 2, "--repo", "app="+origin.URL, "--node-lease", "10m")
+	c := appCluster(t, 2, "--node-lease", "10m")
 	n1, n2 := c.Nodes[0], c.Nodes[1]
 	var ids []string
 	for k := range 3 {
-		s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-		require.NoError(t, err)
-		_, err = n1.C.WriteFile(ctx, s.ID, "before.txt", []byte(fmt.Sprintf("before %d\n", k)), client.WriteOptions{})
+		s := newSession(t, n1)
+		_, err := n1.C.WriteFile(ctx, s.ID, "before.txt", []byte(fmt.Sprintf("before %d\n", k)), client.WriteOptions{})
 		require.NoError(t, err)
 		ids = append(ids, s.ID)
 	}
@@ -319,8 +313,7 @@ func TestDrainRollingRestart(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "node-2", c.owner(t, id))
 	}
-	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	s := newSession(t, n1)
 	assert.Equal(t, "node-2", c.owner(t, s.ID), "a drained node places new sessions elsewhere")
 
 	// The rolling restart: node-1 stops and starts (undrained), then
@@ -346,8 +339,7 @@ func TestDrainRollingRestart(t *testing.T) {
 // are warned of each other, as two sessions on one node are.
 func TestOverlapAcrossNodes(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 2, "--repo", "app="+origin.URL)
+	c := appCluster(t, 2)
 	n1, n2 := c.Nodes[0], c.Nodes[1]
 	s1, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main", AgentName: "one"})
 	require.NoError(t, err)
@@ -396,10 +388,8 @@ func sessiond(t *testing.T, server string, args ...string) (int, string, string)
 // drains the node --server reaches (or the one named), and says so; a
 // daemon that is no cluster has nothing to drain to (exit 2).
 func TestNodeCLI(t *testing.T) {
-	origin := NewOrigin(t, "small")
-	c := New(t, 2, "--repo", "app="+origin.URL)
-	s, err := c.Nodes[1].C.CreateSession(t.Context(), apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	c := appCluster(t, 2)
+	s := newSession(t, c.Nodes[1])
 	code, out, errOut := sessiond(t, c.Nodes[0].URL, "node", "ls")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "node-1")
@@ -410,7 +400,7 @@ func TestNodeCLI(t *testing.T) {
 	code, out, errOut = sessiond(t, c.Nodes[0].URL, "--json", "node", "ls")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, `"draining": true`)
-	_, err = c.Nodes[0].C.WriteFile(t.Context(), s.ID, "x.txt", []byte("x\n"), client.WriteOptions{})
+	_, err := c.Nodes[0].C.WriteFile(t.Context(), s.ID, "x.txt", []byte("x\n"), client.WriteOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "node-1", c.owner(t, s.ID))
 
@@ -452,23 +442,27 @@ class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
 S(("127.0.0.1", 8080), H).serve_forever()
 `
 
+// startEcho writes echoPy into session id through nd and starts it as the
+// service "echo" on port 8080, ready once it answers.
+func startEcho(t *testing.T, nd *Node, id string) {
+	t.Helper()
+	_, err := nd.C.WriteFile(t.Context(), id, "echo.py", []byte(echoPy), client.WriteOptions{})
+	require.NoError(t, err)
+	port := 8080
+	_, err = nd.C.StartService(t.Context(), id, apitypes.ServiceRequest{Name: "echo", Argv: []string{"python3", "echo.py"}, Port: &port,
+		Ready: &apitypes.ServiceReady{HTTP: "/"}})
+	require.NoError(t, err)
+}
+
 // TestPortsAcrossNodes: a service started through a node that does not
 // own the session runs on the owner, and its port answers through any
 // node, a WebSocket upgrade included (bytes echoed through the two
 // proxies).
 func TestPortsAcrossNodes(t *testing.T) {
-	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 2, "--repo", "app="+origin.URL)
+	c := appCluster(t, 2)
 	n1, n2 := c.Nodes[0], c.Nodes[1]
-	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
-	_, err = n2.C.WriteFile(ctx, s.ID, "echo.py", []byte(echoPy), client.WriteOptions{})
-	require.NoError(t, err)
-	port := 8080
-	_, err = n2.C.StartService(ctx, s.ID, apitypes.ServiceRequest{Name: "echo", Argv: []string{"python3", "echo.py"}, Port: &port,
-		Ready: &apitypes.ServiceReady{HTTP: "/"}})
-	require.NoError(t, err)
+	s := newSession(t, n1)
+	startEcho(t, n2, s.ID)
 
 	resp, err := http.Get(n2.URL + "/v1/sessions/" + s.ID + "/ports/8080/hello?x=1")
 	require.NoError(t, err)
@@ -502,11 +496,9 @@ func TestPortsAcrossNodes(t *testing.T) {
 // forwarded there).
 func TestMCPAcrossNodes(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 2, "--repo", "app="+origin.URL)
+	c := appCluster(t, 2)
 	n1, n2 := c.Nodes[0], c.Nodes[1]
-	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	s := newSession(t, n1)
 	tr := &mcp.StreamableClientTransport{Endpoint: n2.URL + "/mcp/sessions/" + s.ID, MaxRetries: -1}
 	mc, err := mcp.NewClient(&mcp.Implementation{Name: "cluster-agent", Version: "1"}, nil).Connect(ctx, tr, nil)
 	require.NoError(t, err)
@@ -525,17 +517,10 @@ func TestMCPAcrossNodes(t *testing.T) {
 // redirect and cookie included.
 func TestPreviewAcrossNodes(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 2, "--repo", "app="+origin.URL, "--preview-domain", "preview.test")
+	c := appCluster(t, 2, "--preview-domain", "preview.test")
 	n1, n2 := c.Nodes[0], c.Nodes[1]
-	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
-	_, err = n1.C.WriteFile(ctx, s.ID, "echo.py", []byte(echoPy), client.WriteOptions{})
-	require.NoError(t, err)
-	port := 8080
-	_, err = n1.C.StartService(ctx, s.ID, apitypes.ServiceRequest{Name: "echo", Argv: []string{"python3", "echo.py"}, Port: &port,
-		Ready: &apitypes.ServiceReady{HTTP: "/"}})
-	require.NoError(t, err)
+	s := newSession(t, n1)
+	startEcho(t, n1, s.ID)
 	link, err := n1.C.PortLink(ctx, s.ID, 8080, 60)
 	require.NoError(t, err)
 	u, err := url.Parse(link.URL)

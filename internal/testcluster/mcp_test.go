@@ -10,8 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/sessiond/sessiond/apitypes"
 )
 
 // roundRobin sends each request to the next node in turn, as a load
@@ -36,16 +34,14 @@ func (rr *roundRobin) RoundTrip(req *http.Request) (*http.Response, error) {
 // and the others forward its requests there.
 func TestMCPRoundRobin(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 3, "--repo", "app="+origin.URL)
+	c := appCluster(t, 3)
 	var hosts []string
 	for _, n := range c.Nodes {
 		u, err := url.Parse(n.URL)
 		require.NoError(t, err)
 		hosts = append(hosts, u.Host)
 	}
-	s, err := c.Nodes[0].C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	s := newSession(t, c.Nodes[0])
 
 	call := func(mc *mcp.ClientSession, name string, args map[string]any) string {
 		t.Helper()

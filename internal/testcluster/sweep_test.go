@@ -1,11 +1,9 @@
 package testcluster
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -16,13 +14,8 @@ import (
 // storedObjects counts the objects the store keeps for repo.
 func (c *Cluster) storedObjects(t *testing.T, repo string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, c.DBURL)
-	require.NoError(t, err)
-	defer conn.Close(context.Background())
 	var n int
-	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM repo_objects WHERE repo = $1`, repo).Scan(&n))
+	c.queryRow(t, &n, `SELECT count(*) FROM repo_objects WHERE repo = $1`, repo)
 	return n
 }
 
@@ -48,8 +41,7 @@ func TestObjectSweep(t *testing.T) {
 	require.NoError(t, err)
 	_, err = n2.C.WriteFile(ctx, done.ID, "done.txt", []byte("accepted first\n"), client.WriteOptions{})
 	require.NoError(t, err)
-	live, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	live := newSession(t, n1)
 	_, err = n1.C.WriteFile(ctx, live.ID, "live.txt", []byte("only in the store and node-1\n"), client.WriteOptions{})
 	require.NoError(t, err)
 	_, err = n1.C.Checkpoint(ctx, live.ID, "kept", "")

@@ -209,8 +209,7 @@ func (w *writes) check(dead *Node, via func(writer int) *Node) {
 // owner.
 func TestOwnerKilledUnderWriters(t *testing.T) {
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 2, append([]string{"--repo", "app=" + origin.URL}, fastLeases...)...)
+	c := appCluster(t, 2, fastLeases...)
 	n1, n2 := c.Nodes[0], c.Nodes[1]
 	w := newWrites(t, []*Node{n1}, 16)
 
@@ -314,11 +313,9 @@ func TestTakeoverTime(t *testing.T) {
 		t.Skip("writes 1,000 mutations")
 	}
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 2, append([]string{"--repo", "app=" + origin.URL}, fastLeases...)...)
+	c := appCluster(t, 2, fastLeases...)
 	n1, n2 := c.Nodes[0], c.Nodes[1]
-	s, err := n1.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "app", Base: "main"})
-	require.NoError(t, err)
+	s := newSession(t, n1)
 	const mutations = 1000
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -369,8 +366,7 @@ func TestClusterCrash(t *testing.T) {
 		t.Skip("CLUSTER_ROUNDS not set (make cluster-crash)")
 	}
 	ctx := t.Context()
-	origin := NewOrigin(t, "small")
-	c := New(t, 3, append([]string{"--repo", "app=" + origin.URL}, fastLeases...)...)
+	c := appCluster(t, 3, fastLeases...)
 	w := newWrites(t, c.Nodes, 16)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26))
 	for round := range rounds {

@@ -81,6 +81,7 @@ func checkReadsLikeGit(t *testing.T, r *gitstore.Repo, dir string) {
 // repository itself, never into an alternate, and an object an alternate
 // has is not written again (issue 13, wrong results 11).
 func TestAlternates(t *testing.T) {
+	plainRunOnly(t, "alternates read against the git CLI")
 	ctx := t.Context()
 	src := testrepo.BuildBare(t, "small")
 	testrepo.Git(t, src, "repack", "-adq") // packed and loose objects both

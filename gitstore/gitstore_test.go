@@ -35,6 +35,16 @@ func oid(tb testing.TB, s string) gitstore.OID {
 	return id
 }
 
+// plainRunOnly skips t in make test's race detector run (-short): what
+// says what t runs, all of which the plain run covers, with no goroutines
+// of the daemon's own against each other for the detector to watch.
+func plainRunOnly(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + ": the plain run covers it; nothing of the daemon's races here")
+	}
+}
+
 func fsck(tb testing.TB, dir string) {
 	tb.Helper()
 	testrepo.Git(tb, dir, "fsck", "--strict", "--no-dangling")

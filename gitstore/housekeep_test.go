@@ -68,6 +68,7 @@ func TestHousekeepMergesEveryWritersPacks(t *testing.T) {
 // TestHousekeepPacksLooseObjects: single-object writes are loose; once
 // enough exist they are packed and their files removed.
 func TestHousekeepPacksLooseObjects(t *testing.T) {
+	plainRunOnly(t, "loose objects written one at a time, then packed")
 	dir := testrepo.Build(t, "small")
 	r := quiet(t, dir)
 	var ids []gitstore.OID
@@ -148,6 +149,7 @@ func TestReadersNeverFailDuringHousekeeping(t *testing.T) {
 // TestHousekeepBesideGitGC: git gc and sessiond's housekeeping on one
 // repository at once lose no referenced object.
 func TestHousekeepBesideGitGC(t *testing.T) {
+	plainRunOnly(t, "housekeeping beside git gc, another process")
 	dir := testrepo.Build(t, "small")
 	r := quiet(t, dir)
 	base := oid(t, testrepo.Git(t, dir, "rev-parse", "main^{tree}"))

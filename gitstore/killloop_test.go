@@ -36,6 +36,7 @@ func TestKillLoopKeepsPacksBounded(t *testing.T) {
 		killChild()
 		return
 	}
+	plainRunOnly(t, "a loop of child processes each writing alone until killed")
 	for _, tc := range []struct {
 		name  string
 		delay time.Duration
@@ -44,11 +45,7 @@ func TestKillLoopKeepsPacksBounded(t *testing.T) {
 		{"delay shorter than a few lives", 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lives := 12
-			if testing.Short() {
-				lives = 8
-			}
-			killLoop(t, tc.delay, lives)
+			killLoop(t, tc.delay, 12)
 		})
 	}
 }

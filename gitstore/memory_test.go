@@ -27,6 +27,7 @@ func objectFileCount(t *testing.T, dir string) int {
 // objects it forgot stay readable, and writing one of them again only
 // freshens the pack that holds it (found in the index file on disk).
 func TestMemoryBoundedOverManyPacks(t *testing.T) {
+	plainRunOnly(t, "packs written one at a time, memory counted")
 	const size, rounds, perRound = 100, 12, 20
 	dir := testrepo.Build(t, "small")
 	r, err := gitstore.Open(dir, gitstore.Options{HousekeepInterval: -1, Housekeeping: housekeeping.HeuristicStrategy{RetireDelay: -1}, OwnIndexSize: size})

@@ -13,6 +13,17 @@ import (
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
+// plainRunOnly skips t in make test's race detector run (-short): what
+// says what t runs, all of which the plain run covers, with no goroutines
+// of the daemon's own against each other for the detector to watch.
+// (helpers_test.go has the same for the package's external tests.)
+func plainRunOnly(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + ": the plain run covers it; nothing of the daemon's races here")
+	}
+}
+
 // checkCaseByListing is the caseCollision check as it was first written,
 // the obvious way: list the directory and fold every sibling. It is the
 // oracle for checkCase's indexes.
@@ -73,6 +84,7 @@ func openView(tb testing.TB, fixture string) (*gitstore.Repo, *gitstore.TreeView
 // names that differ in case, in normalization or in both, within the
 // overlay, against the base and across both.
 func TestCheckCaseMatchesListing(t *testing.T) {
+	plainRunOnly(t, "random steps on one overlay, its case check against a listing")
 	ctx := context.Background()
 	for _, fixture := range []string{"unicode", "small"} {
 		t.Run(fixture, func(t *testing.T) {

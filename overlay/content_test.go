@@ -353,6 +353,7 @@ func genGitmodules() *rapid.Generator[[]byte] {
 // cannot parse is refused as gitmodulesParse, and every file git is
 // silent about is accepted. Each check runs one fsck over a batch.
 func TestCheckContentMatchesGitFsckRandom(t *testing.T) {
+	plainRunOnly(t, "random .gitmodules files against git fsck")
 	gen := genGitmodules()
 	rapid.Check(t, func(rt *rapid.T) {
 		bodies := rapid.SliceOfN(gen, 30, 30).Draw(rt, "bodies")

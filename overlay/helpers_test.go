@@ -11,6 +11,16 @@ import (
 	"github.com/sessiond/sessiond/overlay"
 )
 
+// plainRunOnly skips t in make test's race detector run (-short): what
+// says what t runs, all of which the plain run covers, with no goroutines
+// of the daemon's own against each other for the detector to watch.
+func plainRunOnly(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + ": the plain run covers it; nothing of the daemon's races here")
+	}
+}
+
 // fixture is a fixture repository opened through gitstore at main.
 type fixture struct {
 	dir  string

@@ -436,6 +436,7 @@ func TestOverlayMatchesModel(t *testing.T) {
 // compares it with the tree the git CLI writes for the same files from a
 // temporary index; at the end every object passes git fsck --strict.
 func TestTreeFidelity(t *testing.T) {
+	plainRunOnly(t, "random overlays' trees against git write-tree")
 	for _, name := range testrepo.Fixtures(t) {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, name)

@@ -1082,9 +1082,7 @@ func testSeqGoroutines(t *testing.T, _ backend, s Store) {
 
 // testSeqProcesses: two processes append to one session at once.
 func testSeqProcesses(t *testing.T, b backend, _ Store) {
-	if testing.Short() {
-		t.Skip("re-executes the test binary")
-	}
+	plainRunOnly(t, "two child processes, each appending alone")
 	ctx := t.Context()
 	dsn := b.fresh(t)
 	s := b.openStore(t, dsn)

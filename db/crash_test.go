@@ -22,9 +22,7 @@ import (
 // child reported as committed, with a gap-free mutation log and an overlay
 // that agrees with it.
 func TestCrash(t *testing.T) {
-	if testing.Short() {
-		t.Skip("re-executes the test binary")
-	}
+	plainRunOnly(t, "a child process writing alone, killed")
 	const rounds = 8
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 // keep theirs, the list carries a badge, and required checks refuse an
 // accept with 409 checks_required naming the check until it passes.
 func TestChangesetChecks(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces and the checks they record")
 	e := newDaemonEnv(t, Config{})
 	ts := &testServer{t: t, URL: e.srv.URL, m: e.m, repo: e.repo}
 	sid := ts.newSession()

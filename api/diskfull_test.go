@@ -32,6 +32,7 @@ import (
 // acknowledged write reads back as written, the refused ones are absent,
 // and git fsck --strict passes.
 func TestDiskFull(t *testing.T) {
+	plainRunOnly(t, "writes one at a time into a full tmpfs")
 	cases := []struct {
 		name string
 		// on is what goes on the tmpfs: the repository, or the data

@@ -336,6 +336,7 @@ func (e *revScope) observed(c caller) string {
 // revisions; a checkpoint of another session it reaches on that
 // session's own route, where the first session's token is refused.
 func TestRevisionScopeOnEveryRoute(t *testing.T) {
+	plainRunOnly(t, "a table of every route that takes a revision, one request at a time")
 	walked := 0
 	for _, rt := range Routes() {
 		for _, in := range revisionInputs[routeKey(rt)] {

@@ -61,6 +61,7 @@ http.server.ThreadingHTTPServer(("127.0.0.1", PORT), H).serve_forever()
 // and is named no proxy; with a policy that gives no network, network
 // true is refused (403) and nothing starts.
 func TestServiceNetwork(t *testing.T) {
+	plainRunOnly(t, "a service in namespaces through the egress proxy (whose races the egress package's race run has)")
 	e := newSvcEnv(t, t.TempDir(), testrepo.Build(t, "small"))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "listed "+r.URL.Path)

@@ -715,6 +715,7 @@ func (e *svcEnv) upperHas(id, p string) bool {
 // (the rebase itself goes through), and runs on the new base once they
 // stopped. In copy mode the view follows the rebase under the service.
 func TestServiceHoldsView(t *testing.T) {
+	plainRunOnly(t, "a service holding its view across a rebase, and commands in namespaces")
 	repo := testrepo.Build(t, "small")
 	e := newSvcEnv(t, t.TempDir(), repo)
 	a, aTok := e.newSession()
@@ -749,6 +750,7 @@ func TestServiceHoldsView(t *testing.T) {
 // process (the layer is built for it); a command after it runs on the
 // same view (no reset, no 409), and what the service wrote is recorded.
 func TestServiceOnEnvironment(t *testing.T) {
+	plainRunOnly(t, "a service on an environment built by a setup command in namespaces")
 	e := newSvcEnv(t, t.TempDir(), testrepo.Build(t, "small"))
 	code, body := e.call("PUT", "/v1/repos/r/environment", e.admin, map[string]any{
 		"setup":   []any{"mkdir -p deps && echo installed > deps/ok.txt && echo deps/ > .gitignore-env"},

@@ -71,6 +71,7 @@ func TestChangesetTimeline(t *testing.T) {
 // mutation log does not have), with exit code and output; an unknown
 // session is 404.
 func TestSessionRuns(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces listed as runs")
 	e := newDaemonEnv(t, Config{})
 	ts := &testServer{t: t, URL: e.srv.URL, m: e.m, repo: e.repo}
 	sid := ts.newSession()

@@ -194,4 +194,14 @@ func fails(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any
 	return text, code, e
 }
 
+// plainRunOnly skips t in make test's race detector run (-short): what
+// says what t runs, all of which the plain run covers, with no goroutines
+// of the daemon's own against each other for the detector to watch.
+func plainRunOnly(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + ": the plain run covers it; nothing of the daemon's races here")
+	}
+}
+
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -143,6 +143,7 @@ func TestStreamableHTTPAuth(t *testing.T) {
 // TestOlderProtocolVersions initializes with protocol revisions older than
 // the SDK's newest, as a raw JSON-RPC client would, and uses the tools.
 func TestOlderProtocolVersions(t *testing.T) {
+	plainRunOnly(t, "a table of protocol versions, one client at a time")
 	e := newEnv(t)
 	srv := httptest.NewServer(e.api)
 	t.Cleanup(srv.Close)

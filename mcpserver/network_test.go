@@ -14,6 +14,7 @@ import (
 // names an allowlist says what the egress proxy refused, in the text and
 // the structured result; without network the command asks for none.
 func TestRunNetworkAllowlist(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces through the egress proxy (whose races the egress package's race run has)")
 	e := newEnv(t)
 	_, err := e.admin.SetRepoPolicy(t.Context(), "calc", apitypes.RepoPolicy{Exec: &apitypes.ExecPolicy{NetworkAllow: []string{"proxy.golang.org"}}})
 	require.NoError(t, err)

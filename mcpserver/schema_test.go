@@ -56,6 +56,7 @@ func containsNull(ts []string) bool {
 // tool error's included (the test helpers validate every result against
 // it).
 func TestToolSchemasForStrictClients(t *testing.T) {
+	plainRunOnly(t, "the tools' schemas, a fixed table")
 	e := newEnv(t)
 	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	for name, cs := range map[string]*mcp.ClientSession{

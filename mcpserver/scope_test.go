@@ -51,6 +51,7 @@ func revisionish(name, description string) bool {
 // the branches'; with the admin token the other session's revisions
 // resolve.
 func TestToolRevisionScope(t *testing.T) {
+	plainRunOnly(t, "a table of every revision input, one call at a time")
 	e := newEnv(t)
 	ctx := context.Background()
 	srv := httptest.NewServer(e.api)

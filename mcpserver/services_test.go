@@ -14,6 +14,7 @@ import (
 // waits for its ready check, a later run reaches it on its loopback,
 // service_logs has its output, service_stop stops it.
 func TestServiceTools(t *testing.T) {
+	plainRunOnly(t, "services in namespaces through the service tools")
 	e := newEnv(t)
 	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	cs := e.connect(t, s, mcpserver.Options{})

@@ -11,6 +11,7 @@ import (
 
 // A git commit made by run becomes a checkpoint, and the result says so.
 func TestRunGitCommitCheckpoint(t *testing.T) {
+	plainRunOnly(t, "git commit in namespaces through the run tool")
 	e := newEnv(t)
 	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	cs := e.connect(t, s, mcpserver.Options{})

@@ -21,6 +21,7 @@ import (
 )
 
 func TestToolList(t *testing.T) {
+	plainRunOnly(t, "the tools' list, a fixed table")
 	e := newEnv(t)
 	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	for _, bound := range []bool{true, false} {
@@ -98,6 +99,7 @@ func assertDescribed(t *testing.T, at string, props map[string]any) {
 }
 
 func TestSchemasAreJSONSchema(t *testing.T) {
+	plainRunOnly(t, "the tools' schemas, a fixed table")
 	e := newEnv(t)
 	cs := e.connect(t, e.newSession(t, apitypes.CreateSessionRequest{}), mcpserver.Options{})
 	res, err := cs.ListTools(t.Context(), nil)
@@ -563,6 +565,7 @@ func TestResultCap(t *testing.T) {
 }
 
 func TestRun(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces through the run tool")
 	e := newEnv(t)
 	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	cs := e.connect(t, s, mcpserver.Options{})
@@ -639,6 +642,7 @@ func TestRunProgressAndCancel(t *testing.T) {
 // TestRunRefused: what a command changed against the session's policy is
 // refused, undone and listed with its rule; the rest is recorded.
 func TestRunRefused(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces against the policy through the run tool")
 	e := newEnv(t)
 	s := e.newSession(t, apitypes.CreateSessionRequest{Policy: &apitypes.Policy{Read: []string{"**"}, Write: []string{"docs/**"}}})
 	cs := e.connect(t, s, mcpserver.Options{})
@@ -676,6 +680,7 @@ func TestOverlapCleanMerge(t *testing.T) {
 // session that does not exist and about one that was abandoned, answers
 // with a tool error carrying the API's code, not a protocol failure.
 func TestEveryToolErrorIsAToolError(t *testing.T) {
+	plainRunOnly(t, "a table of every tool's errors, one call at a time")
 	e := newEnv(t)
 	closed := e.newSession(t, apitypes.CreateSessionRequest{})
 	_, err := e.admin.Checkpoint(t.Context(), closed.ID, "", "")

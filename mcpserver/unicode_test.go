@@ -18,6 +18,7 @@ import (
 // API answers, never a path with U+FFFD in it; another string is
 // bad_request; nothing is written. In memory and over HTTP.
 func TestInvalidUnicodeArguments(t *testing.T) {
+	plainRunOnly(t, "a table of bad strings, one call at a time")
 	e := newEnv(t)
 	s := e.newSession(t, apitypes.CreateSessionRequest{})
 	srv := httptest.NewServer(e.api)

@@ -19,6 +19,7 @@ import (
 // nothing; a hunk that does not exist is the API's 400 (exit 1) and
 // writes nothing.
 func TestCLIAcceptSelect(t *testing.T) {
+	plainRunOnly(t, "partial accepts through the CLI against the daemon's binary")
 	repo := testrepo.BuildBare(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)
 	ctx := t.Context()

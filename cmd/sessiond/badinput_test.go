@@ -20,6 +20,7 @@ import (
 // TestBadInput sends every kind of bad request over HTTP and checks the
 // status, the code and that nothing changed.
 func TestBadInput(t *testing.T) {
+	plainRunOnly(t, "bad requests to the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	const admin = "admin-secret"

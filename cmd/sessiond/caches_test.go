@@ -16,6 +16,7 @@ import (
 // opts out; a value other than shared or private is 400 and makes
 // nothing.
 func TestToolCachesOverHTTP(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces in the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo, "--cache-bytes", "1GiB")

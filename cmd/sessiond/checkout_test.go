@@ -67,6 +67,7 @@ func checkoutOf(t *testing.T, repo, rev string) map[string]string {
 // executable bit, a symlink, deletions, a new directory). An undo onto
 // the branch does the same.
 func TestAcceptOntoCheckedOutBranch(t *testing.T) {
+	plainRunOnly(t, "accepts onto a checked-out branch by the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Init(t)
 	for p, c := range map[string]string{"keep.txt": "keep\n", "mod.txt": "one\n", "del.txt": "gone\n",

@@ -121,6 +121,7 @@ func TestCLIUsage(t *testing.T) {
 // before it starts, naming the variable (and never echoing a database
 // URL, which may hold a password).
 func TestServeRefusesBadEnvironment(t *testing.T) {
+	plainRunOnly(t, "the daemon's binary refusing its environment")
 	for _, tc := range []struct{ name, value string }{
 		{"SESSIOND_MAX_BODY_BYTES", "10 parsecs"},
 		{"SESSIOND_MAX_BODY_BYTES", "MB"},
@@ -181,6 +182,7 @@ func TestClientRefusesBadServer(t *testing.T) {
 // TestServeTakesHumanSizes: SESSIOND_MAX_BODY_BYTES=10MB is ten million
 // bytes, not ignored.
 func TestServeTakesHumanSizes(t *testing.T) {
+	plainRunOnly(t, "the daemon's binary reading its flags")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	t.Setenv("SESSIOND_MAX_BODY_BYTES", "1KiB")
@@ -293,6 +295,7 @@ func TestColorDiff(t *testing.T) {
 
 // TestCLICommands drives the client commands against a real daemon.
 func TestCLICommands(t *testing.T) {
+	plainRunOnly(t, "the CLI's commands against the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo, "--admin-token", "admin-secret")
@@ -405,6 +408,7 @@ func TestCLICommands(t *testing.T) {
 // TestCLIRollbackAndListing: rollback takes a checkpoint's label and
 // "base"; `ls src/` and the API's prefix=src/ list the directory src.
 func TestCLIRollbackAndListing(t *testing.T) {
+	plainRunOnly(t, "the CLI's rollback and listings against the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)
@@ -478,6 +482,7 @@ func TestCLIRollbackAndListing(t *testing.T) {
 // TestCLIMergeFromToken: a session token reaches only its own session, so
 // merging another session in needs that session's token as well.
 func TestCLIMergeFromToken(t *testing.T) {
+	plainRunOnly(t, "the CLI's merge against the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo, "--admin-token", "admin-secret")
@@ -519,6 +524,7 @@ func TestCLIMergeFromToken(t *testing.T) {
 // accept and undo); changeset show --diff is coloured by the same rules
 // as diff.
 func TestCLIHumanOutput(t *testing.T) {
+	plainRunOnly(t, "the CLI's output against the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	require.NoError(t, os.MkdirAll(filepath.Join(repo, "odd"), 0o755))
@@ -685,6 +691,7 @@ func TestCLIHumanOutput(t *testing.T) {
 // not exist, or on a port where nothing listens, stops saying so in words
 // a person can act on, and never with the URL's password.
 func TestServeSaysWhyTheStoreIsNot(t *testing.T) {
+	plainRunOnly(t, "the daemon's binary refusing its store")
 	_ = freshSchema(t) // the server is there (or the test skips, or fails under CI)
 	const password = "hunter2-not-for-logs"
 	missing, err := url.Parse(pgtest.URL())

@@ -18,6 +18,7 @@ import (
 // submit is refused; resolve takes the file as it is and submit goes
 // through. merge takes --keep-conflicts too.
 func TestCLIConflicts(t *testing.T) {
+	plainRunOnly(t, "conflicts through the CLI against the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)

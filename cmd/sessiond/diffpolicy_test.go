@@ -16,6 +16,7 @@ import (
 // but reads through its own policy; its diff must not show the files
 // that policy hides, in either form.
 func TestDiffHidesWhatThePolicyHides(t *testing.T) {
+	plainRunOnly(t, "diffs from the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)

@@ -25,6 +25,7 @@ import (
 // files added (what kills mid-write leave), the daemon started again:
 // every file reads back.
 func TestCrashDebrisKeepsFilesReadable(t *testing.T) {
+	plainRunOnly(t, "the daemon's binary on crash debris")
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
@@ -67,6 +68,7 @@ func TestCrashDebrisKeepsFilesReadable(t *testing.T) {
 // repository lacks. Reading that file is a 500 naming the object, never a
 // 404 (which would say the file does not exist); its neighbours read fine.
 func TestMissingBlobIsInternalError(t *testing.T) {
+	plainRunOnly(t, "the daemon's binary missing a blob")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	ghost := strings.Repeat("ab", 20)
@@ -98,6 +100,7 @@ func TestMissingBlobIsInternalError(t *testing.T) {
 // the first as accepted with that commit, its layer and its session
 // accepted, and forgets the second, which is open as before and accepts.
 func TestStartSettlesInterruptedAccepts(t *testing.T) {
+	plainRunOnly(t, "the daemon's binary settling interrupted accepts")
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()

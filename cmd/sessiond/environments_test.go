@@ -31,6 +31,7 @@ func envRepo(t *testing.T) string {
 // on it (the result names it), GET lists it and POST rebuild drops it;
 // the CLI's --config names the file and position of a bad file.
 func TestEnvironmentsOverHTTP(t *testing.T) {
+	plainRunOnly(t, "environments built in namespaces by the daemon's binary")
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			ctx := t.Context()

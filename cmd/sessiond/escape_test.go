@@ -24,6 +24,7 @@ import (
 // prints ESCAPED where an attempt worked (the workdir package's escape
 // suite has the rest of the list).
 func TestEscapesThroughTheDaemon(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces in the daemon's binary")
 	requireIsolationHere(t)
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")

@@ -31,6 +31,7 @@ func apiCode(err error) string {
 // output, the recorded mutation, API writes between commands, busy
 // writes, bad input and read-only sessions.
 func TestExecOverHTTP(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces in the daemon's binary")
 	for _, mode := range []string{"overlay", "copy", "unisolated"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := t.Context()
@@ -118,6 +119,7 @@ func TestExecOverHTTP(t *testing.T) {
 // mount, which lives in its namespace), and the next command sees the
 // record.
 func TestExecDaemonKilledDuringCommand(t *testing.T) {
+	plainRunOnly(t, "the daemon's binary killed during a command")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)
@@ -217,6 +219,7 @@ func TestExecCLI(t *testing.T) {
 // cut in the answer only: the CLI streams all of it and says nothing of
 // a cut; with --json the answer says output_truncated.
 func TestExecCLIOutputCut(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces in the daemon's binary, their output cut")
 	ctx := t.Context()
 	d := newDaemon(t, stores[0], "--repo", "r="+testrepo.Build(t, "small"))
 	s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})

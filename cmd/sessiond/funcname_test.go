@@ -35,6 +35,7 @@ func hunkLines(diff string) []string {
 // JSON, the command line's diff, the changeset's diff (the review page's
 // data) and an accept's dry run, and the MCP diff tool.
 func TestDiffFunctionContextEverywhere(t *testing.T) {
+	plainRunOnly(t, "diffs from the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Init(t)
 	var src strings.Builder

@@ -21,6 +21,7 @@ import (
 // invalid_path with git fsck's rule, nothing changes, and git fsck --strict
 // stays clean on the repository.
 func TestGitmodulesOverHTTP(t *testing.T) {
+	plainRunOnly(t, ".gitmodules checks in the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)

@@ -60,3 +60,14 @@ func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+// plainRunOnly skips t in make test's race detector run (-short): what
+// says what t runs, all of which the plain run covers, with no goroutines
+// of the daemon's own against each other for the detector to watch (the
+// daemon's binary is built without it).
+func plainRunOnly(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + ": the plain run covers it; nothing of the daemon's races here")
+	}
+}

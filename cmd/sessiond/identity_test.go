@@ -24,6 +24,7 @@ import (
 // a name the admin token gives (counted as a comment), or, on a daemon
 // without an admin token, its local user, once.
 func TestCLIReviewIdentity(t *testing.T) {
+	plainRunOnly(t, "reviews through the CLI against the daemon's binary")
 	ctx := t.Context()
 	submitted := func(d *daemon) string {
 		t.Helper()
@@ -84,6 +85,7 @@ func TestCLIReviewIdentity(t *testing.T) {
 // TestAllowedHostFlag: a name given with --allowed-host (or its variable)
 // is one of the daemon's names; without it the same Host is refused.
 func TestAllowedHostFlag(t *testing.T) {
+	plainRunOnly(t, "the daemon's binary reading its flags")
 	get := func(d *daemon, host string) int {
 		t.Helper()
 		req, err := http.NewRequestWithContext(t.Context(), "GET", d.URL+"/v1/repos", nil)
@@ -111,6 +113,7 @@ func TestAllowedHostFlag(t *testing.T) {
 // and show, the accepted commit's author and its Sessiond-Agent trailer
 // all name it; a fork given no agent keeps its source's.
 func TestCLIAgentIdentity(t *testing.T) {
+	plainRunOnly(t, "the CLI's identities against the daemon's binary")
 	repo := testrepo.BuildBare(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)
 	clientEnv(t, d, "")
@@ -166,6 +169,7 @@ func TestCLIAgentIdentity(t *testing.T) {
 // --local-user records reviews under git's user.name, else the OS user,
 // and the CLI says which identity it used.
 func TestLocalUserDefault(t *testing.T) {
+	plainRunOnly(t, "the daemon's binary naming its local user")
 	me, err := user.Current()
 	require.NoError(t, err)
 	for _, tc := range []struct {
@@ -207,6 +211,7 @@ func TestLocalUserDefault(t *testing.T) {
 // TestCLIPlurals: one of a thing is one thing ("1 file", "1 byte",
 // "1 approval"), any other count takes the plural.
 func TestCLIPlurals(t *testing.T) {
+	plainRunOnly(t, "the CLI's output against the daemon's binary")
 	assert.Equal(t, "0 files", count(0, "file"))
 	assert.Equal(t, "1 file", count(1, "file"))
 	assert.Equal(t, "2 files", count(int64(2), "file"))
@@ -235,6 +240,7 @@ func TestCLIPlurals(t *testing.T) {
 // default), one approval makes a changeset approved; accepting it again
 // says "already accepted" once, in text and in JSON.
 func TestCLIApprovedAndAcceptedOnce(t *testing.T) {
+	plainRunOnly(t, "approvals through the CLI against the daemon's binary")
 	d := newDaemon(t, stores[0], "--repo", "r="+testrepo.BuildBare(t, "small"), "--local-user", "Lee Local")
 	clientEnv(t, d, "")
 	cli := func(stdin string, args ...string) cliResult {

@@ -130,6 +130,7 @@ func agentLoop(t *testing.T, cs *mcp.ClientSession) string {
 }
 
 func TestMCPStdioAgainstDaemon(t *testing.T) {
+	plainRunOnly(t, "the mcp command's binary against the daemon's binary")
 	d := newDaemon(t, stores[0], "--admin-token", "adm")
 	repo := filepath.Join(t.TempDir(), "calc.git") // bare: accept may move main
 	testrepo.Git(t, "", "clone", "-q", "--bare", "--", calcRepo(t), repo)
@@ -216,6 +217,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestMCPStdioInProcess(t *testing.T) {
+	plainRunOnly(t, "the mcp command's binary with its engine inside")
 	repo := calcRepo(t)
 	var logs lockedBuffer
 	// Nothing listens on the port: the engine runs in the process, on
@@ -261,6 +263,7 @@ func waitHead(t *testing.T, repo, _ string) string {
 // TestMCPStdoutIsProtocolOnly speaks raw JSON-RPC to `sessiond mcp` and
 // checks every line it prints is a JSON-RPC message.
 func TestMCPStdoutIsProtocolOnly(t *testing.T) {
+	plainRunOnly(t, "the mcp command's binary")
 	repo := calcRepo(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()

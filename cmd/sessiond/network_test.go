@@ -23,6 +23,7 @@ import (
 // and reports what was refused, on a daemon that lets no command share
 // the host's network.
 func TestNetworkAllowlistCLI(t *testing.T) {
+	plainRunOnly(t, "the CLI's allowlist against the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)

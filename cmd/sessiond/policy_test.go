@@ -16,6 +16,7 @@ import (
 // as the API's JSON with --json; set changes only what its flags and JSON
 // name, and bad input changes nothing.
 func TestRepoPolicyCLI(t *testing.T) {
+	plainRunOnly(t, "the CLI's policies against the daemon's binary")
 	ctx := t.Context()
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo, "--admin-token", "admin-secret")

@@ -20,6 +20,7 @@ import (
 // newcomer would: they must work as printed (the server's address is
 // exported before the session is created with it).
 func TestQuickstartPasteLines(t *testing.T) {
+	plainRunOnly(t, "the quickstart command's binary")
 	fixture, err := filepath.Abs("../../testdata/repos/small.fi")
 	require.NoError(t, err)
 	cmd := exec.Command(testdaemon.Binary, "quickstart", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--fixture", fixture)

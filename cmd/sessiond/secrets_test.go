@@ -30,6 +30,7 @@ import (
 // are shown and reach commands, a request's own winning; bad names and
 // values are refused and change nothing.
 func TestSecretsOverHTTP(t *testing.T) {
+	plainRunOnly(t, "commands in namespaces with secrets in the daemon's binary")
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			ctx := t.Context()
@@ -148,6 +149,7 @@ head=${API_TOKEN%????}; printf '%s' "$head"; sleep 0.3; printf '%s\n' "${API_TOK
 // TestRepoEnvCLI: sessiond repo env set takes secrets from standard input
 // or a file, never argv; show names them without their values.
 func TestRepoEnvCLI(t *testing.T) {
+	plainRunOnly(t, "the CLI's variables against the daemon's binary")
 	repo := testrepo.Build(t, "small")
 	d := newDaemon(t, stores[0], "--repo", "r="+repo)
 	clientEnv(t, d, "")

@@ -21,6 +21,7 @@ import (
 // port link prints a link a client without a token opens, and service
 // stop stops it.
 func TestServiceCLI(t *testing.T) {
+	plainRunOnly(t, "services in namespaces through the CLI against the daemon's binary")
 	for _, mode := range []string{"isolated", "unisolated"} {
 		t.Run(mode, func(t *testing.T) { testServiceCLI(t, mode) })
 	}

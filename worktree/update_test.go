@@ -172,6 +172,7 @@ func stageless(ls string) string {
 // nothing (branch, index, work tree, no lock left). An ignored file in
 // the way is the one difference: git overwrites it, sessiond refuses.
 func TestUpdateRefusesAsPushToCheckout(t *testing.T) {
+	plainRunOnly(t, "a table of work tree states against git push, on trees too small for a second stat worker")
 	cases := []struct {
 		name    string
 		mess    func(t *testing.T, dir string)
@@ -370,3 +371,13 @@ func writeFile(t *testing.T, dir, p, content string) {
 }
 
 func timeAgo() time.Time { return time.Now().Add(-time.Hour) }
+
+// plainRunOnly skips t in make test's race detector run (-short): what
+// says what t runs, all of which the plain run covers, with no goroutines
+// of the daemon's own against each other for the detector to watch.
+func plainRunOnly(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what + ": the plain run covers it; nothing of the daemon's races here")
+	}
+}

@@ -3,24 +3,32 @@ GO       ?= go
 BIN      := bin/sessiond
 PKGS     := ./...
 # Packages whose tests exercise concurrency; run under the race detector
-# as part of `make test`. With -short: the session engine, the changesets
-# (whose concurrent accepts moved there from session) and the view
-# directories. -short skips there what the plain run already did and what
-# has no goroutines of the daemon's own to race: commands in namespaces
-# (exec, environment builds with npm and the go command, the escape and
-# limit tables, the second run of workdir's suite as an unprivileged
-# user), git in the view (gitview, conflicts in the view) and the git CLI
-# fidelity scripts; each skip says so (plainRunOnly). Long runs go
-# shorter: the crash test kills 20 times instead of 200, the cancelled
-# batch has 2,000 files instead of 20,000, random property runs do a tenth
-# of their checks. What races stays: concurrent accepts, group commit and
-# its crashes, live session locks and unloads, a busy session's reads
-# during a command, output streamed under a cap, concurrent first
-# commands, cache trims, a timeout's kill, egress, exposed ports and a
-# service sharing its view with commands and the daemon's edits. The
-# command line's end-to-end tests drive the daemon's real binary, built
-# without the detector: under it are the client, the CLI and mcp's
-# in-process engine.
+# as part of `make test`, all with -short: RACE_PKGS, then the session
+# engine, the changesets (whose concurrent accepts moved there from
+# session) and the view directories. -short skips what the plain run
+# already did and what has no goroutines of the daemon's own to race;
+# each skip says so (plainRunOnly): commands in namespaces (exec, checks,
+# the run and service tools, environment builds with npm and the go
+# command, the escape and limit tables, the second run of workdir's suite
+# as an unprivileged user), git in the view, the git CLI fidelity tables
+# and one-goroutine random properties (trees, revisions, indexes,
+# alternates, case checks, .gitmodules, push into a checkout), the tables
+# of routes, tools and schemas, child processes writing alone (gitstore's
+# kill loop, the stores' crash test), and every command line test that
+# only drives the daemon's real binary, built without the detector. Long
+# runs go shorter: the crash test kills 20 times instead of 200, the
+# cancelled batch has 2,000 files instead of 20,000, random property runs
+# of concurrent code do a tenth of their checks. What races stays:
+# concurrent writers, readers and housekeeping of one repository,
+# concurrent accepts, group commit and its crashes, the stores'
+# conformance suite and LISTEN/NOTIFY, event fan-out, live session locks
+# and unloads, a busy session's reads during a command, output streamed
+# under a cap, concurrent first commands, cache trims, a timeout's kill,
+# egress, the cluster's session owners, a service's lifecycle (restarts,
+# idle stops, captures) and exposed ports, a service sharing its view with
+# commands and the daemon's edits, mcp's progress and cancel and its HTTP
+# sessions, and on the command line the client's event stream and
+# concurrent writers and the CLI's parallel checkout.
 RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/ ./mcpserver/ ./cmd/sessiond/ ./internal/groupcommit/ ./egress/ ./cluster/ ./environment/
 RACE_SHORT_PKGS := ./session/ ./changeset/ ./workdir/
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -41,7 +49,7 @@ run: build
 # writes, and the tree must pass make lint (gofmt, vet, staticcheck).
 test: tidy-check lint
 	$(GO) test -count=1 -timeout 20m $(PKGS)
-	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
+	$(GO) test -count=1 -race -short -timeout 20m $(RACE_PKGS)
 	$(GO) test -count=1 -race -short -timeout 20m $(RACE_SHORT_PKGS)
 
 test-race:

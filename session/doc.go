@@ -102,7 +102,11 @@
 //     Hold (submit, accept), a service's stop. The registry of services
 //     has its own lock, never taken while holding a session's; a session
 //     that ends kills its services (recorder.ended), and one with a
-//     running service is not unloaded for idleness. Their state is
+//     running service is not unloaded for idleness. Every committed
+//     mutation of a session with running services is brought into their
+//     view before the write is answered (recorder.mutated,
+//     pushToServices), under the session's lock, when no command is
+//     between Prepare and Settle. Their state is
 //     written to the scratch, so that a later daemon reports them
 //     stopped by its restart.
 //   - A command's environment is the repository's plain variables and

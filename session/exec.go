@@ -81,6 +81,7 @@ func NewExecutor(m *Manager, cfg ExecConfig) *Executor {
 	// A session that ends stops its services.
 	m.recorder.ended = func(id uuid.UUID) { e.stopSession(id, ReasonEnded) }
 	m.services = e.CaptureServices
+	m.recorder.mutated = e.pushToServices
 	return e
 }
 

@@ -320,6 +320,10 @@ type recorder struct {
 	// ended, when set, learns of every session that ended (the
 	// Executor stops its services).
 	ended func(id uuid.UUID)
+	// mutated, when set, learns of every committed mutation, with the
+	// session's lock held (the Executor brings it into the view of the
+	// session's running services).
+	mutated func(ctx context.Context, ls *live)
 }
 
 // removeScratch deletes a finished session's scratch directory at once

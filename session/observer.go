@@ -37,6 +37,9 @@ type MutationEvent struct {
 }
 
 func (m *recorder) observeMutation(ctx context.Context, ls *live, rec MutationRecord, changes []change) {
+	if m.mutated != nil {
+		m.mutated(ctx, ls)
+	}
 	if len(m.observers) == 0 {
 		return
 	}

@@ -869,6 +869,26 @@ func (e *Executor) CaptureServices(ctx context.Context, id uuid.UUID) error {
 	return sc.Settle(cctx, e.execView(ls, ls.ov), settle)
 }
 
+// pushToServices brings what a mutation changed (an API write, a
+// rollback, a rebase in copy mode) into the view of the session's running
+// services at once, as a command's Prepare would: a development server
+// sees the agent's edits while it runs. ls.mu is held and no command is
+// between Prepare and Settle (writes wait for none: they are refused
+// while one runs, and a command's own changes are in the view already).
+// Best effort: what cannot be brought now is at the next command.
+func (e *Executor) pushToServices(ctx context.Context, ls *live) {
+	if e.workdirs == nil || ls.serving == 0 || ls.busy {
+		return
+	}
+	view := e.execView(ls, ls.ov)
+	view.KeepEnv = true
+	sc, err := e.workdirs.Prepare(ctx, view)
+	if err != nil {
+		return // overlay mode on a new base: the next command says why
+	}
+	_ = sc.Settle(context.WithoutCancel(ctx), view, nil)
+}
+
 // stopSession kills the session's services at once (the session ended).
 func (e *Executor) stopSession(id uuid.UUID, reason string) {
 	e.svcs.mu.Lock()

@@ -104,22 +104,7 @@ func TestEscapeServiceSwapsLinks(t *testing.T) {
 				_ = s.Settle(t.Context(), f.view(), append(paths(cs), "a", "a/x", "r.txt"))
 				return saw
 			}
-			// The service is at work once its file shows in the layer.
-			for deadline := time.Now().Add(time.Minute); ; {
-				_, errView := os.Lstat(filepath.Join(m.ScratchDir("s1"), "view", "r.txt"))
-				_, errUpper := os.Lstat(filepath.Join(m.ScratchDir("s1"), "upper", "r.txt"))
-				if errView == nil || errUpper == nil {
-					break
-				}
-				select {
-				case <-sv.Done():
-					res, err := sv.Result()
-					t.Fatalf("the service ended: %v %s", err, res.Stderr)
-				default:
-				}
-				require.True(t, time.Now().Before(deadline), "the service never changed the view")
-				time.Sleep(20 * time.Millisecond)
-			}
+			awaitLayerFile(t, m, sv, "r.txt")
 			i := 0
 			active := 0
 			for range rounds {

@@ -30,96 +30,131 @@ func TestServeSharesView(t *testing.T) {
 			assert.Equal(t, warned, overlayWarnings(), "the kernel warned of an upper directory in use by two mounts")
 		}
 	}()
+	forServedModes(t, func(t *testing.T, m *workdir.Manager, f *fixture) {
+		// The service echoes api.txt and cmd.txt into seen-*.txt as
+		// it finds them, every 20 ms (a miss first: the overlay
+		// caches it).
+		loop := `echo up > svc.txt
+while :; do
+  cat api.txt > seen-api.tmp 2>/dev/null && mv seen-api.tmp seen-api.txt
+  cat cmd.txt > seen-cmd.tmp 2>/dev/null && mv seen-cmd.tmp seen-cmd.txt
+  sleep 0.02
+done`
+		sv := serveOn(t, m, f, "/bin/sh", "-c", loop)
+
+		// run runs script as a command of the session and records
+		// what it and the service changed, but for the service's
+		// echo files.
+		run := func(script string) string {
+			t.Helper()
+			sc, err := m.Prepare(t.Context(), f.view())
+			require.NoError(t, err)
+			res, err := sc.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c", script}})
+			require.NoError(t, err)
+			require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+			cs, err := sc.CaptureNow(t.Context(), f.view(), 0)
+			require.NoError(t, err)
+			var keep []workdir.Change
+			var drop []string
+			for _, c := range cs {
+				if strings.HasPrefix(c.Path, "seen-") {
+					drop = append(drop, c.Path)
+					continue
+				}
+				keep = append(keep, c)
+			}
+			f.record(keep)
+			require.NoError(t, sc.Settle(t.Context(), f.view(), drop))
+			return string(res.Stdout)
+		}
+		// eventually runs file's cat until it prints want.
+		eventually := func(file, want string) {
+			t.Helper()
+			deadline := time.Now().Add(20 * time.Second)
+			var got string
+			for time.Now().Before(deadline) {
+				got = run("cat " + file + " 2>/dev/null; true")
+				if got == want {
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Fatalf("%s reads %q, want %q", file, got, want)
+		}
+		// seen waits for the service to echo want from name.
+		seen := func(name, want string) { t.Helper(); eventually("seen-"+name+".txt", want) }
+
+		eventually("svc.txt", "up\n") // the command sees the service's write
+		f.write("api.txt", "one\n", gitstore.ModeFile)
+		seen("api", "one\n")
+		f.write("api.txt", "two\n", gitstore.ModeFile)
+		seen("api", "two\n")
+		run("echo from-command > cmd.txt")
+		seen("cmd", "from-command\n")
+
+		// A refused write of the service's is put back, and the
+		// service sees it put back.
+		sc, err := m.Prepare(t.Context(), f.view())
+		require.NoError(t, err)
+		_, err = sc.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c", "echo refused > api.txt"}})
+		require.NoError(t, err)
+		cs, err := sc.CaptureNow(t.Context(), f.view(), 0)
+		require.NoError(t, err)
+		assert.Contains(t, paths(cs), "api.txt")
+		require.NoError(t, sc.Settle(t.Context(), f.view(), []string{"api.txt"}))
+		seen("api", "two\n")
+
+		sv.Stop(time.Second)
+		// Without services, commands mount their own view again
+		// and find everything recorded.
+		assert.Equal(t, "two\nfrom-command\n", run("cat api.txt cmd.txt"))
+	})
+}
+
+// forServedModes runs fn in each isolated mode on a fresh fixture.
+func forServedModes(t *testing.T, fn func(t *testing.T, m *workdir.Manager, f *fixture)) {
 	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
 		t.Run(string(mode), func(t *testing.T) {
 			m := newManager(t, mode)
 			if !m.Isolated() {
 				t.Skip("no namespaces here")
 			}
-			f := newFixture(t)
-			sc, err := m.Prepare(t.Context(), f.view())
-			require.NoError(t, err)
-			// The service echoes api.txt and cmd.txt into seen-*.txt as
-			// it finds them, every 20 ms (a miss first: the overlay
-			// caches it).
-			loop := `echo up > svc.txt
-while :; do
-  cat api.txt > seen-api.tmp 2>/dev/null && mv seen-api.tmp seen-api.txt
-  cat cmd.txt > seen-cmd.tmp 2>/dev/null && mv seen-cmd.tmp seen-cmd.txt
-  sleep 0.02
-done`
-			sv, err := sc.Serve(workdir.Command{Argv: []string{"/bin/sh", "-c", loop}, Env: []string{"LC_ALL=C"}})
-			require.NoError(t, err)
-			require.NoError(t, sc.Settle(t.Context(), f.view(), nil))
-			t.Cleanup(func() { sv.Kill() })
-
-			// run runs script as a command of the session and records
-			// what it and the service changed, but for the service's
-			// echo files.
-			run := func(script string) string {
-				t.Helper()
-				sc, err := m.Prepare(t.Context(), f.view())
-				require.NoError(t, err)
-				res, err := sc.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c", script}})
-				require.NoError(t, err)
-				require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
-				cs, err := sc.CaptureNow(t.Context(), f.view(), 0)
-				require.NoError(t, err)
-				var keep []workdir.Change
-				var drop []string
-				for _, c := range cs {
-					if strings.HasPrefix(c.Path, "seen-") {
-						drop = append(drop, c.Path)
-						continue
-					}
-					keep = append(keep, c)
-				}
-				f.record(keep)
-				require.NoError(t, sc.Settle(t.Context(), f.view(), drop))
-				return string(res.Stdout)
-			}
-			// eventually runs file's cat until it prints want.
-			eventually := func(file, want string) {
-				t.Helper()
-				deadline := time.Now().Add(20 * time.Second)
-				var got string
-				for time.Now().Before(deadline) {
-					got = run("cat " + file + " 2>/dev/null; true")
-					if got == want {
-						return
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-				t.Fatalf("%s reads %q, want %q", file, got, want)
-			}
-			// seen waits for the service to echo want from name.
-			seen := func(name, want string) { t.Helper(); eventually("seen-"+name+".txt", want) }
-
-			eventually("svc.txt", "up\n") // the command sees the service's write
-			f.write("api.txt", "one\n", gitstore.ModeFile)
-			seen("api", "one\n")
-			f.write("api.txt", "two\n", gitstore.ModeFile)
-			seen("api", "two\n")
-			run("echo from-command > cmd.txt")
-			seen("cmd", "from-command\n")
-
-			// A refused write of the service's is put back, and the
-			// service sees it put back.
-			sc, err = m.Prepare(t.Context(), f.view())
-			require.NoError(t, err)
-			_, err = sc.Run(t.Context(), workdir.Command{Argv: []string{"/bin/sh", "-c", "echo refused > api.txt"}})
-			require.NoError(t, err)
-			cs, err := sc.CaptureNow(t.Context(), f.view(), 0)
-			require.NoError(t, err)
-			assert.Contains(t, paths(cs), "api.txt")
-			require.NoError(t, sc.Settle(t.Context(), f.view(), []string{"api.txt"}))
-			seen("api", "two\n")
-
-			sv.Stop(time.Second)
-			// Without services, commands mount their own view again
-			// and find everything recorded.
-			assert.Equal(t, "two\nfrom-command\n", run("cat api.txt cmd.txt"))
+			fn(t, m, newFixture(t))
 		})
+	}
+}
+
+// serveOn starts argv as a service on the fixture's view (killed when
+// the test ends).
+func serveOn(t *testing.T, m *workdir.Manager, f *fixture, argv ...string) *workdir.Service {
+	t.Helper()
+	sc, err := m.Prepare(t.Context(), f.view())
+	require.NoError(t, err)
+	sv, err := sc.Serve(workdir.Command{Argv: argv, Env: []string{"LC_ALL=C"}})
+	require.NoError(t, err)
+	require.NoError(t, sc.Settle(t.Context(), f.view(), nil))
+	t.Cleanup(func() { sv.Kill() })
+	return sv
+}
+
+// awaitLayerFile waits until the service made name in the session's
+// layer (the copy, or the upper directory): it is at work.
+func awaitLayerFile(t *testing.T, m *workdir.Manager, sv *workdir.Service, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; {
+		_, errView := os.Lstat(filepath.Join(m.ScratchDir("s1"), "view", name))
+		_, errUpper := os.Lstat(filepath.Join(m.ScratchDir("s1"), "upper", name))
+		if errView == nil || errUpper == nil {
+			return
+		}
+		select {
+		case <-sv.Done():
+			res, err := sv.Result()
+			t.Fatalf("the service ended: %v %s", err, res.Stderr)
+		default:
+		}
+		require.True(t, time.Now().Before(deadline), "the service never changed the view")
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -203,49 +238,28 @@ while True:
 // file that went or changed kind between the listing, the stat and the
 // read: what it finds is reported, what went is not.
 func TestCaptureBesideChurningService(t *testing.T) {
-	for _, mode := range []workdir.Mode{workdir.ModeOverlay, workdir.ModeCopy} {
-		t.Run(string(mode), func(t *testing.T) {
-			m := newManager(t, mode)
-			if !m.Isolated() {
-				t.Skip("no namespaces here")
-			}
-			f := newFixture(t)
+	forServedModes(t, func(t *testing.T, m *workdir.Manager, f *fixture) {
+		sv := serveOn(t, m, f, "python3", "-c", churnScript)
+		rounds := 200
+		if testing.Short() {
+			rounds = 50
+		}
+		awaitLayerFile(t, m, sv, "flip")
+		saw := 0
+		for i := range rounds {
 			sc, err := m.Prepare(t.Context(), f.view())
-			require.NoError(t, err)
-			sv, err := sc.Serve(workdir.Command{Argv: []string{"python3", "-c", churnScript}})
-			require.NoError(t, err)
-			require.NoError(t, sc.Settle(t.Context(), f.view(), nil))
-			t.Cleanup(func() { sv.Kill() })
-			rounds := 200
-			if testing.Short() {
-				rounds = 50
+			require.NoError(t, err, "round %d", i)
+			cs, err := sc.CaptureNow(t.Context(), f.view(), 0)
+			require.NoError(t, err, "round %d", i)
+			for _, c := range cs {
+				assert.Contains(t, []string{"out.txt", "churn.tmp", "flip", "flip.new", "d/e/f.txt"}, c.Path)
 			}
-			// The service is at work once its files show.
-			for deadline := time.Now().Add(time.Minute); ; {
-				_, errView := os.Lstat(filepath.Join(m.ScratchDir("s1"), "view", "flip"))
-				_, errUpper := os.Lstat(filepath.Join(m.ScratchDir("s1"), "upper", "flip"))
-				if errView == nil || errUpper == nil {
-					break
-				}
-				require.True(t, time.Now().Before(deadline), "the service never changed the view")
-				time.Sleep(20 * time.Millisecond)
+			if len(cs) > 0 {
+				saw++
 			}
-			saw := 0
-			for i := range rounds {
-				sc, err := m.Prepare(t.Context(), f.view())
-				require.NoError(t, err, "round %d", i)
-				cs, err := sc.CaptureNow(t.Context(), f.view(), 0)
-				require.NoError(t, err, "round %d", i)
-				for _, c := range cs {
-					assert.Contains(t, []string{"out.txt", "churn.tmp", "flip", "flip.new", "d/e/f.txt"}, c.Path)
-				}
-				if len(cs) > 0 {
-					saw++
-				}
-				// Nothing recorded: each path goes back as the record has it.
-				require.NoError(t, sc.Settle(t.Context(), f.view(), paths(cs)), "round %d", i)
-			}
-			assert.NotZero(t, saw, "no capture saw the service's files")
-		})
-	}
+			// Nothing recorded: each path goes back as the record has it.
+			require.NoError(t, sc.Settle(t.Context(), f.view(), paths(cs)), "round %d", i)
+		}
+		assert.NotZero(t, saw, "no capture saw the service's files")
+	})
 }

@@ -3,9 +3,10 @@ GO       ?= go
 BIN      := bin/sessiond
 PKGS     := ./...
 # Packages whose tests exercise concurrency; run under the race detector
-# as part of `make test`, all with -short: RACE_PKGS, then the session
-# engine, the changesets (whose concurrent accepts moved there from
-# session) and the view directories. -short skips what the plain run
+# as part of `make test`, in one run with -short (so that packages fill
+# both cores to its end), the session engine, the changesets (whose
+# concurrent accepts moved there from session) and the view directories
+# among them. -short skips what the plain run
 # already did and what has no goroutines of the daemon's own to race;
 # each skip says so (plainRunOnly): commands in namespaces (exec, checks,
 # the run and service tools, environment builds with npm and the go
@@ -29,8 +30,7 @@ PKGS     := ./...
 # commands and the daemon's edits, mcp's progress and cancel and its HTTP
 # sessions, and on the command line the client's event stream and
 # concurrent writers and the CLI's parallel checkout.
-RACE_PKGS := ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/ ./mcpserver/ ./cmd/sessiond/ ./internal/groupcommit/ ./egress/ ./cluster/ ./environment/
-RACE_SHORT_PKGS := ./session/ ./changeset/ ./workdir/
+RACE_PKGS := ./session/ ./changeset/ ./workdir/ ./gitstore/... ./overlay/ ./db/ ./graph/ ./api/ ./events/ ./repos/ ./worktree/ ./mcpserver/ ./cmd/sessiond/ ./internal/groupcommit/ ./egress/ ./cluster/ ./environment/
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 BENCHCOUNT ?= 5
@@ -50,7 +50,6 @@ run: build
 test: tidy-check lint
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -race -short -timeout 20m $(RACE_PKGS)
-	$(GO) test -count=1 -race -short -timeout 20m $(RACE_SHORT_PKGS)
 
 test-race:
 	$(GO) test -count=1 -race -timeout 30m $(PKGS)

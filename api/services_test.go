@@ -501,7 +501,7 @@ func TestServiceLifecycle(t *testing.T) {
 	assert.Equal(t, 404, code)
 
 	// A checkpoint is a capture point too.
-	e.start(a, aTok, map[string]any{"name": "cp", "command": "echo cp > cp.txt; exec sleep 600"})
+	e.start(a, aTok, map[string]any{"name": "cp", "command": "echo cp > cp.tmp && mv cp.tmp cp.txt; exec sleep 600"})
 	require.Eventually(t, func() bool { return e.upperHas(a, "cp.txt") }, 10*time.Second, 10*time.Millisecond)
 	code, body = e.call("POST", "/v1/sessions/"+a+"/checkpoints", aTok, map[string]any{"label": "with cp"})
 	require.Equal(t, 201, code, "%s", body)
@@ -533,7 +533,7 @@ func TestServiceLifecycle(t *testing.T) {
 
 	// A daemon restart: the running service reads as stopped by it, what
 	// it wrote is recorded at the next command, and the session goes on.
-	e.start(a, aTok, map[string]any{"name": "late", "command": "echo late > late.txt; exec sleep 600"})
+	e.start(a, aTok, map[string]any{"name": "late", "command": "echo late > late.tmp && mv late.tmp late.txt; exec sleep 600"})
 	require.Eventually(t, func() bool { return e.upperHas(a, "late.txt") }, 10*time.Second, 10*time.Millisecond)
 	e.close()
 	e2 := newSvcEnv(t, dir, repo)
@@ -756,7 +756,7 @@ func TestServiceOnEnvironment(t *testing.T) {
 	})
 	require.Equal(t, 200, code, "%s", body)
 	a, aTok := e.newSession()
-	e.start(a, aTok, map[string]any{"name": "dev", "command": "cat tool.conf > seen.txt; exec sleep 600"})
+	e.start(a, aTok, map[string]any{"name": "dev", "command": "cat tool.conf > seen.tmp && mv seen.tmp seen.txt; exec sleep 600"})
 	require.Eventually(t, func() bool { return e.upperHas(a, "seen.txt") }, 20*time.Second, 10*time.Millisecond)
 
 	code, body = e.call("POST", "/v1/sessions/"+a+"/exec", aTok, map[string]any{"argv": []string{"cat", "seen.txt", "tool.conf"}})

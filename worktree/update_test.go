@@ -1,10 +1,12 @@
 package worktree_test
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -380,4 +382,53 @@ func plainRunOnly(t *testing.T, what string) {
 	if testing.Short() {
 		t.Skip(what + ": the plain run covers it; nothing of the daemon's races here")
 	}
+}
+
+// TestDirtyAcrossStatWorkers: a work tree large enough that Begin stats
+// its files with several workers (one per 500) names exactly the files
+// git status names, wherever in the index they fall. It runs under the
+// race detector too: the workers share the entries and the answer.
+func TestDirtyAcrossStatWorkers(t *testing.T) {
+	dir := testrepo.Init(t)
+	const n = 1600
+	for i := range n {
+		writeFile(t, dir, fmt.Sprintf("d%02d/f%04d.txt", i%16, i), fmt.Sprintf("file %d\n", i))
+	}
+	testrepo.Git(t, dir, "add", "-A")
+	testrepo.Git(t, dir, "commit", "-q", "-m", "A")
+	testrepo.Git(t, dir, "checkout", "-q", "-b", "next")
+	writeFile(t, dir, "next.txt", "next\n")
+	testrepo.Git(t, dir, "add", "-A")
+	testrepo.Git(t, dir, "commit", "-q", "-m", "B")
+	testrepo.Git(t, dir, "checkout", "-q", "main")
+	a := gitstore.MustParseOID(testrepo.Git(t, dir, "rev-parse", "main"))
+	b := gitstore.MustParseOID(testrepo.Git(t, dir, "rev-parse", "next"))
+	// Changed content, a removal and a mode change, spread over the
+	// whole index (and so over every worker's share).
+	for i := 7; i < n; i += 131 {
+		writeFile(t, dir, fmt.Sprintf("d%02d/f%04d.txt", i%16, i), "changed\n")
+	}
+	require.NoError(t, os.Remove(filepath.Join(dir, "d03/f0003.txt")))
+	require.NoError(t, os.Chmod(filepath.Join(dir, "d15/f1599.txt"), 0o755))
+
+	var want []string
+	for _, l := range strings.Split(testrepo.Git(t, dir, "status", "--porcelain"), "\n") {
+		want = append(want, strings.TrimSpace(l)[2:])
+	}
+	want = slices.Compact(want)
+	require.Greater(t, len(want), 10)
+
+	r, err := gitstore.Open(dir)
+	require.NoError(t, err)
+	defer r.Close()
+	_, err = worktree.Begin(t.Context(), r, a, b)
+	var dirty *worktree.DirtyError
+	require.ErrorAs(t, err, &dirty)
+	var got []string
+	for _, p := range dirty.Paths {
+		got = append(got, p.Path)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	assert.Equal(t, want, got)
 }

@@ -453,20 +453,13 @@ func serve(ctx context.Context, c serveConfig, log *slog.Logger, stdout io.Write
 	done := make(chan struct{})
 	go func() { // expire idle sessions
 		defer close(done)
-		t := time.NewTicker(30 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if n, err := m.ExpireDue(ctx); err != nil {
-					log.Warn("expire sessions", "error", err)
-				} else if n > 0 {
-					log.Info("expired sessions", "count", n)
-				}
+		every(ctx, 30*time.Second, func() {
+			if n, err := m.ExpireDue(ctx); err != nil {
+				log.Warn("expire sessions", "error", err)
+			} else if n > 0 {
+				log.Info("expired sessions", "count", n)
 			}
-		}
+		})
 	}()
 
 	if node != nil && c.ObjectSweep > 0 {
@@ -716,9 +709,9 @@ func registerOrigin(ctx context.Context, reg *repos.Registry, name, origin strin
 	return nil
 }
 
-// fetchOrigins fetches the origin of every repository that has one, every
-// interval, until ctx ends.
-func fetchOrigins(ctx context.Context, reg *repos.Registry, interval time.Duration, log *slog.Logger) {
+// every calls fn every interval until ctx ends (never, for an interval
+// of zero or less).
+func every(ctx context.Context, interval time.Duration, fn func()) {
 	if interval <= 0 {
 		return
 	}
@@ -729,30 +722,31 @@ func fetchOrigins(ctx context.Context, reg *repos.Registry, interval time.Durati
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := reg.FetchAll(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("fetch origins", "error", err)
-			}
+			fn()
 		}
 	}
+}
+
+// fetchOrigins fetches the origin of every repository that has one, every
+// interval, until ctx ends.
+func fetchOrigins(ctx context.Context, reg *repos.Registry, interval time.Duration, log *slog.Logger) {
+	every(ctx, interval, func() {
+		if err := reg.FetchAll(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("fetch origins", "error", err)
+		}
+	})
 }
 
 // sweepObjects deletes, every interval until ctx ends, the stored
 // objects no live session or unsettled changeset needs.
 func sweepObjects(ctx context.Context, p *db.Postgres, interval time.Duration, log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := p.SweepObjects(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("sweep stored objects", "error", err)
-			} else if n > 0 {
-				log.Info("deleted stored objects no session needs", "count", n)
-			}
+	every(ctx, interval, func() {
+		if n, err := p.SweepObjects(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("sweep stored objects", "error", err)
+		} else if n > 0 {
+			log.Info("deleted stored objects no session needs", "count", n)
 		}
-	}
+	})
 }
 
 // loadSecret reads the key of the session tokens, creating it on first

@@ -330,25 +330,12 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 			}
 		}
 	}
-	// The thread that starts the helper must outlive it (Pdeathsig is
-	// tied to the thread), so start and wait on one locked thread.
-	startErr := make(chan error, 1)
-	waited := make(chan error, 1)
 	spawn := time.Now()
-	var spawned time.Time
 	scratchFree, watchScratch := freeBytes(s.dir)
 	watchScratch = watchScratch && !c.service
-	go func() {
-		runtime.LockOSThread()
-		err := cmd.Start()
-		spawned = time.Now()
-		startErr <- err
-		if err != nil {
-			return
-		}
-		waited <- cmd.Wait()
-	}()
-	if err := <-startErr; err != nil {
+	waited, err := startPinned(cmd)
+	spawned := time.Now()
+	if err != nil {
 		statusW.Close()
 		outR.Close()
 		outW.Close()
@@ -547,3 +534,24 @@ func (m *Manager) run(ctx context.Context, s *Scratch, c Command) (Result, error
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 func jsonDecodeLine(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// startPinned starts cmd from a locked OS thread that lives until cmd
+// has been waited for, and returns what Wait returned on waited. A
+// helper's parent-death signal is tied to the thread that started it,
+// and Go ends a thread whose goroutine exits locked (as every pinned
+// starter does once its helper ended): a helper started from a plain
+// thread is killed whenever a later starter happened to run there.
+func startPinned(cmd *exec.Cmd) (waited <-chan error, err error) {
+	started := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err != nil {
+			return
+		}
+		done <- cmd.Wait()
+	}()
+	return done, <-started
+}

@@ -142,7 +142,8 @@ func (m *Manager) startHolder(s *Scratch, p presentation, sock string) (stop fun
 		statusW.Close()
 		return nil, fmt.Errorf("workdir: %w: shutting down", ErrUnsupported)
 	}
-	if err := cmd.Start(); err != nil {
+	exited, err := startPinned(cmd)
+	if err != nil {
 		statusW.Close()
 		return nil, fmt.Errorf("%w: start the view's holder: %w", ErrHelper, err)
 	}
@@ -150,7 +151,7 @@ func (m *Manager) startHolder(s *Scratch, p presentation, sock string) (stop fun
 	m.track(cmd, true)
 	waited := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
+		<-exited
 		m.track(cmd, false)
 		close(waited)
 	}()

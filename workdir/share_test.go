@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -261,5 +262,55 @@ func TestCaptureBesideChurningService(t *testing.T) {
 			require.NoError(t, sc.Settle(t.Context(), f.view(), paths(cs)), "round %d", i)
 		}
 		assert.NotZero(t, saw, "no capture saw the service's files")
+	})
+}
+
+// The view's holder outlives the daemon thread that started it. Its
+// parent-death signal is tied to that thread, and Go ends a thread whose
+// goroutine exits locked to it (as each command's starter does once the
+// command ended). Here the service, and with it the holder, is started
+// from a goroutine that exits locked: a holder started from the calling
+// thread died with it, and the next command found its socket refusing.
+func TestHolderOutlivesStartingThread(t *testing.T) {
+	forServedModes(t, func(t *testing.T, m *workdir.Manager, f *fixture) {
+		// A goroutine may land on the main thread, which Go never
+		// ends: a few rounds make the thread's end all but certain.
+		for round := range 6 {
+			type started struct {
+				sv  *workdir.Service
+				err error
+			}
+			ch := make(chan started, 1)
+			go func() {
+				runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+				sc, err := m.Prepare(t.Context(), f.view())
+				if err != nil {
+					ch <- started{err: err}
+					return
+				}
+				sv, err := sc.Serve(workdir.Command{Argv: []string{"sleep", "600"}})
+				if err == nil {
+					err = sc.Settle(t.Context(), f.view(), nil)
+				}
+				ch <- started{sv, err}
+			}()
+			st := <-ch
+			require.NoError(t, st.err, "round %d", round)
+			time.Sleep(50 * time.Millisecond) // the thread's end, and the signal it sends, take their time
+			sc, err := m.Prepare(t.Context(), f.view())
+			require.NoError(t, err, "round %d", round)
+			res, err := sc.Run(t.Context(), workdir.Command{Argv: []string{"true"}})
+			require.NoError(t, err, "round %d", round)
+			require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+			require.NoError(t, sc.Settle(t.Context(), f.view(), nil))
+			select {
+			case <-st.sv.Done():
+				res, err := st.sv.Result()
+				t.Fatalf("round %d: the service ended: %v %s", round, err, res.Stderr)
+			default:
+			}
+			st.sv.Kill()
+			<-st.sv.Done()
+		}
 	})
 }

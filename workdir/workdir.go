@@ -1,6 +1,7 @@
 package workdir
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/gob"
@@ -247,15 +248,20 @@ func (m *Manager) runHelper(spec helperSpec) error {
 	cmd.Env = []string{helperEnv + "=" + string(b)}
 	cmd.SysProcAttr = m.nsAttr(spec.NewNet)
 	cmd.ExtraFiles = []*os.File{statusW}
-	out, err := cmd.CombinedOutput()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	waited, err := startPinned(cmd)
+	if err == nil {
+		err = <-waited
+	}
 	statusW.Close()
 	if err != nil {
 		var st helperStatus
 		if d := jsonDecodeLine(statusR, &st); d == nil && st.Error != "" {
 			return errors.New(st.Error)
 		}
-		if len(out) > 0 {
-			return fmt.Errorf("%v: %s", err, out)
+		if out.Len() > 0 {
+			return fmt.Errorf("%v: %s", err, out.Bytes())
 		}
 		return err
 	}

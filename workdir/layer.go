@@ -248,23 +248,27 @@ func examine(ctx context.Context, v View, p string, d *dirAt, name string, st *u
 
 // examineLive is examine for a file that a live service may change
 // between its stat and its read: when the read finds it gone or of
-// another kind, it is looked at once more, from a fresh stat (gone true
-// when it is no longer there at all).
+// another kind, it is looked at again from a fresh stat, until a stat
+// and its read agree (gone true when it is no longer there at all). A
+// tool that keeps swapping a file for a link may win a few rounds of
+// this, not many: after liveTries the last read's error stands.
 func examineLive(ctx context.Context, v View, p string, d *dirAt, name string, st *unix.Stat_t, seen, since int64, cache map[string]statEntry, maxFile int64) (c Change, changed, gone bool, err error) {
 	c, changed, err = examine(ctx, v, p, d, name, st, seen, since, cache, maxFile)
-	if err == nil || !changedUnder(err) {
-		return c, changed, false, err
+	for try := 1; err != nil && changedUnder(err) && try < liveTries; try++ {
+		var again unix.Stat_t
+		if err := d.lstat(name, &again); errors.Is(err, fs.ErrNotExist) {
+			return Change{}, false, true, nil
+		} else if err != nil {
+			return Change{}, false, false, err
+		}
+		*st = again
+		c, changed, err = examine(ctx, v, p, d, name, st, time.Now().UnixNano(), since, cache, maxFile)
 	}
-	var again unix.Stat_t
-	if err := d.lstat(name, &again); errors.Is(err, fs.ErrNotExist) {
-		return Change{}, false, true, nil
-	} else if err != nil {
-		return Change{}, false, false, err
-	}
-	*st = again
-	c, changed, err = examine(ctx, v, p, d, name, st, time.Now().UnixNano(), since, cache, maxFile)
 	return c, changed, false, err
 }
+
+// liveTries bounds examineLive's stats and reads of one file.
+const liveTries = 100
 
 // changedUnder: err is a read that found the file gone or of another
 // kind than its stat said (a link where a file was, say).

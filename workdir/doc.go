@@ -159,7 +159,9 @@
 // the view is one mount while services run (share.go): a holder mounts
 // it, services and commands attach clones of it, and the daemon edits
 // the view through it, never the upper directory beneath a live mount;
-// the view then stays on its base (ErrViewHeld).
+// the view then stays on its base (ErrViewHeld), and a holder that ended
+// under live services (killed from outside) refuses commands with
+// ErrViewHeld too, never mounting the upper directory a second time.
 //
 // Concurrency: a Manager and its Cache are safe for concurrent use. A
 // Scratch belongs to one command at a time (services beside it leave its

@@ -37,6 +37,8 @@ type viewShare struct {
 	// sock is where the holder hands out clones of the mount.
 	sock string
 	stop func()
+	// ended is closed once the holder ended.
+	ended <-chan struct{}
 	// mount is the daemon's clone, dir the path through which the
 	// daemon reaches it (/proc/self/fd/N).
 	mount *os.File
@@ -53,7 +55,7 @@ func (s *Scratch) holdShared(p presentation) (*viewShare, error) {
 	defer s.shareMu.Unlock()
 	if s.share == nil {
 		sock := filepath.Join(s.dir, "view.sock")
-		stop, err := s.m.startHolder(s, p, sock)
+		stop, ended, err := s.m.startHolder(s, p, sock)
 		if err != nil {
 			return nil, err
 		}
@@ -62,13 +64,30 @@ func (s *Scratch) holdShared(p presentation) (*viewShare, error) {
 			stop()
 			return nil, err
 		}
-		s.share = &viewShare{sock: sock, stop: stop, mount: mount, dir: fmt.Sprintf("/proc/self/fd/%d", mount.Fd())}
+		s.share = &viewShare{sock: sock, stop: stop, ended: ended, mount: mount, dir: fmt.Sprintf("/proc/self/fd/%d", mount.Fd())}
 		if l, ok := s.layer.(*overlayLayer); ok {
 			l.shared = s.share
 		}
 	}
+	if err := s.share.lost(); err != nil {
+		return nil, err
+	}
 	s.share.refs++
 	return s.share, nil
+}
+
+// lost says why no command or service can attach the shared mount any
+// more: its holder ended (killed from outside, say). The services keep
+// their clones, and so the view, and a second mount of the upper
+// directory beside those is what the share exists to prevent; so the
+// session's commands are refused until its services are stopped.
+func (sh *viewShare) lost() error {
+	select {
+	case <-sh.ended:
+		return fmt.Errorf("%w, but the mount's holder ended: stop them to run commands again", ErrViewHeld)
+	default:
+		return nil
+	}
 }
 
 // unholdShared counts one service less on the shared mount; the last

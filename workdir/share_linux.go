@@ -109,28 +109,29 @@ func cloneShared(sock string) (*os.File, error) {
 // startHolder starts the helper that holds the view p mounted for the
 // services and commands that share it, with its socket at sock; it
 // returns once the socket accepts, and stop ends the holder (its mount
-// goes with its namespace once nothing else holds a clone).
-func (m *Manager) startHolder(s *Scratch, p presentation, sock string) (stop func(), err error) {
+// goes with its namespace once nothing else holds a clone); ended is
+// closed once the holder ended, stopped or not.
+func (m *Manager) startHolder(s *Scratch, p presentation, sock string) (stop func(), ended <-chan struct{}, err error) {
 	stage := filepath.Join(s.dir, "hold")
 	if err := os.MkdirAll(stage, 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b, err := json.Marshal(helperSpec{View: p, Stage: stage, Hold: sock})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmd := exec.Command(m.exe)
 	cmd.Env = []string{helperEnv + "=" + string(b), helperOuterEnv + "=1"}
 	cmd.SysProcAttr = plainAttr()
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer statusR.Close()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		statusW.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -140,12 +141,12 @@ func (m *Manager) startHolder(s *Scratch, p presentation, sock string) (stop fun
 	m.mu.Unlock()
 	if closed {
 		statusW.Close()
-		return nil, fmt.Errorf("workdir: %w: shutting down", ErrUnsupported)
+		return nil, nil, fmt.Errorf("workdir: %w: shutting down", ErrUnsupported)
 	}
 	exited, err := startPinned(cmd)
 	if err != nil {
 		statusW.Close()
-		return nil, fmt.Errorf("%w: start the view's holder: %w", ErrHelper, err)
+		return nil, nil, fmt.Errorf("%w: start the view's holder: %w", ErrHelper, err)
 	}
 	statusW.Close()
 	m.track(cmd, true)
@@ -176,7 +177,7 @@ func (m *Manager) startHolder(s *Scratch, p presentation, sock string) (stop fun
 		if why == "" {
 			why = fmt.Sprintf("%v %s", err, stderr.String())
 		}
-		return nil, fmt.Errorf("%w: the view's holder: %s", ErrHelper, why)
+		return nil, nil, fmt.Errorf("%w: the view's holder: %s", ErrHelper, why)
 	}
-	return stop, nil
+	return stop, waited, nil
 }

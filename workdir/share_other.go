@@ -8,6 +8,6 @@ import "os"
 
 func cloneShared(string) (*os.File, error) { return nil, ErrUnsupported }
 
-func (m *Manager) startHolder(*Scratch, presentation, string) (func(), error) {
-	return nil, ErrUnsupported
+func (m *Manager) startHolder(*Scratch, presentation, string) (func(), <-chan struct{}, error) {
+	return nil, nil, ErrUnsupported
 }

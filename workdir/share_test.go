@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -313,4 +315,71 @@ func TestHolderOutlivesStartingThread(t *testing.T) {
 			<-st.sv.Done()
 		}
 	})
+}
+
+// A holder killed from outside leaves the services on their clones of
+// the view, and the session's next command is refused, naming the cause
+// and what to do (a second mount of the upper directory beside theirs is
+// what the share prevents), not a socket's "connection refused"; once
+// the services stopped, commands mount their own view again.
+func TestHolderKilled(t *testing.T) {
+	m := newManager(t, workdir.ModeOverlay)
+	if !m.Isolated() {
+		t.Skip("no namespaces here")
+	}
+	f := newFixture(t)
+	sv := serveOn(t, m, f, "/bin/sh", "-c", "echo up > svc.txt; sleep 600")
+	awaitLayerFile(t, m, sv, "svc.txt")
+	holder := holderOf(t, m.ScratchDir("s1"))
+	require.NoError(t, syscall.Kill(-holder, syscall.SIGKILL))
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var sc *workdir.Scratch
+		if sc, err = m.Prepare(t.Context(), f.view()); err == nil {
+			require.NoError(t, sc.Settle(t.Context(), f.view(), nil))
+			continue // the holder's end is not seen yet
+		}
+		break
+	}
+	require.ErrorIs(t, err, workdir.ErrViewHeld)
+	assert.ErrorContains(t, err, "holder ended")
+	select {
+	case <-sv.Done():
+		t.Fatal("the service ended with the holder")
+	default:
+	}
+
+	sv.Stop(time.Second)
+	sc, err := m.Prepare(t.Context(), f.view())
+	require.NoError(t, err)
+	cs, err := sc.CaptureNow(t.Context(), f.view(), 0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"svc.txt"}, paths(cs), "the service's write, kept in the upper directory")
+	res, err := sc.Run(t.Context(), workdir.Command{Argv: []string{"cat", "svc.txt"}})
+	require.NoError(t, err)
+	assert.Equal(t, "up\n", string(res.Stdout), "%s", res.Stderr)
+	require.NoError(t, sc.Settle(t.Context(), f.view(), nil))
+}
+
+// holderOf is the process (group leader) that holds the shared view of
+// the scratch dir: the helper whose spec names the scratch's socket.
+func holderOf(t *testing.T, scratch string) int {
+	t.Helper()
+	procs, err := filepath.Glob("/proc/[0-9]*/environ")
+	require.NoError(t, err)
+	sock := filepath.Join(scratch, "view.sock")
+	for _, p := range procs {
+		env, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		s := string(env)
+		if strings.Contains(s, "SESSIOND_WORKDIR_HELPER_OUTER=1") && strings.Contains(s, `"hold":"`+sock+`"`) {
+			pid, err := strconv.Atoi(strings.Split(p, "/")[2])
+			require.NoError(t, err)
+			return pid
+		}
+	}
+	t.Fatalf("no holder for %s", sock)
+	return 0
 }

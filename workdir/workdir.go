@@ -372,6 +372,12 @@ func (m *Manager) Prepare(ctx context.Context, v View) (*Scratch, error) {
 	}
 	s := m.scratch(v.Session)
 	shared := s.using(true)
+	if shared != nil {
+		if err := shared.lost(); err != nil {
+			s.using(false)
+			return nil, fmt.Errorf("workdir: prepare %s: %w", v.Session, err)
+		}
+	}
 	lower, release, err := m.cache.Acquire(ctx, v.Repo, v.BaseTree)
 	if err != nil {
 		s.using(false)

@@ -874,7 +874,7 @@ func (m *merger) finish() (*MergeResult, error) {
 		}
 		changes = append(changes, c)
 	}
-	changes = append(changes, kept...)
+	changes = dropDeletesBelowFiles(append(changes, kept...))
 	if err := m.checkContents(changes); err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
@@ -928,6 +928,31 @@ func keptChanges(ci *pathInfo) []gitstore.Change {
 		out = append(out, gitstore.Change{Path: ci.path, Delete: true})
 	}
 	return out
+}
+
+// dropDeletesBelowFiles leaves out the deletes below a file that is put:
+// the file replaces the directory, and all below it, already. A kept
+// conflict's file (one side renamed a file to where the other side's
+// directory was deleted, say) is put after the clean walk deleted that
+// directory's files.
+func dropDeletesBelowFiles(changes []gitstore.Change) []gitstore.Change {
+	files := map[string]bool{}
+	for _, c := range changes {
+		if !c.Delete && (c.Mode.IsBlob() || c.Mode == gitstore.ModeGitlink) {
+			files[c.Path] = true
+		}
+	}
+	return slices.DeleteFunc(changes, func(c gitstore.Change) bool {
+		if !c.Delete {
+			return false
+		}
+		for i := strings.LastIndexByte(c.Path, '/'); i > 0; i = strings.LastIndexByte(c.Path[:i], '/') {
+			if files[c.Path[:i]] {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // checkContents applies overlay's content rules to the files the merge

@@ -332,14 +332,14 @@ func TestHolderKilled(t *testing.T) {
 	awaitLayerFile(t, m, sv, "svc.txt")
 	holder := holderOf(t, m.ScratchDir("s1"))
 	require.NoError(t, syscall.Kill(-holder, syscall.SIGKILL))
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		var sc *workdir.Scratch
-		if sc, err = m.Prepare(t.Context(), f.view()); err == nil {
-			require.NoError(t, sc.Settle(t.Context(), f.view(), nil))
-			continue // the holder's end is not seen yet
-		}
-		break
+	// The daemon sees the holder's end once it reaped it: until then a
+	// command may still go through.
+	deadline := time.Now().Add(10 * time.Second)
+	sc, err := m.Prepare(t.Context(), f.view())
+	for err == nil && time.Now().Before(deadline) {
+		require.NoError(t, sc.Settle(t.Context(), f.view(), nil))
+		time.Sleep(20 * time.Millisecond)
+		sc, err = m.Prepare(t.Context(), f.view())
 	}
 	require.ErrorIs(t, err, workdir.ErrViewHeld)
 	assert.ErrorContains(t, err, "holder ended")
@@ -350,7 +350,7 @@ func TestHolderKilled(t *testing.T) {
 	}
 
 	sv.Stop(time.Second)
-	sc, err := m.Prepare(t.Context(), f.view())
+	sc, err = m.Prepare(t.Context(), f.view())
 	require.NoError(t, err)
 	cs, err := sc.CaptureNow(t.Context(), f.view(), 0)
 	require.NoError(t, err)

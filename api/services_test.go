@@ -26,6 +26,7 @@ import (
 	"github.com/sessiond/sessiond/db"
 	"github.com/sessiond/sessiond/events"
 	"github.com/sessiond/sessiond/internal/testengine"
+	"github.com/sessiond/sessiond/internal/testport"
 	"github.com/sessiond/sessiond/internal/testrepo"
 	"github.com/sessiond/sessiond/session"
 	"github.com/sessiond/sessiond/workdir"
@@ -556,14 +557,6 @@ func TestServiceLifecycle(t *testing.T) {
 	assert.Equal(t, session.ReasonEnded, e2.services(a)["end"].Reason)
 }
 
-// freePort is a port of the host's loopback nothing listens on now.
-func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // BenchmarkServicePort: a request through the port route (the daemon's
 // reverse proxy, the Unix socket, the sandbox's relay) against the same
 // server program run directly on the host, in the same run, as median
@@ -579,7 +572,7 @@ func BenchmarkServicePort(b *testing.B) {
 	// The same program on the host.
 	dir := b.TempDir()
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "server.py"), []byte(serverPy), 0o644))
-	hostPort := freePort(b)
+	hostPort := testport.Free(b)
 	cmd := exec.Command("python3", "server.py", strconv.Itoa(hostPort), "H")
 	cmd.Dir = dir
 	require.NoError(b, cmd.Start())
@@ -650,7 +643,7 @@ func BenchmarkServicePort(b *testing.B) {
 		code, body = e.call("DELETE", "/v1/sessions/"+id+"/services/s"+strconv.Itoa(i), tok, nil)
 		require.Equal(b, 200, code, "%s", body)
 
-		p := freePort(b)
+		p := testport.Free(b)
 		start = time.Now()
 		c := exec.Command("/usr/bin/python3", "-m", "http.server", "--bind", "127.0.0.1", strconv.Itoa(p))
 		c.Dir = dir

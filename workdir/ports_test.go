@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessiond/sessiond/internal/testport"
 	"github.com/sessiond/sessiond/workdir"
 )
 
@@ -25,10 +26,7 @@ func TestServeExposedPort(t *testing.T) {
 	}
 	f := newFixture(t)
 	for _, host := range []bool{false, true} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
+		port := testport.Free(t)
 		sock := filepath.Join(t.TempDir(), "port.sock")
 		server := `import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

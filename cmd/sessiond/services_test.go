@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
+	"github.com/sessiond/sessiond/internal/testport"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
@@ -35,10 +35,7 @@ func testServiceCLI(t *testing.T, mode string) {
 	if mode == "unisolated" {
 		// Services share the host's network there: a port free now.
 		flags = append(flags, "--workdir-no-namespaces")
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-		ln.Close()
+		port = strconv.Itoa(testport.Free(t))
 	}
 	d := newDaemon(t, stores[0], flags...)
 	s, err := d.C.CreateSession(ctx, apitypes.CreateSessionRequest{Repo: "r", Base: "main"})

@@ -23,6 +23,7 @@ import (
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/internal/pgtest"
 	"github.com/sessiond/sessiond/internal/testdaemon"
+	"github.com/sessiond/sessiond/internal/testport"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
@@ -142,7 +143,7 @@ func TestOriginSingleNode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, origin.URL, rp.Origin)
 
-	gone := "git://127.0.0.1:" + strconv.Itoa(FreePort(t)) + "/none.git"
+	gone := "git://127.0.0.1:" + strconv.Itoa(testport.Free(t)) + "/none.git"
 	for _, tc := range []struct{ origin, want string }{
 		{gone, gone},
 		{"https://agent:s3cret@127.0.0.1:1/app.git", "password in the URL"},

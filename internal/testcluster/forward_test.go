@@ -26,6 +26,7 @@ import (
 	"github.com/sessiond/sessiond/apitypes"
 	"github.com/sessiond/sessiond/client"
 	"github.com/sessiond/sessiond/internal/testdaemon"
+	"github.com/sessiond/sessiond/internal/testport"
 )
 
 // owner is the node the store names as session id's owner.
@@ -209,7 +210,7 @@ func TestForwardLoopRefused(t *testing.T) {
 func TestUnreachableOwner(t *testing.T) {
 	ctx := t.Context()
 	c := appCluster(t, 1)
-	bad := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	bad := fmt.Sprintf("http://127.0.0.1:%d", testport.Free(t))
 	n2 := c.Add("node-2", "--advertise-url", bad)
 	st, err := c.Nodes[0].C.Cluster(ctx)
 	require.NoError(t, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/sessiond/sessiond/internal/pgtest"
 	"github.com/sessiond/sessiond/internal/testdaemon"
+	"github.com/sessiond/sessiond/internal/testport"
 	"github.com/sessiond/sessiond/internal/testrepo"
 )
 
@@ -38,7 +38,7 @@ func NewOrigin(t testing.TB, fixture string) *Origin {
 	base := t.TempDir()
 	dir := filepath.Join(base, "app.git")
 	require.NoError(t, os.Rename(testrepo.BuildBare(t, fixture), dir))
-	port := FreePort(t)
+	port := testport.Free(t)
 	cmd := exec.Command("git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
 		"--listen=127.0.0.1", "--port="+strconv.Itoa(port), "--base-path="+base, base)
 	cmd.Env = testrepo.Env()
@@ -138,7 +138,7 @@ func (c *Cluster) Add(id string, args ...string) *Node {
 // *port): its address, the URL it advertises, and c.Args and args.
 func (c *Cluster) NodeArgs(id string, port *int, args ...string) []string {
 	c.T.Helper()
-	*port = FreePort(c.T)
+	*port = testport.Free(c.T)
 	addr := "127.0.0.1:" + strconv.Itoa(*port)
 	out := []string{"--addr", addr, "--node-id", id, "--advertise-url", "http://" + addr}
 	out = append(out, c.Args...)
@@ -205,13 +205,4 @@ func RefusedIn(t testing.TB, dir string, timeout time.Duration, args ...string) 
 		t.Fatalf("run sessiond: %v", err)
 	}
 	return code, stderr.String()
-}
-
-// FreePort returns a loopback TCP port free at the time of asking.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

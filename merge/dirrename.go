@@ -464,7 +464,18 @@ func (m *merger) dirRenameTarget(p string, s int, dirRenames map[string]string, 
 	if err != nil {
 		return "", err
 	}
+	above, err := m.fileOnBothAbove(to)
+	if err != nil {
+		return "", err
+	}
 	switch {
+	case above != "":
+		// git moves the file below a file both sides have and then loses
+		// it from its tree; the file stays where it is, in conflict.
+		col.reported = true
+		m.dirConflicts = append(m.dirConflicts, Conflict{Path: to, Kind: ConflictDirRenameCollision,
+			Message: fmt.Sprintf("the file %s is in the way of directory renames that would move %s to %s", above, strings.Join(col.sources, ", "), to)})
+		return "", nil
 	case inWay:
 		col.reported = true
 		m.dirConflicts = append(m.dirConflicts, Conflict{Path: to, Kind: ConflictDirRenameCollision,
@@ -477,6 +488,22 @@ func (m *merger) dirRenameTarget(p string, s int, dirRenames map[string]string, 
 		return "", nil
 	}
 	return to, nil
+}
+
+// fileOnBothAbove returns the nearest directory of p that both ours and
+// theirs have as a file (not a directory), or "" when there is none: a
+// file moved below it could not be written beside it.
+func (m *merger) fileOnBothAbove(p string) (string, error) {
+	for d := parentDir(p); d != ""; d = parentDir(d) {
+		ents, err := m.entriesAt(d)
+		if err != nil {
+			return "", err
+		}
+		if ents[1] != nil && ents[2] != nil && !ents[1].Mode.IsDir() && !ents[2].Mode.IsDir() {
+			return d, nil
+		}
+	}
+	return "", nil
 }
 
 // pathInWay reports whether git's merge has something at p that a file

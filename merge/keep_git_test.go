@@ -85,11 +85,7 @@ func keepBesideGit(t *testing.T, rt interface {
 	Skipf(string, ...any)
 }, dir string, repo *gitstore.Repo, base, ours, theirs model) keepOutcome {
 	ctx := t.Context()
-	b := repo.NewBatch()
-	_, bc := commitModel(ctx, rt, b, base)
-	_, oc := commitModel(ctx, rt, b, ours, bc)
-	_, tc := commitModel(ctx, rt, b, theirs, bc)
-	require.NoError(rt, b.Flush(ctx))
+	bc, oc, tc := commitThree(ctx, rt, repo, base, ours, theirs)
 	cmd := exec.Command("git", "-c", "merge.conflictStyle=diff3", "-c", "merge.directoryRenames=false", "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", oc.String(), tc.String())
 	cmd.Dir, cmd.Env = dir, testrepo.Env()
 	out, gitErr := cmd.Output()

@@ -71,6 +71,16 @@ func commitModel(ctx context.Context, t require.TestingT, b *gitstore.Batch, m m
 	return tree, commit
 }
 
+// commitThree commits base, and ours and theirs as its children.
+func commitThree(ctx context.Context, t require.TestingT, repo *gitstore.Repo, base, ours, theirs model) (bc, oc, tc gitstore.OID) {
+	b := repo.NewBatch()
+	_, bc = commitModel(ctx, t, b, base)
+	_, oc = commitModel(ctx, t, b, ours, bc)
+	_, tc = commitModel(ctx, t, b, theirs, bc)
+	require.NoError(t, b.Flush(ctx))
+	return bc, oc, tc
+}
+
 var (
 	dirs  = []string{"", "a/", "b/", "a/c/"}
 	names = []string{"f1", "f2", "f3", "f4", "g", "h.txt"}
@@ -316,11 +326,7 @@ func TestMergeMatchesGitMergeTree(t *testing.T) {
 						}
 					}
 				}
-				b := repo.NewBatch()
-				_, bc := commitModel(ctx, rt, b, base)
-				_, oc := commitModel(ctx, rt, b, ours, bc)
-				_, tc := commitModel(ctx, rt, b, theirs, bc)
-				require.NoError(rt, b.Flush(ctx))
+				bc, oc, tc := commitThree(ctx, rt, repo, base, ours, theirs)
 
 				mode := rapid.SampledFrom([]merge.DirRenameMode{
 					merge.DirRenamesConflict, merge.DirRenamesApply, merge.DirRenamesOff,
@@ -480,11 +486,7 @@ func TestMergeNameOrderMatchesGit(t *testing.T) {
 		ours, theirs := base.clone(), base.clone()
 		change(rt, "ours", ours)
 		change(rt, "theirs", theirs)
-		b := repo.NewBatch()
-		_, bc := commitModel(ctx, rt, b, base)
-		_, oc := commitModel(ctx, rt, b, ours, bc)
-		_, tc := commitModel(ctx, rt, b, theirs, bc)
-		require.NoError(rt, b.Flush(ctx))
+		bc, oc, tc := commitThree(ctx, rt, repo, base, ours, theirs)
 
 		gitTree, gitClean, gitConflicts := gitMergeTree(rt, dir, "", oc, tc)
 		rt.Logf("base %s\nours %s\ntheirs %s", describe(base), describe(ours), describe(theirs))
@@ -520,11 +522,7 @@ func TestDirRenameBelowAFileBothSidesHave(t *testing.T) {
 	ours := model{"b/f3": moved, "keep": text("k\n")}
 	theirs := model{"a/c/f3/g": added, "a/c/h.txt": text("h\n"), "b/f3": moved, "keep": text("k\n")}
 	ctx := t.Context()
-	b := repo.NewBatch()
-	_, bc := commitModel(ctx, t, b, base)
-	_, oc := commitModel(ctx, t, b, ours, bc)
-	_, tc := commitModel(ctx, t, b, theirs, bc)
-	require.NoError(t, b.Flush(ctx))
+	bc, oc, tc := commitThree(ctx, t, repo, base, ours, theirs)
 
 	gitTree, gitClean, _ := gitMergeTree(t, dir, "true", oc, tc)
 	require.True(t, gitClean)

@@ -526,7 +526,8 @@ func TestServiceLifecycle(t *testing.T) {
 	// The repository's policy sets the period (1 s here).
 	code, body = e.call("PUT", "/v1/repos/r/policy", e.admin, map[string]any{"exec": map[string]any{"service_idle_seconds": 1}})
 	require.Equal(t, 200, code, "%s", body)
-	e.start(a, aTok, map[string]any{"name": "idle", "argv": []string{"sleep", "600"}})
+	// Without a ready check the answer still names the pid inside.
+	assert.NotZero(t, e.start(a, aTok, map[string]any{"name": "idle", "argv": []string{"sleep", "600"}}).PID)
 	require.Eventually(t, func() bool { return e.services(a)["idle"].State == "stopped" }, 20*time.Second, 20*time.Millisecond)
 	assert.Equal(t, session.ReasonIdle, e.services(a)["idle"].Reason)
 	code, body = e.call("PUT", "/v1/repos/r/policy", e.admin, map[string]any{})

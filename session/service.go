@@ -451,6 +451,13 @@ func (e *Executor) StartService(ctx context.Context, id uuid.UUID, opts ServiceO
 	e.startJanitor()
 	e.svcs.mu.Unlock()
 	go e.watch(id, ss, s, sv)
+	// The answer names the pid the service has inside: wait for the
+	// sandbox to report it (or for a service that never started to end).
+	select {
+	case <-s.started:
+	case <-sv.Done():
+	case <-ctx.Done():
+	}
 
 	if opts.Ready.HTTP != "" || opts.Ready.TCP {
 		if err := e.awaitReady(ctx, ss, s, sv); err != nil {

@@ -452,10 +452,15 @@ func (e *Executor) StartService(ctx context.Context, id uuid.UUID, opts ServiceO
 	e.svcs.mu.Unlock()
 	go e.watch(id, ss, s, sv)
 	// The answer names the pid the service has inside: wait for the
-	// sandbox to report it (or for a service that never started to end).
+	// sandbox to report it, or, for a service that never started, for
+	// its end to be recorded (so that the answer says how it failed).
 	select {
 	case <-s.started:
 	case <-sv.Done():
+		select {
+		case <-e.ended(s):
+		case <-ctx.Done():
+		}
 	case <-ctx.Done():
 	}
 

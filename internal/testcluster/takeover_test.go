@@ -57,11 +57,14 @@ func isConnRefused(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "connection refused")
 }
 
-// fsck runs git fsck --strict in node's clone of app.
+// fsck stops node (gracefully) and runs git fsck --strict in its clone
+// of app: a live node's fetches and housekeeping write packs, and fsck
+// reading beside them finds a pack whose index is not there yet.
 func fsck(t *testing.T, n *Node) {
 	t.Helper()
 	rp, err := n.C.GetRepo(t.Context(), "app")
 	require.NoError(t, err)
+	n.Stop()
 	cmd := exec.Command("git", "fsck", "--strict", "--no-progress")
 	cmd.Dir = rp.Path
 	cmd.Env = testrepo.Env()

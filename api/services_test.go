@@ -502,7 +502,8 @@ func TestServiceLifecycle(t *testing.T) {
 	assert.Equal(t, 404, code)
 
 	// A checkpoint is a capture point too.
-	e.start(a, aTok, map[string]any{"name": "cp", "command": "echo cp > cp.tmp && mv cp.tmp cp.txt; exec sleep 600"})
+	// Without a ready check the answer still names the pid inside.
+	assert.NotZero(t, e.start(a, aTok, map[string]any{"name": "cp", "command": "echo cp > cp.tmp && mv cp.tmp cp.txt; exec sleep 600"}).PID)
 	require.Eventually(t, func() bool { return e.upperHas(a, "cp.txt") }, 10*time.Second, 10*time.Millisecond)
 	code, body = e.call("POST", "/v1/sessions/"+a+"/checkpoints", aTok, map[string]any{"label": "with cp"})
 	require.Equal(t, 201, code, "%s", body)
@@ -533,8 +534,7 @@ func TestServiceLifecycle(t *testing.T) {
 	assert.Contains(t, []string{"failed", "stopped"}, missing.State)
 	assert.Zero(t, missing.PID)
 
-	// Without a ready check the answer still names the pid inside.
-	assert.NotZero(t, e.start(a, aTok, map[string]any{"name": "idle", "argv": []string{"sleep", "600"}}).PID)
+	e.start(a, aTok, map[string]any{"name": "idle", "argv": []string{"sleep", "600"}})
 	require.Eventually(t, func() bool { return e.services(a)["idle"].State == "stopped" }, 20*time.Second, 20*time.Millisecond)
 	assert.Equal(t, session.ReasonIdle, e.services(a)["idle"].Reason)
 	code, body = e.call("PUT", "/v1/repos/r/policy", e.admin, map[string]any{})
